@@ -1,0 +1,62 @@
+// Small helpers shared by the C++ benchmarks: a clock, argument parsing,
+// and the metadata line every benchmark prints first.
+#ifndef BENCH_COMMON_UTIL_HPP
+#define BENCH_COMMON_UTIL_HPP
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+
+namespace bench {
+
+inline std::int64_t now_ns() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+inline double now_s() { return static_cast<double>(now_ns()) * 1e-9; }
+
+// argv[i] as an integer in [lo, hi], or dflt when absent; exits on garbage.
+inline long arg_long(int argc, char **argv, int i, long dflt, long lo, long hi) {
+  if (i >= argc) return dflt;
+  char *end = nullptr;
+  errno = 0;
+  long v = std::strtol(argv[i], &end, 10);
+  if (errno || end == argv[i] || *end || v < lo || v > hi) {
+    std::fprintf(stderr, "%s: argument %d must be an integer in [%ld, %ld], got '%s'\n",
+                 argv[0], i, lo, hi, argv[i]);
+    std::exit(2);
+  }
+  return v;
+}
+
+// Keeps the compiler from knowing v (before a call) or from dropping it (after).
+template <class T>
+inline void opaque(T &v) {
+  __asm__ volatile("" : "+r"(v) : : "memory");
+}
+template <class T>
+inline void keep(const T &v) {
+  __asm__ volatile("" : : "r"(v) : "memory");
+}
+
+#if defined(__clang__)
+#define BENCH_COMPILER "clang " __clang_version__
+#elif defined(__GNUC__)
+#define BENCH_COMPILER "gcc " __VERSION__
+#else
+#define BENCH_COMPILER "unknown"
+#endif
+
+// "# key=value ..." lines are metadata: run.py keeps them, CSV readers skip them.
+inline void print_meta(const char *bench, const char *system, int workers) {
+  std::printf("# bench=%s system=%s workers=%d compiler=\"%s\"\n", bench, system, workers,
+              BENCH_COMPILER);
+}
+
+}  // namespace bench
+
+#endif  // BENCH_COMMON_UTIL_HPP

@@ -1,0 +1,492 @@
+#!/usr/bin/env python3
+"""Run the ito benchmarks and write CSVs and a report.
+
+Builds nothing: `make bench` (or `cmake --build build`) builds the binaries,
+which this script finds in build/bench/ (or --bindir). For every system that
+was built it runs
+
+  fib         fib_<system> N REPS      at each worker count
+  spawn_loop  spawn_loop_<system>      with 1 worker
+  million     million N                once, with the largest worker count
+
+and writes OUT/fib.csv, OUT/spawn_loop.csv, OUT/million.csv and OUT/REPORT.md
+(plus OUT/fib.png when matplotlib can be imported). Everything in the report
+is computed from the CSVs of this run.
+
+The worker count is handed to every runtime through its own variable:
+ITO_NUM_WORKERS (ito), OMP_NUM_THREADS (OpenMP), BENCH_WORKERS (oneTBB).
+
+Every benchmark checks its own answer and exits nonzero on a wrong one; this
+script exits nonzero if any run failed or printed malformed output, so
+`run.py --quick` is a correctness smoke test (it never judges timings).
+"""
+import argparse
+import csv
+import datetime
+import io
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+SYSTEMS = ["serial", "ito", "ito_thread", "tbb", "gomp", "iomp"]
+BENCHES = ["fib", "spawn_loop", "million"]
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+FIB_COLS = ["system", "workers", "n", "rep", "serial_s", "parallel_s", "ratio"]
+SPAWN_COLS = ["system", "workers", "measurement", "ns_per_iter"]
+MILLION_COLS = ["n", "workers", "wall_s", "create_s", "arrive_s", "finish_s",
+                "hwm_start_kb", "hwm_end_kb", "rss_peak_kb", "pte_peak_kb",
+                "bytes_per_thread"]
+SPAWN_ITERS, SPAWN_MEAS, SPAWN_DROP = 1000, 31, 5
+
+
+def ncpus():
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def parse_workers(text):
+    try:
+        ws = sorted({int(x) for x in text.split(",") if x.strip()})
+    except ValueError:
+        raise argparse.ArgumentTypeError("--workers wants a list like 1,2,4")
+    if not ws or ws[0] < 1:
+        raise argparse.ArgumentTypeError("worker counts must be >= 1")
+    return ws
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--bench", choices=BENCHES, action="append",
+                   help="run only this benchmark (may be repeated)")
+    p.add_argument("--workers", type=parse_workers,
+                   help="worker counts for fib, e.g. 1,2 (default 1..nproc; --quick: 1,2)")
+    p.add_argument("--quick", action="store_true",
+                   help="tiny parameters (fib 20, million 1000, 2 reps): a smoke test")
+    p.add_argument("--out", default=os.path.join(ROOT, "results"),
+                   help="where the CSVs and REPORT.md go (default: results/)")
+    p.add_argument("--bindir", default=os.path.join(ROOT, "build", "bench"),
+                   help="where the benchmark binaries are (default: build/bench/)")
+    p.add_argument("--fib-n", type=int, help="fib argument (default 35, --quick 20)")
+    p.add_argument("--reps", type=int, help="fib repetitions (default 5, --quick 2)")
+    p.add_argument("--million-n", type=int,
+                   help="threads for million (default 1000000, --quick 1000)")
+    p.add_argument("--timeout", type=float, default=900.0,
+                   help="seconds one benchmark run may take (default 900)")
+    a = p.parse_args(argv)
+    a.benches = a.bench or BENCHES
+    if a.workers is None:
+        a.workers = [1, 2] if a.quick else list(range(1, ncpus() + 1))
+    if a.fib_n is None:
+        a.fib_n = 20 if a.quick else 35
+    if a.reps is None:
+        a.reps = 2 if a.quick else 5
+    if a.million_n is None:
+        a.million_n = 1000 if a.quick else 1000000
+    return a
+
+
+def find_binary(bindir, name):
+    path = os.path.join(bindir, name)
+    return path if os.path.isfile(path) and os.access(path, os.X_OK) else None
+
+
+def worker_env(w):
+    env = dict(os.environ)
+    env["ITO_NUM_WORKERS"] = str(w)
+    env["OMP_NUM_THREADS"] = str(w)
+    env["BENCH_WORKERS"] = str(w)
+    return env
+
+
+class Runner:
+    """Runs benchmark binaries, printing a progress line before each run."""
+
+    def __init__(self, total, timeout):
+        self.total = total
+        self.done = 0
+        self.timeout = timeout
+        self.failures = []  # (what, message)
+        self.meta = {}      # (bench, system) -> metadata line
+
+    def run(self, what, cmd, env, expect_cols, expect_rows):
+        self.done += 1
+        print(f"[{self.done}/{self.total}] {what}: {' '.join(os.path.basename(c) if i == 0 else c for i, c in enumerate(cmd))}",
+              flush=True)
+        t0 = time.monotonic()
+        try:
+            proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True, timeout=self.timeout)
+        except subprocess.TimeoutExpired as e:
+            self.fail(what, f"timed out after {self.timeout:.0f} s", e.stderr)
+            return []
+        except OSError as e:
+            self.fail(what, f"could not start: {e}", "")
+            return []
+        dt = time.monotonic() - t0
+        if proc.returncode != 0:
+            self.fail(what, f"exit status {proc.returncode}", proc.stderr)
+            return []
+        if proc.stderr.strip():
+            sys.stderr.write(proc.stderr)
+        meta, rows, err = parse_output(proc.stdout, expect_cols)
+        if err:
+            self.fail(what, err, proc.stdout)
+            return []
+        if expect_rows is not None and len(rows) != expect_rows:
+            self.fail(what, f"printed {len(rows)} result lines, expected {expect_rows}", proc.stdout)
+            return []
+        for m in meta:
+            self.meta.setdefault(what.split()[0], []).append(m)
+        print(f"    ok in {dt:.1f} s", flush=True)
+        return rows
+
+    def fail(self, what, msg, detail):
+        if isinstance(detail, bytes):
+            detail = detail.decode(errors="replace")
+        detail = (detail or "").strip()
+        print(f"    FAILED: {msg}", flush=True)
+        if detail:
+            print("    | " + "\n    | ".join(detail.splitlines()[-20:]), flush=True)
+        self.failures.append((what, msg, detail.splitlines()[-5:] if detail else []))
+
+
+def parse_output(text, cols):
+    """'#' lines are metadata; the first other line is the CSV header."""
+    meta = [ln[1:].strip() for ln in text.splitlines() if ln.startswith("#")]
+    body = "\n".join(ln for ln in text.splitlines() if ln.strip() and not ln.startswith("#"))
+    reader = csv.DictReader(io.StringIO(body))
+    if reader.fieldnames != cols:
+        return meta, [], f"unexpected CSV header {reader.fieldnames}, expected {cols}"
+    rows = list(reader)
+    for r in rows:
+        for c in cols:
+            if c == "system":
+                continue
+            try:
+                float(r[c])
+            except (TypeError, ValueError):
+                return meta, [], f"malformed value {c}={r[c]!r}"
+    return meta, rows, None
+
+
+def write_csv(path, cols, rows):
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=cols)
+        w.writeheader()
+        for r in rows:
+            w.writerow({c: r[c] for c in cols})
+
+
+# --------------------------------------------------------------------------- report
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for ln in f:
+                if ln.startswith("model name") or ln.startswith("Model"):
+                    return ln.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def fmt(x, digits=3):
+    if x is None:
+        return "n/a"
+    if isinstance(x, int):
+        return str(x)
+    if x == 0:
+        return "0"
+    if abs(x) >= 100:
+        return f"{x:.1f}"
+    return f"{x:.{digits}g}"
+
+
+def fib_summary(rows):
+    """(system, workers) -> dict of medians/min/max, ordered by system then workers."""
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["system"], int(r["workers"])), []).append(r)
+    out = {}
+    for key in sorted(groups, key=lambda k: (sys_order(k[0]), k[1])):
+        g = groups[key]
+        ratios = [float(r["ratio"]) for r in g]
+        out[key] = {
+            "reps": len(g),
+            "n": int(g[0]["n"]),
+            "serial_med": statistics.median(float(r["serial_s"]) for r in g),
+            "par_med": statistics.median(float(r["parallel_s"]) for r in g),
+            "ratio_med": statistics.median(ratios),
+            "ratio_min": min(ratios),
+            "ratio_max": max(ratios),
+        }
+    return out
+
+
+def sys_order(s):
+    return SYSTEMS.index(s) if s in SYSTEMS else len(SYSTEMS)
+
+
+def plot_fib(summary, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except Exception:  # matplotlib is optional
+        return False
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    systems = sorted({s for s, _ in summary}, key=sys_order)
+    for s in systems:
+        ws = sorted(w for t, w in summary if t == s)
+        med = [summary[(s, w)]["ratio_med"] for w in ws]
+        lo = [summary[(s, w)]["ratio_med"] - summary[(s, w)]["ratio_min"] for w in ws]
+        hi = [summary[(s, w)]["ratio_max"] - summary[(s, w)]["ratio_med"] for w in ws]
+        ax.errorbar(ws, med, yerr=[lo, hi], marker="o", capsize=3, label=s)
+    ax.set_yscale("log")
+    ax.set_xlabel("workers")
+    ax.set_ylabel("time relative to serial fib (median, min-max)")
+    allw = sorted({w for _, w in summary})
+    ax.set_xticks(allw)
+    n = next(iter(summary.values()))["n"]
+    ax.set_title(f"fib({n}), one spawn and one sync per call")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def md_table(header, rows):
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def write_report(args, out, results, runner, started, skipped):
+    rep = []
+    rep.append("# ito benchmark report\n")
+    rep.append("Generated by `bench/run.py` from the CSVs of this run; nothing here is typed by hand.\n")
+    rep.append(md_table(["", ""], [
+        ["date", started.isoformat(timespec="seconds")],
+        ["CPU", cpu_model()],
+        ["cores (usable / online)", f"{ncpus()} / {os.cpu_count()}"],
+        ["kernel", f"{platform.system()} {platform.release()} {platform.machine()}"],
+        ["command", "`run.py " + " ".join(sys.argv[1:]) + "`"],
+        ["binaries", f"`{os.path.relpath(args.bindir, ROOT) if args.bindir.startswith(ROOT) else args.bindir}`"],
+    ]))
+    rep.append("")
+    if runner.meta:
+        rep.append("Compilers, as each binary reports them:\n")
+        seen = {}
+        for what, ms in runner.meta.items():
+            for m in ms:
+                parts = dict(kv.split("=", 1) for kv in _split_meta(m) if "=" in kv)
+                if "compiler" in parts and "system" in parts:
+                    seen.setdefault(parts["system"], parts["compiler"].strip('"').strip())
+        rep.append(md_table(["system", "compiler"],
+                            [[s, f"`{c}`"] for s, c in sorted(seen.items(), key=lambda kv: sys_order(kv[0]))]))
+        rep.append("")
+
+    if skipped:
+        rep.append("Not built, so not run: " + ", ".join(f"`{b}`" for b in skipped) + ".\n")
+
+    if runner.failures:
+        rep.append("## Failures\n")
+        for what, msg, tail in runner.failures:
+            rep.append(f"- **{what}**: {msg}")
+            for ln in tail:
+                rep.append(f"    - `{ln}`")
+        rep.append("")
+
+    if "fib" in results:
+        rows = results["fib"]
+        rep.append("## fib\n")
+        s = fib_summary(rows)
+        if not s:
+            rep.append("No fib results.\n")
+        else:
+            n = next(iter(s.values()))["n"]
+            rep.append(f"fib({n}) with one spawn and one sync per call; times are medians over "
+                       "the repetitions. *ratio* is the parallel "
+                       "time divided by the time of the plain serial fib compiled into the same "
+                       "binary (median and min-max over the repetitions). *speedup* is the median "
+                       "parallel time at 1 worker divided by that at this worker count. *vs ito* is "
+                       "the median parallel time divided by ito's (task_group) at the same worker "
+                       "count.\n")
+            table = []
+            for (sysname, w), v in s.items():
+                one = s.get((sysname, 1))
+                speed = one["par_med"] / v["par_med"] if one and v["par_med"] > 0 else None
+                ito = s.get(("ito", w))
+                vs_ito = v["par_med"] / ito["par_med"] if ito and ito["par_med"] > 0 else None
+                table.append([sysname, w, v["reps"], fmt(v["serial_med"] * 1e3),
+                              fmt(v["par_med"] * 1e3),
+                              fmt(v["ratio_med"]), f"{fmt(v['ratio_min'])} - {fmt(v['ratio_max'])}",
+                              fmt(speed), fmt(vs_ito)])
+            rep.append(md_table(["system", "workers", "reps", "serial ms", "parallel ms", "ratio",
+                                 "ratio min - max", "speedup", "vs ito"], table))
+            rep.append("")
+            if any(w == 2 for _, w in s) and any(w == 1 for _, w in s):
+                rep.append("Speedup from 1 to 2 workers (median parallel time at 1 / at 2):\n")
+                sp = []
+                for sysname in sorted({k[0] for k in s}, key=sys_order):
+                    a, b = s.get((sysname, 1)), s.get((sysname, 2))
+                    if a and b and b["par_med"] > 0:
+                        sp.append([sysname, fmt(a["par_med"] / b["par_med"])])
+                rep.append(md_table(["system", "speedup 2 vs 1"], sp))
+                rep.append("")
+            png = os.path.join(out, "fib.png")
+            if plot_fib(s, png):
+                rep.append("![fib: time relative to serial vs workers](fib.png)\n")
+            else:
+                rep.append("(matplotlib is not importable: no plot.)\n")
+
+    if "spawn_loop" in results:
+        rows = results["spawn_loop"]
+        rep.append("## spawn loop\n")
+        rep.append(f"`for {SPAWN_ITERS} times: spawn(null_task); sync;` timed as one measurement, "
+                   f"{SPAWN_MEAS} measurements, the first {SPAWN_DROP} dropped (seed 000, 5.1-5.2). "
+                   "Nanoseconds per iteration (one spawn + one sync):\n")
+        groups = {}
+        for r in rows:
+            groups.setdefault((r["system"], int(r["workers"])), []).append(float(r["ns_per_iter"]))
+        ito = groups.get(("ito", 1))
+        ito_med = statistics.median(ito) if ito else None
+        table = []
+        for (sysname, w) in sorted(groups, key=lambda k: (sys_order(k[0]), k[1])):
+            v = groups[(sysname, w)]
+            med = statistics.median(v)
+            table.append([sysname, w, len(v), fmt(med), fmt(min(v)), fmt(max(v)),
+                          fmt(med / ito_med) if ito_med else "n/a"])
+        rep.append(md_table(["system", "workers", "measurements", "median ns", "min ns", "max ns",
+                             "vs ito"], table))
+        rep.append("")
+
+    if "million" in results:
+        rows = results["million"]
+        rep.append("## million threads\n")
+        rep.append("N ito threads alive at once, each blocked on one barrier of N+1 that the main "
+                   "thread joins last; then all are joined. *bytes/thread* is the growth of the "
+                   "peak resident set (VmHWM) over the run divided by N; RSS and page tables "
+                   "(VmPTE) are sampled with all N threads blocked.\n")
+        if rows:
+            table = []
+            for r in rows:
+                table.append([r["n"], r["workers"], fmt(float(r["wall_s"])),
+                              fmt(float(r["create_s"])), fmt(float(r["finish_s"])),
+                              r["hwm_start_kb"], r["hwm_end_kb"], r["rss_peak_kb"],
+                              r["pte_peak_kb"], fmt(float(r["bytes_per_thread"]), 4)])
+            rep.append(md_table(["N", "workers", "wall s", "create s", "release+join s",
+                                 "VmHWM start kB", "VmHWM end kB", "VmRSS peak kB",
+                                 "VmPTE peak kB", "bytes/thread"], table))
+        elif "million" in skipped:
+            rep.append("Not built (it needs the ito library).")
+        else:
+            rep.append("No result (see Failures).")
+        rep.append("")
+
+    with open(os.path.join(out, "REPORT.md"), "w") as f:
+        f.write("\n".join(rep) + "\n")
+
+
+def _split_meta(m):
+    """Splits 'a=1 b="x y"' into ['a=1', 'b="x y"']."""
+    out, cur, q = [], "", False
+    for ch in m:
+        if ch == '"':
+            q = not q
+        if ch == " " and not q:
+            if cur:
+                out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    if cur:
+        out.append(cur)
+    return out
+
+
+# --------------------------------------------------------------------------- main
+
+def main(argv):
+    args = parse_args(argv)
+    args.bindir = os.path.abspath(args.bindir)
+    out = os.path.abspath(args.out)
+    if not os.path.isdir(args.bindir):
+        print(f"run.py: no binaries: {args.bindir} does not exist (run `make bench` or "
+              "`cmake --build build` first)", file=sys.stderr)
+        return 2
+    os.makedirs(out, exist_ok=True)
+    started = datetime.datetime.now().astimezone()
+
+    plan = []  # (bench, what, cmd, env, cols, rows)
+    skipped = []
+    if "fib" in args.benches:
+        for s in SYSTEMS:
+            b = find_binary(args.bindir, f"fib_{s}")
+            if not b:
+                skipped.append(f"fib_{s}")
+                continue
+            ws = [min(args.workers)] if s == "serial" else args.workers
+            for w in ws:
+                plan.append(("fib", f"fib {s} workers={w}", [b, str(args.fib_n), str(args.reps)],
+                             worker_env(w), FIB_COLS, args.reps))
+    if "spawn_loop" in args.benches:
+        for s in SYSTEMS:
+            b = find_binary(args.bindir, f"spawn_loop_{s}")
+            if not b:
+                skipped.append(f"spawn_loop_{s}")
+                continue
+            plan.append(("spawn_loop", f"spawn_loop {s} workers=1",
+                         [b, str(SPAWN_ITERS), str(SPAWN_MEAS), str(SPAWN_DROP)],
+                         worker_env(1), SPAWN_COLS, SPAWN_MEAS - SPAWN_DROP))
+    if "million" in args.benches:
+        b = find_binary(args.bindir, "million")
+        if not b:
+            skipped.append("million")
+        else:
+            w = max(args.workers)
+            plan.append(("million", f"million workers={w}", [b, str(args.million_n)],
+                         worker_env(w), MILLION_COLS, 1))
+
+    if skipped:
+        print(f"run.py: not built, skipped: {', '.join(skipped)}", flush=True)
+    if not plan:
+        print(f"run.py: no benchmark binaries found in {args.bindir}", file=sys.stderr)
+        return 2
+
+    runner = Runner(len(plan), args.timeout)
+    results = {b: [] for b in args.benches}
+    for bench, what, cmd, env, cols, nrows in plan:
+        rows = runner.run(what, cmd, env, cols, nrows)
+        if bench == "million":
+            for r in rows:
+                if int(r["n"]) != args.million_n:
+                    runner.fail(what, f"reported n={r['n']}, asked for {args.million_n}", "")
+        results[bench].extend(rows)
+
+    cols = {"fib": FIB_COLS, "spawn_loop": SPAWN_COLS, "million": MILLION_COLS}
+    for bench, rows in results.items():
+        write_csv(os.path.join(out, f"{bench}.csv"), cols[bench], rows)
+    write_report(args, out, results, runner, started, skipped)
+    print(f"run.py: wrote {', '.join(b + '.csv' for b in results)} and REPORT.md in {out}")
+
+    if runner.failures:
+        print(f"run.py: {len(runner.failures)} of {len(plan)} runs FAILED:", file=sys.stderr)
+        for what, msg, _ in runner.failures:
+            print(f"  {what}: {msg}", file=sys.stderr)
+        return 1
+    print(f"run.py: all {len(plan)} runs passed their checks")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,84 @@
+// Task-creation overhead (seed 000, sections 5.1-5.2): a loop that spawns a
+// task doing nothing and syncs right after it.
+//
+//   spawn_loop_<system> [iters=1000] [measurements=31] [dropped=5]
+//
+// One measurement times `iters` spawn+sync pairs; the first `dropped`
+// measurements (start-up effects: page faults, pools) are not printed.
+// Prints one CSV line per kept measurement:
+//   system,workers,measurement,ns_per_iter
+// Afterwards a checked run (a task that counts) verifies that every sync
+// waited for its child; a failure exits nonzero.
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#include "common/spawn.hpp"
+#include "common/util.hpp"
+
+// Does nothing, but is really called: not inlined, not removable.
+__attribute__((noinline)) static void null_task() { __asm__ volatile(""); }
+
+__attribute__((noinline)) static void count_task(long *c) {
+  __atomic_fetch_add(c, 1, __ATOMIC_RELAXED);
+}
+
+// One group, `iters` times spawn + sync (the loop of section 5.1).
+__attribute__((noinline)) static void create_many(long iters) {
+  BENCH_TASK_GROUP(tg);
+  for (long i = 0; i < iters; i++) {
+    BENCH_SPAWN(tg, null_task());
+    BENCH_SYNC(tg);
+  }
+}
+
+// Same loop with a visible effect; returns the first iteration whose sync
+// returned before its child had run, or -1.
+__attribute__((noinline)) static long create_many_checked(long iters, long *counter) {
+  long bad = -1;
+  BENCH_TASK_GROUP(tg);
+  for (long i = 0; i < iters; i++) {
+    BENCH_SPAWN(tg, count_task(counter));
+    BENCH_SYNC(tg);
+    if (bad < 0 && __atomic_load_n(counter, __ATOMIC_RELAXED) != i + 1) bad = i;
+  }
+  return bad;
+}
+
+int main(int argc, char **argv) {
+  const long iters = bench::arg_long(argc, argv, 1, 1000, 1, 1L << 40);
+  const int meas = static_cast<int>(bench::arg_long(argc, argv, 2, 31, 1, 1000000));
+  const int drop = static_cast<int>(bench::arg_long(argc, argv, 3, 5, 0, meas - 1));
+
+  const int workers = bench::init_workers();
+  bench::print_meta("spawn_loop", BENCH_SYSTEM, workers);
+
+  std::vector<std::int64_t> ns(static_cast<size_t>(meas));
+  bench::run_root([&] {
+    for (int m = 0; m < meas; m++) {
+      long it = iters;
+      bench::opaque(it);
+      std::int64_t t0 = bench::now_ns();
+      create_many(it);
+      std::int64_t t1 = bench::now_ns();
+      ns[static_cast<size_t>(m)] = t1 - t0;
+    }
+  });
+
+  std::printf("system,workers,measurement,ns_per_iter\n");
+  for (int m = drop; m < meas; m++)
+    std::printf("%s,%d,%d,%.2f\n", BENCH_SYSTEM, workers, m,
+                static_cast<double>(ns[static_cast<size_t>(m)]) / static_cast<double>(iters));
+  std::fflush(stdout);
+
+  long counter = 0, bad = -2;
+  bench::run_root([&] { bad = create_many_checked(iters, &counter); });
+  if (bad != -1 || counter != iters) {
+    std::fprintf(stderr,
+                 "spawn_loop_%s: WRONG ANSWER: %ld tasks ran of %ld; first sync that did not wait "
+                 "for its child: iteration %ld\n",
+                 BENCH_SYSTEM, counter, iters, bad);
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,157 @@
+/* ito: a task-parallel runtime of lightweight threads (C11 ABI).
+ *
+ * Every function returning int returns 0 on success or an errno value.
+ * The runtime starts implicitly on first use; ito_init() starts it explicitly.
+ * See docs/api.md for the semantics of each call. */
+#ifndef ITO_ITO_H
+#define ITO_ITO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define ITO_API __attribute__((visibility("default")))
+#else
+#define ITO_API
+#endif
+
+#define ITO_VERSION_MAJOR 0
+#define ITO_VERSION_MINOR 1
+
+/* ---- runtime ---------------------------------------------------------- */
+ITO_API int ito_init(void);
+ITO_API int ito_finalize(void);
+ITO_API int ito_num_workers(void);
+/* Index of the worker running the caller, or -1 on a thread that is not a worker. */
+ITO_API int ito_worker_id(void);
+
+/* ---- lightweight threads ---------------------------------------------- */
+/* A handle: nonzero, comparable with ==; stale handles are detected. */
+typedef uint64_t ito_thread_t;
+
+ITO_API int ito_create(void *(*fn)(void *), void *arg, ito_thread_t *out);
+ITO_API int ito_join(ito_thread_t t, void **result);
+ITO_API int ito_detach(ito_thread_t t);
+ITO_API int ito_yield(void);
+/* The calling lightweight thread, or 0 on a thread that is not an ito thread. */
+ITO_API ito_thread_t ito_self(void);
+/* Ends the calling ito thread with a result (like returning it from fn). */
+ITO_API void ito_exit(void *result) __attribute__((noreturn));
+
+/* ---- synchronisation --------------------------------------------------
+ * Blocking suspends the lightweight thread and its worker runs other work.
+ * On a plain OS thread that is not a worker, the OS thread blocks. */
+typedef struct ito_mutex {
+  int state;            /* 0 free, 1 locked, 2 locked with waiters */
+  int qlock;
+  void *head, *tail;
+} ito_mutex_t;
+#define ITO_MUTEX_INITIALIZER {0, 0, 0, 0}
+
+ITO_API int ito_mutex_init(ito_mutex_t *m);
+ITO_API int ito_mutex_lock(ito_mutex_t *m);
+ITO_API int ito_mutex_trylock(ito_mutex_t *m);
+ITO_API int ito_mutex_unlock(ito_mutex_t *m);
+ITO_API int ito_mutex_destroy(ito_mutex_t *m);
+
+typedef struct ito_cond {
+  int qlock;
+  int pad_;
+  void *head, *tail;
+} ito_cond_t;
+#define ITO_COND_INITIALIZER {0, 0, 0, 0}
+
+ITO_API int ito_cond_init(ito_cond_t *c);
+ITO_API int ito_cond_wait(ito_cond_t *c, ito_mutex_t *m);
+/* abstime is on CLOCK_REALTIME, as for pthread_cond_timedwait. */
+ITO_API int ito_cond_timedwait(ito_cond_t *c, ito_mutex_t *m, const struct timespec *abstime);
+ITO_API int ito_cond_signal(ito_cond_t *c);
+ITO_API int ito_cond_broadcast(ito_cond_t *c);
+ITO_API int ito_cond_destroy(ito_cond_t *c);
+
+typedef struct ito_barrier {
+  int qlock;
+  unsigned count, total, phase;
+  void *head, *tail;
+} ito_barrier_t;
+/* Returned by ito_barrier_wait to exactly one of the threads released. */
+#define ITO_BARRIER_SERIAL_THREAD (-1)
+
+ITO_API int ito_barrier_init(ito_barrier_t *b, unsigned count);
+ITO_API int ito_barrier_wait(ito_barrier_t *b);
+ITO_API int ito_barrier_destroy(ito_barrier_t *b);
+
+/* Thread-specific data, per lightweight thread. Destructors run at thread exit. */
+typedef unsigned ito_key_t;
+#define ITO_KEYS_MAX 1024
+ITO_API int ito_key_create(ito_key_t *key, void (*destructor)(void *));
+ITO_API int ito_key_delete(ito_key_t key);
+ITO_API void *ito_getspecific(ito_key_t key);
+ITO_API int ito_setspecific(ito_key_t key, const void *value);
+/* The names the issue tracker and other tools use. */
+#define ito_key_getspecific ito_getspecific
+#define ito_key_setspecific ito_setspecific
+
+/* ---- fork-join with lazy task creation ----------------------------------
+ * A task group runs children child-first on the caller's own stack; a stack
+ * and a context switch are paid only when an idle worker steals the parent's
+ * continuation. The group must be initialised, forked from and joined in the
+ * same function activation for the fast path (ito_tg_init records the frame);
+ * forks from other frames take a slower, always-correct path. The function
+ * that forks must not return or let an exception escape between a fork and
+ * the join. See docs/lazy-tasks.md. */
+typedef struct ito_tg {
+  void *home_fp;        /* frame of the activation that owns the fast path */
+  void *home_sp;        /* stack pointer of that frame, set at the first steal */
+  void *home_fiber;
+  int pending;          /* 1 + children of taken forks and slow-path children running */
+  int stolen;           /* a continuation of this group was taken */
+  void *waiter;
+  void *reserved_[2];
+} ito_tg_t;
+
+/* fn receives a pointer to a private copy of size bytes of arg (size 0: arg
+ * itself, which must then stay valid and unchanged until the join). */
+typedef void (*ito_task_fn)(void *arg);
+
+ITO_API void ito_tg_init_(ito_tg_t *tg, void *frame);
+ITO_API void ito_tg_fork_(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size);
+ITO_API void ito_tg_spawn_(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size);
+ITO_API void ito_tg_join_(ito_tg_t *tg, void *frame);
+
+/* The inline halves of init and join: the common case makes no call. */
+static inline void ito_tg_init_inline_(ito_tg_t *tg, void *frame) {
+  tg->home_fp = frame;
+  tg->pending = 1;
+  tg->stolen = 0;
+  tg->waiter = 0;
+}
+static inline int ito_tg_busy_(ito_tg_t *tg) {
+  return __atomic_load_n(&tg->pending, __ATOMIC_ACQUIRE) != 1 || tg->stolen;
+}
+
+#define ito_tg_init(tg) ito_tg_init_inline_((tg), __builtin_frame_address(0))
+/* Runs fn on a copy of *arg (size bytes) as a child of tg. */
+#define ito_tg_fork(tg, fn, arg, size)                                        \
+  do {                                                                        \
+    ito_tg_t *ito_tg__ = (tg);                                                \
+    if (ito_tg__->home_fp == __builtin_frame_address(0))                      \
+      ito_tg_fork_(ito_tg__, (fn), (arg), (size));                            \
+    else                                                                      \
+      ito_tg_spawn_(ito_tg__, (fn), (arg), (size));                           \
+  } while (0)
+#define ito_tg_join(tg)                                                       \
+  do {                                                                        \
+    ito_tg_t *ito_tg__ = (tg);                                                \
+    if (ito_tg_busy_(ito_tg__)) ito_tg_join_(ito_tg__, __builtin_frame_address(0)); \
+  } while (0)
+
+#ifdef __cplusplus
+}
+#endif
+#endif

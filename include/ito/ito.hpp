@@ -1,0 +1,220 @@
+// ito: header-only C++17 API over the C ABI in ito.h.
+#ifndef ITO_ITO_HPP
+#define ITO_ITO_HPP
+
+#include <ito/ito.h>
+
+#include <cstddef>
+#include <cstring>
+#include <exception>
+#include <mutex>
+#include <new>
+#include <type_traits>
+#include <utility>
+
+#if defined(__GNUC__)
+#define ITO_ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define ITO_ALWAYS_INLINE inline
+#endif
+
+namespace ito {
+
+inline int num_workers() { return ito_num_workers(); }
+inline int worker_id() { return ito_worker_id(); }
+
+// A group of child tasks joined by wait(). Children run child-first on the
+// caller's stack (lazy task creation) when run() is called in the function
+// that constructed the group; from any other function run() still works,
+// through a slower path that gives the child its own thread. An exception
+// thrown by a child is rethrown by wait() (the first one, if several).
+//
+// Rules of the fast path (checked where possible, see docs/lazy-tasks.md):
+// the constructing function must not return, and no exception may escape it,
+// between a run() and the matching wait().
+class task_group {
+ public:
+  ITO_ALWAYS_INLINE task_group() noexcept : eptr_(nullptr), has_error_(0) {
+    ito_tg_init_inline_(&tg_, __builtin_frame_address(0));
+  }
+  task_group(const task_group &) = delete;
+  task_group &operator=(const task_group &) = delete;
+  ITO_ALWAYS_INLINE ~task_group() noexcept(false) {
+    if (ito_tg_busy_(&tg_)) ito_tg_join_(&tg_, __builtin_frame_address(0));
+    if (eptr_ && !std::uncaught_exceptions()) {
+      std::exception_ptr e = eptr_;
+      eptr_ = nullptr;
+      std::rethrow_exception(e);
+    }
+  }
+
+  template <class F>
+  ITO_ALWAYS_INLINE void run(F &&f) {
+    using Fn = std::decay_t<F>;
+    if constexpr (std::is_trivially_copyable_v<Fn> && sizeof(Fn) <= 240) {
+      // The runtime copies the closure before the continuation can be stolen.
+      struct box { Fn fn; task_group *g; };
+      box b{std::forward<F>(f), this};
+      if (tg_.home_fp == __builtin_frame_address(0))
+        ito_tg_fork_(&tg_, &invoke_copy<box>, &b, sizeof(box));
+      else
+        ito_tg_spawn_(&tg_, &invoke_copy<box>, &b, sizeof(box));
+    } else {
+      // Closures that must be copied by their constructor go to the heap.
+      struct hbox { Fn fn; task_group *g; };
+      hbox *h = new hbox{std::forward<F>(f), this};
+      if (tg_.home_fp == __builtin_frame_address(0))
+        ito_tg_fork_(&tg_, &invoke_heap<hbox>, h, 0);
+      else
+        ito_tg_spawn_(&tg_, &invoke_heap<hbox>, h, 0);
+    }
+  }
+
+  // Waits for every child; rethrows the first exception a child threw.
+  ITO_ALWAYS_INLINE void wait() {
+    if (ito_tg_busy_(&tg_)) ito_tg_join_(&tg_, __builtin_frame_address(0));
+    if (eptr_) {
+      std::exception_ptr e = eptr_;
+      eptr_ = nullptr;
+      has_error_ = 0;
+      std::rethrow_exception(e);
+    }
+  }
+
+ private:
+  void record(std::exception_ptr e) noexcept {
+    if (__atomic_exchange_n(&has_error_, 1, __ATOMIC_ACQ_REL) == 0) eptr_ = e;
+  }
+  template <class B>
+  static void invoke_copy(void *p) noexcept {
+    B *b = static_cast<B *>(p);
+    try {
+      b->fn();
+    } catch (...) {
+      b->g->record(std::current_exception());
+    }
+  }
+  template <class B>
+  static void invoke_heap(void *p) noexcept {
+    B *b = static_cast<B *>(p);
+    try {
+      b->fn();
+    } catch (...) {
+      b->g->record(std::current_exception());
+    }
+    delete b;
+  }
+
+  ito_tg_t tg_;
+  std::exception_ptr eptr_;
+  int has_error_;
+};
+
+namespace detail {
+template <class F>
+ITO_ALWAYS_INLINE void invoke_rest(task_group &, F &&f) {
+  std::forward<F>(f)();
+}
+template <class F, class G, class... Fs>
+ITO_ALWAYS_INLINE void invoke_rest(task_group &tg, F &&f, G &&g, Fs &&...fs) {
+  tg.run(std::forward<F>(f));
+  invoke_rest(tg, std::forward<G>(g), std::forward<Fs>(fs)...);
+}
+}  // namespace detail
+
+// Runs every callable in parallel and returns when all have returned.
+template <class... Fs>
+ITO_ALWAYS_INLINE void parallel_invoke(Fs &&...fs) {
+  static_assert(sizeof...(Fs) >= 1, "parallel_invoke needs at least one callable");
+  task_group tg;
+  detail::invoke_rest(tg, std::forward<Fs>(fs)...);
+  tg.wait();
+}
+
+namespace detail {
+template <class I, class B>
+void for_range(I first, I last, std::size_t grain, const B &body) {
+  while (static_cast<std::size_t>(last - first) > grain) {
+    I mid = first + (last - first) / 2;
+    task_group tg;
+    tg.run([=, &body] { for_range(mid, last, grain, body); });
+    last = mid;
+    for_range(first, last, grain, body);
+    tg.wait();
+    return;
+  }
+  for (I i = first; i < last; ++i) body(i);
+}
+
+template <class I, class T, class B, class C>
+T reduce_range(I first, I last, std::size_t grain, const T &identity, const B &body,
+               const C &combine) {
+  if (static_cast<std::size_t>(last - first) <= grain) return body(first, last, identity);
+  I mid = first + (last - first) / 2;
+  T right = identity;
+  T *rp = &right;
+  task_group tg;
+  tg.run([=, &identity, &body, &combine] {
+    *rp = reduce_range(mid, last, grain, identity, body, combine);
+  });
+  T left = reduce_range(first, mid, grain, identity, body, combine);
+  tg.wait();
+  return combine(left, right);
+}
+}  // namespace detail
+
+// Calls body(i) for every i in [first, last), splitting the range in halves
+// down to at most grain iterations per leaf (grain 0 is taken as 1).
+template <class I, class B>
+void parallel_for(I first, I last, std::size_t grain, const B &body) {
+  if (!(first < last)) return;
+  detail::for_range(first, last, grain ? grain : 1, body);
+}
+
+// body(lo, hi, init) reduces [lo, hi) starting from init and returns the
+// partial result; combine(a, b) merges two partial results. Leaves hold at
+// most grain iterations (grain 0 is taken as 1).
+template <class I, class T, class B, class C>
+T parallel_reduce(I first, I last, std::size_t grain, const T &identity, const B &body,
+                  const C &combine) {
+  if (!(first < last)) return identity;
+  return detail::reduce_range(first, last, grain ? grain : 1, identity, body, combine);
+}
+
+// Lightweight-thread mutex meeting the standard Lockable requirements.
+class mutex {
+ public:
+  mutex() noexcept { ito_mutex_init(&m_); }
+  ~mutex() { ito_mutex_destroy(&m_); }
+  mutex(const mutex &) = delete;
+  mutex &operator=(const mutex &) = delete;
+  void lock() { ito_mutex_lock(&m_); }
+  bool try_lock() { return ito_mutex_trylock(&m_) == 0; }
+  void unlock() { ito_mutex_unlock(&m_); }
+  ito_mutex_t *native_handle() { return &m_; }
+
+ private:
+  ito_mutex_t m_;
+};
+
+class condition_variable {
+ public:
+  condition_variable() noexcept { ito_cond_init(&c_); }
+  ~condition_variable() { ito_cond_destroy(&c_); }
+  condition_variable(const condition_variable &) = delete;
+  condition_variable &operator=(const condition_variable &) = delete;
+  void notify_one() noexcept { ito_cond_signal(&c_); }
+  void notify_all() noexcept { ito_cond_broadcast(&c_); }
+  void wait(std::unique_lock<mutex> &lk) { ito_cond_wait(&c_, lk.mutex()->native_handle()); }
+  template <class P>
+  void wait(std::unique_lock<mutex> &lk, P pred) {
+    while (!pred()) wait(lk);
+  }
+
+ private:
+  ito_cond_t c_;
+};
+
+}  // namespace ito
+
+#endif

@@ -1,0 +1,148 @@
+/* Context switch and lazy-fork entry points for AArch64, AAPCS64, ELF, GNU as.
+ *
+ * Saved context (ito__ctx_jump), 176 bytes at the saved stack pointer:
+ *   +0 x19 x20  +16 x21 x22  +32 x23 x24  +48 x25 x26  +64 x27 x28
+ *   +80 x29 x30(return address)  +96 d8 d9  +112 d10 d11  +128 d12 d13
+ *   +144 d14 d15  +160 fpcr  +168 pad
+ *
+ * Fork record (struct ito_rec in src/internal.h), 192 bytes:
+ *   +0..+72 x19-x28  +80 x29  +88 x30 (the continuation's address)
+ *   +96 stack pointer of the caller  +104..+160 d8-d15  +168 fpcr
+ *   +176 task group  +184 fiber (set in C)
+ */
+        .text
+
+/* void *ito__ctx_jump(void **save_sp, void *to_sp, void *arg) */
+        .globl  ito__ctx_jump
+        .hidden ito__ctx_jump
+        .type   ito__ctx_jump, %function
+        .p2align 4
+ito__ctx_jump:
+        sub     sp, sp, #176
+        stp     x19, x20, [sp, #0]
+        stp     x21, x22, [sp, #16]
+        stp     x23, x24, [sp, #32]
+        stp     x25, x26, [sp, #48]
+        stp     x27, x28, [sp, #64]
+        stp     x29, x30, [sp, #80]
+        stp     d8, d9, [sp, #96]
+        stp     d10, d11, [sp, #112]
+        stp     d12, d13, [sp, #128]
+        stp     d14, d15, [sp, #144]
+        mrs     x9, fpcr
+        str     x9, [sp, #160]
+        mov     x9, sp
+        str     x9, [x0]
+        mov     sp, x1
+        ldp     x19, x20, [sp, #0]
+        ldp     x21, x22, [sp, #16]
+        ldp     x23, x24, [sp, #32]
+        ldp     x25, x26, [sp, #48]
+        ldp     x27, x28, [sp, #64]
+        ldp     x29, x30, [sp, #80]
+        ldp     d8, d9, [sp, #96]
+        ldp     d10, d11, [sp, #112]
+        ldp     d12, d13, [sp, #128]
+        ldp     d14, d15, [sp, #144]
+        ldr     x9, [sp, #160]
+        msr     fpcr, x9
+        add     sp, sp, #176
+        mov     x0, x2
+        ret
+        .size   ito__ctx_jump, .-ito__ctx_jump
+
+/* First frame of a new context: x19 holds the entry function, x0 its argument. */
+        .globl  ito__ctx_start
+        .hidden ito__ctx_start
+        .type   ito__ctx_start, %function
+        .p2align 4
+ito__ctx_start:
+        mov     x29, #0
+        mov     x30, #0
+        blr     x19
+        brk     #0
+        .size   ito__ctx_start, .-ito__ctx_start
+
+.macro SAVE_REC
+        sub     sp, sp, #192
+        stp     x19, x20, [sp, #0]
+        stp     x21, x22, [sp, #16]
+        stp     x23, x24, [sp, #32]
+        stp     x25, x26, [sp, #48]
+        stp     x27, x28, [sp, #64]
+        stp     x29, x30, [sp, #80]
+        add     x9, sp, #192
+        str     x9, [sp, #96]
+        stp     d8, d9, [sp, #104]
+        stp     d10, d11, [sp, #120]
+        stp     d12, d13, [sp, #136]
+        stp     d14, d15, [sp, #152]
+        mrs     x9, fpcr
+        str     x9, [sp, #168]
+        str     x0, [sp, #176]
+.endm
+
+/* void ito_tg_fork_(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size)
+ * Records the caller's continuation and calls ito__fork_c(tg, fn, arg, size,
+ * rec), which returns only if nobody took the continuation. */
+        .globl  ito_tg_fork_
+        .type   ito_tg_fork_, %function
+        .p2align 4
+ito_tg_fork_:
+        SAVE_REC
+        mov     x4, sp
+        bl      ito__fork_c
+        ldr     x30, [sp, #88]
+        add     sp, sp, #192
+        ret
+        .size   ito_tg_fork_, .-ito_tg_fork_
+
+/* void ito_tg_join_(ito_tg_t *tg, void *frame) */
+        .globl  ito_tg_join_
+        .type   ito_tg_join_, %function
+        .p2align 4
+ito_tg_join_:
+        add     x10, x0, #24
+        ldar    w9, [x10]                       /* tg->pending */
+        cmp     w9, #1
+        b.ne    1f
+        ldr     w9, [x0, #28]                   /* tg->stolen */
+        cbnz    w9, 1f
+        ret
+1:
+        SAVE_REC
+        mov     x2, sp
+        bl      ito__join_c
+        ldr     x30, [sp, #88]
+        add     sp, sp, #192
+        ret
+        .size   ito_tg_join_, .-ito_tg_join_
+
+/* void ito__resume(const struct ito_rec *rec, void *sp) */
+        .globl  ito__resume
+        .hidden ito__resume
+        .type   ito__resume, %function
+        .p2align 4
+ito__resume:
+        ldp     x19, x20, [x0, #0]
+        ldp     x21, x22, [x0, #16]
+        ldp     x23, x24, [x0, #32]
+        ldp     x25, x26, [x0, #48]
+        ldp     x27, x28, [x0, #64]
+        ldp     x29, x30, [x0, #80]
+        ldp     d8, d9, [x0, #104]
+        ldp     d10, d11, [x0, #120]
+        ldp     d12, d13, [x0, #136]
+        ldp     d14, d15, [x0, #152]
+        ldr     x9, [x0, #168]
+        msr     fpcr, x9
+        mov     sp, x1
+        sub     sp, sp, #16
+        str     x30, [sp]
+        bl      ito__arrive
+        ldr     x30, [sp]
+        add     sp, sp, #16
+        ret
+        .size   ito__resume, .-ito__resume
+
+        .section .note.GNU-stack,"",%progbits

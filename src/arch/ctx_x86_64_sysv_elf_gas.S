@@ -1,0 +1,268 @@
+/* Context switch and lazy-fork entry points for x86-64, System V ABI, ELF, GNU as.
+ *
+ * Saved context (ito__ctx_jump), at the saved stack pointer, upward:
+ *   +0  mxcsr (4 bytes) | x87 control word (2 bytes) | pad
+ *   +8  r15   +16 r14   +24 r13   +32 r12   +40 rbx   +48 rbp   +56 return address
+ *
+ * Fork record (struct ito_rec in src/lazy.h), 88 bytes:
+ *   +0 rbx  +8 rbp  +16 r12  +24 r13  +32 r14  +40 r15
+ *   +48 stack pointer of the caller after return   +56 return address
+ *   +64 mxcsr  +68 x87 control word  +72 task group  +80 fiber (set in C)
+ */
+        .text
+
+/* void *ito__ctx_jump(void **save_sp, void *to_sp, void *arg)
+ * Saves the caller's context, stores its stack pointer in *save_sp and resumes
+ * the context saved at to_sp, where ito__ctx_jump returns arg. */
+        .globl  ito__ctx_jump
+        .hidden ito__ctx_jump
+        .type   ito__ctx_jump, @function
+        .p2align 4
+ito__ctx_jump:
+        .cfi_startproc
+        pushq   %rbp
+        .cfi_adjust_cfa_offset 8
+        pushq   %rbx
+        .cfi_adjust_cfa_offset 8
+        pushq   %r12
+        .cfi_adjust_cfa_offset 8
+        pushq   %r13
+        .cfi_adjust_cfa_offset 8
+        pushq   %r14
+        .cfi_adjust_cfa_offset 8
+        pushq   %r15
+        .cfi_adjust_cfa_offset 8
+        subq    $8, %rsp
+        .cfi_adjust_cfa_offset 8
+        stmxcsr (%rsp)
+        fnstcw  4(%rsp)
+        movq    %rsp, (%rdi)
+        movq    %rsi, %rsp
+        ldmxcsr (%rsp)
+        fldcw   4(%rsp)
+        addq    $8, %rsp
+        popq    %r15
+        popq    %r14
+        popq    %r13
+        popq    %r12
+        popq    %rbx
+        popq    %rbp
+        movq    %rdx, %rax
+        movq    %rdx, %rdi
+        ret
+        .cfi_endproc
+        .size   ito__ctx_jump, .-ito__ctx_jump
+
+/* First frame of a new context made by ito__ctx_make: r12 holds the entry
+ * function, rdi its argument (the arg of the ito__ctx_jump that started it). */
+        .globl  ito__ctx_start
+        .hidden ito__ctx_start
+        .type   ito__ctx_start, @function
+        .p2align 4
+ito__ctx_start:
+        .cfi_startproc
+        .cfi_undefined rip
+        xorl    %ebp, %ebp
+        call    *%r12
+        ud2
+        .cfi_endproc
+        .size   ito__ctx_start, .-ito__ctx_start
+
+/* void ito_tg_fork_(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size)
+ *
+ * The fast path of a fork, whole: record the caller's continuation, copy the
+ * argument below the record, publish the record at the tail of the worker's
+ * deque, call the child, and take the record back. Only when the record was
+ * taken (or in the rare cases below) does it call into C. The worker offsets
+ * are checked against struct worker by static assertions in src/lazy.c. */
+#define W_TAIL  0
+#define W_SLOTS 8
+#define W_MASK  16
+#define W_CUR   24
+#define W_HEAD  64
+        .globl  ito_tg_fork_
+        .type   ito_tg_fork_, @function
+        .p2align 4
+ito_tg_fork_:
+        .cfi_startproc
+        subq    $88, %rsp
+        .cfi_adjust_cfa_offset 88
+        movq    %rbx, 0(%rsp)
+        movq    %rbp, 8(%rsp)
+        movq    %r12, 16(%rsp)
+        movq    %r13, 24(%rsp)
+        movq    %r14, 32(%rsp)
+        movq    %r15, 40(%rsp)
+        .cfi_rel_offset rbx, 0
+        .cfi_rel_offset r12, 16
+        .cfi_rel_offset r13, 24
+        leaq    96(%rsp), %rax
+        movq    %rax, 48(%rsp)
+        movq    88(%rsp), %rax
+        movq    %rax, 56(%rsp)
+        stmxcsr 64(%rsp)
+        fnstcw  68(%rsp)
+        movq    %rdi, 72(%rsp)
+        movq    %rsp, %r12                      /* r12: the record */
+        .cfi_def_cfa_register r12
+        movq    ito__tls_worker@gottpoff(%rip), %rax
+        movq    %fs:(%rax), %rbx                /* rbx: the worker */
+        testq   %rbx, %rbx
+        jz      .Lfork_outside
+        movq    %rdx, %rdi                      /* rdi: the child's argument */
+        testq   %rcx, %rcx
+        jz      .Lfork_push
+        leaq    15(%rcx), %rax                  /* copy size bytes below the record */
+        andq    $-16, %rax
+        subq    %rax, %rsp
+        movq    %rsp, %rdi
+        xorl    %r8d, %r8d
+        testb   $7, %cl
+        jnz     .Lfork_bytes
+.Lfork_words:
+        movq    (%rdx,%r8), %rax
+        movq    %rax, (%rsp,%r8)
+        addq    $8, %r8
+        cmpq    %rcx, %r8
+        jb      .Lfork_words
+        jmp     .Lfork_push
+.Lfork_bytes:
+        movzbl  (%rdx,%r8), %eax
+        movb    %al, (%rsp,%r8)
+        incq    %r8
+        cmpq    %rcx, %r8
+        jb      .Lfork_bytes
+.Lfork_push:
+        movq    W_CUR(%rbx), %rax
+        movq    %rax, 80(%r12)                  /* rec->fiber */
+        movq    W_TAIL(%rbx), %r13              /* r13: t, this record's index */
+        movq    %r13, %rax
+        subq    W_HEAD(%rbx), %rax
+        cmpq    W_MASK(%rbx), %rax
+        ja      .Lfork_full
+        movq    W_MASK(%rbx), %rax
+        andq    %r13, %rax
+        movq    W_SLOTS(%rbx), %rdx
+        movq    %r12, (%rdx,%rax,8)
+        leaq    1(%r13), %rax
+        movq    %rax, W_TAIL(%rbx)              /* publish (a plain store is a release on x86) */
+        call    *%rsi
+        /* take the record back if it is still ours, on this worker, at the tail */
+        movq    ito__tls_worker@gottpoff(%rip), %rax
+        cmpq    %fs:(%rax), %rbx
+        jne     .Lfork_taken
+        leaq    1(%r13), %rax
+        cmpq    W_TAIL(%rbx), %rax
+        jne     .Lfork_taken
+        movq    W_MASK(%rbx), %rax
+        andq    %r13, %rax
+        movq    W_SLOTS(%rbx), %rdx
+        cmpq    %r12, (%rdx,%rax,8)
+        jne     .Lfork_taken
+        movq    %r13, W_TAIL(%rbx)
+        cmpl    $0, ito__rt_asym_fence(%rip)
+        jz      .Lfork_fence
+.Lfork_check:
+        cmpq    W_HEAD(%rbx), %r13              /* a thief has it if head > t */
+        jb      .Lfork_conflict
+.Lfork_done:
+        movq    %r12, %rsp
+        .cfi_def_cfa_register rsp
+        movq    0(%rsp), %rbx
+        movq    16(%rsp), %r12
+        movq    24(%rsp), %r13
+        addq    $88, %rsp
+        .cfi_adjust_cfa_offset -88
+        ret
+        .cfi_adjust_cfa_offset 88
+        .cfi_def_cfa_register r12
+.Lfork_fence:
+        mfence
+        jmp     .Lfork_check
+.Lfork_conflict:
+        movq    %rbx, %rdi
+        movq    %r13, %rsi
+        call    ito__fork_conflict              /* 1: the record is ours after all */
+        testl   %eax, %eax
+        jnz     .Lfork_done
+.Lfork_taken:
+        movq    72(%r12), %rdi
+        call    ito__fork_taken                 /* does not return */
+        ud2
+.Lfork_full:
+        call    *%rsi                           /* deque full: run the child serially */
+        jmp     .Lfork_done
+.Lfork_outside:
+        movq    %r12, %r8                       /* not on a worker: the C path */
+        call    ito__fork_c
+        jmp     .Lfork_done
+        .cfi_endproc
+        .size   ito_tg_fork_, .-ito_tg_fork_
+
+/* void ito_tg_join_(ito_tg_t *tg, void *frame)
+ * Returns at once when no child is outstanding and no continuation of the
+ * group was stolen; otherwise records the caller's context (so the join can
+ * resume it on the group's home stack) and calls ito__join_c(tg, frame, rec). */
+        .globl  ito_tg_join_
+        .type   ito_tg_join_, @function
+        .p2align 4
+ito_tg_join_:
+        .cfi_startproc
+        cmpl    $1, 24(%rdi)            /* tg->pending */
+        jne     1f
+        cmpl    $0, 28(%rdi)            /* tg->stolen */
+        jne     1f
+        ret
+1:
+        subq    $88, %rsp
+        .cfi_adjust_cfa_offset 88
+        movq    %rbx, 0(%rsp)
+        movq    %rbp, 8(%rsp)
+        movq    %r12, 16(%rsp)
+        movq    %r13, 24(%rsp)
+        movq    %r14, 32(%rsp)
+        movq    %r15, 40(%rsp)
+        leaq    96(%rsp), %rax
+        movq    %rax, 48(%rsp)
+        movq    88(%rsp), %rax
+        movq    %rax, 56(%rsp)
+        stmxcsr 64(%rsp)
+        fnstcw  68(%rsp)
+        movq    %rdi, 72(%rsp)
+        movq    %rsp, %rdx
+        call    ito__join_c
+        addq    $88, %rsp
+        .cfi_adjust_cfa_offset -88
+        ret
+        .cfi_endproc
+        .size   ito_tg_join_, .-ito_tg_join_
+
+/* void ito__resume(const struct ito_rec *rec, void *sp)
+ * Restores the registers of rec, moves to stack pointer sp, calls
+ * ito__arrive() there and then continues at rec's return address as if the
+ * recorded call had returned. */
+        .globl  ito__resume
+        .hidden ito__resume
+        .type   ito__resume, @function
+        .p2align 4
+ito__resume:
+        .cfi_startproc
+        movq    0(%rdi), %rbx
+        movq    8(%rdi), %rbp
+        movq    16(%rdi), %r12
+        movq    24(%rdi), %r13
+        movq    32(%rdi), %r14
+        movq    40(%rdi), %r15
+        ldmxcsr 64(%rdi)
+        fldcw   68(%rdi)
+        movq    56(%rdi), %rax
+        movq    %rsi, %rsp
+        pushq   %rax
+        subq    $8, %rsp
+        call    ito__arrive
+        addq    $8, %rsp
+        ret
+        .cfi_endproc
+        .size   ito__resume, .-ito__resume
+
+        .section .note.GNU-stack,"",@progbits

@@ -1,0 +1,291 @@
+/* Internal declarations shared by the runtime's files. Naming: ito_ is the
+ * public ABI, ito__ is internal and hidden. */
+#ifndef ITO_INTERNAL_H
+#define ITO_INTERNAL_H
+
+#include <ito/ito.h>
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <pthread.h>
+
+#define HIDDEN __attribute__((visibility("hidden")))
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define CACHELINE 64
+
+#if defined(__SANITIZE_ADDRESS__) && !defined(ITO_ASAN)
+#define ITO_ASAN 1
+#endif
+
+/* ---- small atomics over plain fields (public structs hold plain ints) ---- */
+#define LOAD_RLX(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define LOAD_ACQ(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define STORE_RLX(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+#define STORE_REL(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__)
+  __asm__ volatile("pause" ::: "memory");
+#elif defined(__aarch64__)
+  __asm__ volatile("yield" ::: "memory");
+#else
+  __asm__ volatile("" ::: "memory");
+#endif
+}
+
+static inline void spin_lock(int *l) {
+  for (;;) {
+    if (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE) == 0) return;
+    while (LOAD_RLX(l)) cpu_relax();
+  }
+}
+static inline bool spin_trylock(int *l) {
+  return LOAD_RLX(l) == 0 && __atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE) == 0;
+}
+static inline void spin_unlock(int *l) { __atomic_store_n(l, 0, __ATOMIC_RELEASE); }
+
+/* ---- waiters: what a blocking call queues (a fiber or a plain OS thread) --- */
+typedef struct waiter {
+  struct waiter *next;
+  struct fiber *fiber;      /* NULL: an OS thread sleeping on futex */
+  int futex;                /* OS thread: becomes 1 when woken */
+  int result;               /* value handed to the woken (e.g. ETIMEDOUT) */
+  int queued;               /* still in a wait queue (guarded by the queue's lock) */
+  void *queue;              /* the wait queue's owner, for timeouts */
+} waiter;
+
+/* ---- fork records ---------------------------------------------------------
+ * Written by ito_tg_fork_ (assembly) in its own frame on the forking stack;
+ * the layout is fixed by src/arch/ctx_*.S. */
+#if defined(__x86_64__)
+#define REC_NREGS 9   /* rbx rbp r12 r13 r14 r15 sp pc fpctl */
+#define REC_SP 6
+#elif defined(__aarch64__)
+#define REC_NREGS 22  /* x19-x28 x29 x30(pc) sp d8-d15 fpcr */
+#define REC_SP 12
+#else
+#error "ito supports x86-64 and AArch64"
+#endif
+struct ito_rec {
+  uint64_t regs[REC_NREGS];
+  ito_tg_t *tg;
+  struct fiber *fiber;  /* the fiber whose stack holds the forking frame */
+};
+
+/* ---- fibers: a stack and a saved context ------------------------------- */
+typedef struct fiber {
+  void *sp;                 /* saved stack pointer while not running */
+  char *lo, *hi;            /* usable stack [lo, hi) */
+  char *map;                /* start of the mapping (guard page first), NULL: not ours */
+  size_t maplen;
+  struct ithread *thread;   /* the lightweight thread this fiber runs for */
+  struct fiber *next;       /* ready queue / free list */
+  waiter w;                 /* used while blocked */
+  void *asan_fake;
+  uint32_t guarded;         /* a PROT_NONE page sits below lo */
+  uint32_t kind;            /* FIBER_* */
+  uint64_t canary_pad;
+  /* A fiber made by taking a fork record starts by resuming that record. */
+  struct ito_rec start;
+} fiber;
+
+enum { FIBER_POOL = 0, FIBER_NATIVE = 1 };
+
+/* ---- lightweight threads ------------------------------------------------ */
+typedef struct ithread {
+  uint32_t gen;             /* bumped at each reuse; part of the handle */
+  int lock;
+  int state;                /* TH_RUNNING / TH_DONE */
+  int flags;                /* TH_DETACHED, TH_JOINED */
+  void *(*fn)(void *);
+  void *arg;
+  void *result;
+  waiter *joiner;
+  void **keys;              /* ITO_KEYS_MAX slots, allocated on first set */
+  struct ithread *next_free;
+} ithread;
+
+enum { TH_RUNNING = 0, TH_DONE = 1 };
+enum { TH_DETACHED = 1, TH_JOINED = 2, TH_ROOT = 4 };
+
+/* ---- workers -------------------------------------------------------------
+ * The deque holds tagged words: a fork record (struct ito_rec *, low bit 0)
+ * or a suspended fiber (fiber * | 1). The owner pushes and pops at tail
+ * without atomic read-modify-write; thieves take from head under steal_lock.
+ * See docs/scheduler.md for the protocol. */
+typedef struct worker {
+  _Atomic uint64_t tail;
+  uintptr_t *slots;
+  uint64_t mask;
+  fiber *cur;                       /* the fiber running on this worker */
+  void (*post_fn)(void *);          /* run right after the next switch lands */
+  void *post_arg;
+  int id;
+  int pad0_;
+  char pad1[CACHELINE - 56];
+
+  _Atomic uint64_t head;
+  int steal_lock;
+  char pad2[CACHELINE - 12];
+
+  /* ready queue: fibers that can run, FIFO; any worker may push or take */
+  int rq_lock;
+  int rq_len;
+  fiber *rq_head, *rq_tail;
+  char pad3[CACHELINE - 24];
+
+  /* scheduler context */
+  void *sched_sp;
+  char *sched_lo, *sched_hi;
+  void *sched_asan_fake;
+  int sched_action;
+  void *sched_arg;
+  fiber *sched_from;
+
+  /* per-worker pools */
+  fiber *free_fibers;
+  int nfree_fibers;
+  ithread *free_threads;
+  int nfree_threads;
+  uint64_t rng;
+  pthread_t os;
+  int os_tid;
+  int started;
+  char *altstack;
+  uint64_t steals;
+  void *native_sp;                  /* the OS thread's own context, while in the scheduler */
+  void *native_lo;
+  size_t native_size;
+  int mail_lock;
+  fiber *mail;                      /* fibers that must run on this worker */
+} worker;
+
+/* what a fiber asks of the scheduler when it switches to it */
+enum {
+  ACT_NONE = 0,
+  ACT_BLOCK,       /* fiber blocked: take its records, run post_fn (releases a lock) */
+  ACT_YIELD,       /* fiber yields: take its records, queue it at the ready tail */
+  ACT_ABANDON,     /* fiber's fork was stolen: the child is done (sched_arg = tg) */
+  ACT_EXIT,        /* fiber's thread ended: free the fiber */
+  ACT_JOIN_WAIT,   /* fiber waits in a task-group join (sched_arg = tg) */
+  ACT_MIGRATE,     /* fiber moves to the worker sched_arg (its mailbox) */
+};
+
+/* ---- the runtime --------------------------------------------------------- */
+typedef struct runtime {
+  int state;                        /* 0 off, 1 starting, 2 running, 3 stopping */
+  int nworkers;
+  worker **workers;
+  size_t stack_size;                /* usable bytes per fiber stack */
+  int bind;
+  int guard_mode;                   /* 0 auto, 1 always, 2 never */
+  long guard_budget;                /* guarded stacks we may still create */
+  _Atomic long live_threads;        /* created and not yet ended, excluding root */
+  _Atomic int idle_seq;             /* futex word: bumped when work appears */
+  _Atomic int sleepers;
+  _Atomic int stop;
+  _Atomic unsigned rr;              /* round robin for submissions from outside */
+  int init_lock;
+  pthread_t init_os;
+  int root_is_main;
+  ithread *root;
+  /* global pools (overflow of the per-worker ones) */
+  int pool_lock;
+  fiber *pool_fibers;
+  ithread *pool_threads;
+  /* timers for timed waits of fibers */
+  int timer_lock;
+  struct timer *timers;
+} runtime;
+
+extern runtime ito__rt HIDDEN;
+/* Thieves use membarrier(2), so the owner's deque path needs no fence
+ * (read by the assembly fork path, hence its own variable). */
+extern int ito__rt_asym_fence HIDDEN;
+extern __thread worker *ito__tls_worker HIDDEN;
+
+/* The current worker, read afresh: a lightweight thread may move between OS
+ * threads at any call that can switch, so the compiler must not reuse a TLS
+ * address computed before such a call. */
+static inline worker *cur_worker(void) {
+  worker *w;
+#if defined(__x86_64__)
+  __asm__ volatile("movq ito__tls_worker@gottpoff(%%rip), %0\n\tmovq %%fs:(%0), %0"
+                   : "=r"(w));
+#elif defined(__aarch64__)
+  __asm__ volatile(
+      "mrs %0, tpidr_el0\n\t"
+      "adrp x16, :gottprel:ito__tls_worker\n\t"
+      "ldr x16, [x16, #:gottprel_lo12:ito__tls_worker]\n\t"
+      "ldr %0, [%0, x16]"
+      : "=r"(w)
+      :
+      : "x16");
+#else
+  w = *(worker *volatile *)&ito__tls_worker;
+#endif
+  return w;
+}
+
+/* runtime.c */
+HIDDEN int ito__ensure(void);
+HIDDEN void ito__fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+HIDDEN void ito__wake_idle(int n);
+HIDDEN long ito__futex_wait(int *addr, int val, const struct timespec *rel);
+HIDDEN long ito__futex_wake(int *addr, int n);
+
+/* sched.c */
+HIDDEN void ito__heavy_barrier(void);
+static inline void owner_barrier(void) {
+  if (LIKELY(ito__rt_asym_fence))
+    __asm__ volatile("" ::: "memory");
+  else
+    atomic_thread_fence(memory_order_seq_cst);
+}
+HIDDEN void ito__push_fiber(worker *w, fiber *f);
+HIDDEN void ito__ready(fiber *f);
+HIDDEN void ito__ready_list(fiber *first, fiber *last, int n);
+HIDDEN void ito__make_ready(waiter *wt);
+HIDDEN void ito__suspend(int action, void *arg, void (*post)(void *), void *post_arg);
+HIDDEN void ito__switch_to_sched(worker *w, int action, void *arg) __attribute__((noreturn));
+HIDDEN void ito__sched_loop(worker *w);
+HIDDEN void ito__arrive(void);
+HIDDEN void ito__run_post(worker *w);
+HIDDEN void ito__switch(worker *w, fiber *from, fiber *to, int from_dying);
+HIDDEN void ito__block_os(waiter *wt, const struct timespec *abstime_rt);
+
+/* fiber.c */
+HIDDEN fiber *ito__fiber_alloc(worker *w);
+HIDDEN void ito__fiber_free(worker *w, fiber *f);
+HIDDEN void ito__ctx_make(fiber *f, void (*entry)(void *));
+HIDDEN void ito__install_segv(void);
+HIDDEN void ito__altstack_setup(worker *w);
+HIDDEN void ito__asan_start(void **fake, const void *lo, size_t size);
+HIDDEN void ito__asan_finish(void *fake);
+
+/* thread.c */
+HIDDEN ithread *ito__thread_alloc(worker *w);
+HIDDEN ithread *ito__thread_of(ito_thread_t h);
+HIDDEN ito_thread_t ito__handle(ithread *t);
+HIDDEN void ito__thread_entry(void *arg);
+HIDDEN int ito__create_internal(void *(*fn)(void *), void *arg, ithread **out, int detached,
+                                ito_thread_t *hout);
+HIDDEN void ito__unlock_post(void *lock);
+
+/* lazy.c */
+HIDDEN void ito__take_records_of(worker *w, fiber *f);
+HIDDEN int ito__run_entry(worker *w, uintptr_t e, worker *victim);
+HIDDEN void ito__tg_child_done(ito_tg_t *tg);
+
+/* sync.c */
+HIDDEN void ito__timers_run(void);
+HIDDEN long ito__timers_next_ns(void);
+
+/* asm */
+HIDDEN void *ito__ctx_jump(void **save_sp, void *to_sp, void *arg);
+HIDDEN void ito__ctx_start(void);
+
+#endif

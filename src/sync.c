@@ -1,0 +1,361 @@
+/* Mutexes, condition variables, barriers and the timers behind timed waits.
+ * A blocked lightweight thread is queued as a waiter and suspended; its
+ * worker runs other work. On a plain OS thread the waiter sleeps on a futex.
+ * Design: docs/sync.md. */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+void ito__unlock_post(void *lock) { spin_unlock(lock); }
+
+/* ---- wait queues (intrusive FIFO of waiters, guarded by a spinlock) ---------- */
+
+static void q_push(void **head, void **tail, waiter *wt) {
+  wt->next = NULL;
+  wt->queued = 1;
+  if (*tail)
+    ((waiter *)*tail)->next = wt;
+  else
+    *head = wt;
+  *tail = wt;
+}
+
+static waiter *q_pop(void **head, void **tail) {
+  waiter *wt = *head;
+  if (wt) {
+    *head = wt->next;
+    if (!*head) *tail = NULL;
+    wt->queued = 0;
+  }
+  return wt;
+}
+
+static void q_remove(void **head, void **tail, waiter *wt) {
+  waiter *prev = NULL;
+  for (waiter *x = *head; x; prev = x, x = x->next) {
+    if (x != wt) continue;
+    if (prev)
+      prev->next = x->next;
+    else
+      *head = x->next;
+    if (*tail == x) *tail = prev;
+    x->queued = 0;
+    return;
+  }
+}
+
+/* Wakes a detached list of waiters; fibers go to the ready queue in one batch. */
+static void wake_all(waiter *list) {
+  fiber *first = NULL, *last = NULL;
+  int n = 0;
+  while (list) {
+    waiter *next = list->next;
+    if (list->fiber) {
+      fiber *f = list->fiber;
+      f->next = NULL;
+      if (last)
+        last->next = f;
+      else
+        first = f;
+      last = f;
+      n++;
+    } else {
+      ito__make_ready(list);
+    }
+    list = next;
+  }
+  if (n) ito__ready_list(first, last, n);
+}
+
+/* Blocks the caller as wt, already queued under *qlock, which this releases. */
+static void block_on(waiter *wt, int *qlock, const struct timespec *abstime) {
+  if (wt->fiber) {
+    ito__suspend(ACT_BLOCK, NULL, ito__unlock_post, qlock);
+  } else {
+    spin_unlock(qlock);
+    ito__block_os(wt, abstime);
+  }
+}
+
+static void waiter_init(waiter *wt, void *queue) {
+  worker *w = cur_worker();
+  fiber *f = (w && w->cur) ? w->cur : NULL;
+  memset(wt, 0, sizeof *wt);
+  wt->fiber = f;
+  wt->queue = queue;
+}
+
+/* A fiber's waiter lives in the fiber; an OS thread's on its stack. */
+#define WAITER(name, queue)                                                 \
+  waiter name##_os, *name;                                                  \
+  do {                                                                      \
+    worker *w_ = cur_worker();                                              \
+    name = (w_ && w_->cur) ? &w_->cur->w : &name##_os;                      \
+    waiter_init(name, queue);                                               \
+  } while (0)
+
+/* ---- mutex ------------------------------------------------------------------- */
+
+int ito_mutex_init(ito_mutex_t *m) {
+  if (!m) return EINVAL;
+  memset(m, 0, sizeof *m);
+  return 0;
+}
+
+int ito_mutex_destroy(ito_mutex_t *m) {
+  if (!m) return EINVAL;
+  return LOAD_RLX(&m->state) ? EBUSY : 0;
+}
+
+int ito_mutex_trylock(ito_mutex_t *m) {
+  int c = 0;
+  return __atomic_compare_exchange_n(&m->state, &c, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED) ? 0
+                                                                                                : EBUSY;
+}
+
+static int lock_slow(ito_mutex_t *m) {
+  for (int i = 0; i < 64; i++) {
+    int c = 0;
+    if (LOAD_RLX(&m->state) == 0 &&
+        __atomic_compare_exchange_n(&m->state, &c, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+      return 0;
+    cpu_relax();
+  }
+  for (;;) {
+    spin_lock(&m->qlock);
+    /* 2: locked and maybe waited on; the unlocker then wakes one waiter */
+    if (__atomic_exchange_n(&m->state, 2, __ATOMIC_ACQUIRE) == 0) {
+      spin_unlock(&m->qlock);
+      return 0;
+    }
+    WAITER(wt, m);
+    q_push(&m->head, &m->tail, wt);
+    block_on(wt, &m->qlock, NULL);
+  }
+}
+
+int ito_mutex_lock(ito_mutex_t *m) {
+  int c = 0;
+  if (LIKELY(__atomic_compare_exchange_n(&m->state, &c, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)))
+    return 0;
+  return lock_slow(m);
+}
+
+int ito_mutex_unlock(ito_mutex_t *m) {
+  int old = __atomic_exchange_n(&m->state, 0, __ATOMIC_RELEASE);
+  if (UNLIKELY(old == 0)) return EPERM;
+  if (old == 2) {
+    spin_lock(&m->qlock);
+    waiter *wt = q_pop(&m->head, &m->tail);
+    spin_unlock(&m->qlock);
+    if (wt) ito__make_ready(wt);
+  }
+  return 0;
+}
+
+/* ---- timers (timed waits of lightweight threads) ------------------------------- */
+
+struct timer {
+  struct timer *next;
+  long long deadline; /* CLOCK_REALTIME, ns */
+  waiter *wt;
+  ito_cond_t *cond;
+  int state; /* T_IDLE, T_ARMED (in the list), T_FIRING (taken by timers_run) */
+};
+enum { T_IDLE = 0, T_ARMED, T_FIRING };
+
+static long long realtime_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void timer_add(struct timer *t) {
+  spin_lock(&ito__rt.timer_lock);
+  struct timer **pp = &ito__rt.timers;
+  while (*pp && (*pp)->deadline <= t->deadline) pp = &(*pp)->next;
+  t->next = *pp;
+  *pp = t;
+  t->state = T_ARMED;
+  spin_unlock(&ito__rt.timer_lock);
+}
+
+static void timer_cancel(struct timer *t) {
+  spin_lock(&ito__rt.timer_lock);
+  if (t->state == T_ARMED) {
+    for (struct timer **pp = &ito__rt.timers; *pp; pp = &(*pp)->next) {
+      if (*pp == t) {
+        *pp = t->next;
+        break;
+      }
+    }
+    t->state = T_IDLE;
+  }
+  spin_unlock(&ito__rt.timer_lock);
+  while (__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) == T_FIRING) cpu_relax();
+}
+
+long ito__timers_next_ns(void) {
+  struct timer *t = LOAD_RLX(&ito__rt.timers);
+  if (!t) return -1;
+  spin_lock(&ito__rt.timer_lock);
+  long long d = ito__rt.timers ? ito__rt.timers->deadline : -1;
+  spin_unlock(&ito__rt.timer_lock);
+  if (d < 0) return -1;
+  long long left = d - realtime_ns();
+  return left < 0 ? 0 : (left > 1000000000LL ? 1000000000L : (long)left);
+}
+
+/* Fires expired timers: a waiter still queued on its condition is taken off
+ * and woken with ETIMEDOUT. Expired timers are unlinked under the timer lock
+ * and marked firing; the waiter's cancel waits until the firing is over, so
+ * the timer (on the waiter's stack) outlives its use here. The queue lock is
+ * taken without the timer lock held (cond_wait nests them the other way). */
+void ito__timers_run(void) {
+  if (!LOAD_RLX(&ito__rt.timers)) return;
+  long long now = realtime_ns();
+  struct timer *fire = NULL;
+  spin_lock(&ito__rt.timer_lock);
+  while (ito__rt.timers && ito__rt.timers->deadline <= now) {
+    struct timer *t = ito__rt.timers;
+    ito__rt.timers = t->next;
+    t->state = T_FIRING;
+    t->next = fire;
+    fire = t;
+  }
+  spin_unlock(&ito__rt.timer_lock);
+  waiter *wake = NULL;
+  while (fire) {
+    struct timer *t = fire;
+    fire = t->next;
+    ito_cond_t *c = t->cond;
+    waiter *wt = t->wt;
+    spin_lock(&c->qlock);
+    if (wt->queued) {
+      q_remove(&c->head, &c->tail, wt);
+      wt->result = ETIMEDOUT;
+      wt->next = wake;
+      wake = wt;
+    }
+    spin_unlock(&c->qlock);
+    __atomic_store_n(&t->state, T_IDLE, __ATOMIC_RELEASE);
+  }
+  wake_all(wake);
+}
+
+/* ---- condition variable ------------------------------------------------------- */
+
+int ito_cond_init(ito_cond_t *c) {
+  if (!c) return EINVAL;
+  memset(c, 0, sizeof *c);
+  return 0;
+}
+
+int ito_cond_destroy(ito_cond_t *c) {
+  if (!c) return EINVAL;
+  return LOAD_RLX(&c->head) ? EBUSY : 0;
+}
+
+static int cond_wait(ito_cond_t *c, ito_mutex_t *m, const struct timespec *abstime) {
+  if (!c || !m) return EINVAL;
+  if (abstime && (abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000L)) return EINVAL;
+  WAITER(wt, c);
+  struct timer tm;
+  memset(&tm, 0, sizeof tm);
+  spin_lock(&c->qlock);
+  q_push(&c->head, &c->tail, wt);
+  if (ito_mutex_unlock(m) == EPERM) {
+    q_remove(&c->head, &c->tail, wt);
+    spin_unlock(&c->qlock);
+    return EPERM;
+  }
+  if (abstime && wt->fiber) {
+    tm.deadline = (long long)abstime->tv_sec * 1000000000LL + abstime->tv_nsec;
+    tm.wt = wt;
+    tm.cond = c;
+    timer_add(&tm); /* timer lock nests inside the queue lock only here, never the reverse */
+  }
+  block_on(wt, &c->qlock, abstime);
+  if (abstime && wt->fiber) timer_cancel(&tm);
+  if (!wt->fiber && wt->result == ETIMEDOUT) {
+    /* an OS thread timed out: leave the queue unless a signal took us */
+    spin_lock(&c->qlock);
+    if (wt->queued) {
+      q_remove(&c->head, &c->tail, wt);
+    } else {
+      spin_unlock(&c->qlock);
+      while (!__atomic_load_n(&wt->futex, __ATOMIC_ACQUIRE)) cpu_relax();
+      wt->result = 0;
+      spin_lock(&c->qlock);
+    }
+    spin_unlock(&c->qlock);
+  }
+  int r = wt->result;
+  ito_mutex_lock(m);
+  return r;
+}
+
+int ito_cond_wait(ito_cond_t *c, ito_mutex_t *m) { return cond_wait(c, m, NULL); }
+
+int ito_cond_timedwait(ito_cond_t *c, ito_mutex_t *m, const struct timespec *abstime) {
+  if (!abstime) return EINVAL;
+  return cond_wait(c, m, abstime);
+}
+
+int ito_cond_signal(ito_cond_t *c) {
+  if (!c) return EINVAL;
+  if (!LOAD_RLX(&c->head)) return 0;
+  spin_lock(&c->qlock);
+  waiter *wt = q_pop(&c->head, &c->tail);
+  spin_unlock(&c->qlock);
+  if (wt) ito__make_ready(wt);
+  return 0;
+}
+
+int ito_cond_broadcast(ito_cond_t *c) {
+  if (!c) return EINVAL;
+  if (!LOAD_RLX(&c->head)) return 0;
+  spin_lock(&c->qlock);
+  waiter *list = c->head;
+  for (waiter *x = list; x; x = x->next) x->queued = 0;
+  c->head = c->tail = NULL;
+  spin_unlock(&c->qlock);
+  wake_all(list);
+  return 0;
+}
+
+/* ---- barrier ------------------------------------------------------------------ */
+
+int ito_barrier_init(ito_barrier_t *b, unsigned count) {
+  if (!b || count == 0) return EINVAL;
+  memset(b, 0, sizeof *b);
+  b->total = count;
+  return 0;
+}
+
+int ito_barrier_destroy(ito_barrier_t *b) {
+  if (!b) return EINVAL;
+  return LOAD_RLX(&b->count) ? EBUSY : 0;
+}
+
+int ito_barrier_wait(ito_barrier_t *b) {
+  if (!b || !b->total) return EINVAL;
+  spin_lock(&b->qlock);
+  if (++b->count == b->total) {
+    waiter *list = b->head;
+    b->head = b->tail = NULL;
+    b->count = 0;
+    b->phase++;
+    for (waiter *x = list; x; x = x->next) x->queued = 0;
+    spin_unlock(&b->qlock);
+    wake_all(list);
+    return ITO_BARRIER_SERIAL_THREAD;
+  }
+  WAITER(wt, b);
+  q_push(&b->head, &b->tail, wt);
+  block_on(wt, &b->qlock, NULL);
+  return 0;
+}

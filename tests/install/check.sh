@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Installs a build of ito into a scratch prefix, then builds and runs a small
+# consumer project against it, through CMake (find_package) and pkg-config.
+#   tests/install/check.sh BUILD_DIR SCRATCH_DIR
+# CMAKE, CC and CXX may name the tools to use (ctest passes those of the build).
+set -euo pipefail
+
+fail() { echo "install check FAILED: $*" >&2; exit 1; }
+
+[ $# -eq 2 ] || fail "usage: $0 BUILD_DIR SCRATCH_DIR"
+build=$(cd "$1" 2>/dev/null && pwd) || fail "build dir '$1' not found"
+mkdir -p "$2"
+scratch=$(cd "$2" && pwd)
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+cmake=${CMAKE:-cmake}
+cc=${CC:-cc}
+cxx=${CXX:-c++}
+prefix=$scratch/prefix
+
+# Start from nothing so that nothing stale can make the check pass.
+rm -rf "$prefix" "$scratch/consumer" "$scratch/pkgconfig-c"
+
+echo "== install $build into $prefix"
+"$cmake" --install "$build" --prefix "$prefix" >"$scratch/install.log" 2>&1 \
+  || { cat "$scratch/install.log" >&2; fail "cmake --install failed"; }
+
+for f in include/ito/ito.h include/ito/ito.hpp lib/libito.so lib/libito.a \
+         lib/pkgconfig/ito.pc lib/cmake/ito/itoConfig.cmake \
+         lib/cmake/ito/itoConfigVersion.cmake lib/cmake/ito/itoTargets.cmake; do
+  [ -e "$prefix/$f" ] || fail "$f missing from the installed tree"
+done
+
+# Runs a program and checks that its output holds the expected text.
+run_and_check() {
+  local what=$1 expect=$2 out rc=0
+  shift 2
+  out=$(LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+        timeout 120 "$@" 2>&1) || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    printf '%s\n' "$out" >&2
+    fail "$what exited with status $rc"
+  fi
+  printf '%s\n' "$out"
+  grep -qF -- "$expect" <<<"$out" || fail "$what did not print '$expect'"
+}
+
+echo "== consumer project with find_package(ito)"
+"$cmake" -S "$here" -B "$scratch/consumer" -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
+    >"$scratch/consumer-configure.log" 2>&1 \
+  || { cat "$scratch/consumer-configure.log" >&2; fail "configuring the consumer project failed"; }
+"$cmake" --build "$scratch/consumer" >"$scratch/consumer-build.log" 2>&1 \
+  || { cat "$scratch/consumer-build.log" >&2; fail "building the consumer project failed"; }
+
+run_and_check "consumer_c" "ito consumer c: sum=85344" "$scratch/consumer/consumer_c"
+run_and_check "consumer_cpp" "ito consumer c++: fib(20)=6765" "$scratch/consumer/consumer_cpp"
+run_and_check "consumer_cpp_static" "ito consumer c++: fib(20)=6765" \
+  "$scratch/consumer/consumer_cpp_static"
+
+echo "== main.c with pkg-config"
+command -v pkg-config >/dev/null || fail "pkg-config not found"
+pcflags=$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs ito) \
+  || fail "pkg-config --cflags --libs ito failed"
+echo "pkg-config: $pcflags"
+# shellcheck disable=SC2086  # the flags are meant to be split
+"$cc" -o "$scratch/pkgconfig-c" "$here/main.c" $pcflags \
+  || fail "compiling main.c with the pkg-config flags failed"
+run_and_check "main.c built with pkg-config" "ito consumer c: sum=85344" "$scratch/pkgconfig-c"
+
+# Informational: the shared library should export the public API only.
+if command -v nm >/dev/null; then
+  extra=$(nm -D --defined-only "$prefix/lib/libito.so" | awk 'NF == 3 && $3 !~ /^ito_/ { print $3 }')
+  [ -z "$extra" ] || printf 'note: libito.so also exports: %s\n' $extra
+fi
+
+echo "install check passed"

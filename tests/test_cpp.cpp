@@ -1,0 +1,324 @@
+// The C++ API (ito.hpp): task_group, parallel_invoke, parallel_for,
+// parallel_reduce, exceptions, ito::mutex and ito::condition_variable.
+#include <ito/ito.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "check.h"
+
+static long fib_serial(int n) { return n < 2 ? n : fib_serial(n - 1) + fib_serial(n - 2); }
+
+static long fib(int n) {
+  if (n < 2) return n;
+  long x = -1;
+  ito::task_group tg;
+  tg.run([&x, n] { x = fib(n - 1); });
+  long y = fib(n - 2);
+  tg.wait();
+  return x + y;
+}
+
+static void test_fib() {
+  CHECK_EQ(fib(27), fib_serial(27));
+  CHECK_EQ(fib(27), 196418);
+}
+
+static void test_parallel_invoke() {
+  int a = 0, b = 0, c = 0, d = 0, e = 0;
+  ito::parallel_invoke([&] { a = 1; }, [&] { b = 2; });
+  CHECK(a == 1 && b == 2);
+  long f1 = 0, f2 = 0, f3 = 0;
+  ito::parallel_invoke([&] { f1 = fib(20); }, [&] { f2 = fib(21); }, [&] { f3 = fib(22); });
+  CHECK_EQ(f1, fib_serial(20));
+  CHECK_EQ(f2, fib_serial(21));
+  CHECK_EQ(f3, fib_serial(22));
+  a = b = 0;
+  ito::parallel_invoke([&] { a = 11; }, [&] { b = 12; }, [&] { c = 13; }, [&] { d = 14; },
+                       [&] { e = 15; });
+  CHECK(a == 11 && b == 12 && c == 13 && d == 14 && e == 15);
+  int solo = 0;
+  ito::parallel_invoke([&] { solo = 5; });
+  CHECK_EQ(solo, 5);
+}
+
+static void test_parallel_for() {
+  const long n = 1000000;
+  std::unique_ptr<std::atomic<int>[]> hits(new std::atomic<int>[n]);
+  for (std::size_t grain : {std::size_t(1), std::size_t(7), std::size_t(1000)}) {
+    for (long i = 0; i < n; i++) hits[i].store(0, std::memory_order_relaxed);
+    std::atomic<long> calls{0};
+    ito::parallel_for(0L, n, grain, [&](long i) {
+      hits[i].fetch_add(1, std::memory_order_relaxed);
+      calls.fetch_add(1, std::memory_order_relaxed);
+    });
+    CHECK_EQ(calls.load(), n);
+    for (long i = 0; i < n; i++)
+      if (hits[i].load(std::memory_order_relaxed) != 1) {
+        fprintf(stderr, "grain %zu: index %ld written %d times\n", grain, i, hits[i].load());
+        CHECK(!"every index written exactly once");
+      }
+  }
+  // Empty and one-element ranges; grain 0 means 1.
+  int touched = 0;
+  ito::parallel_for(5, 5, 1, [&](int) { touched++; });
+  CHECK_EQ(touched, 0);
+  ito::parallel_for(5, 6, 0, [&](int i) { touched += i; });
+  CHECK_EQ(touched, 5);
+}
+
+static void test_parallel_reduce() {
+  for (std::uint64_t n : {std::uint64_t(1), std::uint64_t(1000), std::uint64_t(1000003)}) {
+    for (std::size_t grain : {std::size_t(0), std::size_t(1), std::size_t(13), std::size_t(4096),
+                              std::size_t(1) << 30}) {
+      if (n > 100000 && grain < 13) continue;  // 2M tasks per run is plenty below
+      std::uint64_t sum = ito::parallel_reduce(
+          std::uint64_t(0), n, grain, std::uint64_t(0),
+          [](std::uint64_t lo, std::uint64_t hi, std::uint64_t init) {
+            for (std::uint64_t i = lo; i < hi; i++) init += i;
+            return init;
+          },
+          [](std::uint64_t x, std::uint64_t y) { return x + y; });
+      CHECK_EQ(sum, n * (n - 1) / 2);
+    }
+  }
+  std::uint64_t big = 1000003;
+  std::uint64_t s = ito::parallel_reduce(
+      std::uint64_t(0), big, 1, std::uint64_t(0),
+      [](std::uint64_t lo, std::uint64_t hi, std::uint64_t init) {
+        for (std::uint64_t i = lo; i < hi; i++) init += i;
+        return init;
+      },
+      [](std::uint64_t x, std::uint64_t y) { return x + y; });
+  CHECK_EQ(s, big * (big - 1) / 2);
+  // Empty range returns the identity.
+  int e = ito::parallel_reduce(
+      3, 3, 1, 77, [](int, int, int init) { return init + 1; }, [](int x, int y) { return x + y; });
+  CHECK_EQ(e, 77);
+}
+
+static __attribute__((noinline)) void throw_from_helper(ito::task_group &tg) {
+  tg.run([] { throw std::out_of_range("slow path"); });
+}
+
+static void test_exceptions() {
+  // One child throws; wait() rethrows it.
+  {
+    ito::task_group tg;
+    int ok = 0;
+    tg.run([] { throw std::runtime_error("child failed: 42"); });
+    tg.run([&ok] { ok = 1; });
+    bool caught = false;
+    try {
+      tg.wait();
+    } catch (const std::runtime_error &ex) {
+      caught = true;
+      CHECK(std::string(ex.what()) == "child failed: 42");
+    }
+    CHECK(caught);
+    CHECK_EQ(ok, 1);
+    // Reuse after a failed wait: no stale exception, new children run.
+    long r = 0;
+    tg.run([&r] { r = fib(15); });
+    tg.wait();
+    CHECK_EQ(r, fib_serial(15));
+  }
+  // Two children throw: exactly one exception comes out.
+  for (int rep = 0; rep < 20; rep++) {
+    ito::task_group tg;
+    std::atomic<int> ran{0};
+    tg.run([&ran] {
+      ran++;
+      throw std::runtime_error("first");
+    });
+    tg.run([&ran] {
+      ran++;
+      throw std::runtime_error("second");
+    });
+    int caught = 0;
+    try {
+      tg.wait();
+    } catch (const std::runtime_error &ex) {
+      caught++;
+      std::string m = ex.what();
+      CHECK(m == "first" || m == "second");
+    }
+    CHECK_EQ(caught, 1);
+    CHECK_EQ(ran.load(), 2);
+    tg.wait();  // nothing pending, nothing rethrown
+  }
+  // A throwing child that took the slow path.
+  {
+    ito::task_group tg;
+    throw_from_helper(tg);
+    bool caught = false;
+    try {
+      tg.wait();
+    } catch (const std::out_of_range &ex) {
+      caught = std::string(ex.what()) == "slow path";
+    }
+    CHECK(caught);
+  }
+  // Note: parallel_for bodies must not throw: the exception would leave
+  // for_range between a run() and its wait(), which the fast path forbids.
+}
+
+static void test_reuse() {
+  ito::task_group tg;
+  long total = 0;
+  for (int round = 0; round < 50; round++) {
+    long v[4] = {-1, -1, -1, -1};
+    for (int i = 0; i < 4; i++) tg.run([&v, i, round] { v[i] = fib(10 + (i + round) % 6); });
+    tg.wait();
+    for (int i = 0; i < 4; i++) {
+      CHECK_EQ(v[i], fib_serial(10 + (i + round) % 6));
+      total += v[i];
+    }
+  }
+  CHECK(total > 0);
+}
+
+// run() from a function other than the one that constructed the group.
+static __attribute__((noinline)) void spawn_from_helper(ito::task_group &tg, long *out, int n) {
+  for (int i = 0; i < n; i++) tg.run([out, i] { out[i] = fib(12 + i % 5); });
+}
+
+static void test_slow_path() {
+  long out[30];
+  for (long &x : out) x = -1;
+  long mine = -1;
+  {
+    ito::task_group tg;
+    tg.run([&mine] { mine = fib(20); });
+    spawn_from_helper(tg, out, 15);
+    spawn_from_helper(tg, out + 15, 15);
+    tg.wait();
+  }
+  CHECK_EQ(mine, fib_serial(20));
+  for (int i = 0; i < 15; i++) {
+    CHECK_EQ(out[i], fib_serial(12 + i % 5));
+    CHECK_EQ(out[15 + i], fib_serial(12 + i % 5));
+  }
+  // The destructor joins too (no explicit wait()).
+  long late = -1;
+  {
+    ito::task_group tg;
+    spawn_from_helper(tg, out, 3);
+    tg.run([&late] { late = fib(18); });
+  }
+  CHECK_EQ(late, fib_serial(18));
+  CHECK_EQ(out[2], fib_serial(14));
+}
+
+static void test_nontrivial_closures() {
+  std::string s = "hello, lightweight threads";
+  std::vector<int> v(1000);
+  for (int i = 0; i < 1000; i++) v[i] = i;
+  auto closure_check = [s, v](long *out) { *out = long(s.size()) * 1000000 + v[999] + v.size(); };
+  static_assert(!std::is_trivially_copyable<decltype(closure_check)>::value, "not trivial");
+  long results[8];
+  {
+    ito::task_group tg;
+    for (int i = 0; i < 8; i++) {
+      tg.run([s, v, i, &results] {
+        long sum = 0;
+        for (int x : v) sum += x;
+        results[i] = sum + long(s.size()) + i;
+      });
+      // The closure was copied at run(): later changes do not reach it.
+      s += "!";
+      v.push_back(1);
+    }
+    tg.wait();
+  }
+  // Copy i saw 1000 + i elements (i of them 1) and a string of 26 + i chars.
+  for (int i = 0; i < 8; i++) CHECK_EQ(results[i], 499526 + 3 * i);
+  long r = 0;
+  ito::parallel_invoke([&] { closure_check(&r); });
+  CHECK_EQ(r, 26 * 1000000L + 999 + 1000);
+}
+
+static void test_mutex() {
+  ito::mutex m;
+  long counter = 0;
+  ito::parallel_for(0, 200000, 16, [&](int) {
+    std::lock_guard<ito::mutex> g(m);
+    counter++;
+  });
+  CHECK_EQ(counter, 200000);
+  CHECK(m.try_lock());
+  CHECK(!m.try_lock());
+  m.unlock();
+}
+
+struct channel {
+  ito::mutex m;
+  ito::condition_variable cv;
+  int slot = 0;
+  bool full = false, done = false;
+};
+
+static void *producer(void *p) {
+  channel *ch = static_cast<channel *>(p);
+  for (int i = 1; i <= 2000; i++) {
+    std::unique_lock<ito::mutex> lk(ch->m);
+    ch->cv.wait(lk, [ch] { return !ch->full; });
+    ch->slot = i;
+    ch->full = true;
+    ch->cv.notify_all();
+  }
+  std::unique_lock<ito::mutex> lk(ch->m);
+  ch->cv.wait(lk, [ch] { return !ch->full; });
+  ch->done = true;
+  ch->cv.notify_all();
+  return nullptr;
+}
+
+static void *consumer(void *p) {
+  channel *ch = static_cast<channel *>(p);
+  long sum = 0;
+  int expect = 1;
+  for (;;) {
+    std::unique_lock<ito::mutex> lk(ch->m);
+    ch->cv.wait(lk, [ch] { return ch->full || ch->done; });
+    if (!ch->full) break;
+    CHECK_EQ(ch->slot, expect);  // in order, none lost, none duplicated
+    expect++;
+    sum += ch->slot;
+    ch->full = false;
+    ch->cv.notify_one();
+  }
+  return reinterpret_cast<void *>(static_cast<std::intptr_t>(sum));
+}
+
+static void test_condition_variable() {
+  channel ch;
+  ito_thread_t c, p;
+  CHECK_EQ(ito_create(consumer, &ch, &c), 0);
+  CHECK_EQ(ito_create(producer, &ch, &p), 0);
+  void *r = nullptr;
+  CHECK_EQ(ito_join(p, nullptr), 0);
+  CHECK_EQ(ito_join(c, &r), 0);
+  CHECK_EQ(reinterpret_cast<std::intptr_t>(r), 2000L * 2001 / 2);
+}
+
+int main() {
+  test_fib();
+  test_parallel_invoke();
+  test_parallel_for();
+  test_parallel_reduce();
+  test_exceptions();
+  test_reuse();
+  test_slow_path();
+  test_nontrivial_closures();
+  test_mutex();
+  test_condition_variable();
+  puts("test_cpp: OK");
+  return 0;
+}

@@ -1,0 +1,207 @@
+/* Fatal-error tests. Run without arguments this is a driver: it re-executes
+ * itself ("test_crash --child MODE") with a chosen environment, captures the
+ * child's stderr and checks how the child ended and what it printed. */
+#define _GNU_SOURCE
+#include <ito/ito.h>
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+
+extern char **environ;
+
+/* ---- child side ---------------------------------------------------------- */
+static volatile int never = -1;
+
+static __attribute__((noinline)) int recurse(int depth) {
+  volatile char buf[512];
+  buf[0] = (char)depth;
+  buf[sizeof buf - 1] = (char)depth;
+  if (depth == never) return 0;
+  return recurse(depth + 1) + buf[depth & 511]; /* not a tail call */
+}
+
+static void *overflow_fn(void *p) {
+  (void)p;
+  return (void *)(intptr_t)recurse(0);
+}
+
+static void *echo_fn(void *p) { return p; }
+
+static int child(const char *mode) {
+  int rc;
+  ito_thread_t t;
+  if (strcmp(mode, "overflow") == 0) {
+    if ((rc = ito_create(overflow_fn, NULL, &t)) != 0) {
+      fprintf(stderr, "child: ito_create returned %d\n", rc);
+      return 3;
+    }
+    ito_join(t, NULL);
+    fprintf(stderr, "child: the unbounded recursion returned\n");
+    return 0;
+  }
+  if (strcmp(mode, "init") == 0 && (rc = ito_init()) != 0) {
+    fprintf(stderr, "child: ito_init returned %d\n", rc);
+    return 3;
+  }
+  /* mode "implicit": this first call starts the runtime. */
+  if ((rc = ito_create(echo_fn, (void *)(intptr_t)7, &t)) != 0) {
+    fprintf(stderr, "child: ito_create returned %d\n", rc);
+    return 3;
+  }
+  void *r = NULL;
+  if ((rc = ito_join(t, &r)) != 0 || (intptr_t)r != 7) {
+    fprintf(stderr, "child: ito_join returned %d, result %p\n", rc, r);
+    return 3;
+  }
+  return 0;
+}
+
+/* ---- driver side ---------------------------------------------------------- */
+typedef struct {
+  const char *mode;
+  const char *env;      /* one NAME=VALUE added to the child's environment */
+  int expect_failure;   /* 0: must exit 0; 1: must exit nonzero or die by a signal */
+  const char *words[2]; /* must all occur in the child's stderr */
+} crash_case;
+
+static const crash_case cases[] = {
+    /* Controls: a valid environment works, so the failures below are real. */
+    {"init", "ITO_NUM_WORKERS=2", 0, {NULL, NULL}},
+    {"implicit", "ITO_NUM_WORKERS=2", 0, {NULL, NULL}},
+    {"overflow", "ITO_NUM_WORKERS=2", 1, {"stack overflow", "ITO_STACK_SIZE"}},
+    {"init", "ITO_NUM_WORKERS=abc", 1, {"ITO_NUM_WORKERS", NULL}},
+    {"implicit", "ITO_NUM_WORKERS=abc", 1, {"ITO_NUM_WORKERS", NULL}},
+    {"init", "ITO_NUM_WORKERS=0", 1, {"ITO_NUM_WORKERS", NULL}},
+    {"implicit", "ITO_NUM_WORKERS=0", 1, {"ITO_NUM_WORKERS", NULL}},
+    {"init", "ITO_NUM_WORKERS=100000000", 1, {"ITO_NUM_WORKERS", NULL}},
+    {"implicit", "ITO_NUM_WORKERS=100000000", 1, {"ITO_NUM_WORKERS", NULL}},
+    {"init", "ITO_STACK_SIZE=12", 1, {"ITO_STACK_SIZE", NULL}},
+    {"implicit", "ITO_STACK_SIZE=12", 1, {"ITO_STACK_SIZE", NULL}},
+    {"init", "ITO_STACK_SIZE=xyz", 1, {"ITO_STACK_SIZE", NULL}},
+    {"implicit", "ITO_STACK_SIZE=xyz", 1, {"ITO_STACK_SIZE", NULL}},
+    {"init", "ITO_BIND=7", 1, {"ITO_BIND", NULL}},
+    {"implicit", "ITO_BIND=7", 1, {"ITO_BIND", NULL}},
+};
+
+enum { MAX_ENV = 4096, OUT_MAX = 1 << 16, CHILD_TIMEOUT_MS = 30000 };
+
+static long now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
+}
+
+/* The child's environment: ours without any ITO_* variable, plus c->env. If
+ * the tests are built with ASan, let the runtime install its own SIGSEGV
+ * handler (which reports the stack overflow) instead of ASan's. */
+static char **child_env(const crash_case *c, char *asan_buf, size_t asan_len) {
+  static char *env[MAX_ENV];
+  int n = 0;
+  const char *asan = "";
+  for (char **e = environ; *e && n < MAX_ENV - 4; e++) {
+    if (strncmp(*e, "ITO_", 4) == 0) continue;
+    if (strncmp(*e, "ASAN_OPTIONS=", 13) == 0) {
+      asan = *e + 13;
+      continue;
+    }
+    env[n++] = *e;
+  }
+  snprintf(asan_buf, asan_len, "ASAN_OPTIONS=%s%sallow_user_segv_handler=1", asan,
+           *asan ? ":" : "");
+  env[n++] = asan_buf;
+  env[n++] = (char *)c->env;
+  env[n] = NULL;
+  return env;
+}
+
+/* Runs one case; returns 1 when it behaved as expected. */
+static int run_case(const char *self, const crash_case *c) {
+  static char out[OUT_MAX + 1];
+  char asan_buf[1024];
+  char **env = child_env(c, asan_buf, sizeof asan_buf);
+  int fds[2];
+  CHECK_EQ(pipe(fds), 0);
+  pid_t pid = fork();
+  CHECK(pid >= 0);
+  if (pid == 0) {
+    dup2(fds[1], 2);
+    close(fds[0]);
+    close(fds[1]);
+    char *argv[] = {(char *)self, (char *)"--child", (char *)c->mode, NULL};
+    execve(self, argv, env);
+    fprintf(stderr, "execve %s: %s\n", self, strerror(errno));
+    _exit(127);
+  }
+  close(fds[1]);
+  size_t len = 0;
+  int timed_out = 0;
+  long deadline = now_ms() + CHILD_TIMEOUT_MS;
+  for (;;) {
+    long left = deadline - now_ms();
+    if (left <= 0) {
+      timed_out = 1;
+      kill(pid, SIGKILL);
+      break;
+    }
+    struct pollfd pfd = {fds[0], POLLIN, 0};
+    int pr = poll(&pfd, 1, (int)left);
+    if (pr < 0 && errno == EINTR) continue;
+    CHECK(pr >= 0);
+    if (pr == 0) continue;
+    char tmp[4096];
+    ssize_t k = read(fds[0], tmp, sizeof tmp);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) break; /* EOF: every copy of the write end is closed */
+    size_t take = (size_t)k < OUT_MAX - len ? (size_t)k : OUT_MAX - len;
+    memcpy(out + len, tmp, take);
+    len += take;
+  }
+  close(fds[0]);
+  out[len] = '\0';
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) CHECK_EQ(errno, EINTR);
+
+  int ok = !timed_out;
+  char how[64];
+  if (WIFSIGNALED(status))
+    snprintf(how, sizeof how, "killed by signal %d", WTERMSIG(status));
+  else
+    snprintf(how, sizeof how, "exit status %d", WEXITSTATUS(status));
+  int failed = WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status) != 0);
+  if (failed != c->expect_failure) ok = 0;
+  for (int i = 0; i < 2 && c->words[i]; i++) {
+    const char *w = c->words[i];
+    /* The prose is matched without regard to case; variable names exactly. */
+    if (!(strncmp(w, "ITO_", 4) == 0 ? strstr(out, w) : strcasestr(out, w))) {
+      printf("  missing \"%s\" in stderr\n", w);
+      ok = 0;
+    }
+  }
+  printf("%s: %s %s: %s%s\n", ok ? "PASS" : "FAIL", c->env, c->mode,
+         timed_out ? "timed out, " : "", how);
+  if (!ok || c->expect_failure) printf("  stderr: %s\n", len ? out : "(empty)");
+  fflush(stdout);
+  return ok;
+}
+
+int main(int argc, char **argv) {
+  if (argc == 3 && strcmp(argv[1], "--child") == 0) return child(argv[2]);
+  const char *self = strchr(argv[0], '/') ? argv[0] : "/proc/self/exe";
+  int failures = 0;
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    if (!run_case(self, &cases[i])) failures++;
+  if (failures) {
+    fprintf(stderr, "test_crash: %d case(s) failed\n", failures);
+    return 1;
+  }
+  puts("test_crash: OK");
+  return 0;
+}
