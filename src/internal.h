@@ -97,19 +97,18 @@ enum { FIBER_POOL = 0, FIBER_NATIVE = 1 };
 /* ---- lightweight threads ------------------------------------------------ */
 typedef struct ithread {
   uint32_t gen;             /* bumped at each reuse; part of the handle */
-  int lock;
-  int state;                /* TH_RUNNING / TH_DONE */
-  int flags;                /* TH_DETACHED, TH_JOINED */
+  int flags;                /* TH_ROOT */
+  /* TS_RUNNING, TS_DONE, TS_DETACHED, TS_CLAIMED, or the waiter of a joiner */
+  uintptr_t sync;
   void *(*fn)(void *);
   void *arg;
   void *result;
-  waiter *joiner;
   void **keys;              /* ITO_KEYS_MAX slots, allocated on first set */
   struct ithread *next_free;
 } ithread;
 
-enum { TH_RUNNING = 0, TH_DONE = 1 };
-enum { TH_DETACHED = 1, TH_JOINED = 2, TH_ROOT = 4 };
+enum { TS_RUNNING = 0, TS_DONE = 1, TS_DETACHED = 2, TS_CLAIMED = 3 };
+enum { TH_ROOT = 1 };
 
 /* ---- workers -------------------------------------------------------------
  * The deque holds tagged words: a fork record (struct ito_rec *, low bit 0)
@@ -156,6 +155,7 @@ typedef struct worker {
   int started;
   char *altstack;
   uint64_t steals;
+  long live;                        /* threads created here minus threads ended here */
   void *native_sp;                  /* the OS thread's own context, while in the scheduler */
   void *native_lo;
   size_t native_size;
@@ -183,7 +183,7 @@ typedef struct runtime {
   int bind;
   int guard_mode;                   /* 0 auto, 1 always, 2 never */
   long guard_budget;                /* guarded stacks we may still create */
-  _Atomic long live_threads;        /* created and not yet ended, excluding root */
+  _Atomic long live_outside;        /* threads created by non-workers, minus those ended there */
   _Atomic int idle_seq;             /* futex word: bumped when work appears */
   _Atomic int sleepers;
   _Atomic int stop;

@@ -364,7 +364,8 @@ int ito_finalize(void) {
   worker *w = cur_worker();
   if (w && (!w->cur || !w->cur->thread || !(w->cur->thread->flags & TH_ROOT)))
     return EPERM; /* only the root thread or an outside thread may stop the runtime */
-  while (atomic_load_explicit(&ito__rt.live_threads, memory_order_acquire) > 0) {
+  HIDDEN long ito__live_threads(void);
+  while (ito__live_threads() > 0) {
     if (w) {
       ito_yield();
     } else {

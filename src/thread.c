@@ -60,15 +60,18 @@ ithread *ito__thread_alloc(worker *w) {
     spin_unlock(&ito__rt.pool_lock);
     if (!t) return NULL;
   }
-  uint32_t gen = t->gen;
-  memset(t, 0, sizeof *t);
-  t->gen = gen;
+  t->flags = 0;
+  t->sync = TS_RUNNING;
+  t->result = NULL;
+  t->keys = NULL;
   return t;
 }
 
 static void thread_free(ithread *t) {
-  free(t->keys);
-  t->keys = NULL;
+  if (t->keys) {
+    free(t->keys);
+    t->keys = NULL;
+  }
   __atomic_store_n(&t->gen, (t->gen + 1) & GEN_MASK, __ATOMIC_RELEASE);
   worker *w = cur_worker();
   if (w && w->nfree_threads < 256) {
@@ -81,6 +84,21 @@ static void thread_free(ithread *t) {
   t->next_free = ito__rt.pool_threads;
   ito__rt.pool_threads = t;
   spin_unlock(&ito__rt.pool_lock);
+}
+
+static void live_add(worker *w, long d) {
+  if (w)
+    STORE_RLX(&w->live, w->live + d);
+  else
+    atomic_fetch_add_explicit(&ito__rt.live_outside, d, memory_order_relaxed);
+}
+
+HIDDEN long ito__live_threads(void);
+long ito__live_threads(void) {
+  long n = atomic_load_explicit(&ito__rt.live_outside, memory_order_acquire);
+  for (int i = 0; i < ito__rt.nworkers; i++) n += LOAD_RLX(&ito__rt.workers[i]->live);
+  atomic_thread_fence(memory_order_acquire);
+  return n;
 }
 
 /* ---- keys ---------------------------------------------------------------------- */
@@ -170,17 +188,14 @@ static void thread_finish(void *result) {
   worker *w = cur_worker();
   ithread *t = w->cur->thread;
   run_key_destructors(t);
-  spin_lock(&t->lock);
   t->result = result;
-  __atomic_store_n(&t->state, TH_DONE, __ATOMIC_RELEASE);
-  waiter *j = t->joiner;
-  t->joiner = NULL;
-  int detached = t->flags & TH_DETACHED;
-  spin_unlock(&t->lock);
-  atomic_fetch_sub_explicit(&ito__rt.live_threads, 1, memory_order_release);
-  if (detached) thread_free(t);
-  if (j) ito__make_ready(j);
+  uintptr_t old = __atomic_exchange_n(&t->sync, TS_DONE, __ATOMIC_ACQ_REL);
   w = cur_worker();
+  live_add(w, -1);
+  if (old == TS_DETACHED)
+    thread_free(t);
+  else if (old > TS_CLAIMED)
+    ito__make_ready((waiter *)old);
   ito__exit_fiber(w, w->cur);
 }
 
@@ -199,8 +214,7 @@ static void push_parent_post(void *parent) { ito__push_fiber(cur_worker(), paren
 
 int ito__create_internal(void *(*fn)(void *), void *arg, ithread **out, int detached,
                          ito_thread_t *hout) {
-  int rc = ito__ensure();
-  if (rc) return rc;
+  if (UNLIKELY(__atomic_load_n(&ito__rt.state, __ATOMIC_ACQUIRE) != 2)) ito__ensure();
   worker *w = cur_worker();
   ithread *t = ito__thread_alloc(w);
   if (!t) return EAGAIN;
@@ -211,10 +225,10 @@ int ito__create_internal(void *(*fn)(void *), void *arg, ithread **out, int deta
   }
   t->fn = fn;
   t->arg = arg;
-  t->flags = detached ? TH_DETACHED : 0;
+  t->sync = detached ? TS_DETACHED : TS_RUNNING;
   f->thread = t;
   ito__ctx_make(f, ito__thread_entry);
-  atomic_fetch_add_explicit(&ito__rt.live_threads, 1, memory_order_relaxed);
+  live_add(w, 1);
   *out = t;
   if (hout) *hout = ito__handle(t); /* before the child runs: it may read it */
   if (!w || !w->cur) {
@@ -236,41 +250,52 @@ int ito_create(void *(*fn)(void *), void *arg, ito_thread_t *out) {
   return ito__create_internal(fn, arg, &t, 0, out);
 }
 
+/* Runs on the scheduler once the joiner's context is saved: register it, or
+ * resume it at once if the thread ended meanwhile. */
+static void join_post(void *p) {
+  ithread *t = p;
+  worker *w = cur_worker();
+  fiber *me = w->sched_from;
+  uintptr_t expect = TS_RUNNING;
+  if (!__atomic_compare_exchange_n(&t->sync, &expect, (uintptr_t)&me->w, 0, __ATOMIC_ACQ_REL,
+                                   __ATOMIC_ACQUIRE)) {
+    if (expect != TS_DONE) me->w.result = EINVAL; /* another joiner, or detached */
+    ito__ready(me);
+  }
+}
+
 int ito_join(ito_thread_t h, void **result) {
   ithread *t = ito__thread_of(h);
   if (!t) return h ? EINVAL : ESRCH;
-  worker *w = cur_worker();
-  spin_lock(&t->lock);
-  if ((t->flags & (TH_DETACHED | TH_JOINED | TH_ROOT)) || t->joiner) {
-    spin_unlock(&t->lock);
-    return EINVAL;
-  }
-  if (w && w->cur && w->cur->thread == t) {
-    spin_unlock(&t->lock);
-    return EDEADLK;
-  }
-  t->flags |= TH_JOINED;
-  if (t->state != TH_DONE) {
+  if (t->flags & TH_ROOT) return EINVAL;
+  uintptr_t s = __atomic_load_n(&t->sync, __ATOMIC_ACQUIRE);
+  if (s != TS_DONE) {
+    if (s != TS_RUNNING) return EINVAL; /* detached, joined, or joined right now */
+    worker *w = cur_worker();
     if (w && w->cur) {
       fiber *me = w->cur;
+      if (me->thread == t) return EDEADLK;
       me->w.fiber = me;
-      t->joiner = &me->w;
-      ito__suspend(ACT_BLOCK, NULL, ito__unlock_post, &t->lock);
+      me->w.result = 0;
+      ito__suspend(ACT_BLOCK, NULL, join_post, t);
+      if (me->w.result) return me->w.result;
     } else {
       waiter wt;
       memset(&wt, 0, sizeof wt);
-      t->joiner = &wt;
-      spin_unlock(&t->lock);
-      ito__block_os(&wt, NULL);
+      uintptr_t expect = TS_RUNNING;
+      if (__atomic_compare_exchange_n(&t->sync, &expect, (uintptr_t)&wt, 0, __ATOMIC_ACQ_REL,
+                                      __ATOMIC_ACQUIRE))
+        ito__block_os(&wt, NULL);
+      else if (expect != TS_DONE)
+        return EINVAL;
     }
-  } else {
-    spin_unlock(&t->lock);
   }
-  /* the ending thread stored its result before it released t->lock */
-  spin_lock(&t->lock);
-  void *r = t->result;
-  spin_unlock(&t->lock);
-  if (result) *result = r;
+  /* ended: claim it (a second, concurrent joiner loses here) and free it */
+  uintptr_t expect = TS_DONE;
+  if (!__atomic_compare_exchange_n(&t->sync, &expect, TS_CLAIMED, 0, __ATOMIC_ACQUIRE,
+                                   __ATOMIC_RELAXED))
+    return EINVAL;
+  if (result) *result = t->result;
   thread_free(t);
   return 0;
 }
@@ -278,16 +303,23 @@ int ito_join(ito_thread_t h, void **result) {
 int ito_detach(ito_thread_t h) {
   ithread *t = ito__thread_of(h);
   if (!t) return h ? EINVAL : ESRCH;
-  spin_lock(&t->lock);
-  if (t->flags & (TH_DETACHED | TH_JOINED | TH_ROOT)) {
-    spin_unlock(&t->lock);
-    return EINVAL;
+  if (t->flags & TH_ROOT) return EINVAL;
+  uintptr_t s = __atomic_load_n(&t->sync, __ATOMIC_ACQUIRE);
+  for (;;) {
+    if (s == TS_RUNNING) {
+      if (__atomic_compare_exchange_n(&t->sync, &s, TS_DETACHED, 0, __ATOMIC_ACQ_REL,
+                                      __ATOMIC_ACQUIRE))
+        return 0;
+    } else if (s == TS_DONE) {
+      if (__atomic_compare_exchange_n(&t->sync, &s, TS_CLAIMED, 0, __ATOMIC_ACQ_REL,
+                                      __ATOMIC_ACQUIRE)) {
+        thread_free(t);
+        return 0;
+      }
+    } else {
+      return EINVAL;
+    }
   }
-  t->flags |= TH_DETACHED;
-  int done = t->state == TH_DONE;
-  spin_unlock(&t->lock);
-  if (done) thread_free(t);
-  return 0;
 }
 
 ito_thread_t ito_self(void) {
