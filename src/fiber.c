@@ -27,11 +27,12 @@ void ito__asan_finish(void *fake) { (void)fake; }
 #endif
 
 #define PAGE 4096UL
-#define CANARY 0x17015eed5a5a17c0ULL
 #define FIBER_CACHE 64 /* fibers a worker keeps before returning them to the pool */
 
+_Static_assert(sizeof(fiber) % 64 == 0 && _Alignof(fiber) == 64, "fiber header layout");
+
 static size_t slot_size(void) {
-  size_t hdr = (sizeof(fiber) + 63) & ~63UL;
+  size_t hdr = sizeof(fiber);
   return PAGE + ((ito__rt.stack_size + hdr + PAGE - 1) & ~(PAGE - 1));
 }
 
@@ -45,7 +46,7 @@ static fiber *map_fibers(void) {
   fiber *first = NULL;
   for (size_t i = n; i-- > 0;) {
     char *base = m + i * ss;
-    fiber *f = (fiber *)(base + ss - ((sizeof(fiber) + 63) & ~63UL));
+    fiber *f = (fiber *)(base + ss - sizeof(fiber));
     memset(f, 0, sizeof *f);
     f->map = base;
     f->maplen = ss;
@@ -67,7 +68,6 @@ static fiber *map_fibers(void) {
     }
     f->guarded = (uint32_t)guard;
     f->lo = guard ? base + PAGE : base;
-    *(uint64_t *)f->lo = CANARY;
     f->kind = FIBER_POOL;
     f->next = first;
     first = f;
@@ -111,12 +111,14 @@ fiber *ito__fiber_alloc(worker *w) {
   f->sp = NULL;
   f->thread = NULL;
   f->asan_fake = NULL;
-  memset(&f->w, 0, sizeof f->w);
+  f->create_worker = NULL;
   return f;
 }
 
+/* An unguarded stack's lowest word is never written by a stack that fits,
+ * and it starts as zero: reading it maps no page, so it costs no memory. */
 static void check_canary(fiber *f) {
-  if (!f->guarded && *(volatile uint64_t *)f->lo != CANARY)
+  if (!f->guarded && *(volatile uint64_t *)f->lo != 0)
     ito__fatal("stack overflow in a lightweight thread (stack of %zu bytes; this stack had no "
                "guard page, so memory next to it may be corrupted); raise ITO_STACK_SIZE",
                ito__rt.stack_size);

@@ -75,26 +75,9 @@ struct ito_rec {
   struct fiber *fiber;  /* the fiber whose stack holds the forking frame */
 };
 
-/* ---- fibers: a stack and a saved context ------------------------------- */
-typedef struct fiber {
-  void *sp;                 /* saved stack pointer while not running */
-  char *lo, *hi;            /* usable stack [lo, hi) */
-  char *map;                /* start of the mapping (guard page first), NULL: not ours */
-  size_t maplen;
-  struct ithread *thread;   /* the lightweight thread this fiber runs for */
-  struct fiber *next;       /* ready queue / free list */
-  waiter w;                 /* used while blocked */
-  void *asan_fake;
-  uint32_t guarded;         /* a PROT_NONE page sits below lo */
-  uint32_t kind;            /* FIBER_* */
-  uint64_t canary_pad;
-  /* A fiber made by taking a fork record starts by resuming that record. */
-  struct ito_rec start;
-} fiber;
-
-enum { FIBER_POOL = 0, FIBER_NATIVE = 1 };
-
-/* ---- lightweight threads ------------------------------------------------ */
+/* ---- lightweight threads ------------------------------------------------
+ * The descriptor lives in the header of the fiber the thread started on and
+ * is freed with it, when the thread is joined (or ends, if detached). */
 typedef struct ithread {
   uint32_t gen;             /* bumped at each reuse; part of the handle */
   int flags;                /* TH_ROOT */
@@ -104,15 +87,39 @@ typedef struct ithread {
   void *arg;
   void *result;
   void **keys;              /* ITO_KEYS_MAX slots, allocated on first set */
-  struct ithread *next_free;
 } ithread;
 
 enum { TS_RUNNING = 0, TS_DONE = 1, TS_DETACHED = 2, TS_CLAIMED = 3 };
 enum { TH_ROOT = 1 };
 
+/* ---- fibers: a stack and a saved context ------------------------------- */
+typedef struct __attribute__((aligned(64))) fiber {
+  ithread th;               /* the thread started on this fiber, if any */
+  void *sp;                 /* saved stack pointer while not running */
+  char *lo, *hi;            /* usable stack [lo, hi) */
+  char *map;                /* start of the mapping (guard page first), NULL: not ours */
+  size_t maplen;
+  ithread *thread;          /* the lightweight thread this fiber runs for */
+  struct fiber *next;       /* ready queue / free list */
+  waiter w;                 /* used while blocked */
+  void *asan_fake;
+  uint32_t guarded;         /* a PROT_NONE page sits below lo */
+  uint32_t kind;            /* FIBER_* */
+  /* A fiber made by taking a fork record starts by resuming that record.
+   * A fiber started by ito_create keeps here its creator's continuation
+   * (a create record), published at create_idx of create_worker's deque. */
+  struct ito_rec start;
+  struct worker *create_worker;
+  uint64_t create_idx;
+} fiber;
+
+enum { FIBER_POOL = 0, FIBER_NATIVE = 1 };
+enum { ENT_FIBER = 1, ENT_CREATE = 2, ENT_TAGS = 3 };
+
 /* ---- workers -------------------------------------------------------------
- * The deque holds tagged words: a fork record (struct ito_rec *, low bit 0)
- * or a suspended fiber (fiber * | 1). The owner pushes and pops at tail
+ * The deque holds tagged words: a fork record (struct ito_rec *), a
+ * suspended fiber (fiber * | ENT_FIBER) or a create record, the continuation
+ * of a thread that called ito_create (struct ito_rec * | ENT_CREATE). The owner pushes and pops at tail
  * without atomic read-modify-write; thieves take from head under steal_lock.
  * See docs/scheduler.md for the protocol. */
 typedef struct worker {
@@ -147,8 +154,6 @@ typedef struct worker {
   /* per-worker pools */
   fiber *free_fibers;
   int nfree_fibers;
-  ithread *free_threads;
-  int nfree_threads;
   uint64_t rng;
   pthread_t os;
   int os_tid;
@@ -195,7 +200,6 @@ typedef struct runtime {
   /* global pools (overflow of the per-worker ones) */
   int pool_lock;
   fiber *pool_fibers;
-  ithread *pool_threads;
   /* timers for timed waits of fibers */
   int timer_lock;
   struct timer *timers;
@@ -267,8 +271,9 @@ HIDDEN void ito__asan_start(void **fake, const void *lo, size_t size);
 HIDDEN void ito__asan_finish(void *fake);
 
 /* thread.c */
-HIDDEN ithread *ito__thread_alloc(worker *w);
+HIDDEN ithread *ito__thread_init(fiber *f);
 HIDDEN ithread *ito__thread_of(ito_thread_t h);
+HIDDEN void ito__thread_done(ithread *t);
 HIDDEN ito_thread_t ito__handle(ithread *t);
 HIDDEN void ito__thread_entry(void *arg);
 HIDDEN int ito__create_internal(void *(*fn)(void *), void *arg, ithread **out, int detached,
@@ -285,6 +290,9 @@ HIDDEN void ito__timers_run(void);
 HIDDEN long ito__timers_next_ns(void);
 
 /* asm */
+/* Returns (once) when the record is resumed, possibly on another worker. */
+HIDDEN void ito__spawn_on(struct ito_rec *rec, void *sp, void (*body)(void *), void *arg);
+HIDDEN void ito__resume(const struct ito_rec *rec, void *sp) __attribute__((noreturn));
 HIDDEN void *ito__ctx_jump(void **save_sp, void *to_sp, void *arg);
 HIDDEN void ito__ctx_start(void);
 

@@ -16,7 +16,6 @@
 HIDDEN uintptr_t ito__pop_tail(worker *w);
 HIDDEN void ito__run_fiber(worker *w, fiber *f) __attribute__((noreturn));
 HIDDEN void ito__rq_push_front(worker *w, fiber *f);
-extern void ito__resume(const struct ito_rec *rec, void *sp) __attribute__((noreturn));
 
 void ito_tg_init_(ito_tg_t *tg, void *frame) {
   memset(tg, 0, sizeof *tg);
@@ -48,9 +47,19 @@ static fiber *continuation_fiber(worker *w, const struct ito_rec *copy) {
 /* Runs a deque entry taken from victim (whose steal_lock the caller holds;
  * it is released here). Fibers are resumed; records become continuations. */
 int ito__run_entry(worker *w, uintptr_t e, worker *victim) {
-  if (e & 1) {
+  if (e & ENT_FIBER) {
     spin_unlock(&victim->steal_lock);
-    ito__run_fiber(w, (fiber *)(e & ~(uintptr_t)1));
+    ito__run_fiber(w, (fiber *)(e & ~(uintptr_t)ENT_TAGS));
+  }
+  if (e & ENT_CREATE) { /* the creator of a running thread: resume it on its own stack */
+    struct ito_rec copy = *(const struct ito_rec *)(e & ~(uintptr_t)ENT_TAGS);
+    spin_unlock(&victim->steal_lock);
+    fiber *parent = copy.fiber;
+    w->cur = parent;
+#if ITO_ASAN
+    ito__asan_start(NULL, parent->lo, (size_t)(parent->hi - parent->lo));
+#endif
+    ito__resume(&copy, (void *)(uintptr_t)copy.regs[REC_SP]);
   }
   struct ito_rec copy;
   claim_record((const struct ito_rec *)e, &copy);
@@ -67,7 +76,7 @@ void ito__take_records_of(worker *w, fiber *f) {
     uint64_t t = atomic_load_explicit(&w->tail, memory_order_relaxed);
     if (atomic_load_explicit(&w->head, memory_order_relaxed) >= t) break;
     uintptr_t top = w->slots[(t - 1) & w->mask];
-    if ((top & 1) || ((const struct ito_rec *)top)->fiber != f) break;
+    if ((top & ENT_TAGS) || ((const struct ito_rec *)top)->fiber != f) break;
     uintptr_t e = ito__pop_tail(w);
     if (!e) break; /* a thief took it */
     struct ito_rec copy;

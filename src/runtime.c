@@ -276,12 +276,12 @@ void ito__worker_stop(worker *w) {
  * the root lightweight thread of worker 0 and keeps its own stack. */
 static void adopt_main(worker *w) {
   static fiber root_fiber;
-  ithread *t = ito__thread_alloc(NULL);
-  if (!t) ito__fatal("cannot allocate the root thread");
-  t->flags = TH_ROOT;
+  uint32_t gen = root_fiber.th.gen;
   memset(&root_fiber, 0, sizeof root_fiber);
+  root_fiber.th.gen = gen + 1;
+  ithread *t = ito__thread_init(&root_fiber);
+  t->flags = TH_ROOT;
   root_fiber.kind = FIBER_NATIVE;
-  root_fiber.thread = t;
   pthread_attr_t a;
   if (pthread_getattr_np(pthread_self(), &a) == 0) {
     void *lo;

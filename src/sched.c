@@ -11,6 +11,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#if ITO_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
 /* Thieves order their head store before their tail load with this barrier.
  * With membarrier(2) the owner's side needs only a compiler barrier: the
  * kernel makes every running thread of the process execute a full fence, so
@@ -31,7 +35,7 @@ void ito__push_fiber(worker *w, fiber *f) {
     ito__ready(f); /* deque full: the ready queue keeps it runnable */
     return;
   }
-  w->slots[t & w->mask] = (uintptr_t)f | 1;
+  w->slots[t & w->mask] = (uintptr_t)f | ENT_FIBER;
   atomic_store_explicit(&w->tail, t + 1, memory_order_release);
 }
 
@@ -57,9 +61,9 @@ static uintptr_t pop_tail(worker *w) {
 static fiber *pop_tail_fiber(worker *w) {
   uint64_t t = atomic_load_explicit(&w->tail, memory_order_relaxed);
   if (atomic_load_explicit(&w->head, memory_order_relaxed) >= t) return NULL;
-  if (!(w->slots[(t - 1) & w->mask] & 1)) return NULL;
+  if (!(w->slots[(t - 1) & w->mask] & ENT_FIBER)) return NULL;
   uintptr_t e = pop_tail(w);
-  return e ? (fiber *)(e & ~(uintptr_t)1) : NULL;
+  return e ? (fiber *)(e & ~(uintptr_t)ENT_TAGS) : NULL;
 }
 
 /* ---- ready queues ---------------------------------------------------------- */
@@ -153,7 +157,9 @@ void ito__arrive(void) {
   ito__run_post(w);
 }
 
+#if ITO_ASAN
 static size_t fiber_size(const fiber *f) { return (size_t)(f->hi - f->lo); }
+#endif
 
 /* Direct switch between fibers on worker w; from may be NULL (its context is
  * not kept). Returns when from is resumed. */
@@ -185,6 +191,9 @@ static void enter_sched(worker *w, fiber *from, int action, void *arg, int keep)
   ito__ctx_make(&tmp, sched_entry);
   void *dummy;
 #if ITO_ASAN
+  /* each entry starts afresh at the top; the frames of the last one never
+   * returned, so their redzones are still poisoned */
+  ASAN_UNPOISON_MEMORY_REGION(w->sched_lo, (size_t)(w->sched_hi - w->sched_lo));
   ito__asan_start(keep ? &from->asan_fake : NULL, w->sched_lo, (size_t)(w->sched_hi - w->sched_lo));
 #endif
   ito__ctx_jump(keep ? &from->sp : &dummy, tmp.sp, w);
@@ -217,7 +226,6 @@ static void run_fiber(worker *w, fiber *f) {
 #if ITO_ASAN
     ito__asan_start(NULL, f->lo, fiber_size(f));
 #endif
-    extern void ito__resume(const struct ito_rec *rec, void *sp) __attribute__((noreturn));
     ito__resume(&f->start, f->hi);
   }
   void *dummy;
@@ -228,7 +236,7 @@ static void run_fiber(worker *w, fiber *f) {
   __builtin_unreachable();
 }
 
-static void free_fiber_post(void *f) { ito__fiber_free(cur_worker(), f); }
+static void thread_done_post(void *t) { ito__thread_done(t); }
 
 static void sched_entry(void *arg) {
   worker *w = arg;
@@ -262,7 +270,7 @@ static void sched_entry(void *arg) {
       break;
     }
     case ACT_EXIT:
-      ito__fiber_free(w, from);
+      ito__thread_done(from->thread);
       break;
     case ACT_MIGRATE: {
       worker *to = a;
@@ -381,8 +389,8 @@ HIDDEN void ito__exit_fiber(worker *w, fiber *f) __attribute__((noreturn));
 void ito__exit_fiber(worker *w, fiber *f) {
   fiber *p = pop_tail_fiber(w);
   if (p) {
-    w->post_fn = free_fiber_post;
-    w->post_arg = f;
+    w->post_fn = thread_done_post;
+    w->post_arg = f->thread;
     ito__switch(w, f, p, 1);
     __builtin_unreachable();
   }

@@ -32,58 +32,27 @@ ithread *ito__thread_of(ito_thread_t h) {
   return t;
 }
 
-static ithread *map_threads(void) {
-  size_t sz = 1UL << 20;
-  char *m = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (m == MAP_FAILED) return NULL;
-  size_t each = (sizeof(ithread) + 63) & ~63UL;
-  ithread *first = NULL;
-  for (size_t off = sz - each;; off -= each) {
-    ithread *t = (ithread *)(m + off);
-    t->next_free = first;
-    first = t;
-    if (off < each) break;
-  }
-  return first;
-}
-
-ithread *ito__thread_alloc(worker *w) {
-  ithread *t = w ? w->free_threads : NULL;
-  if (t) {
-    w->free_threads = t->next_free;
-    w->nfree_threads--;
-  } else {
-    spin_lock(&ito__rt.pool_lock);
-    t = ito__rt.pool_threads;
-    if (!t) t = map_threads();
-    if (t) ito__rt.pool_threads = t->next_free;
-    spin_unlock(&ito__rt.pool_lock);
-    if (!t) return NULL;
-  }
+ithread *ito__thread_init(fiber *f) {
+  ithread *t = &f->th;
   t->flags = 0;
   t->sync = TS_RUNNING;
   t->result = NULL;
   t->keys = NULL;
+  f->thread = t;
   return t;
 }
 
-static void thread_free(ithread *t) {
+static fiber *fiber_of(ithread *t) { return (fiber *)((char *)t - offsetof(fiber, th)); }
+
+/* The thread is over and nobody will look at it again: bump the generation
+ * (stale handles now fail) and give the fiber back. */
+static void thread_release(ithread *t) {
   if (t->keys) {
     free(t->keys);
     t->keys = NULL;
   }
   __atomic_store_n(&t->gen, (t->gen + 1) & GEN_MASK, __ATOMIC_RELEASE);
-  worker *w = cur_worker();
-  if (w && w->nfree_threads < 256) {
-    t->next_free = w->free_threads;
-    w->free_threads = t;
-    w->nfree_threads++;
-    return;
-  }
-  spin_lock(&ito__rt.pool_lock);
-  t->next_free = ito__rt.pool_threads;
-  ito__rt.pool_threads = t;
-  spin_unlock(&ito__rt.pool_lock);
+  ito__fiber_free(cur_worker(), fiber_of(t));
 }
 
 static void live_add(worker *w, long d) {
@@ -183,20 +152,51 @@ static void run_key_destructors(ithread *t) {
 
 /* ---- life of a thread ----------------------------------------------------------- */
 
+/* Runs once the ended thread's fiber is left (as a post-switch action or in
+ * the scheduler): only then may a joiner free it. */
+void ito__thread_done(ithread *t) {
+  uintptr_t old = __atomic_exchange_n(&t->sync, TS_DONE, __ATOMIC_ACQ_REL);
+  if (old == TS_DETACHED)
+    thread_release(t);
+  else if (old > TS_CLAIMED)
+    ito__make_ready((waiter *)old);
+}
+static void thread_done_post(void *t) { ito__thread_done(t); }
+HIDDEN int ito__fork_conflict(worker *w, uint64_t t);
+
+/* A thread started by the lazy ito_create ends: if its creator's record is
+ * still at the tail of this worker's deque, take it back and continue the
+ * creator right here (its stack is untouched); otherwise somebody took it
+ * and this worker goes to look for work. */
+static void resume_creator(worker *w, fiber *f) {
+  uint64_t t = f->create_idx;
+  if (f->create_worker != w || atomic_load_explicit(&w->tail, memory_order_relaxed) != t + 1 ||
+      w->slots[t & w->mask] != ((uintptr_t)&f->start | ENT_CREATE))
+    return;
+  atomic_store_explicit(&w->tail, t, memory_order_relaxed);
+  owner_barrier();
+  if (atomic_load_explicit(&w->head, memory_order_relaxed) > t && !ito__fork_conflict(w, t)) return;
+  fiber *parent = f->start.fiber;
+  w->cur = parent;
+  w->post_fn = thread_done_post;
+  w->post_arg = f->thread;
+#if ITO_ASAN
+  ito__asan_start(NULL, parent->lo, (size_t)(parent->hi - parent->lo));
+#endif
+  ito__resume(&f->start, (void *)(uintptr_t)f->start.regs[REC_SP]);
+}
+
 static void thread_finish(void *result) __attribute__((noreturn));
 static void thread_finish(void *result) {
   worker *w = cur_worker();
   ithread *t = w->cur->thread;
   run_key_destructors(t);
   t->result = result;
-  uintptr_t old = __atomic_exchange_n(&t->sync, TS_DONE, __ATOMIC_ACQ_REL);
   w = cur_worker();
   live_add(w, -1);
-  if (old == TS_DETACHED)
-    thread_free(t);
-  else if (old > TS_CLAIMED)
-    ito__make_ready((waiter *)old);
-  ito__exit_fiber(w, w->cur);
+  fiber *f = w->cur;
+  if (f->create_worker) resume_creator(w, f);
+  ito__exit_fiber(w, f);
 }
 
 void ito__thread_entry(void *arg) {
@@ -216,17 +216,12 @@ int ito__create_internal(void *(*fn)(void *), void *arg, ithread **out, int deta
                          ito_thread_t *hout) {
   if (UNLIKELY(__atomic_load_n(&ito__rt.state, __ATOMIC_ACQUIRE) != 2)) ito__ensure();
   worker *w = cur_worker();
-  ithread *t = ito__thread_alloc(w);
-  if (!t) return EAGAIN;
   fiber *f = ito__fiber_alloc(w);
-  if (!f) {
-    thread_free(t);
-    return EAGAIN;
-  }
+  if (!f) return EAGAIN;
+  ithread *t = ito__thread_init(f);
   t->fn = fn;
   t->arg = arg;
   t->sync = detached ? TS_DETACHED : TS_RUNNING;
-  f->thread = t;
   ito__ctx_make(f, ito__thread_entry);
   live_add(w, 1);
   *out = t;
@@ -244,10 +239,54 @@ int ito__create_internal(void *(*fn)(void *), void *arg, ithread **out, int deta
   return 0;
 }
 
+/* First frame of a thread started by ito_create, on its own stack: publish
+ * the creator's continuation, then run the thread. */
+static void create_body(void *p) __attribute__((noreturn));
+static void create_body(void *p) {
+  fiber *f = p;
+#if ITO_ASAN
+  ito__asan_finish(NULL);
+#endif
+  worker *w = cur_worker();
+  f->start.fiber = w->cur;
+  f->start.tg = NULL;
+  uint64_t t = atomic_load_explicit(&w->tail, memory_order_relaxed);
+  w->slots[t & w->mask] = (uintptr_t)&f->start | ENT_CREATE;
+  f->create_worker = w;
+  f->create_idx = t;
+  w->cur = f;
+  atomic_store_explicit(&w->tail, t + 1, memory_order_release);
+  ithread *th = f->thread;
+  thread_finish(th->fn(th->arg));
+}
+
+/* Work-first creation without a context switch: the creator's registers go
+ * into a record in the child's fiber, the child starts with a plain call on
+ * its own stack, and the creator is resumed from the record when the child
+ * ends, blocks or a thief takes the record (docs/scheduler.md). */
 int ito_create(void *(*fn)(void *), void *arg, ito_thread_t *out) {
   if (!fn) return EINVAL;
-  ithread *t;
-  return ito__create_internal(fn, arg, &t, 0, out);
+  if (UNLIKELY(__atomic_load_n(&ito__rt.state, __ATOMIC_ACQUIRE) != 2)) ito__ensure();
+  worker *w = cur_worker();
+  if (UNLIKELY(!w || !w->cur ||
+               atomic_load_explicit(&w->tail, memory_order_relaxed) -
+                       atomic_load_explicit(&w->head, memory_order_relaxed) >=
+                   w->mask)) {
+    ithread *t;
+    return ito__create_internal(fn, arg, &t, 0, out);
+  }
+  fiber *f = ito__fiber_alloc(w);
+  if (!f) return EAGAIN;
+  ithread *t = ito__thread_init(f);
+  t->fn = fn;
+  t->arg = arg;
+  live_add(w, 1);
+  if (out) *out = ito__handle(t); /* before the child runs: it may read it */
+#if ITO_ASAN
+  ito__asan_start(NULL, f->lo, (size_t)(f->hi - f->lo));
+#endif
+  ito__spawn_on(&f->start, (void *)((uintptr_t)f->hi & ~(uintptr_t)15), create_body, f);
+  return 0;
 }
 
 /* Runs on the scheduler once the joiner's context is saved: register it, or
@@ -296,7 +335,7 @@ int ito_join(ito_thread_t h, void **result) {
                                    __ATOMIC_RELAXED))
     return EINVAL;
   if (result) *result = t->result;
-  thread_free(t);
+  thread_release(t);
   return 0;
 }
 
@@ -313,7 +352,7 @@ int ito_detach(ito_thread_t h) {
     } else if (s == TS_DONE) {
       if (__atomic_compare_exchange_n(&t->sync, &s, TS_CLAIMED, 0, __ATOMIC_ACQ_REL,
                                       __ATOMIC_ACQUIRE)) {
-        thread_free(t);
+        thread_release(t);
         return 0;
       }
     } else {

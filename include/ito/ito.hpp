@@ -34,18 +34,14 @@ inline int worker_id() { return ito_worker_id(); }
 // between a run() and the matching wait().
 class task_group {
  public:
-  ITO_ALWAYS_INLINE task_group() noexcept : eptr_(nullptr), has_error_(0) {
+  ITO_ALWAYS_INLINE task_group() noexcept : error_(nullptr) {
     ito_tg_init_inline_(&tg_, __builtin_frame_address(0));
   }
   task_group(const task_group &) = delete;
   task_group &operator=(const task_group &) = delete;
   ITO_ALWAYS_INLINE ~task_group() noexcept(false) {
     if (ito_tg_busy_(&tg_)) ito_tg_join_(&tg_, __builtin_frame_address(0));
-    if (eptr_ && !std::uncaught_exceptions()) {
-      std::exception_ptr e = eptr_;
-      eptr_ = nullptr;
-      std::rethrow_exception(e);
-    }
+    if (error_) rethrow_error(!std::uncaught_exceptions());
   }
 
   template <class F>
@@ -73,17 +69,23 @@ class task_group {
   // Waits for every child; rethrows the first exception a child threw.
   ITO_ALWAYS_INLINE void wait() {
     if (ito_tg_busy_(&tg_)) ito_tg_join_(&tg_, __builtin_frame_address(0));
-    if (eptr_) {
-      std::exception_ptr e = eptr_;
-      eptr_ = nullptr;
-      has_error_ = 0;
-      std::rethrow_exception(e);
-    }
+    if (error_) rethrow_error(true);
   }
 
  private:
-  void record(std::exception_ptr e) noexcept {
-    if (__atomic_exchange_n(&has_error_, 1, __ATOMIC_ACQ_REL) == 0) eptr_ = e;
+  // The first exception a child threw; the others are dropped.
+  __attribute__((noinline)) void record(std::exception_ptr e) noexcept {
+    std::exception_ptr *p = new (std::nothrow) std::exception_ptr(std::move(e));
+    std::exception_ptr *none = nullptr;
+    if (!p) std::terminate();
+    if (!__atomic_compare_exchange_n(&error_, &none, p, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+      delete p;
+  }
+  __attribute__((noinline)) void rethrow_error(bool rethrow) {
+    std::exception_ptr e = std::move(*error_);
+    delete error_;
+    error_ = nullptr;
+    if (rethrow) std::rethrow_exception(e);
   }
   template <class B>
   static void invoke_copy(void *p) noexcept {
@@ -106,8 +108,7 @@ class task_group {
   }
 
   ito_tg_t tg_;
-  std::exception_ptr eptr_;
-  int has_error_;
+  std::exception_ptr *error_;
 };
 
 namespace detail {

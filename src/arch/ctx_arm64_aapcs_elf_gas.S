@@ -7,8 +7,9 @@
  *
  * Fork record (struct ito_rec in src/internal.h), 192 bytes:
  *   +0..+72 x19-x28  +80 x29  +88 x30 (the continuation's address)
- *   +96 stack pointer of the caller  +104..+160 d8-d15  +168 fpcr
+ *   +96 stack pointer of the caller  +104..+160 d8-d15  +168 unused
  *   +176 task group  +184 fiber (set in C)
+ * Records do not carry FPCR; full context switches do (docs/lazy-tasks.md).
  */
         .text
 
@@ -77,8 +78,6 @@ ito__ctx_start:
         stp     d10, d11, [sp, #120]
         stp     d12, d13, [sp, #136]
         stp     d14, d15, [sp, #152]
-        mrs     x9, fpcr
-        str     x9, [sp, #168]
         str     x0, [sp, #176]
 .endm
 
@@ -134,8 +133,6 @@ ito__resume:
         ldp     d10, d11, [x0, #120]
         ldp     d12, d13, [x0, #136]
         ldp     d14, d15, [x0, #152]
-        ldr     x9, [x0, #168]
-        msr     fpcr, x9
         mov     sp, x1
         sub     sp, sp, #16
         str     x30, [sp]
@@ -144,5 +141,30 @@ ito__resume:
         add     sp, sp, #16
         ret
         .size   ito__resume, .-ito__resume
+
+/* void ito__spawn_on(struct ito_rec *rec, void *sp, void (*body)(void *), void *arg) */
+        .globl  ito__spawn_on
+        .hidden ito__spawn_on
+        .type   ito__spawn_on, %function
+        .p2align 4
+ito__spawn_on:
+        stp     x19, x20, [x0, #0]
+        stp     x21, x22, [x0, #16]
+        stp     x23, x24, [x0, #32]
+        stp     x25, x26, [x0, #48]
+        stp     x27, x28, [x0, #64]
+        stp     x29, x30, [x0, #80]
+        mov     x9, sp
+        str     x9, [x0, #96]
+        stp     d8, d9, [x0, #104]
+        stp     d10, d11, [x0, #120]
+        stp     d12, d13, [x0, #136]
+        stp     d14, d15, [x0, #152]
+        mov     sp, x1
+        mov     x29, #0
+        mov     x0, x3
+        blr     x2
+        brk     #0
+        .size   ito__spawn_on, .-ito__spawn_on
 
         .section .note.GNU-stack,"",%progbits

@@ -7,7 +7,12 @@
  * Fork record (struct ito_rec in src/lazy.h), 88 bytes:
  *   +0 rbx  +8 rbp  +16 r12  +24 r13  +32 r14  +40 r15
  *   +48 stack pointer of the caller after return   +56 return address
- *   +64 mxcsr  +68 x87 control word  +72 task group  +80 fiber (set in C)
+ *   +64 unused  +72 task group  +80 fiber (set in C)
+ *
+ * Records do not carry the floating-point control state (MXCSR, x87 control
+ * word): saving it costs more than the rest of a fork. A continuation taken
+ * by another worker runs with that worker's state (docs/lazy-tasks.md).
+ * Full context switches (ito__ctx_jump) do carry it.
  */
         .text
 
@@ -100,8 +105,6 @@ ito_tg_fork_:
         movq    %rax, 48(%rsp)
         movq    88(%rsp), %rax
         movq    %rax, 56(%rsp)
-        stmxcsr 64(%rsp)
-        fnstcw  68(%rsp)
         movq    %rdi, 72(%rsp)
         movq    %rsp, %r12                      /* r12: the record */
         .cfi_def_cfa_register r12
@@ -116,6 +119,24 @@ ito_tg_fork_:
         andq    $-16, %rax
         subq    %rax, %rsp
         movq    %rsp, %rdi
+        cmpq    $32, %rcx                       /* 8, 16, 24, 32: straight-line words */
+        ja      .Lfork_loop
+        testb   $7, %cl
+        jnz     .Lfork_loop
+        movq    -8(%rdx,%rcx), %rax             /* the last word, then the first ones */
+        movq    %rax, -8(%rsp,%rcx)
+        movq    (%rdx), %rax
+        movq    %rax, (%rsp)
+        cmpq    $16, %rcx
+        jb      .Lfork_push
+        movq    8(%rdx), %rax
+        movq    %rax, 8(%rsp)
+        cmpq    $24, %rcx
+        jbe     .Lfork_push
+        movq    16(%rdx), %rax
+        movq    %rax, 16(%rsp)
+        jmp     .Lfork_push
+.Lfork_loop:
         xorl    %r8d, %r8d
         testb   $7, %cl
         jnz     .Lfork_bytes
@@ -226,8 +247,6 @@ ito_tg_join_:
         movq    %rax, 48(%rsp)
         movq    88(%rsp), %rax
         movq    %rax, 56(%rsp)
-        stmxcsr 64(%rsp)
-        fnstcw  68(%rsp)
         movq    %rdi, 72(%rsp)
         movq    %rsp, %rdx
         call    ito__join_c
@@ -253,8 +272,6 @@ ito__resume:
         movq    24(%rdi), %r13
         movq    32(%rdi), %r14
         movq    40(%rdi), %r15
-        ldmxcsr 64(%rdi)
-        fldcw   68(%rdi)
         movq    56(%rdi), %rax
         movq    %rsi, %rsp
         pushq   %rax
@@ -264,5 +281,33 @@ ito__resume:
         ret
         .cfi_endproc
         .size   ito__resume, .-ito__resume
+
+/* void ito__spawn_on(struct ito_rec *rec, void *sp, void (*body)(void *), void *arg)
+ * Records the caller's continuation in rec, moves to stack pointer sp and
+ * calls body(arg), which never returns here: the caller continues when
+ * somebody resumes rec (ito__resume), as if this call had returned. */
+        .globl  ito__spawn_on
+        .hidden ito__spawn_on
+        .type   ito__spawn_on, @function
+        .p2align 4
+ito__spawn_on:
+        .cfi_startproc
+        movq    %rbx, 0(%rdi)
+        movq    %rbp, 8(%rdi)
+        movq    %r12, 16(%rdi)
+        movq    %r13, 24(%rdi)
+        movq    %r14, 32(%rdi)
+        movq    %r15, 40(%rdi)
+        leaq    8(%rsp), %rax
+        movq    %rax, 48(%rdi)
+        movq    (%rsp), %rax
+        movq    %rax, 56(%rdi)
+        movq    %rsi, %rsp
+        xorl    %ebp, %ebp
+        movq    %rcx, %rdi
+        call    *%rdx
+        ud2
+        .cfi_endproc
+        .size   ito__spawn_on, .-ito__spawn_on
 
         .section .note.GNU-stack,"",@progbits
