@@ -165,8 +165,69 @@ static void test_exceptions() {
     }
     CHECK(caught);
   }
-  // Note: parallel_for bodies must not throw: the exception would leave
-  // for_range between a run() and its wait(), which the fast path forbids.
+}
+
+// Exceptions from the bodies of the algorithms, including the part each
+// level runs inline, come out of the call after every child has finished.
+static void test_algorithm_exceptions() {
+  for (int round = 0; round < 20; round++) {
+    std::atomic<long> visited{0};
+    const long n = 200000, bad = (round * 7919) % n;
+    bool caught = false;
+    try {
+      ito::parallel_for(0L, n, 64, [&](long i) {
+        visited.fetch_add(1, std::memory_order_relaxed);
+        if (i == bad) throw std::runtime_error("bad index");
+      });
+    } catch (const std::runtime_error &ex) {
+      caught = std::string(ex.what()) == "bad index";
+    }
+    CHECK(caught);
+    CHECK(visited.load() >= 1 && visited.load() <= n);
+  }
+  bool caught = false;
+  try {
+    ito::parallel_reduce(0L, 100000L, 100, 0L,
+                         [](long lo, long hi, long acc) {
+                           for (long i = lo; i < hi; i++) {
+                             if (i == 31337) throw std::logic_error("reduce");
+                             acc += i;
+                           }
+                           return acc;
+                         },
+                         [](long a, long b) { return a + b; });
+  } catch (const std::logic_error &ex) {
+    caught = std::string(ex.what()) == "reduce";
+  }
+  CHECK(caught);
+  // The last callable of parallel_invoke runs inline: its exception too.
+  for (int which = 0; which < 3; which++) {
+    std::atomic<int> ran{0};
+    caught = false;
+    try {
+      ito::parallel_invoke([&] { ran++; if (which == 0) throw std::runtime_error("0"); },
+                           [&] { ran++; if (which == 1) throw std::runtime_error("1"); },
+                           [&] { ran++; if (which == 2) throw std::runtime_error("2"); });
+    } catch (const std::runtime_error &ex) {
+      caught = std::string(ex.what()) == std::to_string(which);
+    }
+    CHECK(caught);
+    CHECK_EQ(ran.load(), 3);
+  }
+  // run_and_wait: the inline part's exception wins over a child's.
+  {
+    ito::task_group tg;
+    std::atomic<int> child_done{0};
+    tg.run([&] { fib(18); child_done = 1; throw std::runtime_error("child"); });
+    caught = false;
+    try {
+      tg.run_and_wait([&] { fib(16); throw std::runtime_error("inline"); });
+    } catch (const std::runtime_error &ex) {
+      caught = std::string(ex.what()) == "inline";
+    }
+    CHECK(caught);
+    CHECK_EQ(child_done.load(), 1);
+  }
 }
 
 static void test_reuse() {
@@ -309,9 +370,11 @@ static void test_condition_variable() {
 }
 
 int main() {
+  setvbuf(stdout, nullptr, _IOLBF, 0);  // progress survives a crash
   test_fib();
   test_parallel_invoke();
   test_parallel_for();
+  test_algorithm_exceptions();
   test_parallel_reduce();
   test_exceptions();
   test_reuse();

@@ -135,9 +135,23 @@ static int run_case(const char *self, const crash_case *c) {
     dup2(fds[1], 2);
     close(fds[0]);
     close(fds[1]);
-    char *argv[] = {(char *)self, (char *)"--child", (char *)c->mode, NULL};
-    execve(self, argv, env);
-    fprintf(stderr, "execve %s: %s\n", self, strerror(errno));
+    /* When cross compiling, ctest runs this driver under an emulator, which
+     * the child needs as well: TEST_CRASH_EMULATOR holds its command line
+     * (words separated by spaces). */
+    char *argv[64];
+    int argc = 0;
+    static char emu[1024];
+    const char *e = getenv("TEST_CRASH_EMULATOR");
+    if (e && *e) {
+      snprintf(emu, sizeof emu, "%s", e);
+      for (char *w = strtok(emu, " "); w && argc < 60; w = strtok(NULL, " ")) argv[argc++] = w;
+    }
+    argv[argc++] = (char *)self;
+    argv[argc++] = (char *)"--child";
+    argv[argc++] = (char *)c->mode;
+    argv[argc] = NULL;
+    execvpe(argv[0], argv, env);
+    fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
     _exit(127);
   }
   close(fds[1]);

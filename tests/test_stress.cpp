@@ -290,6 +290,7 @@ static void case_mix() {
 }
 
 int main(int argc, char **argv) {
+  setvbuf(stdout, nullptr, _IOLBF, 0);  // progress survives a crash
   struct {
     const char *name;
     void (*fn)();

@@ -20,6 +20,21 @@
 
 namespace ito {
 
+namespace detail {
+// Runs f, returning what it threw. Not inlined: its handler frame is on the
+// stack the caller runs on, so an exception never unwinds through a forking
+// frame between run() and wait() (see docs/lazy-tasks.md).
+template <class F>
+__attribute__((noinline)) std::exception_ptr call_catching(F &f) noexcept {
+  try {
+    f();
+  } catch (...) {
+    return std::current_exception();
+  }
+  return nullptr;
+}
+}  // namespace detail
+
 inline int num_workers() { return ito_num_workers(); }
 inline int worker_id() { return ito_worker_id(); }
 
@@ -64,6 +79,20 @@ class task_group {
       else
         ito_tg_spawn_(&tg_, &invoke_heap<hbox>, h, 0);
     }
+  }
+
+  // Runs f in the caller, then waits for every child (TBB's run_and_wait).
+  // An exception from f is rethrown after the children finished (before the
+  // children's own, which are then dropped).
+  template <class F>
+  ITO_ALWAYS_INLINE void run_and_wait(F &&f) {
+    std::exception_ptr e = detail::call_catching(f);
+    if (ito_tg_busy_(&tg_)) ito_tg_join_(&tg_, __builtin_frame_address(0));
+    if (e) {
+      if (error_) rethrow_error(false);
+      std::rethrow_exception(e);
+    }
+    if (error_) rethrow_error(true);
   }
 
   // Waits for every child; rethrows the first exception a child threw.
@@ -113,8 +142,8 @@ class task_group {
 
 namespace detail {
 template <class F>
-ITO_ALWAYS_INLINE void invoke_rest(task_group &, F &&f) {
-  std::forward<F>(f)();
+ITO_ALWAYS_INLINE void invoke_rest(task_group &tg, F &&f) {
+  tg.run_and_wait(f);
 }
 template <class F, class G, class... Fs>
 ITO_ALWAYS_INLINE void invoke_rest(task_group &tg, F &&f, G &&g, Fs &&...fs) {
@@ -129,22 +158,19 @@ ITO_ALWAYS_INLINE void parallel_invoke(Fs &&...fs) {
   static_assert(sizeof...(Fs) >= 1, "parallel_invoke needs at least one callable");
   task_group tg;
   detail::invoke_rest(tg, std::forward<Fs>(fs)...);
-  tg.wait();
 }
 
 namespace detail {
 template <class I, class B>
 void for_range(I first, I last, std::size_t grain, const B &body) {
-  while (static_cast<std::size_t>(last - first) > grain) {
-    I mid = first + (last - first) / 2;
-    task_group tg;
-    tg.run([=, &body] { for_range(mid, last, grain, body); });
-    last = mid;
-    for_range(first, last, grain, body);
-    tg.wait();
+  if (static_cast<std::size_t>(last - first) <= grain) {
+    for (I i = first; i < last; ++i) body(i);
     return;
   }
-  for (I i = first; i < last; ++i) body(i);
+  I mid = first + (last - first) / 2;
+  task_group tg;
+  tg.run([=, &body] { for_range(mid, last, grain, body); });
+  tg.run_and_wait([=, &body] { for_range(first, mid, grain, body); });
 }
 
 template <class I, class T, class B, class C>
@@ -154,12 +180,15 @@ T reduce_range(I first, I last, std::size_t grain, const T &identity, const B &b
   I mid = first + (last - first) / 2;
   T right = identity;
   T *rp = &right;
+  T left = identity;
+  T *lp = &left;
   task_group tg;
   tg.run([=, &identity, &body, &combine] {
     *rp = reduce_range(mid, last, grain, identity, body, combine);
   });
-  T left = reduce_range(first, mid, grain, identity, body, combine);
-  tg.wait();
+  tg.run_and_wait([=, &identity, &body, &combine] {
+    *lp = reduce_range(first, mid, grain, identity, body, combine);
+  });
   return combine(left, right);
 }
 }  // namespace detail
