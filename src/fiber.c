@@ -27,7 +27,6 @@ void ito__asan_finish(void *fake) { (void)fake; }
 #endif
 
 #define PAGE 4096UL
-#define FIBER_CACHE 64 /* fibers a worker keeps before returning them to the pool */
 
 _Static_assert(sizeof(fiber) % 64 == 0 && _Alignof(fiber) == 64, "fiber header layout");
 

@@ -81,15 +81,17 @@ struct ito_rec {
 typedef struct ithread {
   uint32_t gen;             /* bumped at each reuse; part of the handle */
   int flags;                /* TH_ROOT */
-  /* TS_RUNNING, TS_DONE, TS_DETACHED, TS_CLAIMED, or the waiter of a joiner */
-  uintptr_t sync;
+  int sync;                 /* TS_RUNNING, TS_EXITING, TS_DONE, TS_CLAIMED */
+  int pad_;
+  waiter *joiner;           /* NULL, a joiner's waiter, or JOINER_DETACHED */
   void *(*fn)(void *);
   void *arg;
   void *result;
   void **keys;              /* ITO_KEYS_MAX slots, allocated on first set */
 } ithread;
 
-enum { TS_RUNNING = 0, TS_DONE = 1, TS_DETACHED = 2, TS_CLAIMED = 3 };
+enum { TS_RUNNING = 0, TS_EXITING = 1, TS_DONE = 2, TS_CLAIMED = 3 };
+#define JOINER_DETACHED ((waiter *)1)
 enum { TH_ROOT = 1 };
 
 /* ---- fibers: a stack and a saved context ------------------------------- */
@@ -264,6 +266,31 @@ HIDDEN void ito__block_os(waiter *wt, const struct timespec *abstime_rt);
 /* fiber.c */
 HIDDEN fiber *ito__fiber_alloc(worker *w);
 HIDDEN void ito__fiber_free(worker *w, fiber *f);
+#define FIBER_CACHE 64 /* fibers a worker keeps before returning them to the pool */
+
+/* The common cases of ito__fiber_alloc and ito__fiber_free, inline: a pop
+ * or push on the worker's own free list. */
+static inline fiber *fiber_get(worker *w) {
+#if !ITO_ASAN
+  fiber *f = w->free_fibers;
+  if (LIKELY(f)) {
+    w->free_fibers = f->next;
+    w->nfree_fibers--;
+    f->create_worker = NULL;
+    return f;
+  }
+#endif
+  return ito__fiber_alloc(w);
+}
+static inline void fiber_put(worker *w, fiber *f) {
+  if (LIKELY(w && f->guarded && w->nfree_fibers < FIBER_CACHE)) {
+    f->next = w->free_fibers;
+    w->free_fibers = f;
+    w->nfree_fibers++;
+    return;
+  }
+  ito__fiber_free(w, f);
+}
 HIDDEN void ito__ctx_make(fiber *f, void (*entry)(void *));
 HIDDEN void ito__install_segv(void);
 HIDDEN void ito__altstack_setup(worker *w);

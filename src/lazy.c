@@ -37,7 +37,8 @@ static void claim_record(const struct ito_rec *rec, struct ito_rec *copy) {
 }
 
 static fiber *continuation_fiber(worker *w, const struct ito_rec *copy) {
-  fiber *nf = ito__fiber_alloc(w);
+  fiber *nf = fiber_get(w);
+  if (!nf) ito__fatal("out of memory for a stack to run a stolen continuation on");
   nf->thread = copy->fiber->thread;
   nf->start = *copy;
   nf->sp = NULL; /* run_fiber resumes nf->start */

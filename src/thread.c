@@ -36,6 +36,7 @@ ithread *ito__thread_init(fiber *f) {
   ithread *t = &f->th;
   t->flags = 0;
   t->sync = TS_RUNNING;
+  t->joiner = NULL;
   t->result = NULL;
   t->keys = NULL;
   f->thread = t;
@@ -46,13 +47,13 @@ static fiber *fiber_of(ithread *t) { return (fiber *)((char *)t - offsetof(fiber
 
 /* The thread is over and nobody will look at it again: bump the generation
  * (stale handles now fail) and give the fiber back. */
-static void thread_release(ithread *t) {
+static inline void thread_release(ithread *t) {
   if (t->keys) {
     free(t->keys);
     t->keys = NULL;
   }
   __atomic_store_n(&t->gen, (t->gen + 1) & GEN_MASK, __ATOMIC_RELEASE);
-  ito__fiber_free(cur_worker(), fiber_of(t));
+  fiber_put(cur_worker(), fiber_of(t));
 }
 
 static void live_add(worker *w, long d) {
@@ -152,30 +153,63 @@ static void run_key_destructors(ithread *t) {
 
 /* ---- life of a thread ----------------------------------------------------------- */
 
-/* Runs once the ended thread's fiber is left (as a post-switch action or in
- * the scheduler): only then may a joiner free it. */
+/* ---- the end of a thread and its join ---------------------------------------
+ * sync goes RUNNING -> EXITING -> DONE (by the ending thread) -> CLAIMED (by
+ * the joiner, who then frees the fiber). A joiner that finds the thread
+ * running parks a waiter in t->joiner (ito_detach parks JOINER_DETACHED).
+ * The two sides pair up like the deque (docs/scheduler.md): the ending side
+ * stores EXITING and then loads joiner with only a compiler barrier; the
+ * parking side stores joiner, runs the heavy barrier, then loads sync. So at
+ * least one sees the other, and a compare-and-swap on joiner settles who
+ * wakes (or frees) whom when both do. The common case (the thread ended
+ * before the join) has no atomic read-modify-write at all. As with
+ * pthread_join, two simultaneous joins of one thread are undefined. */
+
+/* Runs once the ended thread's fiber is left (a post-switch action or the
+ * scheduler's), so that whoever sees DONE may free the fiber at once. */
 void ito__thread_done(ithread *t) {
-  uintptr_t old = __atomic_exchange_n(&t->sync, TS_DONE, __ATOMIC_ACQ_REL);
-  if (old == TS_DETACHED)
-    thread_release(t);
-  else if (old > TS_CLAIMED)
-    ito__make_ready((waiter *)old);
+  __atomic_store_n(&t->sync, TS_EXITING, __ATOMIC_RELAXED);
+  owner_barrier();
+  waiter *j = __atomic_load_n(&t->joiner, __ATOMIC_ACQUIRE);
+  if (j && __atomic_compare_exchange_n(&t->joiner, &j, NULL, 0, __ATOMIC_ACQ_REL,
+                                       __ATOMIC_RELAXED)) {
+    if (j == JOINER_DETACHED) {
+      thread_release(t);
+      return;
+    }
+    __atomic_store_n(&t->sync, TS_DONE, __ATOMIC_RELEASE);
+    ito__make_ready(j);
+    return;
+  }
+  __atomic_store_n(&t->sync, TS_DONE, __ATOMIC_RELEASE);
 }
+
+/* The parking side: returns 1 if j is parked and the ending thread will
+ * take it, 0 if the thread is already ending (j was taken back). */
+static int park(ithread *t, waiter *j) {
+  __atomic_store_n(&t->joiner, j, __ATOMIC_RELAXED);
+  ito__heavy_barrier();
+  if (__atomic_load_n(&t->sync, __ATOMIC_ACQUIRE) == TS_RUNNING) return 1;
+  waiter *expect = j;
+  return !__atomic_compare_exchange_n(&t->joiner, &expect, NULL, 0, __ATOMIC_ACQ_REL,
+                                      __ATOMIC_RELAXED);
+}
+
+static void wait_done(ithread *t) {
+  while (__atomic_load_n(&t->sync, __ATOMIC_ACQUIRE) != TS_DONE) cpu_relax();
+}
+
 static void thread_done_post(void *t) { ito__thread_done(t); }
 HIDDEN int ito__fork_conflict(worker *w, uint64_t t);
 
-/* A thread started by the lazy ito_create ends: if its creator's record is
- * still at the tail of this worker's deque, take it back and continue the
- * creator right here (its stack is untouched); otherwise somebody took it
- * and this worker goes to look for work. */
+static int reclaim_creator(worker *w, fiber *f);
+
+/* A thread started by ito_create ends away from its first frame (ito_exit):
+ * if its creator's record is still ours, continue the creator right here
+ * (its stack is untouched); otherwise return and let the caller go to the
+ * scheduler. */
 static void resume_creator(worker *w, fiber *f) {
-  uint64_t t = f->create_idx;
-  if (f->create_worker != w || atomic_load_explicit(&w->tail, memory_order_relaxed) != t + 1 ||
-      w->slots[t & w->mask] != ((uintptr_t)&f->start | ENT_CREATE))
-    return;
-  atomic_store_explicit(&w->tail, t, memory_order_relaxed);
-  owner_barrier();
-  if (atomic_load_explicit(&w->head, memory_order_relaxed) > t && !ito__fork_conflict(w, t)) return;
+  if (!reclaim_creator(w, f)) return;
   fiber *parent = f->start.fiber;
   w->cur = parent;
   w->post_fn = thread_done_post;
@@ -186,14 +220,21 @@ static void resume_creator(worker *w, fiber *f) {
   ito__resume(&f->start, (void *)(uintptr_t)f->start.regs[REC_SP]);
 }
 
+/* The thread's function returned (or it called ito_exit). */
+static void thread_end(ithread *t, void *result) {
+  if (t->keys) run_key_destructors(t);
+  t->result = result;
+  live_add(cur_worker(), -1);
+}
+
+/* Ends the running thread from anywhere on its stack (ito_exit, and threads
+ * not started by the lazy ito_create). */
 static void thread_finish(void *result) __attribute__((noreturn));
 static void thread_finish(void *result) {
   worker *w = cur_worker();
   ithread *t = w->cur->thread;
-  run_key_destructors(t);
-  t->result = result;
+  thread_end(t, result);
   w = cur_worker();
-  live_add(w, -1);
   fiber *f = w->cur;
   if (f->create_worker) resume_creator(w, f);
   ito__exit_fiber(w, f);
@@ -221,7 +262,7 @@ int ito__create_internal(void *(*fn)(void *), void *arg, ithread **out, int deta
   ithread *t = ito__thread_init(f);
   t->fn = fn;
   t->arg = arg;
-  t->sync = detached ? TS_DETACHED : TS_RUNNING;
+  if (detached) t->joiner = JOINER_DETACHED;
   ito__ctx_make(f, ito__thread_entry);
   live_add(w, 1);
   *out = t;
@@ -239,9 +280,21 @@ int ito__create_internal(void *(*fn)(void *), void *arg, ithread **out, int deta
   return 0;
 }
 
+/* Takes the creator's record back if it is still at the tail of this
+ * worker's deque (nobody took it). */
+static int reclaim_creator(worker *w, fiber *f) {
+  uint64_t t = f->create_idx;
+  if (f->create_worker != w || atomic_load_explicit(&w->tail, memory_order_relaxed) != t + 1 ||
+      w->slots[t & w->mask] != ((uintptr_t)&f->start | ENT_CREATE))
+    return 0;
+  atomic_store_explicit(&w->tail, t, memory_order_relaxed);
+  owner_barrier();
+  return atomic_load_explicit(&w->head, memory_order_relaxed) <= t || ito__fork_conflict(w, t);
+}
+
 /* First frame of a thread started by ito_create, on its own stack: publish
- * the creator's continuation, then run the thread. */
-static void create_body(void *p) __attribute__((noreturn));
+ * the creator's continuation, run the thread, and return to ito__spawn_on
+ * (which goes back to the creator) if the continuation is still ours. */
 static void create_body(void *p) {
   fiber *f = p;
 #if ITO_ASAN
@@ -257,7 +310,29 @@ static void create_body(void *p) {
   w->cur = f;
   atomic_store_explicit(&w->tail, t + 1, memory_order_release);
   ithread *th = f->thread;
-  thread_finish(th->fn(th->arg));
+  void *r = th->fn(th->arg);
+  thread_end(th, r);
+  w = cur_worker();
+  if (reclaim_creator(w, f)) {
+    fiber *parent = f->start.fiber;
+    w->cur = parent;
+#if ITO_ASAN
+    ito__asan_start(NULL, parent->lo, (size_t)(parent->hi - parent->lo));
+#endif
+    return;
+  }
+  ito__switch_to_sched(w, ACT_EXIT, NULL);
+}
+
+/* Back on the creator's stack after create_body returned: the thread's
+ * fiber is no longer in use. */
+HIDDEN void ito__spawn_done(struct ito_rec *rec);
+void ito__spawn_done(struct ito_rec *rec) {
+#if ITO_ASAN
+  ito__asan_finish(NULL);
+#endif
+  fiber *f = (fiber *)((char *)rec - offsetof(fiber, start));
+  ito__thread_done(f->thread);
 }
 
 /* Work-first creation without a context switch: the creator's registers go
@@ -275,7 +350,7 @@ int ito_create(void *(*fn)(void *), void *arg, ito_thread_t *out) {
     ithread *t;
     return ito__create_internal(fn, arg, &t, 0, out);
   }
-  fiber *f = ito__fiber_alloc(w);
+  fiber *f = fiber_get(w);
   if (!f) return EAGAIN;
   ithread *t = ito__thread_init(f);
   t->fn = fn;
@@ -289,51 +364,35 @@ int ito_create(void *(*fn)(void *), void *arg, ito_thread_t *out) {
   return 0;
 }
 
-/* Runs on the scheduler once the joiner's context is saved: register it, or
- * resume it at once if the thread ended meanwhile. */
+/* Runs on the scheduler once the joiner's context is saved. */
 static void join_post(void *p) {
   ithread *t = p;
-  worker *w = cur_worker();
-  fiber *me = w->sched_from;
-  uintptr_t expect = TS_RUNNING;
-  if (!__atomic_compare_exchange_n(&t->sync, &expect, (uintptr_t)&me->w, 0, __ATOMIC_ACQ_REL,
-                                   __ATOMIC_ACQUIRE)) {
-    if (expect != TS_DONE) me->w.result = EINVAL; /* another joiner, or detached */
-    ito__ready(me);
-  }
+  fiber *me = cur_worker()->sched_from;
+  if (!park(t, &me->w)) ito__ready(me);
 }
 
 int ito_join(ito_thread_t h, void **result) {
   ithread *t = ito__thread_of(h);
   if (!t) return h ? EINVAL : ESRCH;
   if (t->flags & TH_ROOT) return EINVAL;
-  uintptr_t s = __atomic_load_n(&t->sync, __ATOMIC_ACQUIRE);
-  if (s != TS_DONE) {
-    if (s != TS_RUNNING) return EINVAL; /* detached, joined, or joined right now */
+  int s = __atomic_load_n(&t->sync, __ATOMIC_ACQUIRE);
+  if (s == TS_CLAIMED) return EINVAL;
+  if (s == TS_RUNNING) {
+    if (__atomic_load_n(&t->joiner, __ATOMIC_RELAXED)) return EINVAL; /* detached or joined */
     worker *w = cur_worker();
     if (w && w->cur) {
       fiber *me = w->cur;
       if (me->thread == t) return EDEADLK;
       me->w.fiber = me;
-      me->w.result = 0;
       ito__suspend(ACT_BLOCK, NULL, join_post, t);
-      if (me->w.result) return me->w.result;
     } else {
       waiter wt;
       memset(&wt, 0, sizeof wt);
-      uintptr_t expect = TS_RUNNING;
-      if (__atomic_compare_exchange_n(&t->sync, &expect, (uintptr_t)&wt, 0, __ATOMIC_ACQ_REL,
-                                      __ATOMIC_ACQUIRE))
-        ito__block_os(&wt, NULL);
-      else if (expect != TS_DONE)
-        return EINVAL;
+      if (park(t, &wt)) ito__block_os(&wt, NULL);
     }
   }
-  /* ended: claim it (a second, concurrent joiner loses here) and free it */
-  uintptr_t expect = TS_DONE;
-  if (!__atomic_compare_exchange_n(&t->sync, &expect, TS_CLAIMED, 0, __ATOMIC_ACQUIRE,
-                                   __ATOMIC_RELAXED))
-    return EINVAL;
+  wait_done(t);
+  t->sync = TS_CLAIMED;
   if (result) *result = t->result;
   thread_release(t);
   return 0;
@@ -343,22 +402,16 @@ int ito_detach(ito_thread_t h) {
   ithread *t = ito__thread_of(h);
   if (!t) return h ? EINVAL : ESRCH;
   if (t->flags & TH_ROOT) return EINVAL;
-  uintptr_t s = __atomic_load_n(&t->sync, __ATOMIC_ACQUIRE);
-  for (;;) {
-    if (s == TS_RUNNING) {
-      if (__atomic_compare_exchange_n(&t->sync, &s, TS_DETACHED, 0, __ATOMIC_ACQ_REL,
-                                      __ATOMIC_ACQUIRE))
-        return 0;
-    } else if (s == TS_DONE) {
-      if (__atomic_compare_exchange_n(&t->sync, &s, TS_CLAIMED, 0, __ATOMIC_ACQ_REL,
-                                      __ATOMIC_ACQUIRE)) {
-        thread_release(t);
-        return 0;
-      }
-    } else {
-      return EINVAL;
-    }
+  int s = __atomic_load_n(&t->sync, __ATOMIC_ACQUIRE);
+  if (s == TS_CLAIMED) return EINVAL;
+  if (s == TS_RUNNING) {
+    if (__atomic_load_n(&t->joiner, __ATOMIC_RELAXED)) return EINVAL;
+    if (park(t, JOINER_DETACHED)) return 0; /* the ending thread frees it */
   }
+  wait_done(t);
+  t->sync = TS_CLAIMED;
+  thread_release(t);
+  return 0;
 }
 
 ito_thread_t ito_self(void) {

@@ -142,7 +142,9 @@ ito__resume:
         ret
         .size   ito__resume, .-ito__resume
 
-/* void ito__spawn_on(struct ito_rec *rec, void *sp, void (*body)(void *), void *arg) */
+/* void ito__spawn_on(struct ito_rec *rec, void *sp, void (*body)(void *), void *arg)
+ * As on x86-64: body returns when the caller's record was taken back; then
+ * restore the caller's registers and stack, call ito__spawn_done(rec), return. */
         .globl  ito__spawn_on
         .hidden ito__spawn_on
         .type   ito__spawn_on, %function
@@ -160,11 +162,30 @@ ito__spawn_on:
         stp     d10, d11, [x0, #120]
         stp     d12, d13, [x0, #136]
         stp     d14, d15, [x0, #152]
+        mov     x19, x0                         /* x19: the record */
         mov     sp, x1
         mov     x29, #0
         mov     x0, x3
         blr     x2
-        brk     #0
+        mov     x0, x19
+        ldr     x9, [x0, #96]
+        mov     sp, x9
+        ldp     x19, x20, [x0, #0]
+        ldp     x21, x22, [x0, #16]
+        ldp     x23, x24, [x0, #32]
+        ldp     x25, x26, [x0, #48]
+        ldp     x27, x28, [x0, #64]
+        ldp     x29, x30, [x0, #80]
+        ldp     d8, d9, [x0, #104]
+        ldp     d10, d11, [x0, #120]
+        ldp     d12, d13, [x0, #136]
+        ldp     d14, d15, [x0, #152]
+        sub     sp, sp, #16
+        str     x30, [sp]
+        bl      ito__spawn_done
+        ldr     x30, [sp]
+        add     sp, sp, #16
+        ret
         .size   ito__spawn_on, .-ito__spawn_on
 
         .section .note.GNU-stack,"",%progbits

@@ -283,9 +283,12 @@ ito__resume:
         .size   ito__resume, .-ito__resume
 
 /* void ito__spawn_on(struct ito_rec *rec, void *sp, void (*body)(void *), void *arg)
- * Records the caller's continuation in rec, moves to stack pointer sp and
- * calls body(arg), which never returns here: the caller continues when
- * somebody resumes rec (ito__resume), as if this call had returned. */
+ * Records the caller's continuation in rec (for thieves), moves to stack
+ * pointer sp and calls body(arg). When body returns, the continuation is
+ * the caller's again: back on the caller's stack with its registers, call
+ * ito__spawn_done(rec) there, and return to the caller. Calls and returns
+ * stay paired, so the return predictor stays right. If somebody took the
+ * record, body does not return; the caller is resumed from rec elsewhere. */
         .globl  ito__spawn_on
         .hidden ito__spawn_on
         .type   ito__spawn_on, @function
@@ -302,11 +305,29 @@ ito__spawn_on:
         movq    %rax, 48(%rdi)
         movq    (%rsp), %rax
         movq    %rax, 56(%rdi)
+        movq    %rdi, %r12                      /* r12: the record */
         movq    %rsi, %rsp
+        .cfi_undefined rip
         xorl    %ebp, %ebp
         movq    %rcx, %rdi
         call    *%rdx
-        ud2
+        movq    %r12, %rdi
+        movq    48(%rdi), %rsp
+        subq    $8, %rsp                        /* the caller's return address */
+        .cfi_def_cfa rsp, 8
+        .cfi_offset rip, -8
+        movq    0(%rdi), %rbx
+        movq    8(%rdi), %rbp
+        movq    16(%rdi), %r12
+        movq    24(%rdi), %r13
+        movq    32(%rdi), %r14
+        movq    40(%rdi), %r15
+        subq    $8, %rsp
+        .cfi_adjust_cfa_offset 8
+        call    ito__spawn_done
+        addq    $8, %rsp
+        .cfi_adjust_cfa_offset -8
+        ret
         .cfi_endproc
         .size   ito__spawn_on, .-ito__spawn_on
 
