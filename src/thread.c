@@ -167,7 +167,7 @@ static void run_key_destructors(ithread *t) {
 
 /* Runs once the ended thread's fiber is left (a post-switch action or the
  * scheduler's), so that whoever sees DONE may free the fiber at once. */
-void ito__thread_done(ithread *t) {
+static inline void thread_done(ithread *t) {
   __atomic_store_n(&t->sync, TS_EXITING, __ATOMIC_RELAXED);
   owner_barrier();
   waiter *j = __atomic_load_n(&t->joiner, __ATOMIC_ACQUIRE);
@@ -183,6 +183,7 @@ void ito__thread_done(ithread *t) {
   }
   __atomic_store_n(&t->sync, TS_DONE, __ATOMIC_RELEASE);
 }
+void ito__thread_done(ithread *t) { thread_done(t); }
 
 /* The parking side: returns 1 if j is parked and the ending thread will
  * take it, 0 if the thread is already ending (j was taken back). */
@@ -202,7 +203,7 @@ static void wait_done(ithread *t) {
 static void thread_done_post(void *t) { ito__thread_done(t); }
 HIDDEN int ito__fork_conflict(worker *w, uint64_t t);
 
-static int reclaim_creator(worker *w, fiber *f);
+static inline int reclaim_creator(worker *w, fiber *f);
 
 /* A thread started by ito_create ends away from its first frame (ito_exit):
  * if its creator's record is still ours, continue the creator right here
@@ -221,7 +222,7 @@ static void resume_creator(worker *w, fiber *f) {
 }
 
 /* The thread's function returned (or it called ito_exit). */
-static void thread_end(ithread *t, void *result) {
+static inline void thread_end(ithread *t, void *result) {
   if (t->keys) run_key_destructors(t);
   t->result = result;
   live_add(cur_worker(), -1);
@@ -282,7 +283,7 @@ int ito__create_internal(void *(*fn)(void *), void *arg, ithread **out, int deta
 
 /* Takes the creator's record back if it is still at the tail of this
  * worker's deque (nobody took it). */
-static int reclaim_creator(worker *w, fiber *f) {
+static inline int reclaim_creator(worker *w, fiber *f) {
   uint64_t t = f->create_idx;
   if (f->create_worker != w || atomic_load_explicit(&w->tail, memory_order_relaxed) != t + 1 ||
       w->slots[t & w->mask] != ((uintptr_t)&f->start | ENT_CREATE))
@@ -332,7 +333,7 @@ void ito__spawn_done(struct ito_rec *rec) {
   ito__asan_finish(NULL);
 #endif
   fiber *f = (fiber *)((char *)rec - offsetof(fiber, start));
-  ito__thread_done(f->thread);
+  thread_done(f->thread);
 }
 
 /* Work-first creation without a context switch: the creator's registers go
@@ -371,27 +372,38 @@ static void join_post(void *p) {
   if (!park(t, &me->w)) ito__ready(me);
 }
 
-int ito_join(ito_thread_t h, void **result) {
-  ithread *t = ito__thread_of(h);
-  if (!t) return h ? EINVAL : ESRCH;
-  if (t->flags & TH_ROOT) return EINVAL;
-  int s = __atomic_load_n(&t->sync, __ATOMIC_ACQUIRE);
-  if (s == TS_CLAIMED) return EINVAL;
-  if (s == TS_RUNNING) {
-    if (__atomic_load_n(&t->joiner, __ATOMIC_RELAXED)) return EINVAL; /* detached or joined */
-    worker *w = cur_worker();
-    if (w && w->cur) {
-      fiber *me = w->cur;
-      if (me->thread == t) return EDEADLK;
-      me->w.fiber = me;
-      ito__suspend(ACT_BLOCK, NULL, join_post, t);
-    } else {
-      waiter wt;
-      memset(&wt, 0, sizeof wt);
-      if (park(t, &wt)) ito__block_os(&wt, NULL);
-    }
+/* The joined thread is still running: wait for it. Returns 0 or an error. */
+static __attribute__((noinline)) int join_wait(ithread *t) {
+  if (__atomic_load_n(&t->joiner, __ATOMIC_RELAXED)) return EINVAL; /* detached or joined */
+  worker *w = cur_worker();
+  if (w && w->cur) {
+    fiber *me = w->cur;
+    if (me->thread == t) return EDEADLK;
+    me->w.fiber = me;
+    ito__suspend(ACT_BLOCK, NULL, join_post, t);
+  } else {
+    waiter wt;
+    memset(&wt, 0, sizeof wt);
+    if (park(t, &wt)) ito__block_os(&wt, NULL);
   }
   wait_done(t);
+  return 0;
+}
+
+int ito_join(ito_thread_t h, void **result) {
+  ithread *t = ito__thread_of(h);
+  if (UNLIKELY(!t)) return h ? EINVAL : ESRCH;
+  if (UNLIKELY(t->flags & TH_ROOT)) return EINVAL;
+  int s = __atomic_load_n(&t->sync, __ATOMIC_ACQUIRE);
+  if (UNLIKELY(s != TS_DONE)) {
+    if (s == TS_CLAIMED) return EINVAL;
+    if (s == TS_RUNNING) {
+      int rc = join_wait(t);
+      if (rc) return rc;
+    } else {
+      wait_done(t);
+    }
+  }
   t->sync = TS_CLAIMED;
   if (result) *result = t->result;
   thread_release(t);
