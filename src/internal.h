@@ -181,6 +181,14 @@ enum {
   ACT_MIGRATE,     /* fiber moves to the worker sched_arg (its mailbox) */
 };
 
+/* Pushes keep DEQUE_MARGIN entries free: the assembly fork checks capacity
+ * only when tail crosses a multiple of DEQUE_MARGIN, so every pusher must
+ * refuse a push that would leave fewer free (docs/scheduler.md). */
+#define DEQUE_MARGIN 4096
+static inline int deque_full(const worker *w, uint64_t t) {
+  return t - atomic_load_explicit(&w->head, memory_order_relaxed) + DEQUE_MARGIN > w->mask;
+}
+
 /* ---- the runtime --------------------------------------------------------- */
 typedef struct runtime {
   int state;                        /* 0 off, 1 starting, 2 running, 3 stopping */

@@ -157,7 +157,7 @@ void ito__fork_c(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size, struct it
   }
   rec->fiber = w->cur;
   uint64_t t = atomic_load_explicit(&w->tail, memory_order_relaxed);
-  if (UNLIKELY(t - atomic_load_explicit(&w->head, memory_order_relaxed) > w->mask)) {
+  if (UNLIKELY(deque_full(w, t))) {
     fn(a); /* deque full: run the child serially, nothing published */
     return;
   }

@@ -31,7 +31,7 @@ void ito__heavy_barrier(void) {
 
 void ito__push_fiber(worker *w, fiber *f) {
   uint64_t t = atomic_load_explicit(&w->tail, memory_order_relaxed);
-  if (UNLIKELY(t - atomic_load_explicit(&w->head, memory_order_relaxed) > w->mask)) {
+  if (UNLIKELY(deque_full(w, t))) {
     ito__ready(f); /* deque full: the ready queue keeps it runnable */
     return;
   }

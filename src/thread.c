@@ -344,10 +344,7 @@ int ito_create(void *(*fn)(void *), void *arg, ito_thread_t *out) {
   if (!fn) return EINVAL;
   if (UNLIKELY(__atomic_load_n(&ito__rt.state, __ATOMIC_ACQUIRE) != 2)) ito__ensure();
   worker *w = cur_worker();
-  if (UNLIKELY(!w || !w->cur ||
-               atomic_load_explicit(&w->tail, memory_order_relaxed) -
-                       atomic_load_explicit(&w->head, memory_order_relaxed) >=
-                   w->mask)) {
+  if (UNLIKELY(!w || !w->cur || deque_full(w, atomic_load_explicit(&w->tail, memory_order_relaxed)))) {
     ithread *t;
     return ito__create_internal(fn, arg, &t, 0, out);
   }

@@ -109,6 +109,8 @@ typedef struct ito_tg {
   void *home_fp;        /* frame of the activation that owns the fast path */
   void *home_sp;        /* stack pointer of that frame, set at the first steal */
   void *home_fiber;
+  /* pending and stolen are adjacent and 8-byte aligned: the inline join
+   * check reads both with one load (idle: pending 1, stolen 0) */
   int pending;          /* 1 + children of taken forks and slow-path children running */
   int stolen;           /* a continuation of this group was taken */
   void *waiter;
@@ -130,6 +132,11 @@ ITO_API void ito_tg_init_(ito_tg_t *tg, void *frame);
 ITO_API ITO_NOPLT void ito_tg_fork_(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size);
 ITO_API void ito_tg_spawn_(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size);
 ITO_API ITO_NOPLT void ito_tg_join_(ito_tg_t *tg, void *frame);
+/* ito_tg_fork_ for an argument of exactly 8, 16, 24 or 32 bytes. */
+ITO_API ITO_NOPLT void ito_tg_fork_w1_(ito_tg_t *tg, ito_task_fn fn, void *arg);
+ITO_API ITO_NOPLT void ito_tg_fork_w2_(ito_tg_t *tg, ito_task_fn fn, void *arg);
+ITO_API ITO_NOPLT void ito_tg_fork_w3_(ito_tg_t *tg, ito_task_fn fn, void *arg);
+ITO_API ITO_NOPLT void ito_tg_fork_w4_(ito_tg_t *tg, ito_task_fn fn, void *arg);
 
 /* The inline halves of init and join: the common case makes no call. */
 static inline void ito_tg_init_inline_(ito_tg_t *tg, void *frame) {
@@ -139,7 +146,8 @@ static inline void ito_tg_init_inline_(ito_tg_t *tg, void *frame) {
   tg->waiter = 0;
 }
 static inline int ito_tg_busy_(ito_tg_t *tg) {
-  return __atomic_load_n(&tg->pending, __ATOMIC_ACQUIRE) != 1 || tg->stolen;
+  unsigned long long both = __atomic_load_n((unsigned long long *)&tg->pending, __ATOMIC_ACQUIRE);
+  return both != (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? 1ULL : 1ULL << 32);
 }
 
 #define ito_tg_init(tg) ito_tg_init_inline_((tg), __builtin_frame_address(0))

@@ -66,10 +66,21 @@ class task_group {
       // The runtime copies the closure before the continuation can be stolen.
       struct box { Fn fn; task_group *g; };
       box b{std::forward<F>(f), this};
-      if (tg_.home_fp == __builtin_frame_address(0))
-        ito_tg_fork_(&tg_, &invoke_copy<box>, &b, sizeof(box));
-      else
+      if (tg_.home_fp == __builtin_frame_address(0)) {
+        constexpr bool words = sizeof(box) % 8 == 0 && alignof(box) >= 8;
+        if constexpr (words && sizeof(box) == 8)
+          ito_tg_fork_w1_(&tg_, &invoke_copy<box>, &b);
+        else if constexpr (words && sizeof(box) == 16)
+          ito_tg_fork_w2_(&tg_, &invoke_copy<box>, &b);
+        else if constexpr (words && sizeof(box) == 24)
+          ito_tg_fork_w3_(&tg_, &invoke_copy<box>, &b);
+        else if constexpr (words && sizeof(box) == 32)
+          ito_tg_fork_w4_(&tg_, &invoke_copy<box>, &b);
+        else
+          ito_tg_fork_(&tg_, &invoke_copy<box>, &b, sizeof(box));
+      } else {
         ito_tg_spawn_(&tg_, &invoke_copy<box>, &b, sizeof(box));
+      }
     } else {
       // Closures that must be copied by their constructor go to the heap.
       struct hbox { Fn fn; task_group *g; };

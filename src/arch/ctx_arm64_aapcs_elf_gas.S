@@ -96,6 +96,21 @@ ito_tg_fork_:
         ret
         .size   ito_tg_fork_, .-ito_tg_fork_
 
+/* ito_tg_fork_wN_(tg, fn, arg): the fork for an argument of N 8-byte words. */
+.macro FORK_SIZED n
+        .globl  ito_tg_fork_w\n\()_
+        .type   ito_tg_fork_w\n\()_, %function
+        .p2align 4
+ito_tg_fork_w\n\()_:
+        mov     x3, #(8*\n)
+        b       ito_tg_fork_
+        .size   ito_tg_fork_w\n\()_, .-ito_tg_fork_w\n\()_
+.endm
+        FORK_SIZED 1
+        FORK_SIZED 2
+        FORK_SIZED 3
+        FORK_SIZED 4
+
 /* void ito_tg_join_(ito_tg_t *tg, void *frame) */
         .globl  ito_tg_join_
         .type   ito_tg_join_, %function

@@ -85,11 +85,9 @@ ito__ctx_start:
 #define W_MASK  16
 #define W_CUR   24
 #define W_HEAD  64
-        .globl  ito_tg_fork_
-        .type   ito_tg_fork_, @function
-        .p2align 4
-ito_tg_fork_:
-        .cfi_startproc
+/* The record and the worker, common to every fork entry: leaves the record
+ * in r12 (the CFA is r12 + 96 from here on) and the worker in rbx. */
+.macro FORK_SAVE outside
         subq    $88, %rsp
         .cfi_adjust_cfa_offset 88
         movq    %rbx, 0(%rsp)
@@ -111,7 +109,43 @@ ito_tg_fork_:
         movq    ito__tls_worker@gottpoff(%rip), %rax
         movq    %fs:(%rax), %rbx                /* rbx: the worker */
         testq   %rbx, %rbx
-        jz      .Lfork_outside
+        jz      \outside
+.endm
+
+/* void ito_tg_fork_wN_(ito_tg_t *tg, ito_task_fn fn, void *arg)
+ * The same fork for an argument of exactly N 8-byte words (N = 1..4), which
+ * the C++ API knows at compile time: the copy is N fixed moves. */
+.macro FORK_SIZED n
+        .globl  ito_tg_fork_w\n\()_
+        .type   ito_tg_fork_w\n\()_, @function
+        .p2align 4
+ito_tg_fork_w\n\()_:
+        .cfi_startproc
+        movl    $(8*\n), %ecx
+        FORK_SAVE .Lfork_outside_w\n
+        subq    $((8*\n+15)/16*16), %rsp
+        movq    %rsp, %rdi
+        .set    k, 0
+        .rept   \n
+        movq    (8*k)(%rdx), %rax
+        movq    %rax, (8*k)(%rsp)
+        .set    k, k+1
+        .endr
+        jmp     .Lfork_push
+.Lfork_outside_w\n:
+        movq    %r12, %r8
+        call    ito__fork_c
+        jmp     .Lfork_done
+        .cfi_endproc
+        .size   ito_tg_fork_w\n\()_, .-ito_tg_fork_w\n\()_
+.endm
+
+        .globl  ito_tg_fork_
+        .type   ito_tg_fork_, @function
+        .p2align 4
+ito_tg_fork_:
+        .cfi_startproc
+        FORK_SAVE .Lfork_outside
         movq    %rdx, %rdi                      /* rdi: the child's argument */
         testq   %rcx, %rcx
         jz      .Lfork_push
@@ -119,12 +153,10 @@ ito_tg_fork_:
         andq    $-16, %rax
         subq    %rax, %rsp
         movq    %rsp, %rdi
-        cmpq    $32, %rcx                       /* 8, 16, 24, 32: straight-line words */
-        ja      .Lfork_loop
-        testb   $7, %cl
+        cmpq    $32, %rcx                       /* 8, 16, 24 or 32 bytes: word moves that */
+        ja      .Lfork_loop                     /* line up with the caller's own stores, */
+        testb   $7, %cl                         /* so store-to-load forwarding works */
         jnz     .Lfork_loop
-        movq    -8(%rdx,%rcx), %rax             /* the last word, then the first ones */
-        movq    %rax, -8(%rsp,%rcx)
         movq    (%rdx), %rax
         movq    %rax, (%rsp)
         cmpq    $16, %rcx
@@ -132,9 +164,13 @@ ito_tg_fork_:
         movq    8(%rdx), %rax
         movq    %rax, 8(%rsp)
         cmpq    $24, %rcx
-        jbe     .Lfork_push
+        jb      .Lfork_push
         movq    16(%rdx), %rax
         movq    %rax, 16(%rsp)
+        cmpq    $32, %rcx
+        jb      .Lfork_push
+        movq    24(%rdx), %rax
+        movq    %rax, 24(%rsp)
         jmp     .Lfork_push
 .Lfork_loop:
         xorl    %r8d, %r8d
@@ -157,10 +193,9 @@ ito_tg_fork_:
         movq    W_CUR(%rbx), %rax
         movq    %rax, 80(%r12)                  /* rec->fiber */
         movq    W_TAIL(%rbx), %r13              /* r13: t, this record's index */
-        movq    %r13, %rax
-        subq    W_HEAD(%rbx), %rax
-        cmpq    W_MASK(%rbx), %rax
-        ja      .Lfork_full
+        testl   $4095, %r13d                    /* capacity: checked every 4096 pushes, */
+        jz      .Lfork_capacity                 /* keeping a margin of 4096 entries */
+.Lfork_slot:
         movq    W_MASK(%rbx), %rax
         andq    %r13, %rax
         movq    W_SLOTS(%rbx), %rdx
@@ -168,10 +203,12 @@ ito_tg_fork_:
         leaq    1(%r13), %rax
         movq    %rax, W_TAIL(%rbx)              /* publish (a plain store is a release on x86) */
         call    *%rsi
-        /* take the record back if it is still ours, on this worker, at the tail */
-        movq    ito__tls_worker@gottpoff(%rip), %rax
-        cmpq    %fs:(%rax), %rbx
-        jne     .Lfork_taken
+        /* Take the record back if it is still at the tail of the deque it was
+         * pushed on. No need to check that we still run on that worker: a
+         * fiber that stopped there had all its records taken first, and only
+         * this frame ever pushes this record's address, so after a move the
+         * slot no longer holds it (x86 stores are seen in order, so a newer
+         * tail comes with its slot). See docs/scheduler.md, invariant 2. */
         leaq    1(%r13), %rax
         cmpq    W_TAIL(%rbx), %rax
         jne     .Lfork_taken
@@ -210,8 +247,13 @@ ito_tg_fork_:
         movq    72(%r12), %rdi
         call    ito__fork_taken                 /* does not return */
         ud2
-.Lfork_full:
-        call    *%rsi                           /* deque full: run the child serially */
+.Lfork_capacity:
+        movq    %r13, %rax
+        subq    W_HEAD(%rbx), %rax
+        addq    $4096, %rax
+        cmpq    W_MASK(%rbx), %rax
+        jbe     .Lfork_slot
+        call    *%rsi                           /* nearly full: run the child serially */
         jmp     .Lfork_done
 .Lfork_outside:
         movq    %r12, %r8                       /* not on a worker: the C path */
@@ -219,6 +261,11 @@ ito_tg_fork_:
         jmp     .Lfork_done
         .cfi_endproc
         .size   ito_tg_fork_, .-ito_tg_fork_
+
+        FORK_SIZED 1
+        FORK_SIZED 2
+        FORK_SIZED 3
+        FORK_SIZED 4
 
 /* void ito_tg_join_(ito_tg_t *tg, void *frame)
  * Returns at once when no child is outstanding and no continuation of the
@@ -229,9 +276,7 @@ ito_tg_fork_:
         .p2align 4
 ito_tg_join_:
         .cfi_startproc
-        cmpl    $1, 24(%rdi)            /* tg->pending */
-        jne     1f
-        cmpl    $0, 28(%rdi)            /* tg->stolen */
+        cmpq    $1, 24(%rdi)            /* tg->pending == 1 and tg->stolen == 0 */
         jne     1f
         ret
 1:
