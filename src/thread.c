@@ -122,6 +122,8 @@ void *ito_getspecific(ito_key_t key) {
   return k ? k[key] : NULL;
 }
 
+void *ito_key_getspecific(ito_key_t key) { return ito_getspecific(key); }
+
 int ito_setspecific(ito_key_t key, const void *value) {
   if (key >= ITO_KEYS_MAX || !LOAD_RLX(&keys[key].used)) return EINVAL;
   void ***slots = key_slots();
@@ -132,6 +134,8 @@ int ito_setspecific(ito_key_t key, const void *value) {
   (*slots)[key] = (void *)value;
   return 0;
 }
+
+int ito_key_setspecific(ito_key_t key, const void *value) { return ito_setspecific(key, value); }
 
 /* Destructors run until no value is left, at most 4 rounds (as POSIX does). */
 static void run_key_destructors(ithread *t) {

@@ -91,11 +91,11 @@ typedef unsigned ito_key_t;
 #define ITO_KEYS_MAX 1024
 ITO_API int ito_key_create(ito_key_t *key, void (*destructor)(void *));
 ITO_API int ito_key_delete(ito_key_t key);
+ITO_API void *ito_key_getspecific(ito_key_t key);
+ITO_API int ito_key_setspecific(ito_key_t key, const void *value);
+/* The same, under the pthread-style names. */
 ITO_API void *ito_getspecific(ito_key_t key);
 ITO_API int ito_setspecific(ito_key_t key, const void *value);
-/* The names the issue tracker and other tools use. */
-#define ito_key_getspecific ito_getspecific
-#define ito_key_setspecific ito_setspecific
 
 /* ---- fork-join with lazy task creation ----------------------------------
  * A task group runs children child-first on the caller's own stack; a stack
