@@ -64,20 +64,32 @@ ito__ctx_start:
         brk     #0
         .size   ito__ctx_start, .-ito__ctx_start
 
+/* Store or load the callee-saved registers of a record at base (x19-x30 at
+ * +0..+88, d8-d15 at +104..+160); REC_STORE also stores sp_value at +96. */
+.macro REC_REGS op, opd, base
+        \op     x19, x20, [\base, #0]
+        \op     x21, x22, [\base, #16]
+        \op     x23, x24, [\base, #32]
+        \op     x25, x26, [\base, #48]
+        \op     x27, x28, [\base, #64]
+        \op     x29, x30, [\base, #80]
+        \opd    d8, d9, [\base, #104]
+        \opd    d10, d11, [\base, #120]
+        \opd    d12, d13, [\base, #136]
+        \opd    d14, d15, [\base, #152]
+.endm
+.macro REC_STORE base, sp_value
+        REC_REGS stp, stp, \base
+        str     \sp_value, [\base, #96]
+.endm
+.macro REC_LOAD base
+        REC_REGS ldp, ldp, \base
+.endm
+
 .macro SAVE_REC
         sub     sp, sp, #192
-        stp     x19, x20, [sp, #0]
-        stp     x21, x22, [sp, #16]
-        stp     x23, x24, [sp, #32]
-        stp     x25, x26, [sp, #48]
-        stp     x27, x28, [sp, #64]
-        stp     x29, x30, [sp, #80]
         add     x9, sp, #192
-        str     x9, [sp, #96]
-        stp     d8, d9, [sp, #104]
-        stp     d10, d11, [sp, #120]
-        stp     d12, d13, [sp, #136]
-        stp     d14, d15, [sp, #152]
+        REC_STORE sp, x9
         str     x0, [sp, #176]
 .endm
 
@@ -138,16 +150,7 @@ ito_tg_join_:
         .type   ito__resume, %function
         .p2align 4
 ito__resume:
-        ldp     x19, x20, [x0, #0]
-        ldp     x21, x22, [x0, #16]
-        ldp     x23, x24, [x0, #32]
-        ldp     x25, x26, [x0, #48]
-        ldp     x27, x28, [x0, #64]
-        ldp     x29, x30, [x0, #80]
-        ldp     d8, d9, [x0, #104]
-        ldp     d10, d11, [x0, #120]
-        ldp     d12, d13, [x0, #136]
-        ldp     d14, d15, [x0, #152]
+        REC_LOAD x0
         mov     sp, x1
         sub     sp, sp, #16
         str     x30, [sp]
@@ -165,18 +168,8 @@ ito__resume:
         .type   ito__spawn_on, %function
         .p2align 4
 ito__spawn_on:
-        stp     x19, x20, [x0, #0]
-        stp     x21, x22, [x0, #16]
-        stp     x23, x24, [x0, #32]
-        stp     x25, x26, [x0, #48]
-        stp     x27, x28, [x0, #64]
-        stp     x29, x30, [x0, #80]
         mov     x9, sp
-        str     x9, [x0, #96]
-        stp     d8, d9, [x0, #104]
-        stp     d10, d11, [x0, #120]
-        stp     d12, d13, [x0, #136]
-        stp     d14, d15, [x0, #152]
+        REC_STORE x0, x9
         mov     x19, x0                         /* x19: the record */
         mov     sp, x1
         mov     x29, #0
@@ -185,16 +178,7 @@ ito__spawn_on:
         mov     x0, x19
         ldr     x9, [x0, #96]
         mov     sp, x9
-        ldp     x19, x20, [x0, #0]
-        ldp     x21, x22, [x0, #16]
-        ldp     x23, x24, [x0, #32]
-        ldp     x25, x26, [x0, #48]
-        ldp     x27, x28, [x0, #64]
-        ldp     x29, x30, [x0, #80]
-        ldp     d8, d9, [x0, #104]
-        ldp     d10, d11, [x0, #120]
-        ldp     d12, d13, [x0, #136]
-        ldp     d14, d15, [x0, #152]
+        REC_LOAD x0
         sub     sp, sp, #16
         str     x30, [sp]
         bl      ito__spawn_done

@@ -85,17 +85,31 @@ ito__ctx_start:
 #define W_MASK  16
 #define W_CUR   24
 #define W_HEAD  64
+/* Store or load the callee-saved registers of a record at base (the first
+ * 48 bytes of struct ito_rec). */
+.macro REC_STORE base
+        movq    %rbx, 0(\base)
+        movq    %rbp, 8(\base)
+        movq    %r12, 16(\base)
+        movq    %r13, 24(\base)
+        movq    %r14, 32(\base)
+        movq    %r15, 40(\base)
+.endm
+.macro REC_LOAD base
+        movq    0(\base), %rbx
+        movq    8(\base), %rbp
+        movq    16(\base), %r12
+        movq    24(\base), %r13
+        movq    32(\base), %r14
+        movq    40(\base), %r15
+.endm
+
 /* The record and the worker, common to every fork entry: leaves the record
  * in r12 (the CFA is r12 + 96 from here on) and the worker in rbx. */
 .macro FORK_SAVE outside
         subq    $88, %rsp
         .cfi_adjust_cfa_offset 88
-        movq    %rbx, 0(%rsp)
-        movq    %rbp, 8(%rsp)
-        movq    %r12, 16(%rsp)
-        movq    %r13, 24(%rsp)
-        movq    %r14, 32(%rsp)
-        movq    %r15, 40(%rsp)
+        REC_STORE %rsp
         .cfi_rel_offset rbx, 0
         .cfi_rel_offset r12, 16
         .cfi_rel_offset r13, 24
@@ -282,12 +296,7 @@ ito_tg_join_:
 1:
         subq    $88, %rsp
         .cfi_adjust_cfa_offset 88
-        movq    %rbx, 0(%rsp)
-        movq    %rbp, 8(%rsp)
-        movq    %r12, 16(%rsp)
-        movq    %r13, 24(%rsp)
-        movq    %r14, 32(%rsp)
-        movq    %r15, 40(%rsp)
+        REC_STORE %rsp
         leaq    96(%rsp), %rax
         movq    %rax, 48(%rsp)
         movq    88(%rsp), %rax
@@ -311,12 +320,7 @@ ito_tg_join_:
         .p2align 4
 ito__resume:
         .cfi_startproc
-        movq    0(%rdi), %rbx
-        movq    8(%rdi), %rbp
-        movq    16(%rdi), %r12
-        movq    24(%rdi), %r13
-        movq    32(%rdi), %r14
-        movq    40(%rdi), %r15
+        REC_LOAD %rdi
         movq    56(%rdi), %rax
         movq    %rsi, %rsp
         pushq   %rax
@@ -340,12 +344,7 @@ ito__resume:
         .p2align 4
 ito__spawn_on:
         .cfi_startproc
-        movq    %rbx, 0(%rdi)
-        movq    %rbp, 8(%rdi)
-        movq    %r12, 16(%rdi)
-        movq    %r13, 24(%rdi)
-        movq    %r14, 32(%rdi)
-        movq    %r15, 40(%rdi)
+        REC_STORE %rdi
         leaq    8(%rsp), %rax
         movq    %rax, 48(%rdi)
         movq    (%rsp), %rax
@@ -361,12 +360,7 @@ ito__spawn_on:
         subq    $8, %rsp                        /* the caller's return address */
         .cfi_def_cfa rsp, 8
         .cfi_offset rip, -8
-        movq    0(%rdi), %rbx
-        movq    8(%rdi), %rbp
-        movq    16(%rdi), %r12
-        movq    24(%rdi), %r13
-        movq    32(%rdi), %r14
-        movq    40(%rdi), %r15
+        REC_LOAD %rdi
         subq    $8, %rsp
         .cfi_adjust_cfa_offset 8
         call    ito__spawn_done
