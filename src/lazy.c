@@ -142,12 +142,24 @@ HIDDEN void ito__fork_taken(ito_tg_t *tg) __attribute__((noreturn));
 void ito__fork_taken(ito_tg_t *tg) { ito__switch_to_sched(cur_worker(), ACT_ABANDON, tg); }
 
 /* The whole fork in C: used on AArch64, and on x86-64 by a fork on a thread
- * that is not a worker (the assembly fast path covers the rest there). */
-HIDDEN void ito__fork_c(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size, struct ito_rec *rec);
-void ito__fork_c(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size, struct ito_rec *rec) {
+ * that is not a worker (the assembly fast path covers the rest there).
+ * two: fn is an ito_task2_fn (called as fn(copy, tg)). */
+static void spawn_child(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size, int two);
+
+static inline void call_child(ito_task_fn fn, void *a, ito_tg_t *tg, int two) {
+  if (two)
+    ((ito_task2_fn)(void (*)(void))fn)(a, tg);
+  else
+    fn(a);
+}
+
+HIDDEN void ito__fork_c(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size, struct ito_rec *rec,
+                        int two);
+void ito__fork_c(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size, struct ito_rec *rec,
+                 int two) {
   worker *w = cur_worker();
   if (UNLIKELY(!w)) {
-    ito_tg_spawn_(tg, fn, arg, size);
+    spawn_child(tg, fn, arg, size, two);
     return;
   }
   void *a = arg;
@@ -158,13 +170,13 @@ void ito__fork_c(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size, struct it
   rec->fiber = w->cur;
   uint64_t t = atomic_load_explicit(&w->tail, memory_order_relaxed);
   if (UNLIKELY(deque_full(w, t))) {
-    fn(a); /* deque full: run the child serially, nothing published */
+    call_child(fn, a, tg, two); /* deque full: run the child serially, nothing published */
     return;
   }
   w->slots[t & w->mask] = (uintptr_t)rec;
   atomic_store_explicit(&w->tail, t + 1, memory_order_release);
 
-  fn(a);
+  call_child(fn, a, tg, two);
 
   if (LIKELY(cur_worker() == w) && atomic_load_explicit(&w->tail, memory_order_relaxed) == t + 1 &&
       w->slots[t & w->mask] == (uintptr_t)rec) {
@@ -183,19 +195,20 @@ struct spawn_box {
   ito_task_fn fn;
   void *arg;
   int heap;
+  int two;
 };
 
 static void *spawn_main(void *p) {
   struct spawn_box *b = p;
   ito_tg_t *tg = b->tg;
-  b->fn(b->arg);
+  call_child(b->fn, b->arg, tg, b->two);
   if (b->heap) free(b->arg);
   free(b);
   ito__tg_child_done(tg);
   return NULL;
 }
 
-void ito_tg_spawn_(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size) {
+static void spawn_child(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size, int two) {
   struct spawn_box *b = malloc(sizeof *b);
   void *a = arg;
   if (size) {
@@ -208,10 +221,15 @@ void ito_tg_spawn_(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size) {
   b->fn = fn;
   b->arg = a;
   b->heap = size != 0;
+  b->two = two;
   __atomic_add_fetch(&tg->pending, 1, __ATOMIC_RELAXED);
   ithread *t;
   int rc = ito__create_internal(spawn_main, b, &t, 1, NULL);
   if (rc) ito__fatal("cannot create a thread for a task (error %d)", rc);
+}
+
+void ito_tg_spawn_(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size) {
+  spawn_child(tg, fn, arg, size, 0);
 }
 
 /* ---- the join ------------------------------------------------------------------ */

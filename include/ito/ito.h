@@ -120,6 +120,8 @@ typedef struct ito_tg {
 /* fn receives a pointer to a private copy of size bytes of arg (size 0: arg
  * itself, which must then stay valid and unchanged until the join). */
 typedef void (*ito_task_fn)(void *arg);
+/* A child that is also given its task group (the sized entries below). */
+typedef void (*ito_task2_fn)(void *arg, ito_tg_t *tg);
 
 /* Called from every forking function: on x86-64, called through the GOT
  * rather than a PLT stub (one indirect jump less per fork). */
@@ -132,11 +134,12 @@ ITO_API void ito_tg_init_(ito_tg_t *tg, void *frame);
 ITO_API ITO_NOPLT void ito_tg_fork_(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size);
 ITO_API void ito_tg_spawn_(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size);
 ITO_API ITO_NOPLT void ito_tg_join_(ito_tg_t *tg, void *frame);
-/* ito_tg_fork_ for an argument of exactly 8, 16, 24 or 32 bytes. */
-ITO_API ITO_NOPLT void ito_tg_fork_w1_(ito_tg_t *tg, ito_task_fn fn, void *arg);
-ITO_API ITO_NOPLT void ito_tg_fork_w2_(ito_tg_t *tg, ito_task_fn fn, void *arg);
-ITO_API ITO_NOPLT void ito_tg_fork_w3_(ito_tg_t *tg, ito_task_fn fn, void *arg);
-ITO_API ITO_NOPLT void ito_tg_fork_w4_(ito_tg_t *tg, ito_task_fn fn, void *arg);
+/* ito_tg_fork_ for an argument of exactly 8, 16, 24 or 32 bytes, with a
+ * child that receives the task group as its second argument. */
+ITO_API ITO_NOPLT void ito_tg_fork_w1_(ito_tg_t *tg, ito_task2_fn fn, void *arg);
+ITO_API ITO_NOPLT void ito_tg_fork_w2_(ito_tg_t *tg, ito_task2_fn fn, void *arg);
+ITO_API ITO_NOPLT void ito_tg_fork_w3_(ito_tg_t *tg, ito_task2_fn fn, void *arg);
+ITO_API ITO_NOPLT void ito_tg_fork_w4_(ito_tg_t *tg, ito_task2_fn fn, void *arg);
 
 /* The inline halves of init and join: the common case makes no call. */
 static inline void ito_tg_init_inline_(ito_tg_t *tg, void *frame) {

@@ -64,23 +64,26 @@ class task_group {
     using Fn = std::decay_t<F>;
     if constexpr (std::is_trivially_copyable_v<Fn> && sizeof(Fn) <= 240) {
       // The runtime copies the closure before the continuation can be stolen.
+      constexpr bool words = sizeof(Fn) % 8 == 0 && alignof(Fn) >= 8;
+      if (tg_.home_fp == __builtin_frame_address(0) && words && sizeof(Fn) <= 32) {
+        // The sized entries hand the child its group: the copy is the closure alone.
+        Fn c{std::forward<F>(f)};
+        if constexpr (sizeof(Fn) == 8)
+          ito_tg_fork_w1_(&tg_, &invoke_sized<Fn>, &c);
+        else if constexpr (sizeof(Fn) == 16)
+          ito_tg_fork_w2_(&tg_, &invoke_sized<Fn>, &c);
+        else if constexpr (sizeof(Fn) == 24)
+          ito_tg_fork_w3_(&tg_, &invoke_sized<Fn>, &c);
+        else
+          ito_tg_fork_w4_(&tg_, &invoke_sized<Fn>, &c);
+        return;
+      }
       struct box { Fn fn; task_group *g; };
       box b{std::forward<F>(f), this};
-      if (tg_.home_fp == __builtin_frame_address(0)) {
-        constexpr bool words = sizeof(box) % 8 == 0 && alignof(box) >= 8;
-        if constexpr (words && sizeof(box) == 8)
-          ito_tg_fork_w1_(&tg_, &invoke_copy<box>, &b);
-        else if constexpr (words && sizeof(box) == 16)
-          ito_tg_fork_w2_(&tg_, &invoke_copy<box>, &b);
-        else if constexpr (words && sizeof(box) == 24)
-          ito_tg_fork_w3_(&tg_, &invoke_copy<box>, &b);
-        else if constexpr (words && sizeof(box) == 32)
-          ito_tg_fork_w4_(&tg_, &invoke_copy<box>, &b);
-        else
-          ito_tg_fork_(&tg_, &invoke_copy<box>, &b, sizeof(box));
-      } else {
+      if (tg_.home_fp == __builtin_frame_address(0))
+        ito_tg_fork_(&tg_, &invoke_copy<box>, &b, sizeof(box));
+      else
         ito_tg_spawn_(&tg_, &invoke_copy<box>, &b, sizeof(box));
-      }
     } else {
       // Closures that must be copied by their constructor go to the heap.
       struct hbox { Fn fn; task_group *g; };
@@ -127,6 +130,16 @@ class task_group {
     error_ = nullptr;
     if (rethrow) std::rethrow_exception(e);
   }
+  // tg_ is the first member of this standard-layout class.
+  static task_group *of(ito_tg_t *tg) noexcept { return reinterpret_cast<task_group *>(tg); }
+  template <class Fn>
+  static void invoke_sized(void *p, ito_tg_t *tg) noexcept {
+    try {
+      (*static_cast<Fn *>(p))();
+    } catch (...) {
+      of(tg)->record(std::current_exception());
+    }
+  }
   template <class B>
   static void invoke_copy(void *p) noexcept {
     B *b = static_cast<B *>(p);
@@ -147,9 +160,10 @@ class task_group {
     delete b;
   }
 
-  ito_tg_t tg_;
+  ito_tg_t tg_;  // first: of() relies on it
   std::exception_ptr *error_;
 };
+static_assert(std::is_standard_layout_v<task_group>, "task_group::of needs a standard layout");
 
 namespace detail {
 template <class F>

@@ -100,6 +100,8 @@ ito__ctx_start:
         .type   ito_tg_fork_, %function
         .p2align 4
 ito_tg_fork_:
+        mov     x5, #0                          /* a child of one parameter */
+.Lfork_common:
         SAVE_REC
         mov     x4, sp
         bl      ito__fork_c
@@ -115,7 +117,8 @@ ito_tg_fork_:
         .p2align 4
 ito_tg_fork_w\n\()_:
         mov     x3, #(8*\n)
-        b       ito_tg_fork_
+        mov     x5, #1                          /* a child of two parameters */
+        b       .Lfork_common
         .size   ito_tg_fork_w\n\()_, .-ito_tg_fork_w\n\()_
 .endm
         FORK_SIZED 1

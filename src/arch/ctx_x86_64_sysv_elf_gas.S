@@ -126,9 +126,10 @@ ito__ctx_start:
         jz      \outside
 .endm
 
-/* void ito_tg_fork_wN_(ito_tg_t *tg, ito_task_fn fn, void *arg)
+/* void ito_tg_fork_wN_(ito_tg_t *tg, ito_task2_fn fn, void *arg)
  * The same fork for an argument of exactly N 8-byte words (N = 1..4), which
- * the C++ API knows at compile time: the copy is N fixed moves. */
+ * the C++ API knows at compile time: the copy is N fixed moves. Every fork
+ * calls its child as fn(copy, tg); ito_task_fn children ignore tg. */
 .macro FORK_SIZED n
         .globl  ito_tg_fork_w\n\()_
         .type   ito_tg_fork_w\n\()_, @function
@@ -148,6 +149,7 @@ ito_tg_fork_w\n\()_:
         jmp     .Lfork_push
 .Lfork_outside_w\n:
         movq    %r12, %r8
+        movl    $1, %r9d
         call    ito__fork_c
         jmp     .Lfork_done
         .cfi_endproc
@@ -216,7 +218,9 @@ ito_tg_fork_:
         movq    %r12, (%rdx,%rax,8)
         leaq    1(%r13), %rax
         movq    %rax, W_TAIL(%rbx)              /* publish (a plain store is a release on x86) */
-        call    *%rsi
+        movq    %rsi, %rax                      /* the child gets (copy, tg); a child */
+        movq    72(%r12), %rsi                  /* of one parameter ignores tg */
+        call    *%rax
         /* Take the record back if it is still at the tail of the deque it was
          * pushed on. No need to check that we still run on that worker: a
          * fiber that stopped there had all its records taken first, and only
@@ -267,10 +271,13 @@ ito_tg_fork_:
         addq    $4096, %rax
         cmpq    W_MASK(%rbx), %rax
         jbe     .Lfork_slot
-        call    *%rsi                           /* nearly full: run the child serially */
+        movq    %rsi, %rax                      /* nearly full: run the child serially */
+        movq    72(%r12), %rsi
+        call    *%rax
         jmp     .Lfork_done
 .Lfork_outside:
         movq    %r12, %r8                       /* not on a worker: the C path */
+        xorl    %r9d, %r9d
         call    ito__fork_c
         jmp     .Lfork_done
         .cfi_endproc
