@@ -316,8 +316,10 @@ static void create_body(void *p) {
   atomic_store_explicit(&w->tail, t + 1, memory_order_release);
   ithread *th = f->thread;
   void *r = th->fn(th->arg);
-  thread_end(th, r);
+  if (th->keys) run_key_destructors(th);
+  th->result = r;
   w = cur_worker();
+  live_add(w, -1);
   if (reclaim_creator(w, f)) {
     fiber *parent = f->start.fiber;
     w->cur = parent;

@@ -20,6 +20,14 @@ extern "C" {
 #define ITO_API
 #endif
 
+/* Hot entry points are called through the GOT rather than a PLT stub on
+ * x86-64 (one indirect jump less per call). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define ITO_NOPLT __attribute__((noplt))
+#else
+#define ITO_NOPLT
+#endif
+
 #define ITO_VERSION_MAJOR 0
 #define ITO_VERSION_MINOR 1
 
@@ -34,8 +42,8 @@ ITO_API int ito_worker_id(void);
 /* A handle: nonzero, comparable with ==; stale handles are detected. */
 typedef uint64_t ito_thread_t;
 
-ITO_API int ito_create(void *(*fn)(void *), void *arg, ito_thread_t *out);
-ITO_API int ito_join(ito_thread_t t, void **result);
+ITO_API ITO_NOPLT int ito_create(void *(*fn)(void *), void *arg, ito_thread_t *out);
+ITO_API ITO_NOPLT int ito_join(ito_thread_t t, void **result);
 ITO_API int ito_detach(ito_thread_t t);
 ITO_API int ito_yield(void);
 /* The calling lightweight thread, or 0 on a thread that is not an ito thread. */
@@ -123,13 +131,6 @@ typedef void (*ito_task_fn)(void *arg);
 /* A child that is also given its task group (the sized entries below). */
 typedef void (*ito_task2_fn)(void *arg, ito_tg_t *tg);
 
-/* Called from every forking function: on x86-64, called through the GOT
- * rather than a PLT stub (one indirect jump less per fork). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define ITO_NOPLT __attribute__((noplt))
-#else
-#define ITO_NOPLT
-#endif
 ITO_API void ito_tg_init_(ito_tg_t *tg, void *frame);
 ITO_API ITO_NOPLT void ito_tg_fork_(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size);
 ITO_API void ito_tg_spawn_(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size);
