@@ -148,7 +148,6 @@ typedef struct worker {
   /* scheduler context */
   void *sched_sp;
   char *sched_lo, *sched_hi;
-  void *sched_asan_fake;
   int sched_action;
   void *sched_arg;
   fiber *sched_from;
@@ -161,7 +160,7 @@ typedef struct worker {
   int os_tid;
   int started;
   char *altstack;
-  uint64_t steals;
+  uint64_t steals;                  /* successful steals by this worker (for debugging) */
   long live;                        /* threads created here minus threads ended here */
   void *native_sp;                  /* the OS thread's own context, while in the scheduler */
   void *native_lo;
@@ -204,7 +203,6 @@ typedef struct runtime {
   _Atomic int stop;
   _Atomic unsigned rr;              /* round robin for submissions from outside */
   int init_lock;
-  pthread_t init_os;
   int root_is_main;
   ithread *root;
   /* global pools (overflow of the per-worker ones) */

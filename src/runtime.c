@@ -359,7 +359,6 @@ int ito_worker_id(void) {
 /* Waits for every other lightweight thread to end, brings the caller back to
  * its own OS thread and stops the workers. */
 int ito_finalize(void) {
-  if (getenv("ITO_DEBUG_STEALS")) for (int i = 0; i < ito__rt.nworkers; i++) fprintf(stderr, "worker %d steals %lu\n", i, (unsigned long)ito__rt.workers[i]->steals);
   if (__atomic_load_n(&ito__rt.state, __ATOMIC_ACQUIRE) != 2) return 0;
   worker *w = cur_worker();
   if (w && (!w->cur || !w->cur->thread || !(w->cur->thread->flags & TH_ROOT)))
