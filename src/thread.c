@@ -350,7 +350,14 @@ int ito_create(void *(*fn)(void *), void *arg, ito_thread_t *out) {
   if (!fn) return EINVAL;
   if (UNLIKELY(__atomic_load_n(&ito__rt.state, __ATOMIC_ACQUIRE) != 2)) ito__ensure();
   worker *w = cur_worker();
-  if (UNLIKELY(!w || !w->cur || deque_full(w, atomic_load_explicit(&w->tail, memory_order_relaxed)))) {
+  if (UNLIKELY(!w || !w->cur)) {
+    ithread *t;
+    return ito__create_internal(fn, arg, &t, 0, out);
+  }
+  /* capacity: checked when the tail is a multiple of DEQUE_MARGIN, as the
+   * assembly fork does (docs/scheduler.md) */
+  uint64_t tail = atomic_load_explicit(&w->tail, memory_order_relaxed);
+  if (UNLIKELY((tail & (DEQUE_MARGIN - 1)) == 0 && deque_full(w, tail))) {
     ithread *t;
     return ito__create_internal(fn, arg, &t, 0, out);
   }
