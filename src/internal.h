@@ -315,7 +315,7 @@ HIDDEN void ito__unlock_post(void *lock);
 
 /* lazy.c */
 HIDDEN void ito__take_records_of(worker *w, fiber *f);
-HIDDEN int ito__run_entry(worker *w, uintptr_t e, worker *victim);
+HIDDEN int ito__run_entry(worker *w, uintptr_t e, worker *victim, uintptr_t *slot);
 HIDDEN void ito__tg_child_done(ito_tg_t *tg);
 
 /* sync.c */

@@ -46,14 +46,18 @@ static fiber *continuation_fiber(worker *w, const struct ito_rec *copy) {
 }
 
 /* Runs a deque entry taken from victim (whose steal_lock the caller holds;
- * it is released here). Fibers are resumed; records become continuations. */
-int ito__run_entry(worker *w, uintptr_t e, worker *victim) {
+ * it is released here). Fibers are resumed; records become continuations.
+ * A thief passes the entry's slot, cleared here once the split is counted:
+ * the fork's return takes a cleared slot to mean "taken" (docs/scheduler.md). */
+int ito__run_entry(worker *w, uintptr_t e, worker *victim, uintptr_t *slot) {
   if (e & ENT_FIBER) {
+    if (slot) __atomic_store_n(slot, 0, __ATOMIC_RELEASE);
     spin_unlock(&victim->steal_lock);
     ito__run_fiber(w, (fiber *)(e & ~(uintptr_t)ENT_TAGS));
   }
   if (e & ENT_CREATE) { /* the creator of a running thread: resume it on its own stack */
     struct ito_rec copy = *(const struct ito_rec *)(e & ~(uintptr_t)ENT_TAGS);
+    if (slot) __atomic_store_n(slot, 0, __ATOMIC_RELEASE);
     spin_unlock(&victim->steal_lock);
     fiber *parent = copy.fiber;
     w->cur = parent;
@@ -64,6 +68,7 @@ int ito__run_entry(worker *w, uintptr_t e, worker *victim) {
   }
   struct ito_rec copy;
   claim_record((const struct ito_rec *)e, &copy);
+  if (slot) __atomic_store_n(slot, 0, __ATOMIC_RELEASE);
   spin_unlock(&victim->steal_lock);
   ito__run_fiber(w, continuation_fiber(w, &copy));
 }

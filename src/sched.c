@@ -46,14 +46,19 @@ static uintptr_t pop_tail(worker *w) {
   t--;
   atomic_store_explicit(&w->tail, t, memory_order_relaxed);
   owner_barrier();
-  if (LIKELY(atomic_load_explicit(&w->head, memory_order_relaxed) <= t)) return w->slots[t & w->mask];
-  spin_lock(&w->steal_lock);
-  uintptr_t e = 0;
-  if (atomic_load_explicit(&w->head, memory_order_relaxed) <= t)
-    e = w->slots[t & w->mask];
-  else
-    atomic_store_explicit(&w->tail, t + 1, memory_order_relaxed);
-  spin_unlock(&w->steal_lock);
+  uintptr_t *slot = &w->slots[t & w->mask], e = 0;
+  if (LIKELY(atomic_load_explicit(&w->head, memory_order_relaxed) <= t)) {
+    e = *slot;
+  } else {
+    spin_lock(&w->steal_lock);
+    if (atomic_load_explicit(&w->head, memory_order_relaxed) <= t)
+      e = *slot;
+    else
+      atomic_store_explicit(&w->tail, t + 1, memory_order_relaxed);
+    spin_unlock(&w->steal_lock);
+  }
+  /* a taken entry's slot is cleared: the fork's return relies on it */
+  if (e) __atomic_store_n(slot, 0, __ATOMIC_RELEASE);
   return e;
 }
 
@@ -312,9 +317,9 @@ static int steal_deque(worker *w, worker *v) {
     spin_unlock(&v->steal_lock);
     return 0;
   }
-  uintptr_t e = v->slots[h & v->mask];
+  uintptr_t *slot = &v->slots[h & v->mask];
   w->steals++;
-  return ito__run_entry(w, e, v); /* releases v->steal_lock */
+  return ito__run_entry(w, *slot, v, slot); /* clears the slot, releases v->steal_lock */
 }
 
 static void idle_sleep(worker *w, int round) {
@@ -352,7 +357,7 @@ void ito__sched_loop(worker *w) {
     if (e) {
       fails = 0;
       spin_lock(&w->steal_lock); /* run_entry releases the victim's lock */
-      ito__run_entry(w, e, w);
+      ito__run_entry(w, e, w, NULL);
       continue; /* the entry was a cancelled record */
     }
     fiber *f = rq_pop(w);

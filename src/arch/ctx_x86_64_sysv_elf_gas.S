@@ -113,6 +113,7 @@ ito__ctx_start:
         .cfi_rel_offset rbx, 0
         .cfi_rel_offset r12, 16
         .cfi_rel_offset r13, 24
+        .cfi_rel_offset r14, 32
         leaq    96(%rsp), %rax
         movq    %rax, 48(%rsp)
         movq    88(%rsp), %rax
@@ -136,7 +137,6 @@ ito__ctx_start:
         .p2align 4
 ito_tg_fork_w\n\()_:
         .cfi_startproc
-        movl    $(8*\n), %ecx
         FORK_SAVE .Lfork_outside_w\n
         subq    $((8*\n+15)/16*16), %rsp
         movq    %rsp, %rdi
@@ -148,6 +148,7 @@ ito_tg_fork_w\n\()_:
         .endr
         jmp     .Lfork_push
 .Lfork_outside_w\n:
+        movl    $(8*\n), %ecx
         movq    %r12, %r8
         movl    $1, %r9d
         call    ito__fork_c
@@ -214,26 +215,22 @@ ito_tg_fork_:
 .Lfork_slot:
         movq    W_MASK(%rbx), %rax
         andq    %r13, %rax
-        movq    W_SLOTS(%rbx), %rdx
-        movq    %r12, (%rdx,%rax,8)
+        movq    W_SLOTS(%rbx), %r14
+        leaq    (%r14,%rax,8), %r14             /* r14: the record's slot */
+        movq    %r12, (%r14)
         leaq    1(%r13), %rax
         movq    %rax, W_TAIL(%rbx)              /* publish (a plain store is a release on x86) */
         movq    %rsi, %rax                      /* the child gets (copy, tg); a child */
         movq    72(%r12), %rsi                  /* of one parameter ignores tg */
         call    *%rax
-        /* Take the record back if it is still at the tail of the deque it was
-         * pushed on. No need to check that we still run on that worker: a
-         * fiber that stopped there had all its records taken first, and only
-         * this frame ever pushes this record's address, so after a move the
-         * slot no longer holds it (x86 stores are seen in order, so a newer
-         * tail comes with its slot). See docs/scheduler.md, invariant 2. */
-        leaq    1(%r13), %rax
-        cmpq    W_TAIL(%rbx), %rax
-        jne     .Lfork_taken
-        movq    W_MASK(%rbx), %rax
-        andq    %r13, %rax
-        movq    W_SLOTS(%rbx), %rdx
-        cmpq    %r12, (%rdx,%rax,8)
+        /* Take the record back. Whoever takes a record clears its slot (a
+         * thief after counting the split, the owner when it pops), and only
+         * this frame ever stores this record's address, so the slot still
+         * holding it means nobody took it and the tail is t + 1 again; we
+         * need not even be on the same worker to tell (docs/scheduler.md,
+         * invariants 2 and 3). Then the THE check against a thief that is
+         * taking it right now. */
+        cmpq    %r12, (%r14)
         jne     .Lfork_taken
         movq    %r13, W_TAIL(%rbx)
         cmpl    $0, ito__rt_asym_fence(%rip)
@@ -247,6 +244,7 @@ ito_tg_fork_:
         movq    0(%rsp), %rbx
         movq    16(%rsp), %r12
         movq    24(%rsp), %r13
+        movq    32(%rsp), %r14
         addq    $88, %rsp
         .cfi_adjust_cfa_offset -88
         ret
