@@ -81,8 +81,9 @@ void ito__take_records_of(worker *w, fiber *f) {
   for (;;) {
     uint64_t t = atomic_load_explicit(&w->tail, memory_order_relaxed);
     if (atomic_load_explicit(&w->head, memory_order_relaxed) >= t) break;
-    uintptr_t top = w->slots[(t - 1) & w->mask];
-    if ((top & ENT_TAGS) || ((const struct ito_rec *)top)->fiber != f) break;
+    /* a peek, racing with thieves: 0 means a thief just took and cleared it */
+    uintptr_t top = __atomic_load_n(&w->slots[(t - 1) & w->mask], __ATOMIC_ACQUIRE);
+    if (!top || (top & ENT_TAGS) || ((const struct ito_rec *)top)->fiber != f) break;
     uintptr_t e = ito__pop_tail(w);
     if (!e) break; /* a thief took it */
     struct ito_rec copy;
@@ -148,11 +149,15 @@ void ito__fork_taken(ito_tg_t *tg) { ito__switch_to_sched(cur_worker(), ACT_ABAN
 
 /* The whole fork in C: used on AArch64, and on x86-64 by a fork on a thread
  * that is not a worker (the assembly fast path covers the rest there).
- * two: fn is an ito_task2_fn (called as fn(copy, tg)). */
+ * kind 0: fn is an ito_task_fn, fn(copy); 1: an ito_task2_fn, fn(copy, tg);
+ * 2: an ito_task_r2_fn whose closure words came as arg and size,
+ * fn(arg, tg, size), nothing copied. */
 static void spawn_child(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size, int two);
 
-static inline void call_child(ito_task_fn fn, void *a, ito_tg_t *tg, int two) {
-  if (two)
+static inline void call_child(ito_task_fn fn, void *a, ito_tg_t *tg, int kind, uintptr_t w1) {
+  if (kind == 2)
+    ((ito_task_r2_fn)(void (*)(void))fn)((uintptr_t)a, tg, w1);
+  else if (kind == 1)
     ((ito_task2_fn)(void (*)(void))fn)(a, tg);
   else
     fn(a);
@@ -167,6 +172,11 @@ void ito__fork_c(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size, struct it
     spawn_child(tg, fn, arg, size, two);
     return;
   }
+  uintptr_t w1 = 0;
+  if (two == 2) { /* the closure's words are arg and size */
+    w1 = (uintptr_t)size;
+    size = 0;
+  }
   void *a = arg;
   if (size) {
     a = __builtin_alloca(size);
@@ -175,16 +185,16 @@ void ito__fork_c(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size, struct it
   rec->fiber = w->cur;
   uint64_t t = atomic_load_explicit(&w->tail, memory_order_relaxed);
   if (UNLIKELY(deque_full(w, t))) {
-    call_child(fn, a, tg, two); /* deque full: run the child serially, nothing published */
+    call_child(fn, a, tg, two, w1); /* deque full: run the child serially, nothing published */
     return;
   }
   w->slots[t & w->mask] = (uintptr_t)rec;
   atomic_store_explicit(&w->tail, t + 1, memory_order_release);
 
-  call_child(fn, a, tg, two);
+  call_child(fn, a, tg, two, w1);
 
   if (LIKELY(cur_worker() == w) && atomic_load_explicit(&w->tail, memory_order_relaxed) == t + 1 &&
-      w->slots[t & w->mask] == (uintptr_t)rec) {
+      __atomic_load_n(&w->slots[t & w->mask], __ATOMIC_ACQUIRE) == (uintptr_t)rec) {
     atomic_store_explicit(&w->tail, t, memory_order_relaxed);
     owner_barrier();
     if (LIKELY(atomic_load_explicit(&w->head, memory_order_relaxed) <= t)) return;
@@ -201,12 +211,13 @@ struct spawn_box {
   void *arg;
   int heap;
   int two;
+  uintptr_t w1;
 };
 
 static void *spawn_main(void *p) {
   struct spawn_box *b = p;
   ito_tg_t *tg = b->tg;
-  call_child(b->fn, b->arg, tg, b->two);
+  call_child(b->fn, b->arg, tg, b->two, b->w1);
   if (b->heap) free(b->arg);
   free(b);
   ito__tg_child_done(tg);
@@ -215,6 +226,11 @@ static void *spawn_main(void *p) {
 
 static void spawn_child(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size, int two) {
   struct spawn_box *b = malloc(sizeof *b);
+  uintptr_t w1 = 0;
+  if (two == 2) { /* the closure's words are arg and size: keep them as they are */
+    w1 = (uintptr_t)size;
+    size = 0;
+  }
   void *a = arg;
   if (size) {
     a = malloc(size);
@@ -227,6 +243,7 @@ static void spawn_child(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size, in
   b->arg = a;
   b->heap = size != 0;
   b->two = two;
+  b->w1 = w1;
   __atomic_add_fetch(&tg->pending, 1, __ATOMIC_RELAXED);
   ithread *t;
   int rc = ito__create_internal(spawn_main, b, &t, 1, NULL);

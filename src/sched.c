@@ -66,7 +66,8 @@ static uintptr_t pop_tail(worker *w) {
 static fiber *pop_tail_fiber(worker *w) {
   uint64_t t = atomic_load_explicit(&w->tail, memory_order_relaxed);
   if (atomic_load_explicit(&w->head, memory_order_relaxed) >= t) return NULL;
-  if (!(w->slots[(t - 1) & w->mask] & ENT_FIBER)) return NULL;
+  /* a peek, racing with thieves (a taken slot reads 0, not a fiber) */
+  if (!(__atomic_load_n(&w->slots[(t - 1) & w->mask], __ATOMIC_ACQUIRE) & ENT_FIBER)) return NULL;
   uintptr_t e = pop_tail(w);
   return e ? (fiber *)(e & ~(uintptr_t)ENT_TAGS) : NULL;
 }

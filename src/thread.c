@@ -290,7 +290,7 @@ int ito__create_internal(void *(*fn)(void *), void *arg, ithread **out, int deta
 static inline int reclaim_creator(worker *w, fiber *f) {
   uint64_t t = f->create_idx;
   if (f->create_worker != w || atomic_load_explicit(&w->tail, memory_order_relaxed) != t + 1 ||
-      w->slots[t & w->mask] != ((uintptr_t)&f->start | ENT_CREATE))
+      __atomic_load_n(&w->slots[t & w->mask], __ATOMIC_ACQUIRE) != ((uintptr_t)&f->start | ENT_CREATE))
     return 0;
   atomic_store_explicit(&w->tail, t, memory_order_relaxed);
   owner_barrier();

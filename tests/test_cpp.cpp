@@ -8,6 +8,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <vector>
 
@@ -369,8 +370,34 @@ static void test_condition_variable() {
   CHECK_EQ(reinterpret_cast<std::intptr_t>(r), 2000L * 2001 / 2);
 }
 
+// task_group on a plain OS thread that is not a worker: every closure size
+// (in registers, sized copies, heap) takes the path that gives each child a
+// lightweight thread, and wait() blocks the OS thread.
+static void test_from_plain_thread() {
+  long results[3] = {0, 0, 0};
+  std::thread th([&] {
+    CHECK_EQ(ito_worker_id(), -1);
+    long a = 0, b = 0, c = 0;
+    int n = 20;
+    std::string big(100, 'x');
+    ito::task_group tg;
+    tg.run([&a, n] { a = fib(n); });                       // two words: registers
+    tg.run([&b, &a, n, m = 3L] { b = fib(n - 1) + m; });   // four words: sized copy
+    tg.run([&c, big] { c = (long)big.size(); });           // not trivially copyable
+    tg.wait();
+    results[0] = a;
+    results[1] = b;
+    results[2] = c;
+  });
+  th.join();
+  CHECK_EQ(results[0], fib_serial(20));
+  CHECK_EQ(results[1], fib_serial(19) + 3);
+  CHECK_EQ(results[2], 100L);
+}
+
 int main() {
   setvbuf(stdout, nullptr, _IOLBF, 0);  // progress survives a crash
+  test_from_plain_thread();
   test_fib();
   test_parallel_invoke();
   test_parallel_for();

@@ -130,6 +130,8 @@ typedef struct ito_tg {
 typedef void (*ito_task_fn)(void *arg);
 /* A child that is also given its task group (the sized entries below). */
 typedef void (*ito_task2_fn)(void *arg, ito_tg_t *tg);
+/* A child whose closure (at most two words) comes in registers. */
+typedef void (*ito_task_r2_fn)(uintptr_t w0, ito_tg_t *tg, uintptr_t w1);
 
 ITO_API void ito_tg_init_(ito_tg_t *tg, void *frame);
 ITO_API ITO_NOPLT void ito_tg_fork_(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size);
@@ -141,6 +143,9 @@ ITO_API ITO_NOPLT void ito_tg_fork_w1_(ito_tg_t *tg, ito_task2_fn fn, void *arg)
 ITO_API ITO_NOPLT void ito_tg_fork_w2_(ito_tg_t *tg, ito_task2_fn fn, void *arg);
 ITO_API ITO_NOPLT void ito_tg_fork_w3_(ito_tg_t *tg, ito_task2_fn fn, void *arg);
 ITO_API ITO_NOPLT void ito_tg_fork_w4_(ito_tg_t *tg, ito_task2_fn fn, void *arg);
+/* The fork for a closure of at most two words, passed by value: nothing is
+ * copied through memory. The child is called as fn(w0, tg, w1). */
+ITO_API ITO_NOPLT void ito_tg_fork_r2_(ito_tg_t *tg, ito_task_r2_fn fn, uintptr_t w0, uintptr_t w1);
 
 /* The inline halves of init and join: the common case makes no call. */
 static inline void ito_tg_init_inline_(ito_tg_t *tg, void *frame) {

@@ -5,6 +5,7 @@
 #include <ito/ito.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <exception>
 #include <mutex>
@@ -64,6 +65,17 @@ class task_group {
     using Fn = std::decay_t<F>;
     if constexpr (std::is_trivially_copyable_v<Fn> && sizeof(Fn) <= 240) {
       // The runtime copies the closure before the continuation can be stolen.
+      if constexpr (sizeof(Fn) <= 2 * sizeof(std::uintptr_t) &&
+                    alignof(Fn) <= alignof(std::uintptr_t)) {
+        if (tg_.home_fp == __builtin_frame_address(0)) {
+          // Small closures travel in registers: nothing is copied through memory.
+          std::uintptr_t w[2] = {0, 0};
+          Fn c{std::forward<F>(f)};
+          std::memcpy(w, &c, sizeof(Fn));
+          ito_tg_fork_r2_(&tg_, &invoke_regs<Fn>, w[0], w[1]);
+          return;
+        }
+      }
       constexpr bool words = sizeof(Fn) % 8 == 0 && alignof(Fn) >= 8;
       if (tg_.home_fp == __builtin_frame_address(0) && words && sizeof(Fn) <= 32) {
         // The sized entries hand the child its group: the copy is the closure alone.
@@ -132,6 +144,17 @@ class task_group {
   }
   // tg_ is the first member of this standard-layout class.
   static task_group *of(ito_tg_t *tg) noexcept { return reinterpret_cast<task_group *>(tg); }
+  template <class Fn>
+  static void invoke_regs(std::uintptr_t w0, ito_tg_t *tg, std::uintptr_t w1) noexcept {
+    std::uintptr_t w[2] = {w0, w1};
+    alignas(Fn) unsigned char buf[sizeof(Fn)];
+    std::memcpy(buf, w, sizeof(Fn));  // Fn is trivially copyable
+    try {
+      (*std::launder(reinterpret_cast<Fn *>(buf)))();
+    } catch (...) {
+      of(tg)->record(std::current_exception());
+    }
+  }
   template <class Fn>
   static void invoke_sized(void *p, ito_tg_t *tg) noexcept {
     try {

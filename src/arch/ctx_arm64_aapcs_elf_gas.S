@@ -126,6 +126,15 @@ ito_tg_fork_w\n\()_:
         FORK_SIZED 3
         FORK_SIZED 4
 
+/* ito_tg_fork_r2_(tg, fn, w0, w1): a closure of two words in registers. */
+        .globl  ito_tg_fork_r2_
+        .type   ito_tg_fork_r2_, %function
+        .p2align 4
+ito_tg_fork_r2_:
+        mov     x5, #2
+        b       .Lfork_common
+        .size   ito_tg_fork_r2_, .-ito_tg_fork_r2_
+
 /* void ito_tg_join_(ito_tg_t *tg, void *frame) */
         .globl  ito_tg_join_
         .type   ito_tg_join_, %function

@@ -286,6 +286,26 @@ ito_tg_fork_:
         FORK_SIZED 3
         FORK_SIZED 4
 
+/* void ito_tg_fork_r2_(ito_tg_t *tg, ito_task_r2_fn fn, uintptr_t w0, uintptr_t w1)
+ * The fork for a closure of at most two words passed in registers: nothing
+ * is copied, and the child is called as fn(w0, tg, w1). */
+        .globl  ito_tg_fork_r2_
+        .type   ito_tg_fork_r2_, @function
+        .p2align 4
+ito_tg_fork_r2_:
+        .cfi_startproc
+        FORK_SAVE .Lfork_outside_r2
+        movq    %rdx, %rdi                      /* fn(w0, tg, w1): tg goes in at the call */
+        movq    %rcx, %rdx
+        jmp     .Lfork_push
+.Lfork_outside_r2:
+        movq    %r12, %r8                       /* arg = w0, size = w1 */
+        movl    $2, %r9d
+        call    ito__fork_c
+        jmp     .Lfork_done
+        .cfi_endproc
+        .size   ito_tg_fork_r2_, .-ito_tg_fork_r2_
+
 /* void ito_tg_join_(ito_tg_t *tg, void *frame)
  * Returns at once when no child is outstanding and no continuation of the
  * group was stolen; otherwise records the caller's context (so the join can
