@@ -52,6 +52,10 @@ static inline void thread_release(ithread *t) {
     free(t->keys);
     t->keys = NULL;
   }
+  /* left as a fresh descriptor (keys and joiner NULL, flags 0) so that the
+   * lazy ito_create need not initialise it; stale handles fail the
+   * generation check before they look at sync */
+  t->sync = TS_RUNNING;
   __atomic_store_n(&t->gen, (t->gen + 1) & GEN_MASK, __ATOMIC_RELEASE);
   fiber_put(cur_worker(), fiber_of(t));
 }
@@ -307,7 +311,6 @@ static void create_body(void *p) {
 #endif
   worker *w = cur_worker();
   f->start.fiber = w->cur;
-  f->start.tg = NULL;
   uint64_t t = atomic_load_explicit(&w->tail, memory_order_relaxed);
   w->slots[t & w->mask] = (uintptr_t)&f->start | ENT_CREATE;
   f->create_worker = w;
@@ -363,7 +366,8 @@ int ito_create(void *(*fn)(void *), void *arg, ito_thread_t *out) {
   }
   fiber *f = fiber_get(w);
   if (!f) return EAGAIN;
-  ithread *t = ito__thread_init(f);
+  ithread *t = &f->th; /* fresh: see thread_release */
+  f->thread = t;
   t->fn = fn;
   t->arg = arg;
   live_add(w, 1);
