@@ -324,7 +324,8 @@ HIDDEN long ito__timers_next_ns(void);
 
 /* asm */
 /* Returns (once) when the record is resumed, possibly on another worker. */
-HIDDEN void ito__spawn_on(struct ito_rec *rec, void *sp, void (*body)(void *), void *arg);
+HIDDEN void ito__spawn_on(struct ito_rec *rec, void *sp, void (*body)(void *, void *, void *),
+                          void *a0, void *a1, void *a2);
 HIDDEN void ito__resume(const struct ito_rec *rec, void *sp) __attribute__((noreturn));
 HIDDEN void *ito__ctx_jump(void **save_sp, void *to_sp, void *arg);
 HIDDEN void ito__ctx_start(void);

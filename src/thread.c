@@ -304,8 +304,9 @@ static inline int reclaim_creator(worker *w, fiber *f) {
 /* First frame of a thread started by ito_create, on its own stack: publish
  * the creator's continuation, run the thread, and return to ito__spawn_on
  * (which goes back to the creator) if the continuation is still ours. */
-static void create_body(void *p) {
+static void create_body(void *p, void *fnp, void *arg) {
   fiber *f = p;
+  void *(*fn)(void *) = (void *(*)(void *))fnp;
 #if ITO_ASAN
   ito__asan_finish(NULL);
 #endif
@@ -318,7 +319,7 @@ static void create_body(void *p) {
   w->cur = f;
   atomic_store_explicit(&w->tail, t + 1, memory_order_release);
   ithread *th = f->thread;
-  void *r = th->fn(th->arg);
+  void *r = fn(arg); /* fn and arg came in registers, not through th */
   if (th->keys) run_key_destructors(th);
   th->result = r;
   w = cur_worker();
@@ -368,14 +369,13 @@ int ito_create(void *(*fn)(void *), void *arg, ito_thread_t *out) {
   if (!f) return EAGAIN;
   ithread *t = &f->th; /* fresh: see thread_release */
   f->thread = t;
-  t->fn = fn;
-  t->arg = arg;
   live_add(w, 1);
   if (out) *out = ito__handle(t); /* before the child runs: it may read it */
 #if ITO_ASAN
   ito__asan_start(NULL, f->lo, (size_t)(f->hi - f->lo));
 #endif
-  ito__spawn_on(&f->start, (void *)((uintptr_t)f->hi & ~(uintptr_t)15), create_body, f);
+  ito__spawn_on(&f->start, (void *)((uintptr_t)f->hi & ~(uintptr_t)15), create_body, f,
+                (void *)fn, arg);
   return 0;
 }
 
@@ -407,10 +407,9 @@ static __attribute__((noinline)) int join_wait(ithread *t) {
 int ito_join(ito_thread_t h, void **result) {
   ithread *t = ito__thread_of(h);
   if (UNLIKELY(!t)) return h ? EINVAL : ESRCH;
-  if (UNLIKELY(t->flags & TH_ROOT)) return EINVAL;
   int s = __atomic_load_n(&t->sync, __ATOMIC_ACQUIRE);
-  if (UNLIKELY(s != TS_DONE)) {
-    if (s == TS_CLAIMED) return EINVAL;
+  if (UNLIKELY(s != TS_DONE)) { /* (the root thread is never done) */
+    if (s == TS_CLAIMED || (t->flags & TH_ROOT)) return EINVAL;
     if (s == TS_RUNNING) {
       int rc = join_wait(t);
       if (rc) return rc;

@@ -172,7 +172,8 @@ ito__resume:
         ret
         .size   ito__resume, .-ito__resume
 
-/* void ito__spawn_on(struct ito_rec *rec, void *sp, void (*body)(void *), void *arg)
+/* void ito__spawn_on(struct ito_rec *rec, void *sp, void (*body)(void *, void *, void *),
+ *                    void *a0, void *a1, void *a2)
  * As on x86-64: body returns when the caller's record was taken back; then
  * restore the caller's registers and stack, call ito__spawn_done(rec), return. */
         .globl  ito__spawn_on
@@ -185,8 +186,11 @@ ito__spawn_on:
         mov     x19, x0                         /* x19: the record */
         mov     sp, x1
         mov     x29, #0
+        mov     x9, x2                          /* body(a0, a1, a2) */
         mov     x0, x3
-        blr     x2
+        mov     x1, x4
+        mov     x2, x5
+        blr     x9
         mov     x0, x19
         ldr     x9, [x0, #96]
         mov     sp, x9

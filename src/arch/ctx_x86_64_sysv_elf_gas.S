@@ -356,9 +356,10 @@ ito__resume:
         .cfi_endproc
         .size   ito__resume, .-ito__resume
 
-/* void ito__spawn_on(struct ito_rec *rec, void *sp, void (*body)(void *), void *arg)
+/* void ito__spawn_on(struct ito_rec *rec, void *sp, void (*body)(void *, void *, void *),
+ *                    void *a0, void *a1, void *a2)
  * Records the caller's continuation in rec (for thieves), moves to stack
- * pointer sp and calls body(arg). When body returns, the continuation is
+ * pointer sp and calls body(a0, a1, a2). When body returns, the continuation is
  * the caller's again: back on the caller's stack with its registers, call
  * ito__spawn_done(rec) there, and return to the caller. Calls and returns
  * stay paired, so the return predictor stays right. If somebody took the
@@ -378,8 +379,11 @@ ito__spawn_on:
         movq    %rsi, %rsp
         .cfi_undefined rip
         xorl    %ebp, %ebp
+        movq    %rdx, %rax                      /* body(a0, a1, a2) */
         movq    %rcx, %rdi
-        call    *%rdx
+        movq    %r8, %rsi
+        movq    %r9, %rdx
+        call    *%rax
         movq    %r12, %rdi
         movq    48(%rdi), %rsp
         subq    $8, %rsp                        /* the caller's return address */
