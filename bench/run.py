@@ -7,10 +7,14 @@ was built it runs
 
   fib         fib_<system> N REPS      at each worker count
   spawn_loop  spawn_loop_<system>      with 1 worker
+  nqueens     nqueens_<system> N REPS  at each worker count
+  quicksort   quicksort_<system> N CUTOFF REPS          "
+  uts         uts_<system> DEPTH MEAN SEED REPS         "
+  bin         bin_<system> N K A REPS                   "
   million     million N                once, with the largest worker count
 
-and writes OUT/fib.csv, OUT/spawn_loop.csv, OUT/million.csv and OUT/REPORT.md
-(plus OUT/fib.png when matplotlib can be imported). Everything in the report
+and writes OUT/<bench>.csv for each and OUT/REPORT.md (plus OUT/fib.png and
+OUT/<bench>_speedup.png for the kernels when matplotlib can be imported). Everything in the report
 is computed from the CSVs of this run.
 
 The worker count is handed to every runtime through its own variable:
@@ -33,7 +37,26 @@ import sys
 import time
 
 SYSTEMS = ["serial", "ito", "ito_thread", "tbb", "gomp", "iomp"]
-BENCHES = ["fib", "spawn_loop", "million"]
+# Kernels: benchmarks built like fib whose CSV is
+#   system,workers,<params>,rep,serial_s,parallel_s,ratio
+# name -> (parameter columns, default arguments, --quick arguments, what it is)
+KERNELS = {
+    "nqueens": (["n"], ["12"], ["8"],
+                "nqueens(n): solutions counted with one task per safe column at each row, "
+                "each child with its own copy of the board"),
+    "quicksort": (["n", "cutoff"], [str(1 << 24), "2048"], ["100000", "2048"],
+                  "quicksort of n fixed-seed pseudo-random integers (seed 004, figure 14): "
+                  "partition, spawn the left part, recurse on the right, sync; parts of at most "
+                  "*cutoff* elements go to std::sort"),
+    "uts": (["depth", "mean", "seed"], ["11", "4", "19"], ["6", "4", "19"],
+            "unbalanced tree search: the nodes of a depth-limited geometric tree (child count "
+            "geometric with the given mean, ids hashed with splitmix64) counted with one task "
+            "per child"),
+    "bin": (["n", "K", "A"], ["16", "1", "1000"], ["8", "1", "1000"],
+            "bin(n, K, A) of seed 000, 5.5: consume(A); then K times: spawn bin(n-1); "
+            "bin(n-1); sync; consume(A). A counts LCG steps (about 1 ns each)"),
+}
+BENCHES = ["fib", "spawn_loop"] + list(KERNELS) + ["million"]
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
@@ -67,15 +90,19 @@ def parse_args(argv):
     p.add_argument("--bench", choices=BENCHES, action="append",
                    help="run only this benchmark (may be repeated)")
     p.add_argument("--workers", type=parse_workers,
-                   help="worker counts for fib, e.g. 1,2 (default 1..nproc; --quick: 1,2)")
+                   help="worker counts for fib and the kernels, e.g. 1,2 (default 1..nproc; --quick: 1,2)")
     p.add_argument("--quick", action="store_true",
-                   help="tiny parameters (fib 20, million 1000, 2 reps): a smoke test")
+                   help="tiny parameters (fib 20, nqueens 8, quicksort 100000, uts depth 6, bin 8, million 1000, 2 reps): a smoke test")
     p.add_argument("--out", default=os.path.join(ROOT, "results"),
                    help="where the CSVs and REPORT.md go (default: results/)")
     p.add_argument("--bindir", default=os.path.join(ROOT, "build", "bench"),
                    help="where the benchmark binaries are (default: build/bench/)")
     p.add_argument("--fib-n", type=int, help="fib argument (default 35, --quick 20)")
-    p.add_argument("--reps", type=int, help="fib repetitions (default 5, --quick 2)")
+    p.add_argument("--reps", type=int,
+                   help="repetitions (default 5 for fib and 3 for the other kernels, --quick 2)")
+    p.add_argument("--param", action="append", default=[], metavar="BENCH=A,B,..",
+                   help="a kernel's parameters, e.g. nqueens=13, quicksort=1000000,2048, "
+                        "uts=10,4,19, bin=14,2,500")
     p.add_argument("--million-n", type=int,
                    help="threads for million (default 1000000, --quick 1000)")
     p.add_argument("--timeout", type=float,
@@ -86,8 +113,18 @@ def parse_args(argv):
         a.workers = [1, 2] if a.quick else list(range(1, ncpus() + 1))
     if a.fib_n is None:
         a.fib_n = 20 if a.quick else 35
+    a.kernel_reps = a.reps if a.reps is not None else (2 if a.quick else 3)
     if a.reps is None:
         a.reps = 2 if a.quick else 5
+    a.kernel_args = {k: list(v[2] if a.quick else v[1]) for k, v in KERNELS.items()}
+    for spec in a.param:
+        name, _, vals = spec.partition("=")
+        vals = [v.strip() for v in vals.split(",") if v.strip()]
+        if name not in KERNELS or not vals or len(vals) > len(KERNELS[name][0]) or \
+                not all(v.lstrip("-").isdigit() for v in vals):
+            p.error(f"--param {spec}: want one of {', '.join(KERNELS)} = up to "
+                    "that kernel's integer parameters")
+        a.kernel_args[name][:len(vals)] = vals
     if a.timeout is None:
         a.timeout = 120.0 if a.quick else 900.0
     if a.million_n is None:
@@ -245,9 +282,14 @@ def plot_fib(summary, path):
     same numbers, passed as JSON."""
     points = [{"system": s, "workers": w, "med": v["ratio_med"], "min": v["ratio_min"],
                "max": v["ratio_max"], "n": v["n"]} for (s, w), v in summary.items()]
+    return plot_with(points, path, draw_fib_plot, "--draw-fib-plot")
+
+
+def plot_with(points, path, draw, flag):
+    """draw(points, path) here, or in a system python3 that has matplotlib."""
     try:
         import matplotlib  # noqa: F401
-        return draw_fib_plot(points, path)
+        return draw(points, path)
     except ImportError:
         pass
     me = os.path.realpath(sys.executable or "")
@@ -255,7 +297,7 @@ def plot_fib(summary, path):
         if not os.access(py, os.X_OK) or os.path.realpath(py) == me:
             continue
         try:
-            r = subprocess.run([py, os.path.abspath(__file__), "--draw-fib-plot", path],
+            r = subprocess.run([py, os.path.abspath(__file__), flag, path],
                                input=json.dumps(points), text=True, capture_output=True,
                                timeout=120)
         except (OSError, subprocess.TimeoutExpired):
@@ -288,6 +330,102 @@ def draw_fib_plot(points, path):
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return True
+
+
+def kernel_cols(k):
+    return ["system", "workers"] + KERNELS[k][0] + ["rep", "serial_s", "parallel_s", "ratio"]
+
+
+def kernel_summary(k, rows):
+    """Like fib_summary, for a kernel: (system, workers) -> medians, with its parameters."""
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["system"], int(r["workers"])), []).append(r)
+    out = {}
+    for key in sorted(groups, key=lambda kk: (sys_order(kk[0]), kk[1])):
+        g = groups[key]
+        ratios = [float(r["ratio"]) for r in g]
+        out[key] = {
+            "reps": len(g),
+            "params": ", ".join(f"{c}={g[0][c]}" for c in KERNELS[k][0]),
+            "serial_med": statistics.median(float(r["serial_s"]) for r in g),
+            "par_med": statistics.median(float(r["parallel_s"]) for r in g),
+            "ratio_med": statistics.median(ratios),
+            "ratio_min": min(ratios),
+            "ratio_max": max(ratios),
+        }
+    return out
+
+
+def plot_speedup(k, summary, path):
+    """Speedup (median parallel time at 1 worker / at w) vs workers, one line per system."""
+    points = []
+    for (s, w), v in summary.items():
+        one = summary.get((s, 1))
+        if s == "serial" or not one or v["par_med"] <= 0:
+            continue
+        points.append({"system": s, "workers": w, "speedup": one["par_med"] / v["par_med"],
+                       "title": f"{k} ({next(iter(summary.values()))['params']})"})
+    if not points:
+        return False
+    return plot_with(points, path, draw_speedup_plot, "--draw-speedup-plot")
+
+
+def draw_speedup_plot(points, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    ws_all = sorted({p["workers"] for p in points})
+    ax.plot(ws_all, ws_all, linestyle="--", color="gray", label="ideal")
+    for s in sorted({p["system"] for p in points}, key=sys_order):
+        ps = sorted((p for p in points if p["system"] == s), key=lambda p: p["workers"])
+        ax.plot([p["workers"] for p in ps], [p["speedup"] for p in ps], marker="o", label=s)
+    ax.set_xlabel("workers")
+    ax.set_ylabel("speedup vs 1 worker (median times)")
+    ax.set_xticks(ws_all)
+    ax.set_title(points[0]["title"])
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def kernel_section(k, rows, out):
+    rep = [f"## {k}\n"]
+    s = kernel_summary(k, rows)
+    if not s:
+        rep.append(f"No {k} results (see Failures).\n")
+        return rep
+    params = next(iter(s.values()))["params"]
+    rep.append(f"{KERNELS[k][3]}; {params}. Times are medians over the repetitions. *ratio* is "
+               "the parallel time divided by the time of the plain serial version of the same "
+               "algorithm compiled into the same binary (median and min-max over the "
+               "repetitions). *speedup* is the median parallel time at 1 worker divided by that "
+               "at this worker count. *vs ito* is the median parallel time divided by ito's "
+               "(task_group) at the same worker count.\n")
+    table = []
+    for (sysname, w), v in s.items():
+        one = s.get((sysname, 1))
+        speed = one["par_med"] / v["par_med"] if one and v["par_med"] > 0 else None
+        ito = s.get(("ito", w))
+        vs_ito = v["par_med"] / ito["par_med"] if ito and ito["par_med"] > 0 else None
+        table.append([sysname, w, v["reps"], fmt(v["serial_med"] * 1e3), fmt(v["par_med"] * 1e3),
+                      fmt(v["ratio_med"]), f"{fmt(v['ratio_min'])} - {fmt(v['ratio_max'])}",
+                      fmt(speed), fmt(vs_ito)])
+    rep.append(md_table(["system", "workers", "reps", "serial ms", "parallel ms", "ratio",
+                         "ratio min - max", "speedup", "vs ito"], table))
+    rep.append("")
+    png = f"{k}_speedup.png"
+    if len({w for _, w in s}) < 2:
+        rep.append("(No plot: one worker count only.)\n")
+    elif plot_speedup(k, s, os.path.join(out, png)):
+        rep.append(f"![{k}: speedup vs workers]({png})\n")
+    else:
+        rep.append("(No plot: matplotlib is not importable, here or in /usr/bin/python3.)\n")
+    return rep
 
 
 def md_table(header, rows):
@@ -396,6 +534,10 @@ def write_report(args, out, results, runner, started, skipped):
                              "vs ito"], table))
         rep.append("")
 
+    for k in KERNELS:
+        if k in results:
+            rep.extend(kernel_section(k, results[k], out))
+
     if "million" in results:
         rows = results["million"]
         rep.append("## million threads\n")
@@ -445,6 +587,8 @@ def _split_meta(m):
 def main(argv):
     if len(argv) == 2 and argv[0] == "--draw-fib-plot":  # internal: see plot_fib
         return 0 if draw_fib_plot(json.load(sys.stdin), argv[1]) else 1
+    if len(argv) == 2 and argv[0] == "--draw-speedup-plot":  # internal: see plot_speedup
+        return 0 if draw_speedup_plot(json.load(sys.stdin), argv[1]) else 1
     args = parse_args(argv)
     args.bindir = os.path.abspath(args.bindir)
     out = os.path.abspath(args.out)
@@ -476,6 +620,19 @@ def main(argv):
             plan.append(("spawn_loop", f"spawn_loop {s} workers=1",
                          [b, str(SPAWN_ITERS), str(SPAWN_MEAS), str(SPAWN_DROP)],
                          worker_env(1), SPAWN_COLS, SPAWN_MEAS - SPAWN_DROP))
+    for k, (params, _, _, _) in KERNELS.items():
+        if k not in args.benches:
+            continue
+        for s in SYSTEMS:
+            b = find_binary(args.bindir, f"{k}_{s}")
+            if not b:
+                skipped.append(f"{k}_{s}")
+                continue
+            ws = [min(args.workers)] if s == "serial" else args.workers
+            for w in ws:
+                plan.append((k, f"{k} {s} workers={w}",
+                             [b] + args.kernel_args[k] + [str(args.kernel_reps)],
+                             worker_env(w), kernel_cols(k), args.kernel_reps))
     if "million" in args.benches:
         b = find_binary(args.bindir, "million")
         if not b:
@@ -499,9 +656,17 @@ def main(argv):
             for r in rows:
                 if int(r["n"]) != args.million_n:
                     runner.fail(what, f"reported n={r['n']}, asked for {args.million_n}", "")
+        if bench in KERNELS:
+            want = args.kernel_args[bench]
+            for r in rows:
+                got = [r[c] for c in KERNELS[bench][0]]
+                if [int(x) for x in got] != [int(x) for x in want]:
+                    runner.fail(what, f"reported parameters {got}, asked for {want}", "")
+                    break
         results[bench].extend(rows)
 
     cols = {"fib": FIB_COLS, "spawn_loop": SPAWN_COLS, "million": MILLION_COLS}
+    cols.update({k: kernel_cols(k) for k in KERNELS})
     for bench, rows in results.items():
         write_csv(os.path.join(out, f"{bench}.csv"), cols[bench], rows)
     write_report(args, out, results, runner, started, skipped)

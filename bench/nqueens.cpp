@@ -1,0 +1,135 @@
+// nqueens(n): count the placements of n non-attacking queens, one task per
+// safe column at each row; each child gets its own copy of the board.
+//
+//   nqueens_<system> [n=12] [reps=3]
+//
+// Prints one CSV line per repetition:
+//   system,workers,n,rep,serial_s,parallel_s,ratio     (ratio = parallel/serial)
+// and exits nonzero with a message if either version counts wrong (known
+// counts for n = 1..16).
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+
+#include "common/spawn.hpp"
+#include "common/util.hpp"
+
+namespace {
+
+constexpr int kMaxN = 16;
+const long kKnown[kMaxN + 1] = {1,    1,     0,      0,      2,       10,       4,
+                                40,   92,    352,    724,    2680,    14200,    73712,
+                                365596, 2279184, 14772512};
+
+// May a queen go at (row, col) given board[0..row-1] (board[r] = column of row r)?
+inline bool safe(const signed char *board, int row, int col) {
+  for (int r = 0; r < row; r++) {
+    int c = board[r];
+    if (c == col || c - col == row - r || col - c == row - r) return false;
+  }
+  return true;
+}
+
+// The baseline: the same recursion, plain serial, one board copy per child.
+__attribute__((noinline)) long nq_serial(int n, int row, const signed char *board) {
+  if (row == n) return 1;
+  long total = 0;
+  for (int col = 0; col < n; col++) {
+    if (!safe(board, row, col)) continue;
+    signed char child[kMaxN];
+    std::memcpy(child, board, static_cast<std::size_t>(row));
+    child[row] = static_cast<signed char>(col);
+    total += nq_serial(n, row + 1, child);
+  }
+  return total;
+}
+
+long nq_par(int n, int row, const signed char *board);
+
+// A child: copies the parent's board, places a queen at (row, col), recurses.
+__attribute__((noinline)) long nq_child(int n, int row, const signed char *board, int col) {
+  signed char child[kMaxN];
+  std::memcpy(child, board, static_cast<std::size_t>(row));
+  child[row] = static_cast<signed char>(col);
+  return nq_par(n, row + 1, child);
+}
+
+// The benchmark: one spawn per safe column, one sync per row. The column is a
+// literal in each spawn (the loop is unrolled by NQ_COL), so no child reads a
+// loop variable the parent goes on changing.
+__attribute__((noinline)) long nq_par(int n, int row, const signed char *board) {
+  if (row == n) return 1;
+  long cnt[kMaxN] = {0};
+  BENCH_TASK_GROUP(tg);
+#define NQ_COL(c)                                                           \
+  if ((c) < n && safe(board, row, (c))) {                                   \
+    BENCH_SPAWN(tg, cnt[(c)] = nq_child(n, row, board, (c)));               \
+  }
+  NQ_COL(0) NQ_COL(1) NQ_COL(2) NQ_COL(3) NQ_COL(4) NQ_COL(5) NQ_COL(6) NQ_COL(7)
+  NQ_COL(8) NQ_COL(9) NQ_COL(10) NQ_COL(11) NQ_COL(12) NQ_COL(13) NQ_COL(14) NQ_COL(15)
+#undef NQ_COL
+  BENCH_SYNC(tg);
+  long total = 0;
+  for (int c = 0; c < n; c++) total += cnt[c];
+  return total;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  const int n = static_cast<int>(bench::arg_long(argc, argv, 1, 12, 1, kMaxN));
+  const int reps = static_cast<int>(bench::arg_long(argc, argv, 2, 3, 1, 100000));
+  const long want = kKnown[n];
+
+  const int workers = bench::init_workers();
+  bench::print_meta("nqueens", BENCH_SYSTEM, workers);
+  std::printf("system,workers,n,rep,serial_s,parallel_s,ratio\n");
+  std::fflush(stdout);
+
+  {  // warm-up
+    int wn = n < 8 ? n : 8;
+    long got = -1;
+    signed char empty[kMaxN] = {0};
+    bench::run_root([&] { got = nq_par(wn, 0, empty); });
+    if (got != kKnown[wn]) {
+      std::fprintf(stderr, "nqueens_%s: WRONG ANSWER warm-up nqueens(%d) = %ld, expected %ld\n",
+                   BENCH_SYSTEM, wn, got, kKnown[wn]);
+      return 1;
+    }
+  }
+
+  for (int rep = 0; rep < reps; rep++) {
+    signed char empty[kMaxN] = {0};
+    int ns = n;
+    double t0 = bench::now_s();
+    bench::opaque(ns);
+    long rs = nq_serial(ns, 0, empty);
+    bench::keep(rs);
+    double t1 = bench::now_s();
+
+    long rp = -1;
+    double tp = 0;
+    bench::run_root([&] {
+      int np = n;
+      double s0 = bench::now_s();
+      bench::opaque(np);
+      long r = nq_par(np, 0, empty);
+      bench::keep(r);
+      double s1 = bench::now_s();
+      rp = r;
+      tp = s1 - s0;
+    });
+
+    if (rs != want || rp != want) {
+      std::fprintf(stderr,
+                   "nqueens_%s: WRONG ANSWER nqueens(%d): serial %ld, parallel %ld, expected %ld\n",
+                   BENCH_SYSTEM, n, rs, rp, want);
+      return 1;
+    }
+    double ts = t1 - t0;
+    std::printf("%s,%d,%d,%d,%.6f,%.6f,%.4f\n", BENCH_SYSTEM, workers, n, rep, ts, tp,
+                ts > 0 ? tp / ts : 0.0);
+    std::fflush(stdout);
+  }
+  return 0;
+}
