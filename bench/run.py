@@ -7,6 +7,9 @@ was built it runs
 
   fib         fib_<system> N REPS      at each worker count
   spawn_loop  spawn_loop_<system>      with 1 worker
+  create_p    create_p_<system> ITERS MEAS DROP   at each worker count (serial: 1)
+  migration   migration_<system> REPS DROP        at the largest worker count (>= 2; not serial)
+  spreading   spreading_<system> TRIALS LEAVES BUSY_US   at the largest worker count
   nqueens     nqueens_<system> N REPS  at each worker count
   quicksort   quicksort_<system> N CUTOFF REPS          "
   uts         uts_<system> DEPTH MEAN SEED REPS         "
@@ -56,7 +59,7 @@ KERNELS = {
             "bin(n, K, A) of seed 000, 5.5: consume(A); then K times: spawn bin(n-1); "
             "bin(n-1); sync; consume(A). A counts LCG steps (about 1 ns each)"),
 }
-BENCHES = ["fib", "spawn_loop"] + list(KERNELS) + ["million"]
+BENCHES = ["fib", "spawn_loop", "create_p", "migration", "spreading"] + list(KERNELS) + ["million"]
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
@@ -66,6 +69,13 @@ MILLION_COLS = ["n", "workers", "wall_s", "create_s", "arrive_s", "finish_s",
                 "hwm_start_kb", "hwm_end_kb", "rss_peak_kb", "pte_peak_kb",
                 "bytes_per_thread"]
 SPAWN_ITERS, SPAWN_MEAS, SPAWN_DROP = 1000, 31, 5
+MIGRATION_COLS = ["system", "workers", "rep", "child_start_ns", "parent_resume_ns"]
+SPREAD_COLS = ["system", "workers", "trial", "leaf", "start_us"]
+# (iters, measurements, dropped) for create_p; (reps, dropped) for migration;
+# (trials, busy_us) for spreading: default and --quick.
+CREATE_P_ARGS = {False: (1000, 31, 5), True: (100, 4, 1)}
+MIGRATION_ARGS = {False: (10000, 1000), True: (200, 20)}
+SPREAD_ARGS = {False: (30, 1000), True: (3, 200)}
 
 
 def ncpus():
@@ -428,6 +438,163 @@ def kernel_section(k, rows, out):
     return rep
 
 
+def create_p_section(args, rows, out):
+    it, meas, drop = CREATE_P_ARGS[args.quick]
+    rep = ["## create_p: task creation on P workers at once\n"]
+    rep.append(f"Seed 000, 5.3: the root spawns P tasks (P = workers) that meet at a spin barrier "
+               f"and then each run `for {it} times: spawn(null_task); sync;` as one measurement "
+               f"(a barrier before each), {meas} measurements, the first {drop} dropped. "
+               "ns per iteration is the mean over the P tasks of each task's own time per "
+               "iteration; the table gives its median (min, max) over the measurements, and "
+               "*vs 1 worker* the median divided by this system's median at 1 worker.\n")
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["system"], int(r["workers"])), []).append(float(r["ns_per_iter"]))
+    if not groups:
+        return rep + ["No create_p results (see Failures).\n"]
+    table, points = [], []
+    for (sysname, w) in sorted(groups, key=lambda k: (sys_order(k[0]), k[1])):
+        v = groups[(sysname, w)]
+        med = statistics.median(v)
+        one = groups.get((sysname, 1))
+        table.append([sysname, w, len(v), fmt(med), fmt(min(v)), fmt(max(v)),
+                      fmt(med / statistics.median(one)) if one else "n/a"])
+        points.append({"system": sysname, "workers": w, "med": med, "min": min(v),
+                       "max": max(v), "iters": it})
+    rep.append(md_table(["system", "workers", "measurements", "median ns/iter", "min",
+                         "max", "vs 1 worker"], table))
+    rep.append("")
+    if len({w for _, w in groups}) < 2:
+        rep.append("(No plot: one worker count only.)\n")
+    elif plot_with(points, os.path.join(out, "create_p.png"), draw_create_p_plot,
+                   "--draw-create-p-plot"):
+        rep.append("![create_p: ns per task vs workers](create_p.png)\n")
+    else:
+        rep.append("(No plot: matplotlib is not importable, here or in /usr/bin/python3.)\n")
+    return rep
+
+
+def draw_create_p_plot(points, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for s in sorted({p["system"] for p in points}, key=sys_order):
+        ps = sorted((p for p in points if p["system"] == s), key=lambda p: p["workers"])
+        err = [[p["med"] - p["min"] for p in ps], [p["max"] - p["med"] for p in ps]]
+        ax.errorbar([p["workers"] for p in ps], [p["med"] for p in ps], yerr=err, marker="o",
+                    capsize=3, label=s)
+    ax.set_yscale("log")
+    ax.set_xlabel("workers (P tasks creating at once)")
+    ax.set_ylabel("ns per spawn+sync per worker (median, min-max)")
+    ax.set_xticks(sorted({p["workers"] for p in points}))
+    ax.set_title("create_p: task creation on P workers at once (seed 000, 5.3)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def migration_section(args, rows, out):
+    reps, drop = MIGRATION_ARGS[args.quick]
+    rep = ["## migration: time for one task to move\n"]
+    rep.append(f"Seed 000, 5.4.1: the parent records t0 and spawns a child, which records t1 as "
+               "it starts; the parent records t2 when it resumes after the spawn; each then "
+               "waits until the other has started, so one of them must move to the other "
+               f"worker. {reps} repetitions, the first {drop} dropped; CLOCK_MONOTONIC. "
+               "Medians (and 90th percentiles) of t1 - t0 (*child start*) and t2 - t0 "
+               "(*parent resume*). *late* names the larger median: *parent* suggests "
+               "work-first (the child runs at once, the parent's continuation is stolen), "
+               "*child* help-first (the parent goes on, the child is stolen). The larger one is "
+               "the least time to add one to the parallelism. (serial is not run: the handshake "
+               "needs two workers.)\n")
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["system"], int(r["workers"])), []).append(
+            (float(r["child_start_ns"]), float(r["parent_resume_ns"])))
+    if not groups:
+        return rep + ["No migration results (see Failures).\n"]
+
+    def pct(v, q):
+        v = sorted(v)
+        return v[min(len(v) - 1, int(q * len(v)))]
+
+    table, points = [], []
+    for (sysname, w) in sorted(groups, key=lambda k: (sys_order(k[0]), k[1])):
+        v = groups[(sysname, w)]
+        c = [x[0] for x in v]
+        p = [x[1] for x in v]
+        cm, pm = statistics.median(c), statistics.median(p)
+        late = "parent" if pm > cm else "child"
+        table.append([sysname, w, len(v), fmt(cm), fmt(pct(c, 0.9)), fmt(pm), fmt(pct(p, 0.9)),
+                      late, "work-first" if late == "parent" else "help-first"])
+        points.append({"system": sysname, "child": cm, "parent": pm, "workers": w})
+    rep.append(md_table(["system", "workers", "reps", "child start ns (median)", "p90",
+                         "parent resume ns (median)", "p90", "late", "looks like"], table))
+    rep.append("")
+    if plot_with(points, os.path.join(out, "migration.png"), draw_migration_plot,
+                 "--draw-migration-plot"):
+        rep.append("![migration: median child start and parent resume](migration.png)\n")
+    else:
+        rep.append("(No plot: matplotlib is not importable, here or in /usr/bin/python3.)\n")
+    return rep
+
+
+def draw_migration_plot(points, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    points = sorted(points, key=lambda p: sys_order(p["system"]))
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    xs = list(range(len(points)))
+    ax.bar([x - 0.2 for x in xs], [max(p["child"], 1) for p in points], width=0.4,
+           label="child start (t1 - t0)")
+    ax.bar([x + 0.2 for x in xs], [max(p["parent"], 1) for p in points], width=0.4,
+           label="parent resume (t2 - t0)")
+    ax.set_xticks(xs)
+    ax.set_xticklabels([p["system"] for p in points])
+    ax.set_yscale("log")
+    ax.set_ylabel("ns (median)")
+    ax.set_title(f"migration with {points[0]['workers']} workers (seed 000, 5.4.1)")
+    ax.grid(True, axis="y", which="both", alpha=0.3)
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def spreading_section(args, rows):
+    trials, busy = SPREAD_ARGS[args.quick]
+    rep = ["## spreading: tasks reaching P workers\n"]
+    rep.append(f"Seed 000, 5.4.2: a binary tree of spawns with P leaves (P = workers); each leaf "
+               f"records its start time relative to the root's start and busy-waits {busy} us, "
+               f"so the leaves must spread over the workers. {trials} trials. *last leaf* is the "
+               "time until the last leaf started (median, min, max over the trials); *median "
+               "leaf* the median over all leaves and trials. serial runs the same P leaves one "
+               f"after another (about (P-1) x {busy} us): the no-spreading baseline.\n")
+    per = {}
+    for r in rows:
+        per.setdefault((r["system"], int(r["workers"])), {}).setdefault(
+            int(r["trial"]), []).append(float(r["start_us"]))
+    if not per:
+        return rep + ["No spreading results (see Failures).\n"]
+    table = []
+    for (sysname, w) in sorted(per, key=lambda k: (sys_order(k[0]), k[1])):
+        tr = per[(sysname, w)]
+        last = [max(v) for v in tr.values()]
+        allv = [x for v in tr.values() for x in v]
+        table.append([sysname, w, len(next(iter(tr.values()))), len(tr),
+                      fmt(statistics.median(last)), fmt(min(last)), fmt(max(last)),
+                      fmt(statistics.median(allv))])
+    rep.append(md_table(["system", "workers", "leaves", "trials", "last leaf us (median)", "min",
+                         "max", "median leaf us"], table))
+    rep.append("")
+    return rep
+
+
 def md_table(header, rows):
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
@@ -534,6 +701,13 @@ def write_report(args, out, results, runner, started, skipped):
                              "vs ito"], table))
         rep.append("")
 
+    if "create_p" in results:
+        rep.extend(create_p_section(args, results["create_p"], out))
+    if "migration" in results:
+        rep.extend(migration_section(args, results["migration"], out))
+    if "spreading" in results:
+        rep.extend(spreading_section(args, results["spreading"]))
+
     for k in KERNELS:
         if k in results:
             rep.extend(kernel_section(k, results[k], out))
@@ -589,6 +763,10 @@ def main(argv):
         return 0 if draw_fib_plot(json.load(sys.stdin), argv[1]) else 1
     if len(argv) == 2 and argv[0] == "--draw-speedup-plot":  # internal: see plot_speedup
         return 0 if draw_speedup_plot(json.load(sys.stdin), argv[1]) else 1
+    if len(argv) == 2 and argv[0] == "--draw-create-p-plot":  # internal: see create_p_section
+        return 0 if draw_create_p_plot(json.load(sys.stdin), argv[1]) else 1
+    if len(argv) == 2 and argv[0] == "--draw-migration-plot":  # internal: see migration_section
+        return 0 if draw_migration_plot(json.load(sys.stdin), argv[1]) else 1
     args = parse_args(argv)
     args.bindir = os.path.abspath(args.bindir)
     out = os.path.abspath(args.out)
@@ -620,6 +798,41 @@ def main(argv):
             plan.append(("spawn_loop", f"spawn_loop {s} workers=1",
                          [b, str(SPAWN_ITERS), str(SPAWN_MEAS), str(SPAWN_DROP)],
                          worker_env(1), SPAWN_COLS, SPAWN_MEAS - SPAWN_DROP))
+    if "create_p" in args.benches:
+        it, meas, drop = CREATE_P_ARGS[args.quick]
+        for s in SYSTEMS:
+            b = find_binary(args.bindir, f"create_p_{s}")
+            if not b:
+                skipped.append(f"create_p_{s}")
+                continue
+            for w in ([1] if s == "serial" else args.workers):
+                plan.append(("create_p", f"create_p {s} workers={w}",
+                             [b, str(it), str(meas), str(drop)], worker_env(w), SPAWN_COLS,
+                             meas - drop))
+    if "migration" in args.benches:
+        reps, drop = MIGRATION_ARGS[args.quick]
+        w = max(2, max(args.workers))
+        for s in SYSTEMS:
+            if s == "serial":  # the handshake needs two workers
+                continue
+            b = find_binary(args.bindir, f"migration_{s}")
+            if not b:
+                skipped.append(f"migration_{s}")
+                continue
+            plan.append(("migration", f"migration {s} workers={w}", [b, str(reps), str(drop)],
+                         worker_env(w), MIGRATION_COLS, reps - drop))
+    if "spreading" in args.benches:
+        trials, busy = SPREAD_ARGS[args.quick]
+        w = max(args.workers)
+        for s in SYSTEMS:
+            b = find_binary(args.bindir, f"spreading_{s}")
+            if not b:
+                skipped.append(f"spreading_{s}")
+                continue
+            # serial runs the same w leaves one after another: the baseline
+            plan.append(("spreading", f"spreading {s} workers={w}",
+                         [b, str(trials), str(w), str(busy)], worker_env(w), SPREAD_COLS,
+                         trials * w))
     for k, (params, _, _, _) in KERNELS.items():
         if k not in args.benches:
             continue
@@ -665,7 +878,8 @@ def main(argv):
                     break
         results[bench].extend(rows)
 
-    cols = {"fib": FIB_COLS, "spawn_loop": SPAWN_COLS, "million": MILLION_COLS}
+    cols = {"fib": FIB_COLS, "spawn_loop": SPAWN_COLS, "million": MILLION_COLS,
+            "create_p": SPAWN_COLS, "migration": MIGRATION_COLS, "spreading": SPREAD_COLS}
     cols.update({k: kernel_cols(k) for k in KERNELS})
     for bench, rows in results.items():
         write_csv(os.path.join(out, f"{bench}.csv"), cols[bench], rows)
