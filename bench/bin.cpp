@@ -110,24 +110,18 @@ int main(int argc, char **argv) {
   }
 
   for (int rep = 0; rep < reps; rep++) {
-    int ns = n;
-    double t0 = bench::now_s();
-    bench::opaque(ns);
-    std::uint64_t rs = bin_serial(ns, k, a);
-    bench::keep(rs);
-    double t1 = bench::now_s();
-
-    std::uint64_t rp = 0;
-    double tp = 0;
-    bench::run_root([&] {
-      int np = n;
-      double s0 = bench::now_s();
-      bench::opaque(np);
-      std::uint64_t r = bin_par(np, k, a);
-      bench::keep(r);
-      double s1 = bench::now_s();
-      rp = r;
-      tp = s1 - s0;
+    std::uint64_t rs = 0, rp = 0;
+    double ts = bench::seconds([&] {
+      int x = n;
+      bench::opaque(x);
+      rs = bin_serial(x, k, a);
+      bench::keep(rs);
+    });
+    double tp = bench::seconds_on_root([&] {
+      int x = n;
+      bench::opaque(x);
+      rp = bin_par(x, k, a);
+      bench::keep(rp);
     });
 
     if (rs != want || rp != want) {
@@ -138,7 +132,6 @@ int main(int argc, char **argv) {
                    (unsigned long long)want);
       return 1;
     }
-    double ts = t1 - t0;
     std::printf("%s,%d,%d,%d,%ld,%d,%.6f,%.6f,%.4f\n", BENCH_SYSTEM, workers, n, k, a, rep, ts, tp,
                 ts > 0 ? tp / ts : 0.0);
     std::fflush(stdout);

@@ -100,24 +100,18 @@ int main(int argc, char **argv) {
 
   for (int rep = 0; rep < reps; rep++) {
     signed char empty[kMaxN] = {0};
-    int ns = n;
-    double t0 = bench::now_s();
-    bench::opaque(ns);
-    long rs = nq_serial(ns, 0, empty);
-    bench::keep(rs);
-    double t1 = bench::now_s();
-
-    long rp = -1;
-    double tp = 0;
-    bench::run_root([&] {
-      int np = n;
-      double s0 = bench::now_s();
-      bench::opaque(np);
-      long r = nq_par(np, 0, empty);
-      bench::keep(r);
-      double s1 = bench::now_s();
-      rp = r;
-      tp = s1 - s0;
+    long rs = -1, rp = -1;
+    double ts = bench::seconds([&] {
+      int x = n;
+      bench::opaque(x);
+      rs = nq_serial(x, 0, empty);
+      bench::keep(rs);
+    });
+    double tp = bench::seconds_on_root([&] {
+      int x = n;
+      bench::opaque(x);
+      rp = nq_par(x, 0, empty);
+      bench::keep(rp);
     });
 
     if (rs != want || rp != want) {
@@ -126,7 +120,6 @@ int main(int argc, char **argv) {
                    BENCH_SYSTEM, n, rs, rp, want);
       return 1;
     }
-    double ts = t1 - t0;
     std::printf("%s,%d,%d,%d,%.6f,%.6f,%.4f\n", BENCH_SYSTEM, workers, n, rep, ts, tp,
                 ts > 0 ? tp / ts : 0.0);
     std::fflush(stdout);

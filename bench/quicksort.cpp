@@ -19,13 +19,6 @@
 
 namespace {
 
-inline std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
 // Hoare partition of a[lo..hi] (inclusive) around the median of three, moved
 // to a[lo]. Returns j with lo <= j < hi: a[lo..j] <= pivot <= a[j+1..hi].
 inline long partition(int *a, long lo, long hi) {
@@ -76,7 +69,7 @@ digest digest_of(const std::vector<int> &v) {
   digest d;
   for (int x : v) {
     d.sum += static_cast<std::uint64_t>(static_cast<std::int64_t>(x));
-    d.hsum += splitmix64(static_cast<std::uint32_t>(x));
+    d.hsum += bench::splitmix64(static_cast<std::uint32_t>(x));
   }
   return d;
 }
@@ -98,7 +91,7 @@ int main(int argc, char **argv) {
   std::vector<int> input(static_cast<std::size_t>(n));
   for (long i = 0; i < n; i++)
     input[static_cast<std::size_t>(i)] =
-        static_cast<int>(static_cast<std::uint32_t>(splitmix64(0x5EEDull * 1000003 + static_cast<std::uint64_t>(i))));
+        static_cast<int>(static_cast<std::uint32_t>(bench::splitmix64(0x5EEDull * 1000003 + static_cast<std::uint64_t>(i))));
   const digest want = digest_of(input);
   std::vector<int> ws(input.size()), wp(input.size());
 
@@ -120,23 +113,18 @@ int main(int argc, char **argv) {
 
   for (int rep = 0; rep < reps; rep++) {
     ws = input;
-    int *ds = ws.data();
-    double t0 = bench::now_s();
-    bench::opaque(ds);
-    qs_serial(ds, 0, n - 1, cutoff);
-    bench::keep(ds);
-    double t1 = bench::now_s();
-
     wp = input;
-    double tp = 0;
-    bench::run_root([&] {
-      int *dp = wp.data();
-      double s0 = bench::now_s();
-      bench::opaque(dp);
-      qs_par(dp, 0, n - 1, cutoff);
-      bench::keep(dp);
-      double s1 = bench::now_s();
-      tp = s1 - s0;
+    double ts = bench::seconds([&] {
+      int *d = ws.data();
+      bench::opaque(d);
+      qs_serial(d, 0, n - 1, cutoff);
+      bench::keep(d);
+    });
+    double tp = bench::seconds_on_root([&] {
+      int *d = wp.data();
+      bench::opaque(d);
+      qs_par(d, 0, n - 1, cutoff);
+      bench::keep(d);
     });
 
     const char *es = check(ws, want), *ep = check(wp, want);
@@ -145,7 +133,6 @@ int main(int argc, char **argv) {
                    BENCH_SYSTEM, n, *es ? es : "ok", *ep ? ep : "ok");
       return 1;
     }
-    double ts = t1 - t0;
     std::printf("%s,%d,%ld,%ld,%d,%.6f,%.6f,%.4f\n", BENCH_SYSTEM, workers, n, cutoff, rep, ts, tp,
                 ts > 0 ? tp / ts : 0.0);
     std::fflush(stdout);

@@ -1,6 +1,6 @@
 // Unbalanced tree search: count the nodes of a geometric tree (UTS "T1"-like
 // shape). Every node has an id; the root's is the seed and child i of node x
-// has id splitmix64(x ^ splitmix64(i + 1)). A node at depth < d has
+// has id bench::splitmix64(x ^ bench::splitmix64(i + 1)). A node at depth < d has
 // floor(log(u) / log(1 - p)) children, u in (0,1] drawn from its id and
 // p = 1 / (1 + mean): geometric with the given mean. Nodes at depth d are leaves.
 //
@@ -21,26 +21,19 @@
 
 namespace {
 
-inline std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
 struct params {
   int depth;
   double log1mp;  // log(1 - p)
 };
 
 inline std::uint64_t child_id(std::uint64_t id, int i) {
-  return splitmix64(id ^ splitmix64(static_cast<std::uint64_t>(i) + 1));
+  return bench::splitmix64(id ^ bench::splitmix64(static_cast<std::uint64_t>(i) + 1));
 }
 
 inline int num_children(const params &pr, std::uint64_t id, int d) {
   if (d >= pr.depth) return 0;
   // u in (0, 1]: 53 bits of a second hash of the id.
-  double u = (static_cast<double>(splitmix64(id ^ 0xC0FFEEull) >> 11) + 1.0) * 0x1.0p-53;
+  double u = (static_cast<double>(bench::splitmix64(id ^ 0xC0FFEEull) >> 11) + 1.0) * 0x1.0p-53;
   int k = static_cast<int>(std::floor(std::log(u) / pr.log1mp));
   return k < 1000 ? k : 1000;
 }
@@ -90,7 +83,7 @@ int main(int argc, char **argv) {
   const long seed = bench::arg_long(argc, argv, 3, 19, 0, 1L << 62);
   const int reps = static_cast<int>(bench::arg_long(argc, argv, 4, 3, 1, 100000));
   const params pr{depth, std::log(1.0 - 1.0 / (1.0 + mean))};
-  const std::uint64_t root = splitmix64(static_cast<std::uint64_t>(seed));
+  const std::uint64_t root = bench::splitmix64(static_cast<std::uint64_t>(seed));
 
   const int workers = bench::init_workers();
   bench::print_meta("uts", BENCH_SYSTEM, workers);
@@ -109,25 +102,18 @@ int main(int argc, char **argv) {
 
   bool printed = false;
   for (int rep = 0; rep < reps; rep++) {
-    result rs;
-    std::uint64_t rid = root;
-    double t0 = bench::now_s();
-    bench::opaque(rid);
-    uts_serial(pr, rid, 0, rs);
-    bench::keep(rs.nodes);
-    double t1 = bench::now_s();
-
-    result rp;
-    double tp = 0;
-    bench::run_root([&] {
-      std::uint64_t pid = root;
-      double s0 = bench::now_s();
-      bench::opaque(pid);
-      result r = uts_par(pr, pid, 0);
-      bench::keep(r.nodes);
-      double s1 = bench::now_s();
-      rp = r;
-      tp = s1 - s0;
+    result rs, rp;
+    double ts = bench::seconds([&] {
+      std::uint64_t id = root;
+      bench::opaque(id);
+      uts_serial(pr, id, 0, rs);
+      bench::keep(rs.nodes);
+    });
+    double tp = bench::seconds_on_root([&] {
+      std::uint64_t id = root;
+      bench::opaque(id);
+      rp = uts_par(pr, id, 0);
+      bench::keep(rp.nodes);
     });
 
     if (rs.nodes != rp.nodes || rs.idsum != rp.idsum) {
@@ -144,7 +130,6 @@ int main(int argc, char **argv) {
       std::printf("system,workers,depth,mean,seed,rep,serial_s,parallel_s,ratio\n");
       printed = true;
     }
-    double ts = t1 - t0;
     std::printf("%s,%d,%d,%d,%ld,%d,%.6f,%.6f,%.4f\n", BENCH_SYSTEM, workers, depth, mean, seed, rep,
                 ts, tp, ts > 0 ? tp / ts : 0.0);
     std::fflush(stdout);

@@ -34,6 +34,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+
+#include "util.hpp"
 #include <new>
 #include <type_traits>
 #include <utility>
@@ -284,5 +286,23 @@ void run_root(F &&f) {
 #define BENCH_SYNC(tg) _Pragma("omp taskwait")
 
 #endif
+
+namespace bench {
+// Seconds one call of f takes. f hides its argument (opaque) and keeps its
+// result (keep) inside the timed region, so neither is optimised away.
+template <class F>
+double seconds(F &&f) {
+  double t0 = now_s();
+  f();
+  return now_s() - t0;
+}
+// The same, on the runtime's root thread (where SPAWN may be used).
+template <class F>
+double seconds_on_root(F &&f) {
+  double t = 0;
+  run_root([&] { t = seconds(f); });
+  return t;
+}
+}  // namespace bench
 
 #endif  // BENCH_COMMON_SPAWN_HPP

@@ -33,6 +33,14 @@ inline long arg_long(int argc, char **argv, int i, long dflt, long lo, long hi) 
   return v;
 }
 
+// A fixed, well-mixed hash (splitmix64) for seeded data and tree ids.
+inline std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
 // Keeps the compiler from knowing v (before a call) or from dropping it (after).
 template <class T>
 inline void opaque(T &v) {
