@@ -25,41 +25,11 @@
 
 #include "common/spawn.hpp"
 #include "common/util.hpp"
+#include "common/create_loop.hpp"
 
-__attribute__((noinline)) static void null_task() { __asm__ volatile(""); }
-
-__attribute__((noinline)) static void count_task(long *c) {
-  __atomic_fetch_add(c, 1, __ATOMIC_RELAXED);
-}
-
-__attribute__((noinline)) static void create_many(long iters) {
-  BENCH_TASK_GROUP(tg);
-  for (long i = 0; i < iters; i++) {
-    BENCH_SPAWN(tg, null_task());
-    BENCH_SYNC(tg);
-  }
-}
-
-__attribute__((noinline)) static long create_many_checked(long iters, long *counter) {
-  long bad = -1;
-  BENCH_TASK_GROUP(tg);
-  for (long i = 0; i < iters; i++) {
-    BENCH_SPAWN(tg, count_task(counter));
-    BENCH_SYNC(tg);
-    if (bad < 0 && __atomic_load_n(counter, __ATOMIC_RELAXED) != i + 1) bad = i;
-  }
-  return bad;
-}
 
 namespace {
 
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  __asm__ volatile("yield");
-#endif
-}
 
 // Sense-reversing barrier for n participants: bounded spin, then sched_yield.
 class spin_barrier {
@@ -72,24 +42,11 @@ class spin_barrier {
       gen_.fetch_add(1, std::memory_order_release);
       return;
     }
-    std::int64_t deadline = 0;
-    for (long spins = 0; gen_.load(std::memory_order_acquire) == gen; spins++) {
-      if (spins < 4096) {
-        cpu_relax();
-        continue;
-      }
-      sched_yield();
-      if ((spins & 1023) == 0) {
-        std::int64_t now = bench::now_ns();
-        if (deadline == 0) {
-          deadline = now + 120LL * 1000000000;
-        } else if (now > deadline) {
-          std::fprintf(stderr, "create_p_%s: barrier: only %d of %d tasks arrived in 120 s\n",
-                       BENCH_SYSTEM, count_.load(), n_);
-          std::exit(4);
-        }
-      }
-    }
+    bench::spin_until([&] { return gen_.load(std::memory_order_acquire) != gen; }, 120, [&] {
+      std::fprintf(stderr, "create_p_%s: barrier: only %d of %d tasks arrived in 120 s\n",
+                   BENCH_SYSTEM, count_.load(), n_);
+      std::exit(4);
+    });
   }
 
  private:

@@ -23,35 +23,15 @@
 
 namespace {
 
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  __asm__ volatile("yield");
-#endif
-}
 
 // Waits until *flag is nonzero: bounded spin, then sched_yield; exits after
 // 60 s rather than hang (e.g. a system that runs both on one worker).
 void wait_flag(const std::atomic<int> *flag, const char *who) {
-  std::int64_t deadline = 0;
-  for (long spins = 0; flag->load(std::memory_order_acquire) == 0; spins++) {
-    if (spins < 4096) {
-      cpu_relax();
-      continue;
-    }
-    sched_yield();
-    if ((spins & 1023) == 0) {
-      std::int64_t now = bench::now_ns();
-      if (deadline == 0) {
-        deadline = now + 60LL * 1000000000;
-      } else if (now > deadline) {
-        std::fprintf(stderr, "migration_%s: the %s waited 60 s for the other task\n",
-                     BENCH_SYSTEM, who);
-        std::exit(4);
-      }
-    }
-  }
+  bench::spin_until([&] { return flag->load(std::memory_order_acquire) != 0; }, 60, [&] {
+    std::fprintf(stderr, "migration_%s: the %s waited 60 s for the other task\n", BENCH_SYSTEM,
+                 who);
+    std::exit(4);
+  });
 }
 
 struct rep_state {

@@ -3,6 +3,8 @@
 #ifndef BENCH_COMMON_UTIL_HPP
 #define BENCH_COMMON_UTIL_HPP
 
+#include <sched.h>
+
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -39,6 +41,36 @@ inline std::uint64_t splitmix64(std::uint64_t x) {
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
   return x ^ (x >> 31);
+}
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ volatile("yield");
+#endif
+}
+
+// Waits until done() is true: a bounded spin, then sched_yield between
+// checks; after timeout_s seconds calls on_timeout() (which should report
+// and exit) rather than hang.
+template <class Done, class Timeout>
+void spin_until(Done done, int timeout_s, Timeout on_timeout) {
+  std::int64_t deadline = 0;
+  for (long spins = 0; !done(); spins++) {
+    if (spins < 4096) {
+      cpu_relax();
+      continue;
+    }
+    sched_yield();
+    if ((spins & 1023) == 0) {
+      std::int64_t now = now_ns();
+      if (deadline == 0)
+        deadline = now + static_cast<std::int64_t>(timeout_s) * 1000000000;
+      else if (now > deadline)
+        on_timeout();
+    }
+  }
 }
 
 // Keeps the compiler from knowing v (before a call) or from dropping it (after).
