@@ -295,6 +295,13 @@ def plot_fib(summary, path):
     return plot_with(points, path, draw_fib_plot, "--draw-fib-plot")
 
 
+def plot_link(drawn, png, caption):
+    """The report's line for a plot: a link to it, or why there is none."""
+    if drawn:
+        return f"![{caption}]({png})\n"
+    return "(No plot: matplotlib is not importable, here or in /usr/bin/python3.)\n"
+
+
 def plot_with(points, path, draw, flag):
     """draw(points, path) here, or in a system python3 that has matplotlib."""
     try:
@@ -431,10 +438,9 @@ def kernel_section(k, rows, out):
     png = f"{k}_speedup.png"
     if len({w for _, w in s}) < 2:
         rep.append("(No plot: one worker count only.)\n")
-    elif plot_speedup(k, s, os.path.join(out, png)):
-        rep.append(f"![{k}: speedup vs workers]({png})\n")
     else:
-        rep.append("(No plot: matplotlib is not importable, here or in /usr/bin/python3.)\n")
+        rep.append(plot_link(plot_speedup(k, s, os.path.join(out, png)), png,
+                             f"{k}: speedup vs workers"))
     return rep
 
 
@@ -466,11 +472,10 @@ def create_p_section(args, rows, out):
     rep.append("")
     if len({w for _, w in groups}) < 2:
         rep.append("(No plot: one worker count only.)\n")
-    elif plot_with(points, os.path.join(out, "create_p.png"), draw_create_p_plot,
-                   "--draw-create-p-plot"):
-        rep.append("![create_p: ns per task vs workers](create_p.png)\n")
     else:
-        rep.append("(No plot: matplotlib is not importable, here or in /usr/bin/python3.)\n")
+        drawn = plot_with(points, os.path.join(out, "create_p.png"), draw_create_p_plot,
+                          "--draw-create-p-plot")
+        rep.append(plot_link(drawn, "create_p.png", "create_p: ns per task vs workers"))
     return rep
 
 
@@ -534,11 +539,9 @@ def migration_section(args, rows, out):
     rep.append(md_table(["system", "workers", "reps", "child start ns (median)", "p90",
                          "parent resume ns (median)", "p90", "late", "looks like"], table))
     rep.append("")
-    if plot_with(points, os.path.join(out, "migration.png"), draw_migration_plot,
-                 "--draw-migration-plot"):
-        rep.append("![migration: median child start and parent resume](migration.png)\n")
-    else:
-        rep.append("(No plot: matplotlib is not importable, here or in /usr/bin/python3.)\n")
+    drawn = plot_with(points, os.path.join(out, "migration.png"), draw_migration_plot,
+                      "--draw-migration-plot")
+    rep.append(plot_link(drawn, "migration.png", "migration: median child start and parent resume"))
     return rep
 
 
@@ -674,11 +677,8 @@ def write_report(args, out, results, runner, started, skipped):
                         sp.append([sysname, fmt(a["par_med"] / b["par_med"])])
                 rep.append(md_table(["system", "speedup 2 vs 1"], sp))
                 rep.append("")
-            png = os.path.join(out, "fib.png")
-            if plot_fib(s, png):
-                rep.append("![fib: time relative to serial vs workers](fib.png)\n")
-            else:
-                rep.append("(No plot: matplotlib is not importable, here or in /usr/bin/python3.)\n")
+            rep.append(plot_link(plot_fib(s, os.path.join(out, "fib.png")), "fib.png",
+                                 "fib: time relative to serial vs workers"))
 
     if "spawn_loop" in results:
         rows = results["spawn_loop"]
