@@ -410,6 +410,23 @@ def draw_speedup_plot(points, path):
     return True
 
 
+def ratio_table(s):
+    """The table fib and every kernel report: per system and worker count, the
+    serial and parallel medians, the ratio to serial, the speedup over 1 worker
+    and the time relative to ito's at the same worker count."""
+    table = []
+    for (sysname, w), v in s.items():
+        one = s.get((sysname, 1))
+        speed = one["par_med"] / v["par_med"] if one and v["par_med"] > 0 else None
+        ito = s.get(("ito", w))
+        vs_ito = v["par_med"] / ito["par_med"] if ito and ito["par_med"] > 0 else None
+        table.append([sysname, w, v["reps"], fmt(v["serial_med"] * 1e3), fmt(v["par_med"] * 1e3),
+                      fmt(v["ratio_med"]), f"{fmt(v['ratio_min'])} - {fmt(v['ratio_max'])}",
+                      fmt(speed), fmt(vs_ito)])
+    return md_table(["system", "workers", "reps", "serial ms", "parallel ms", "ratio",
+                     "ratio min - max", "speedup", "vs ito"], table)
+
+
 def kernel_section(k, rows, out):
     rep = [f"## {k}\n"]
     s = kernel_summary(k, rows)
@@ -423,17 +440,7 @@ def kernel_section(k, rows, out):
                "repetitions). *speedup* is the median parallel time at 1 worker divided by that "
                "at this worker count. *vs ito* is the median parallel time divided by ito's "
                "(task_group) at the same worker count.\n")
-    table = []
-    for (sysname, w), v in s.items():
-        one = s.get((sysname, 1))
-        speed = one["par_med"] / v["par_med"] if one and v["par_med"] > 0 else None
-        ito = s.get(("ito", w))
-        vs_ito = v["par_med"] / ito["par_med"] if ito and ito["par_med"] > 0 else None
-        table.append([sysname, w, v["reps"], fmt(v["serial_med"] * 1e3), fmt(v["par_med"] * 1e3),
-                      fmt(v["ratio_med"]), f"{fmt(v['ratio_min'])} - {fmt(v['ratio_max'])}",
-                      fmt(speed), fmt(vs_ito)])
-    rep.append(md_table(["system", "workers", "reps", "serial ms", "parallel ms", "ratio",
-                         "ratio min - max", "speedup", "vs ito"], table))
+    rep.append(ratio_table(s))
     rep.append("")
     png = f"{k}_speedup.png"
     if len({w for _, w in s}) < 2:
@@ -655,18 +662,7 @@ def write_report(args, out, results, runner, started, skipped):
                        "parallel time at 1 worker divided by that at this worker count. *vs ito* is "
                        "the median parallel time divided by ito's (task_group) at the same worker "
                        "count.\n")
-            table = []
-            for (sysname, w), v in s.items():
-                one = s.get((sysname, 1))
-                speed = one["par_med"] / v["par_med"] if one and v["par_med"] > 0 else None
-                ito = s.get(("ito", w))
-                vs_ito = v["par_med"] / ito["par_med"] if ito and ito["par_med"] > 0 else None
-                table.append([sysname, w, v["reps"], fmt(v["serial_med"] * 1e3),
-                              fmt(v["par_med"] * 1e3),
-                              fmt(v["ratio_med"]), f"{fmt(v['ratio_min'])} - {fmt(v['ratio_max'])}",
-                              fmt(speed), fmt(vs_ito)])
-            rep.append(md_table(["system", "workers", "reps", "serial ms", "parallel ms", "ratio",
-                                 "ratio min - max", "speedup", "vs ito"], table))
+            rep.append(ratio_table(s))
             rep.append("")
             if any(w == 2 for _, w in s) and any(w == 1 for _, w in s):
                 rep.append("Speedup from 1 to 2 workers (median parallel time at 1 / at 2):\n")
