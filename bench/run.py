@@ -259,8 +259,10 @@ def fmt(x, digits=3):
     return f"{x:.{digits}g}"
 
 
-def fib_summary(rows):
-    """(system, workers) -> dict of medians/min/max, ordered by system then workers."""
+def ratio_summary(rows, extra):
+    """(system, workers) -> medians, min and max of the serial/parallel CSV rows
+    of one benchmark, ordered by system then workers; extra(group) adds the
+    benchmark's own fields (its parameters)."""
     groups = {}
     for r in rows:
         groups.setdefault((r["system"], int(r["workers"])), []).append(r)
@@ -270,14 +272,18 @@ def fib_summary(rows):
         ratios = [float(r["ratio"]) for r in g]
         out[key] = {
             "reps": len(g),
-            "n": int(g[0]["n"]),
             "serial_med": statistics.median(float(r["serial_s"]) for r in g),
             "par_med": statistics.median(float(r["parallel_s"]) for r in g),
             "ratio_med": statistics.median(ratios),
             "ratio_min": min(ratios),
             "ratio_max": max(ratios),
+            **extra(g),
         }
     return out
+
+
+def fib_summary(rows):
+    return ratio_summary(rows, lambda g: {"n": int(g[0]["n"])})
 
 
 def sys_order(s):
@@ -354,24 +360,8 @@ def kernel_cols(k):
 
 
 def kernel_summary(k, rows):
-    """Like fib_summary, for a kernel: (system, workers) -> medians, with its parameters."""
-    groups = {}
-    for r in rows:
-        groups.setdefault((r["system"], int(r["workers"])), []).append(r)
-    out = {}
-    for key in sorted(groups, key=lambda kk: (sys_order(kk[0]), kk[1])):
-        g = groups[key]
-        ratios = [float(r["ratio"]) for r in g]
-        out[key] = {
-            "reps": len(g),
-            "params": ", ".join(f"{c}={g[0][c]}" for c in KERNELS[k][0]),
-            "serial_med": statistics.median(float(r["serial_s"]) for r in g),
-            "par_med": statistics.median(float(r["parallel_s"]) for r in g),
-            "ratio_med": statistics.median(ratios),
-            "ratio_min": min(ratios),
-            "ratio_max": max(ratios),
-        }
-    return out
+    return ratio_summary(
+        rows, lambda g: {"params": ", ".join(f"{c}={g[0][c]}" for c in KERNELS[k][0])})
 
 
 def plot_speedup(k, summary, path):
