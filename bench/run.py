@@ -259,13 +259,19 @@ def fmt(x, digits=3):
     return f"{x:.{digits}g}"
 
 
+def group_rows(rows, value=lambda r: r):
+    """(system, workers) -> [value(row), ...] over a benchmark's CSV rows."""
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["system"], int(r["workers"])), []).append(value(r))
+    return groups
+
+
 def ratio_summary(rows, extra):
     """(system, workers) -> medians, min and max of the serial/parallel CSV rows
     of one benchmark, ordered by system then workers; extra(group) adds the
     benchmark's own fields (its parameters)."""
-    groups = {}
-    for r in rows:
-        groups.setdefault((r["system"], int(r["workers"])), []).append(r)
+    groups = group_rows(rows)
     out = {}
     for key in sorted(groups, key=lambda k: (sys_order(k[0]), k[1])):
         g = groups[key]
@@ -450,9 +456,7 @@ def create_p_section(args, rows, out):
                "ns per iteration is the mean over the P tasks of each task's own time per "
                "iteration; the table gives its median (min, max) over the measurements, and "
                "*vs 1 worker* the median divided by this system's median at 1 worker.\n")
-    groups = {}
-    for r in rows:
-        groups.setdefault((r["system"], int(r["workers"])), []).append(float(r["ns_per_iter"]))
+    groups = group_rows(rows, lambda r: float(r["ns_per_iter"]))
     if not groups:
         return rep + ["No create_p results (see Failures).\n"]
     table, points = [], []
@@ -512,10 +516,7 @@ def migration_section(args, rows, out):
                "*child* help-first (the parent goes on, the child is stolen). The larger one is "
                "the least time to add one to the parallelism. (serial is not run: the handshake "
                "needs two workers.)\n")
-    groups = {}
-    for r in rows:
-        groups.setdefault((r["system"], int(r["workers"])), []).append(
-            (float(r["child_start_ns"]), float(r["parent_resume_ns"])))
+    groups = group_rows(rows, lambda r: (float(r["child_start_ns"]), float(r["parent_resume_ns"])))
     if not groups:
         return rep + ["No migration results (see Failures).\n"]
 
@@ -672,9 +673,7 @@ def write_report(args, out, results, runner, started, skipped):
         rep.append(f"`for {SPAWN_ITERS} times: spawn(null_task); sync;` timed as one measurement, "
                    f"{SPAWN_MEAS} measurements, the first {SPAWN_DROP} dropped (seed 000, 5.1-5.2). "
                    "Nanoseconds per iteration (one spawn + one sync):\n")
-        groups = {}
-        for r in rows:
-            groups.setdefault((r["system"], int(r["workers"])), []).append(float(r["ns_per_iter"]))
+        groups = group_rows(rows, lambda r: float(r["ns_per_iter"]))
         ito = groups.get(("ito", 1))
         ito_med = statistics.median(ito) if ito else None
         table = []
