@@ -229,11 +229,14 @@ static void resume_creator(worker *w, fiber *f) {
   ito__resume(&f->start, (void *)(uintptr_t)f->start.regs[REC_SP]);
 }
 
-/* The thread's function returned (or it called ito_exit). */
-static inline void thread_end(ithread *t, void *result) {
+/* The thread's function returned (or it called ito_exit); returns the worker
+ * it now runs on (destructors may have moved it). */
+static inline worker *thread_end(ithread *t, void *result) {
   if (t->keys) run_key_destructors(t);
   t->result = result;
-  live_add(cur_worker(), -1);
+  worker *w = cur_worker();
+  live_add(w, -1);
+  return w;
 }
 
 /* Ends the running thread from anywhere on its stack (ito_exit, and threads
@@ -242,8 +245,7 @@ static void thread_finish(void *result) __attribute__((noreturn));
 static void thread_finish(void *result) {
   worker *w = cur_worker();
   ithread *t = w->cur->thread;
-  thread_end(t, result);
-  w = cur_worker();
+  w = thread_end(t, result);
   fiber *f = w->cur;
   if (f->create_worker) resume_creator(w, f);
   ito__exit_fiber(w, f);
@@ -319,11 +321,7 @@ static void create_body(void *p, void *fnp, void *arg) {
   w->cur = f;
   atomic_store_explicit(&w->tail, t + 1, memory_order_release);
   ithread *th = f->thread;
-  void *r = fn(arg); /* fn and arg came in registers, not through th */
-  if (th->keys) run_key_destructors(th);
-  th->result = r;
-  w = cur_worker();
-  live_add(w, -1);
+  w = thread_end(th, fn(arg)); /* fn and arg came in registers, not through th */
   if (reclaim_creator(w, f)) {
     fiber *parent = f->start.fiber;
     w->cur = parent;
