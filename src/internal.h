@@ -26,6 +26,16 @@
 #define STORE_RLX(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
 #define STORE_REL(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 
+/* A full memory barrier. On x86-64 a locked no-op on the stack: about 5 ns
+ * here, where mfence costs 25. */
+static inline void full_fence(void) {
+#if defined(__x86_64__)
+  __asm__ volatile("lock orq $0, (%%rsp)" ::: "memory", "cc");
+#else
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
 static inline void cpu_relax(void) {
 #if defined(__x86_64__)
   __asm__ volatile("pause" ::: "memory");
@@ -132,7 +142,7 @@ typedef struct worker {
   void (*post_fn)(void *);          /* run right after the next switch lands */
   void *post_arg;
   int id;
-  int pad0_;
+  int fence_pops;                   /* > 0: the owner's pops fence (thieves then need no membarrier) */
   char pad1[CACHELINE - 56];
 
   _Atomic uint64_t head;
@@ -167,6 +177,12 @@ typedef struct worker {
   size_t native_size;
   int mail_lock;
   fiber *mail;                      /* fibers that must run on this worker */
+  /* idle state (docs/idle.md) */
+  int spinning;                     /* counted in S of ito__rt_idle; own field */
+  int ws_hint;                      /* worker to try first after a wake-up, or -1 */
+  int on_list;                      /* on the sleeper list (sleep_lock) */
+  int wake_word;                    /* futex: 0 while asleep, 1 once woken */
+  struct worker *sleep_next;        /* sleeper list link (sleep_lock) */
 } worker;
 
 /* what a fiber asks of the scheduler when it switches to it */
@@ -198,9 +214,11 @@ typedef struct runtime {
   int guard_mode;                   /* 0 auto, 1 always, 2 never */
   long guard_budget;                /* guarded stacks we may still create */
   _Atomic long live_outside;        /* threads created by non-workers, minus those ended there */
-  _Atomic int idle_seq;             /* futex word: bumped when work appears */
-  _Atomic int sleepers;
   _Atomic int stop;
+  int wait_active;                  /* ITO_WAIT_POLICY=active: never sleep */
+  long spin_ns;                     /* ITO_SPIN_US, in ns */
+  int sleep_lock;                   /* guards the sleeper list and Z */
+  worker *sleep_top;                /* the sleeper list */
   _Atomic unsigned rr;              /* round robin for submissions from outside */
   int init_lock;
   int root_is_main;
@@ -218,6 +236,19 @@ extern runtime ito__rt HIDDEN;
  * (read by the assembly fork path, hence its own variable). */
 extern int ito__rt_asym_fence HIDDEN;
 extern __thread worker *ito__tls_worker HIDDEN;
+
+/* The idle word, S << 32 | Z: spinning and sleeping workers (docs/idle.md).
+ * A publisher of work must wake somebody when 0 < word < 2^32. On its own
+ * cache line; the assembly fork path reads it. */
+struct ito_idle_word {
+  uint64_t v;
+  char pad[CACHELINE - 8];
+} __attribute__((aligned(CACHELINE)));
+extern struct ito_idle_word ito__rt_idle HIDDEN;
+#define IDLE_SPIN_ONE (1ULL << 32)
+/* Pops that fence after the owner sees a spinner or wakes a sleeper (the
+ * assembly repeats it). */
+#define FENCE_WINDOW 64
 
 /* The current worker, read afresh: a lightweight thread may move between OS
  * threads at any call that can switch, so the compiler must not reuse a TLS
@@ -245,7 +276,6 @@ static inline worker *cur_worker(void) {
 /* runtime.c */
 HIDDEN int ito__ensure(void);
 HIDDEN void ito__fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
-HIDDEN void ito__wake_idle(int n);
 HIDDEN long ito__futex_wait(int *addr, int val, const struct timespec *rel);
 HIDDEN long ito__futex_wake(int *addr, int n);
 
@@ -255,7 +285,48 @@ static inline void owner_barrier(void) {
   if (LIKELY(ito__rt_asym_fence))
     __asm__ volatile("" ::: "memory");
   else
-    atomic_thread_fence(memory_order_seq_cst);
+    full_fence();
+}
+/* The owner's barrier between its tail store and head load when it pops:
+ * a fence while fence_pops > 0, else none (thieves use membarrier). See
+ * docs/scheduler.md, "Fenced windows". */
+HIDDEN void ito__fence_expire(worker *w);
+static inline void deque_owner_barrier(worker *w) {
+  int n = __atomic_load_n(&w->fence_pops, __ATOMIC_RELAXED);
+  if (LIKELY(!n)) {
+    __asm__ volatile("" ::: "memory");
+    return;
+  }
+  full_fence();
+  __atomic_store_n(&w->fence_pops, n - 1, __ATOMIC_RELAXED);
+  if (n == 1) ito__fence_expire(w);
+}
+
+HIDDEN void ito__wake_one(worker *hint);
+HIDDEN void ito__wake_worker(worker *v);
+HIDDEN void ito__wake_all(void);
+HIDDEN void ito__stop_spinning(worker *w);
+/* After publishing work (P1): the fence P2 and the check P3 of docs/idle.md.
+ * full: the publisher fences (everything but the fork paths). */
+static inline void publish_check(worker *hint, int full) {
+  if (full || !ito__rt_asym_fence)
+    full_fence();
+  else
+    __asm__ volatile("" ::: "memory");
+  uint64_t x = __atomic_load_n(&ito__rt_idle.v, __ATOMIC_RELAXED);
+  if (LIKELY(!x)) return;
+  if (x < IDLE_SPIN_ONE) {
+    ito__wake_one(hint);
+  } else if (hint == cur_worker() && !__atomic_load_n(&hint->fence_pops, __ATOMIC_RELAXED) &&
+             ito__rt_asym_fence) {
+    /* a spinner will try to steal from us: fence our pops for a while, so
+     * that it needs no membarrier */
+    __atomic_store_n(&hint->fence_pops, FENCE_WINDOW, __ATOMIC_RELEASE);
+  }
+}
+/* A spinning worker found work: it stops spinning (and may wake another). */
+static inline void found_work(worker *w) {
+  if (UNLIKELY(w->spinning)) ito__stop_spinning(w);
 }
 HIDDEN void ito__push_fiber(worker *w, fiber *f);
 HIDDEN void ito__ready(fiber *f);

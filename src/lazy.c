@@ -53,12 +53,14 @@ int ito__run_entry(worker *w, uintptr_t e, worker *victim, uintptr_t *slot) {
   if (e & ENT_FIBER) {
     if (slot) __atomic_store_n(slot, 0, __ATOMIC_RELEASE);
     spin_unlock(&victim->steal_lock);
+    found_work(w);
     ito__run_fiber(w, (fiber *)(e & ~(uintptr_t)ENT_TAGS));
   }
   if (e & ENT_CREATE) { /* the creator of a running thread: resume it on its own stack */
     struct ito_rec copy = *(const struct ito_rec *)(e & ~(uintptr_t)ENT_TAGS);
     if (slot) __atomic_store_n(slot, 0, __ATOMIC_RELEASE);
     spin_unlock(&victim->steal_lock);
+    found_work(w);
     fiber *parent = copy.fiber;
     w->cur = parent;
 #if ITO_ASAN
@@ -70,6 +72,7 @@ int ito__run_entry(worker *w, uintptr_t e, worker *victim, uintptr_t *slot) {
   claim_record((const struct ito_rec *)e, &copy);
   if (slot) __atomic_store_n(slot, 0, __ATOMIC_RELEASE);
   spin_unlock(&victim->steal_lock);
+  found_work(w);
   ito__run_fiber(w, continuation_fiber(w, &copy));
 }
 
@@ -104,11 +107,13 @@ void ito__take_records_of(worker *w, fiber *f) {
     rev = first;
     first = n;
   }
+  if (!rev) return;
   for (fiber *x = rev; x;) {
     fiber *n = x->next;
     ito__rq_push_front(w, x);
     x = n;
   }
+  publish_check(w, 1);
 }
 
 void ito__tg_child_done(ito_tg_t *tg) {
@@ -125,6 +130,7 @@ _Static_assert(offsetof(worker, tail) == 0, "asm: W_TAIL");
 _Static_assert(offsetof(worker, slots) == 8, "asm: W_SLOTS");
 _Static_assert(offsetof(worker, mask) == 16, "asm: W_MASK");
 _Static_assert(offsetof(worker, cur) == 24, "asm: W_CUR");
+_Static_assert(offsetof(worker, fence_pops) == 52, "asm: W_FENCE");
 _Static_assert(offsetof(worker, head) == 64, "asm: W_HEAD");
 _Static_assert(offsetof(ito_tg_t, pending) == 24 && offsetof(ito_tg_t, stolen) == 28, "asm: tg");
 _Static_assert(offsetof(struct ito_rec, tg) == REC_NREGS * 8, "asm: rec->tg");
@@ -190,13 +196,14 @@ void ito__fork_c(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size, struct it
   }
   w->slots[t & w->mask] = (uintptr_t)rec;
   atomic_store_explicit(&w->tail, t + 1, memory_order_release);
+  publish_check(w, 0);
 
   call_child(fn, a, tg, two, w1);
 
   if (LIKELY(cur_worker() == w) && atomic_load_explicit(&w->tail, memory_order_relaxed) == t + 1 &&
       __atomic_load_n(&w->slots[t & w->mask], __ATOMIC_ACQUIRE) == (uintptr_t)rec) {
     atomic_store_explicit(&w->tail, t, memory_order_relaxed);
-    owner_barrier();
+    deque_owner_barrier(w);
     if (LIKELY(atomic_load_explicit(&w->head, memory_order_relaxed) <= t)) return;
     if (ito__fork_conflict(w, t)) return;
   }

@@ -13,12 +13,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#if ITO_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
 
 runtime ito__rt;
 int ito__rt_asym_fence;
+struct ito_idle_word ito__rt_idle;
 __thread worker *ito__tls_worker;
 
 #define MAX_WORKERS 1024
@@ -61,13 +66,6 @@ long ito__futex_wait(int *addr, int val, const struct timespec *rel) {
 }
 long ito__futex_wake(int *addr, int n) { return syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0); }
 
-void ito__wake_idle(int n) {
-  atomic_thread_fence(memory_order_seq_cst);
-  if (atomic_load_explicit(&ito__rt.sleepers, memory_order_relaxed) > 0) {
-    atomic_fetch_add_explicit(&ito__rt.idle_seq, 1, memory_order_release);
-    ito__futex_wake((int *)&ito__rt.idle_seq, n);
-  }
-}
 
 /* ---- environment ---------------------------------------------------------------- */
 
@@ -178,6 +176,16 @@ static void read_env(void) {
     else if (!strcmp(v, "never")) ito__rt.guard_mode = 2;
     else env_error("ITO_STACK_GUARD=%s is not valid: expected auto, always or never", v);
   }
+  ito__rt.wait_active = 0;
+  if ((v = env("ITO_WAIT_POLICY"))) {
+    if (!strcasecmp(v, "passive")) ito__rt.wait_active = 0;
+    else if (!strcasecmp(v, "active")) ito__rt.wait_active = 1;
+    else env_error("ITO_WAIT_POLICY=%s is not valid: expected passive (idle workers sleep after "
+                   "spinning ITO_SPIN_US) or active (idle workers never sleep)", v);
+  }
+  ito__rt.spin_ns = 50 * 1000L;
+  if ((v = env("ITO_SPIN_US")))
+    ito__rt.spin_ns = parse_int("ITO_SPIN_US", v, 0, 10 * 1000 * 1000) * 1000L;
   /* Each guarded stack costs two memory mappings; keep most of the kernel's
    * limit for the program itself. */
   long maxmap = 65530;
@@ -249,6 +257,9 @@ static void *worker_main(void *arg) {
   tmp.hi = w->sched_hi;
   ito__ctx_make(&tmp, first_sched);
 #if ITO_ASAN
+  /* the scheduler stack may be a previous run's: frames that never returned
+   * left their redzones poisoned */
+  ASAN_UNPOISON_MEMORY_REGION(w->sched_lo, (size_t)(w->sched_hi - w->sched_lo));
   void *fake = NULL;
   ito__asan_start(&fake, w->sched_lo, (size_t)(w->sched_hi - w->sched_lo));
 #endif
@@ -317,6 +328,16 @@ static void start(void) {
   for (int i = 0; i < n; i++)
     if (!ito__rt.workers[i]) ito__rt.workers[i] = worker_new(i);
   atomic_store(&ito__rt.stop, 0);
+  __atomic_store_n(&ito__rt_idle.v, 0, __ATOMIC_RELAXED);
+  ito__rt.sleep_top = NULL;
+  for (int i = 0; i < n; i++) {
+    worker *w = ito__rt.workers[i];
+    w->spinning = 0;
+    w->ws_hint = -1;
+    w->on_list = 0;
+    w->wake_word = 0;
+    w->fence_pops = ito__rt_asym_fence ? 0 : 1 << 30;
+  }
   int is_main = (int)syscall(SYS_gettid) == (int)getpid();
   ito__rt.root_is_main = is_main;
   if (is_main) adopt_main(ito__rt.workers[0]);
@@ -380,8 +401,7 @@ int ito_finalize(void) {
   spin_lock(&ito__rt.init_lock);
   ito__rt.state = 3;
   atomic_store(&ito__rt.stop, 1);
-  atomic_fetch_add(&ito__rt.idle_seq, 1);
-  ito__futex_wake((int *)&ito__rt.idle_seq, INT_MAX);
+  ito__wake_all();
   for (int i = 0; i < ito__rt.nworkers; i++) {
     worker *x = ito__rt.workers[i];
     if (x->started) {

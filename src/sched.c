@@ -24,7 +24,23 @@ void ito__heavy_barrier(void) {
   if (LIKELY(ito__rt_asym_fence))
     syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
   else
-    atomic_thread_fence(memory_order_seq_cst);
+    full_fence();
+}
+
+/* The owner's fenced window ran out: back to fence-free pops, unless a
+ * thief holds the steal lock (it may be relying on the fence; try again at
+ * the next pop). Without membarrier every pop fences, always. */
+void ito__fence_expire(worker *w) {
+  int n = 1;
+  if (!ito__rt_asym_fence) {
+    n = 1 << 30;
+  } else if (spin_trylock(&w->steal_lock)) {
+    n = 0;
+    __atomic_store_n(&w->fence_pops, 0, __ATOMIC_RELAXED);
+    spin_unlock(&w->steal_lock);
+    return;
+  }
+  __atomic_store_n(&w->fence_pops, n, __ATOMIC_RELAXED);
 }
 
 /* ---- deque --------------------------------------------------------------- */
@@ -37,6 +53,7 @@ void ito__push_fiber(worker *w, fiber *f) {
   }
   w->slots[t & w->mask] = (uintptr_t)f | ENT_FIBER;
   atomic_store_explicit(&w->tail, t + 1, memory_order_release);
+  publish_check(w, 0);
 }
 
 /* Owner: takes the youngest entry, or 0. */
@@ -45,7 +62,7 @@ static uintptr_t pop_tail(worker *w) {
   if (atomic_load_explicit(&w->head, memory_order_relaxed) >= t) return 0;
   t--;
   atomic_store_explicit(&w->tail, t, memory_order_relaxed);
-  owner_barrier();
+  deque_owner_barrier(w);
   uintptr_t *slot = &w->slots[t & w->mask], e = 0;
   if (LIKELY(atomic_load_explicit(&w->head, memory_order_relaxed) <= t)) {
     e = *slot;
@@ -107,8 +124,9 @@ static worker *target_worker(void) {
 }
 
 void ito__ready_list(fiber *first, fiber *last, int n) {
-  rq_push(target_worker(), first, last, n);
-  ito__wake_idle(n);
+  worker *t = target_worker();
+  rq_push(t, first, last, n);
+  publish_check(t, 1);
 }
 
 void ito__ready(fiber *f) { ito__ready_list(f, f, 1); }
@@ -260,6 +278,7 @@ static void sched_entry(void *arg) {
     case ACT_YIELD:
       ito__take_records_of(w, from);
       rq_push(w, from, from, 1);
+      publish_check(w, 1);
       break;
     case ACT_JOIN_WAIT: {
       ito_tg_t *tg = a;
@@ -285,8 +304,7 @@ static void sched_entry(void *arg) {
       from->next = to->mail;
       to->mail = from;
       spin_unlock(&to->mail_lock);
-      atomic_fetch_add(&ito__rt.idle_seq, 1);
-      ito__futex_wake((int *)&ito__rt.idle_seq, ito__rt.nworkers);
+      ito__wake_worker(to);
       break;
     }
     default:
@@ -312,7 +330,10 @@ static int steal_deque(worker *w, worker *v) {
   if (!spin_trylock(&v->steal_lock)) return 0;
   h = atomic_load_explicit(&v->head, memory_order_relaxed);
   atomic_store_explicit(&v->head, h + 1, memory_order_relaxed);
-  ito__heavy_barrier();
+  if (__atomic_load_n(&v->fence_pops, __ATOMIC_ACQUIRE))
+    full_fence(); /* the owner fences its pops now */
+  else
+    ito__heavy_barrier();
   if (h + 1 > atomic_load_explicit(&v->tail, memory_order_acquire)) {
     atomic_store_explicit(&v->head, h, memory_order_relaxed);
     spin_unlock(&v->steal_lock);
@@ -323,68 +344,214 @@ static int steal_deque(worker *w, worker *v) {
   return ito__run_entry(w, *slot, v, slot); /* clears the slot, releases v->steal_lock */
 }
 
-static void idle_sleep(worker *w, int round) {
-  (void)w;
-  long ns = 50000L << (round < 5 ? round : 5); /* 50 us .. 1.6 ms */
-  long tn = ito__timers_next_ns();
-  if (tn >= 0 && tn < ns) ns = tn > 1000 ? tn : 1000;
-  int seq = atomic_load_explicit(&ito__rt.idle_seq, memory_order_acquire);
-  atomic_fetch_add_explicit(&ito__rt.sleepers, 1, memory_order_seq_cst);
-  /* re-check the ready queues after announcing ourselves (pushers bump
-   * idle_seq when they see sleepers) */
-  int any = 0;
-  for (int i = 0; i < ito__rt.nworkers; i++)
-    if (LOAD_RLX(&ito__rt.workers[i]->rq_len)) any = 1;
-  if (!any && !atomic_load(&ito__rt.stop)) {
-    struct timespec rel = {0, ns};
-    ito__futex_wait((int *)&ito__rt.idle_seq, seq, &rel);
+/* ---- idle workers: spinning, sleeping, waking (docs/idle.md) ---------------- */
+
+static inline uint32_t idle_S(uint64_t x) { return (uint32_t)(x >> 32); }
+static inline uint32_t idle_Z(uint64_t x) { return (uint32_t)x; }
+
+static long long mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Takes v off the sleeper list and makes it a spinner; sleep_lock held. */
+static void unsleep_locked(worker *v, int hint) {
+  worker **pp = &ito__rt.sleep_top;
+  while (*pp != v) pp = &(*pp)->sleep_next;
+  *pp = v->sleep_next;
+  v->on_list = 0;
+  __atomic_fetch_add(&ito__rt_idle.v, IDLE_SPIN_ONE - 1, __ATOMIC_SEQ_CST);
+  v->ws_hint = hint;
+  __atomic_store_n(&v->wake_word, 1, __ATOMIC_RELEASE);
+}
+
+/* wake_one of docs/idle.md: if nobody spins and somebody sleeps, the sleeper
+ * on top of the list becomes a spinner and tries hint's work first. */
+void ito__wake_one(worker *hint) {
+  spin_lock(&ito__rt.sleep_lock);
+  uint64_t x = __atomic_load_n(&ito__rt_idle.v, __ATOMIC_RELAXED);
+  worker *v = ito__rt.sleep_top;
+  if (idle_S(x) != 0 || idle_Z(x) == 0 || !v) {
+    spin_unlock(&ito__rt.sleep_lock);
+    return;
   }
-  atomic_fetch_sub_explicit(&ito__rt.sleepers, 1, memory_order_relaxed);
+  unsleep_locked(v, hint ? hint->id : -1);
+  spin_unlock(&ito__rt.sleep_lock);
+  /* v will most likely steal from us: for a while our pops fence, so that
+   * its steal needs no membarrier (50 us on some VMs). */
+  if (hint && hint == cur_worker() && ito__rt_asym_fence)
+    __atomic_store_n(&hint->fence_pops, FENCE_WINDOW, __ATOMIC_RELEASE);
+  ito__futex_wake(&v->wake_word, 1);
+}
+
+/* v has mail (work only v may run): wake v if it sleeps. The lock orders the
+ * mail before v's scan, whichever of the two takes sleep_lock first. */
+void ito__wake_worker(worker *v) {
+  spin_lock(&ito__rt.sleep_lock);
+  int was = v->on_list;
+  if (was) unsleep_locked(v, -1);
+  spin_unlock(&ito__rt.sleep_lock);
+  if (was) ito__futex_wake(&v->wake_word, 1);
+}
+
+/* Shutdown: every sleeper is woken (it then sees the stop flag). */
+void ito__wake_all(void) {
+  spin_lock(&ito__rt.sleep_lock);
+  worker *l = NULL;
+  while (ito__rt.sleep_top) {
+    worker *v = ito__rt.sleep_top;
+    unsleep_locked(v, -1);
+    v->sleep_next = l;
+    l = v;
+  }
+  spin_unlock(&ito__rt.sleep_lock);
+  for (; l; l = l->sleep_next) ito__futex_wake(&l->wake_word, 1);
+}
+
+/* A spinner found work. The last spinner to do so wakes a replacement while
+ * anybody sleeps, so that work keeps spreading. */
+void ito__stop_spinning(worker *w) {
+  w->spinning = 0;
+  uint64_t x = __atomic_fetch_sub(&ito__rt_idle.v, IDLE_SPIN_ONE, __ATOMIC_SEQ_CST);
+  if (idle_S(x) == 1 && idle_Z(x) > 0) ito__wake_one(w);
+}
+
+/* May w become a spinner? Yes if nobody spins, or if fewer than half of the
+ * busy workers do. */
+static int start_spinning(worker *w) {
+  uint64_t x = __atomic_load_n(&ito__rt_idle.v, __ATOMIC_RELAXED);
+  for (;;) {
+    long s = idle_S(x), busy = (long)ito__rt.nworkers - s - (long)idle_Z(x) - 1;
+    if (s != 0 && 2 * s >= busy) return 0;
+    if (__atomic_compare_exchange_n(&ito__rt_idle.v, &x, x + IDLE_SPIN_ONE, 1, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_RELAXED)) {
+      w->spinning = 1;
+      return 1;
+    }
+  }
+}
+
+/* G3: is there anything w could run? Returns 1 + the id of a worker with
+ * work, or -1 for something else (stop, mail, a timer due), or 0. */
+static int scan_all(worker *w) {
+  if (LOAD_RLX(&w->mail) || atomic_load_explicit(&ito__rt.stop, memory_order_relaxed)) return -1;
+  int n = ito__rt.nworkers;
+  for (int k = 1; k <= n; k++) {
+    worker *v = ito__rt.workers[(w->id + k) % n];
+    if (atomic_load_explicit(&v->head, memory_order_acquire) <
+            atomic_load_explicit(&v->tail, memory_order_acquire) ||
+        LOAD_RLX(&v->rq_len))
+      return v->id + 1;
+  }
+  if (LOAD_RLX(&ito__rt.timers) && ito__timers_next_ns() == 0) return -1;
+  return 0;
+}
+
+/* Sleep (G1-G5 of docs/idle.md). Returns with w a spinner again: woken, or
+ * because the scan found work (w->ws_hint then names where). */
+static void idle_sleep(worker *w) {
+  spin_lock(&ito__rt.sleep_lock);
+  w->sleep_next = ito__rt.sleep_top;
+  ito__rt.sleep_top = w;
+  w->on_list = 1;
+  __atomic_store_n(&w->wake_word, 0, __ATOMIC_RELAXED);
+  __atomic_fetch_add(&ito__rt_idle.v, 1 - (w->spinning ? IDLE_SPIN_ONE : 0), __ATOMIC_SEQ_CST);
+  w->spinning = 0;
+  spin_unlock(&ito__rt.sleep_lock);
+
+  /* G2: the fork path publishes without a fence; this makes its stores
+   * visible before the scan, or makes it see our Z (docs/idle.md). */
+  ito__heavy_barrier();
+
+  int found = scan_all(w);
+  while (!found && !__atomic_load_n(&w->wake_word, __ATOMIC_ACQUIRE)) {
+    /* Without membarrier the fork path may publish unseen (a fork's work is
+     * never lost: its owner runs it), so poll every millisecond then. */
+    long ns = ito__rt_asym_fence ? -1 : 1000000L;
+    long tn = ito__timers_next_ns();
+    if (tn >= 0 && (ns < 0 || tn < ns)) ns = tn > 1000 ? tn : 1000;
+    struct timespec rel = {ns / 1000000000L, ns % 1000000000L};
+    long r = ito__futex_wait(&w->wake_word, 0, ns >= 0 ? &rel : NULL);
+    if (r != 0 && errno == ETIMEDOUT) {
+      int again = scan_all(w);
+      found = again ? again : -1;
+    }
+    if (atomic_load_explicit(&ito__rt.stop, memory_order_relaxed)) found = -1;
+  }
+  if (found) { /* G4: leave the list unless a waker already took us off */
+    spin_lock(&ito__rt.sleep_lock);
+    if (w->on_list) unsleep_locked(w, found > 0 ? found - 1 : -1);
+    spin_unlock(&ito__rt.sleep_lock);
+  }
+  w->spinning = 1; /* counted in S by whoever took us off the list */
 }
 
 HIDDEN void ito__worker_stop(worker *w) __attribute__((noreturn));
 
-void ito__sched_loop(worker *w) {
-  int fails = 0;
-  for (;;) {
-    if (LOAD_RLX(&w->mail)) {
-      spin_lock(&w->mail_lock);
-      fiber *m = w->mail;
-      if (m) w->mail = m->next;
-      spin_unlock(&w->mail_lock);
-      if (m) run_fiber(w, m);
+/* w's own work, then its mail: runs it (no return) if there is any. */
+static void run_local(worker *w) {
+  if (LOAD_RLX(&w->mail)) {
+    spin_lock(&w->mail_lock);
+    fiber *m = w->mail;
+    if (m) w->mail = m->next;
+    spin_unlock(&w->mail_lock);
+    if (m) {
+      found_work(w);
+      run_fiber(w, m);
     }
+  }
+}
+
+/* Tries v's deque head, then v's ready queue; runs what it takes. */
+static void try_victim(worker *w, worker *v) {
+  if (steal_deque(w, v)) return; /* a cancelled record: nothing ran */
+  fiber *f;
+  if (LOAD_RLX(&v->rq_len) && (f = rq_pop(v))) {
+    found_work(w);
+    run_fiber(w, f);
+  }
+}
+
+void ito__sched_loop(worker *w) {
+  long long spin_t0 = 0;
+  for (unsigned round = 0;; round++) {
+    run_local(w);
     uintptr_t e = pop_tail(w);
     if (e) {
-      fails = 0;
+      found_work(w);
       spin_lock(&w->steal_lock); /* run_entry releases the victim's lock */
       ito__run_entry(w, e, w, NULL);
       continue; /* the entry was a cancelled record */
     }
     fiber *f = rq_pop(w);
-    if (f) run_fiber(w, f);
+    if (f) {
+      found_work(w);
+      run_fiber(w, f);
+    }
     if (ito__rt.timers) ito__timers_run();
     if (atomic_load_explicit(&ito__rt.stop, memory_order_acquire) && w->native_sp)
       ito__worker_stop(w);
     int n = ito__rt.nworkers;
-    if (n > 1) {
-      for (int k = 0; k < 4; k++) {
-        worker *v = ito__rt.workers[next_rand(w) % (uint64_t)n];
-        if (v == w) continue;
-        if (steal_deque(w, v)) {
-          fails = 0;
-          break;
-        }
-        if (LOAD_RLX(&v->rq_len) && (f = rq_pop(v))) run_fiber(w, f);
-      }
+    if (!ito__rt.wait_active && !w->spinning) {
+      if (!start_spinning(w)) idle_sleep(w);
+      spin_t0 = mono_ns();
+      round = 0;
     }
-    fails++;
-    if (fails < 64) {
-      cpu_relax();
-    } else if (fails < 128) {
-      sched_yield();
-    } else {
-      idle_sleep(w, (fails - 128) / 8);
+    if (w->ws_hint >= 0) { /* woken for, or found by the scan at, this worker */
+      worker *v = ito__rt.workers[w->ws_hint];
+      w->ws_hint = -1;
+      if (v != w) try_victim(w, v);
+    }
+    for (int k = 0; n > 1 && k < 4; k++) {
+      worker *v = ito__rt.workers[next_rand(w) % (uint64_t)n];
+      if (v != w) try_victim(w, v);
+    }
+    cpu_relax();
+    if ((round & 127) == 127) sched_yield(); /* give way to oversubscribed workers */
+    if (!ito__rt.wait_active && (round & 15) == 15 && mono_ns() - spin_t0 >= ito__rt.spin_ns) {
+      idle_sleep(w);
+      spin_t0 = mono_ns();
     }
   }
 }

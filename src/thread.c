@@ -299,7 +299,7 @@ static inline int reclaim_creator(worker *w, fiber *f) {
       __atomic_load_n(&w->slots[t & w->mask], __ATOMIC_ACQUIRE) != ((uintptr_t)&f->start | ENT_CREATE))
     return 0;
   atomic_store_explicit(&w->tail, t, memory_order_relaxed);
-  owner_barrier();
+  deque_owner_barrier(w);
   return atomic_load_explicit(&w->head, memory_order_relaxed) <= t || ito__fork_conflict(w, t);
 }
 
@@ -320,6 +320,7 @@ static void create_body(void *p, void *fnp, void *arg) {
   f->create_idx = t;
   w->cur = f;
   atomic_store_explicit(&w->tail, t + 1, memory_order_release);
+  publish_check(w, 0);
   ithread *th = f->thread;
   w = thread_end(th, fn(arg)); /* fn and arg came in registers, not through th */
   if (reclaim_creator(w, f)) {

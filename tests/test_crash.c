@@ -89,6 +89,14 @@ static const crash_case cases[] = {
     {"implicit", "ITO_STACK_SIZE=xyz", 1, {"ITO_STACK_SIZE", NULL}},
     {"init", "ITO_BIND=7", 1, {"ITO_BIND", NULL}},
     {"implicit", "ITO_BIND=7", 1, {"ITO_BIND", NULL}},
+    {"init", "ITO_WAIT_POLICY=active", 0, {NULL, NULL}},
+    {"init", "ITO_WAIT_POLICY=Passive", 0, {NULL, NULL}},
+    {"init", "ITO_WAIT_POLICY=lazy", 1, {"ITO_WAIT_POLICY", "passive"}},
+    {"implicit", "ITO_WAIT_POLICY=lazy", 1, {"ITO_WAIT_POLICY", "active"}},
+    {"init", "ITO_SPIN_US=0", 0, {NULL, NULL}},
+    {"init", "ITO_SPIN_US=-5", 1, {"ITO_SPIN_US", NULL}},
+    {"implicit", "ITO_SPIN_US=10ms", 1, {"ITO_SPIN_US", NULL}},
+    {"init", "ITO_SPIN_US=99999999999", 1, {"ITO_SPIN_US", NULL}},
 };
 
 enum { MAX_ENV = 4096, OUT_MAX = 1 << 16, CHILD_TIMEOUT_MS = 30000 };

@@ -84,6 +84,8 @@ ito__ctx_start:
 #define W_SLOTS 8
 #define W_MASK  16
 #define W_CUR   24
+#define W_FENCE 52
+#define FENCE_WINDOW 64                         /* as in src/internal.h */
 #define W_HEAD  64
 /* Store or load the callee-saved registers of a record at base (the first
  * 48 bytes of struct ito_rec). */
@@ -220,6 +222,9 @@ ito_tg_fork_:
         movq    %r12, (%r14)
         leaq    1(%r13), %rax
         movq    %rax, W_TAIL(%rbx)              /* publish (a plain store is a release on x86) */
+        cmpq    $0, ito__rt_idle(%rip)          /* anybody spinning or asleep? (docs/idle.md) */
+        jne     .Lfork_idle
+.Lfork_call:
         movq    %rsi, %rax                      /* the child gets (copy, tg); a child */
         movq    72(%r12), %rsi                  /* of one parameter ignores tg */
         call    *%rax
@@ -233,8 +238,8 @@ ito_tg_fork_:
         cmpq    %r12, (%r14)
         jne     .Lfork_taken
         movq    %r13, W_TAIL(%rbx)
-        cmpl    $0, ito__rt_asym_fence(%rip)
-        jz      .Lfork_fence
+        cmpl    $0, W_FENCE(%rbx)               /* a fenced window (docs/scheduler.md) */
+        jnz     .Lfork_fence
 .Lfork_check:
         cmpq    W_HEAD(%rbx), %r13              /* a thief has it if head > t */
         jb      .Lfork_conflict
@@ -251,8 +256,36 @@ ito_tg_fork_:
         .cfi_adjust_cfa_offset 88
         .cfi_def_cfa_register r12
 .Lfork_fence:
-        mfence
+        lock orq $0, (%rsp)                     /* a full fence, cheaper than mfence */
+        decl    W_FENCE(%rbx)
+        jnz     .Lfork_check
+        movq    %rbx, %rdi                      /* the window ran out */
+        call    ito__fence_expire
         jmp     .Lfork_check
+/* Somebody spins or sleeps. With nobody spinning (S, the high half, is 0),
+ * a sleeper must be woken: ito__wake_one rechecks under its lock. Without
+ * membarrier the check needs the fence; then sleepers also poll (idle.md). */
+.Lfork_idle:
+        cmpl    $0, ito__rt_idle+4(%rip)
+        je      .Lfork_wake
+        cmpl    $0, W_FENCE(%rbx)               /* a spinner will try to steal: fence */
+        jne     .Lfork_call                     /* our pops for a while, so that it */
+        cmpl    $0, ito__rt_asym_fence(%rip)    /* needs no membarrier */
+        je      .Lfork_call
+        movl    $FENCE_WINDOW, W_FENCE(%rbx)
+        jmp     .Lfork_call
+.Lfork_wake:
+        pushq   %rdi
+        pushq   %rsi
+        pushq   %rdx
+        pushq   %rdx                            /* keeps the stack 16-byte aligned */
+        movq    %rbx, %rdi
+        call    ito__wake_one
+        popq    %rdx
+        popq    %rdx
+        popq    %rsi
+        popq    %rdi
+        jmp     .Lfork_call
 .Lfork_conflict:
         movq    %rbx, %rdi
         movq    %r13, %rsi
