@@ -13,12 +13,17 @@ was built it runs
   nqueens     nqueens_<system> N REPS  at each worker count
   quicksort   quicksort_<system> N CUTOFF REPS          "
   uts         uts_<system> DEPTH MEAN SEED REPS         "
-  bin         bin_<system> N K A REPS                   "
+  bin         bin_<system> N K A REPS                   "  for each (N, K, A): by default
+                                                           13,1,23000 and 9,2,750, the two
+                                                           configurations of seed 000, 5.5
   million     million N                once, with the largest worker count
 
-and writes OUT/<bench>.csv for each and OUT/REPORT.md (plus OUT/fib.png and
-OUT/<bench>_speedup.png for the kernels when matplotlib can be imported). Everything in the report
-is computed from the CSVs of this run.
+and writes OUT/<bench>.csv for each and OUT/REPORT.md, plus, when matplotlib
+can be imported (here or in /usr/bin/python3), the plots the report links:
+fib.png, create_p.png (time per task vs workers, log scale: seed 000's
+figure 2), migration.png (latency bars), spreading.png (sorted leaf start
+times: figure 5) and <kernel>_speedup.png (speed-up curves: figure 6).
+Everything in the report is computed from the CSVs of this run.
 
 The worker count is handed to every runtime through its own variable:
 ITO_NUM_WORKERS (ito), OMP_NUM_THREADS (OpenMP), BENCH_WORKERS (oneTBB).
@@ -41,24 +46,40 @@ import time
 
 SYSTEMS = ["serial", "ito", "ito_thread", "tbb", "gomp", "iomp"]
 # Kernels: benchmarks built like fib whose CSV is
-#   system,workers,<params>,rep,serial_s,parallel_s,ratio
-# name -> (parameter columns, default arguments, --quick arguments, what it is)
+#   system,workers,<params>,rep,serial_s,parallel_s,ratio[,<extra>]
+# name -> params: parameter columns; default / quick: the parameter sets run
+# by default and by --quick (one run per set, system and worker count);
+# extra: columns after ratio; what: one line for the report.
 KERNELS = {
-    "nqueens": (["n"], ["12"], ["8"],
-                "nqueens(n): solutions counted with one task per safe column at each row, "
-                "each child with its own copy of the board"),
-    "quicksort": (["n", "cutoff"], [str(1 << 24), "2048"], ["100000", "2048"],
-                  "quicksort of n fixed-seed pseudo-random integers (seed 004, figure 14): "
-                  "partition, spawn the left part, recurse on the right, sync; parts of at most "
-                  "*cutoff* elements go to std::sort"),
-    "uts": (["depth", "mean", "seed"], ["11", "4", "19"], ["6", "4", "19"],
-            "unbalanced tree search: the nodes of a depth-limited geometric tree (child count "
-            "geometric with the given mean, ids hashed with splitmix64) counted with one task "
-            "per child"),
-    "bin": (["n", "K", "A"], ["16", "1", "1000"], ["8", "1", "1000"],
-            "bin(n, K, A) of seed 000, 5.5: consume(A); then K times: spawn bin(n-1); "
-            "bin(n-1); sync; consume(A). A counts LCG steps (about 1 ns each)"),
+    "nqueens": dict(
+        params=["n"], default=[["12"]], quick=[["8"]], extra=[],
+        what="nqueens(n): solutions counted with one task per safe column at each row, "
+             "each child with its own copy of the board"),
+    "quicksort": dict(
+        params=["n", "cutoff"], default=[[str(1 << 24), "2048"]], quick=[["100000", "2048"]],
+        extra=[],
+        what="quicksort of n fixed-seed pseudo-random integers (seed 004, figure 14): "
+             "partition, spawn the left part, recurse on the right, sync; parts of at most "
+             "*cutoff* elements go to std::sort"),
+    "uts": dict(
+        params=["depth", "mean", "seed"], default=[["11", "4", "19"]], quick=[["6", "4", "19"]],
+        extra=[],
+        what="unbalanced tree search: the nodes of a depth-limited geometric tree (child count "
+             "geometric with the given mean, ids hashed with splitmix64) counted with one task "
+             "per child"),
+    # Seed 000, 5.5 runs bin at (n=18, K=1, A=23000) and (n=10, K=2, A=750)
+    # (BIN_PAPER). Here K and A are the paper's (A in LCG steps of about 1 ns
+    # rather than clock cycles) and n is smaller, so that T1 is about half a
+    # second: the grain per task is the paper's, and T1/Tinf (about 900 and 260)
+    # is still far above the worker counts of a small machine.
+    "bin": dict(
+        params=["n", "K", "A"], default=[["13", "1", "23000"], ["9", "2", "750"]],
+        quick=[["5", "1", "23000"], ["4", "2", "750"]],
+        extra=["consume_ns", "t1_s", "tinf_s", "bound_s"],
+        what="bin(n, K, A) of seed 000, 5.5: consume(A); then K times: spawn bin(n-1); "
+             "bin(n-1); sync; consume(A). A counts LCG steps (about 1 ns each)"),
 }
+BIN_PAPER = {("1", "23000"): "18", ("2", "750"): "10"}  # (K, A) -> the paper's n
 BENCHES = ["fib", "spawn_loop", "create_p", "migration", "spreading"] + list(KERNELS) + ["million"]
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -102,7 +123,7 @@ def parse_args(argv):
     p.add_argument("--workers", type=parse_workers,
                    help="worker counts for fib and the kernels, e.g. 1,2 (default 1..nproc; --quick: 1,2)")
     p.add_argument("--quick", action="store_true",
-                   help="tiny parameters (fib 20, nqueens 8, quicksort 100000, uts depth 6, bin 8, million 1000, 2 reps): a smoke test")
+                   help="tiny parameters (fib 20, nqueens 8, quicksort 100000, uts depth 6, bin 5,1,23000 and 4,2,750, million 1000, 2 reps): a smoke test")
     p.add_argument("--out", default=os.path.join(ROOT, "results"),
                    help="where the CSVs and REPORT.md go (default: results/)")
     p.add_argument("--bindir", default=os.path.join(ROOT, "build", "bench"),
@@ -112,7 +133,8 @@ def parse_args(argv):
                    help="repetitions (default 5 for fib and 3 for the other kernels, --quick 2)")
     p.add_argument("--param", action="append", default=[], metavar="BENCH=A,B,..",
                    help="a kernel's parameters, e.g. nqueens=13, quicksort=1000000,2048, "
-                        "uts=10,4,19, bin=14,2,500")
+                        "uts=10,4,19, bin=14,2,500; repeat to run several sets (bin runs "
+                        "13,1,23000 and 9,2,750 by default)")
     p.add_argument("--million-n", type=int,
                    help="threads for million (default 1000000, --quick 1000)")
     p.add_argument("--timeout", type=float,
@@ -126,15 +148,24 @@ def parse_args(argv):
     a.kernel_reps = a.reps if a.reps is not None else (2 if a.quick else 3)
     if a.reps is None:
         a.reps = 2 if a.quick else 5
-    a.kernel_args = {k: list(v[2] if a.quick else v[1]) for k, v in KERNELS.items()}
+    # kernel -> parameter sets; the first --param for a kernel replaces its
+    # defaults, later ones add sets. Missing trailing values: the first default.
+    a.kernel_args = {k: [list(c) for c in (v["quick"] if a.quick else v["default"])]
+                     for k, v in KERNELS.items()}
+    given = set()
     for spec in a.param:
         name, _, vals = spec.partition("=")
         vals = [v.strip() for v in vals.split(",") if v.strip()]
-        if name not in KERNELS or not vals or len(vals) > len(KERNELS[name][0]) or \
+        if name not in KERNELS or not vals or len(vals) > len(KERNELS[name]["params"]) or \
                 not all(v.lstrip("-").isdigit() for v in vals):
             p.error(f"--param {spec}: want one of {', '.join(KERNELS)} = up to "
                     "that kernel's integer parameters")
-        a.kernel_args[name][:len(vals)] = vals
+        cfg = list(KERNELS[name]["quick" if a.quick else "default"][0])
+        cfg[:len(vals)] = vals
+        if name not in given:
+            a.kernel_args[name] = []
+            given.add(name)
+        a.kernel_args[name].append(cfg)
     if a.timeout is None:
         a.timeout = 120.0 if a.quick else 900.0
     if a.million_n is None:
@@ -247,6 +278,13 @@ def cpu_model():
     return platform.processor() or "unknown"
 
 
+def load1():
+    try:
+        return os.getloadavg()[0]
+    except OSError:
+        return None
+
+
 def fmt(x, digits=3):
     if x is None:
         return "n/a"
@@ -276,10 +314,13 @@ def ratio_summary(rows, extra):
     for key in sorted(groups, key=lambda k: (sys_order(k[0]), k[1])):
         g = groups[key]
         ratios = [float(r["ratio"]) for r in g]
+        par = [float(r["parallel_s"]) for r in g]
         out[key] = {
             "reps": len(g),
             "serial_med": statistics.median(float(r["serial_s"]) for r in g),
-            "par_med": statistics.median(float(r["parallel_s"]) for r in g),
+            "par_med": statistics.median(par),
+            "par_min": min(par),
+            "par_max": max(par),
             "ratio_med": statistics.median(ratios),
             "ratio_min": min(ratios),
             "ratio_max": max(ratios),
@@ -294,6 +335,14 @@ def fib_summary(rows):
 
 def sys_order(s):
     return SYSTEMS.index(s) if s in SYSTEMS else len(SYSTEMS)
+
+
+# One colour per system in every plot (matplotlib's tab10, in SYSTEMS order).
+SYS_COLORS = ["#7f7f7f", "#1f77b4", "#17becf", "#2ca02c", "#d62728", "#ff7f0e", "#9467bd"]
+
+
+def sys_color(s):
+    return SYS_COLORS[min(sys_order(s), len(SYS_COLORS) - 1)]
 
 
 def plot_fib(summary, path):
@@ -347,7 +396,7 @@ def draw_fib_plot(points, path):
         ws = [p["workers"] for p in ps]
         med = [p["med"] for p in ps]
         err = [[p["med"] - p["min"] for p in ps], [p["max"] - p["med"] for p in ps]]
-        ax.errorbar(ws, med, yerr=err, marker="o", capsize=3, label=s)
+        ax.errorbar(ws, med, yerr=err, marker="o", capsize=3, color=sys_color(s), label=s)
     ax.set_yscale("log")
     ax.set_xlabel("workers")
     ax.set_ylabel("time relative to serial fib (median, min-max)")
@@ -362,23 +411,36 @@ def draw_fib_plot(points, path):
 
 
 def kernel_cols(k):
-    return ["system", "workers"] + KERNELS[k][0] + ["rep", "serial_s", "parallel_s", "ratio"]
+    return (["system", "workers"] + KERNELS[k]["params"] + ["rep", "serial_s", "parallel_s", "ratio"]
+            + KERNELS[k]["extra"])
+
+
+def kernel_configs(k, rows):
+    """The parameter sets in a kernel's rows, in the order they were run."""
+    seen = []
+    for r in rows:
+        cfg = tuple(r[c] for c in KERNELS[k]["params"])
+        if cfg not in seen:
+            seen.append(cfg)
+    return seen
 
 
 def kernel_summary(k, rows):
     return ratio_summary(
-        rows, lambda g: {"params": ", ".join(f"{c}={g[0][c]}" for c in KERNELS[k][0])})
+        rows, lambda g: {"params": ", ".join(f"{c}={g[0][c]}" for c in KERNELS[k]["params"])})
 
 
-def plot_speedup(k, summary, path):
-    """Speedup (median parallel time at 1 worker / at w) vs workers, one line per system."""
+def plot_speedup(k, panels, path):
+    """Speedup (median parallel time at 1 worker / at w) vs workers, one line
+    per system and one panel per parameter set; panels: [(title, summary)]."""
     points = []
-    for (s, w), v in summary.items():
-        one = summary.get((s, 1))
-        if s == "serial" or not one or v["par_med"] <= 0:
-            continue
-        points.append({"system": s, "workers": w, "speedup": one["par_med"] / v["par_med"],
-                       "title": f"{k} ({next(iter(summary.values()))['params']})"})
+    for i, (title, summary) in enumerate(panels):
+        for (s, w), v in summary.items():
+            one = summary.get((s, 1))
+            if s == "serial" or not one or v["par_med"] <= 0:
+                continue
+            points.append({"system": s, "workers": w, "speedup": one["par_med"] / v["par_med"],
+                           "panel": i, "title": title})
     if not points:
         return False
     return plot_with(points, path, draw_speedup_plot, "--draw-speedup-plot")
@@ -388,18 +450,24 @@ def draw_speedup_plot(points, path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(8, 4.5))
+    npanel = max(p["panel"] for p in points) + 1
+    fig, axes = plt.subplots(1, npanel, figsize=(4.2 * npanel + 1.6, 4.5), squeeze=False)
     ws_all = sorted({p["workers"] for p in points})
-    ax.plot(ws_all, ws_all, linestyle="--", color="gray", label="ideal")
-    for s in sorted({p["system"] for p in points}, key=sys_order):
-        ps = sorted((p for p in points if p["system"] == s), key=lambda p: p["workers"])
-        ax.plot([p["workers"] for p in ps], [p["speedup"] for p in ps], marker="o", label=s)
-    ax.set_xlabel("workers")
-    ax.set_ylabel("speedup vs 1 worker (median times)")
-    ax.set_xticks(ws_all)
-    ax.set_title(points[0]["title"])
-    ax.grid(True, alpha=0.3)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
+    for i, ax in enumerate(axes[0]):
+        pp = [p for p in points if p["panel"] == i]
+        ax.plot(ws_all, ws_all, linestyle="--", color="gray", label="ideal")
+        for s in sorted({p["system"] for p in pp}, key=sys_order):
+            ps = sorted((p for p in pp if p["system"] == s), key=lambda p: p["workers"])
+            ax.plot([p["workers"] for p in ps], [p["speedup"] for p in ps], marker="o",
+                    color=sys_color(s), label=s)
+        ax.set_xlabel("workers")
+        if i == 0:
+            ax.set_ylabel("speedup vs 1 worker (median times)")
+        ax.set_xticks(ws_all)
+        ax.set_ylim(bottom=0)
+        ax.set_title(pp[0]["title"] if pp else "", fontsize="medium")
+        ax.grid(True, alpha=0.3)
+    axes[0][-1].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -417,34 +485,109 @@ def ratio_table(s):
         ito = s.get(("ito", w))
         vs_ito = v["par_med"] / ito["par_med"] if ito and ito["par_med"] > 0 else None
         table.append([sysname, w, v["reps"], fmt(v["serial_med"] * 1e3), fmt(v["par_med"] * 1e3),
+                      f"{fmt(v['par_min'] * 1e3)} - {fmt(v['par_max'] * 1e3)}",
                       fmt(v["ratio_med"]), f"{fmt(v['ratio_min'])} - {fmt(v['ratio_max'])}",
                       fmt(speed), fmt(vs_ito)])
-    return md_table(["system", "workers", "reps", "serial ms", "parallel ms", "ratio",
-                     "ratio min - max", "speedup", "vs ito"], table)
+    return md_table(["system", "workers", "reps", "serial ms", "parallel ms",
+                     "parallel min - max", "ratio", "ratio min - max", "speedup", "vs ito"],
+                    table)
 
 
 def kernel_section(k, rows, out):
     rep = [f"## {k}\n"]
-    s = kernel_summary(k, rows)
-    if not s:
+    configs = kernel_configs(k, rows)
+    if not configs:
         rep.append(f"No {k} results (see Failures).\n")
         return rep
-    params = next(iter(s.values()))["params"]
-    rep.append(f"{KERNELS[k][3]}; {params}. Times are medians over the repetitions. *ratio* is "
+    pnames = KERNELS[k]["params"]
+    label = lambda cfg: ", ".join(f"{c}={v}" for c, v in zip(pnames, cfg))
+    rep.append(f"{KERNELS[k]['what']}; {'; '.join(label(c) for c in configs)}. Times are "
+               "medians over the repetitions (and min - max). *ratio* is "
                "the parallel time divided by the time of the plain serial version of the same "
                "algorithm compiled into the same binary (median and min-max over the "
                "repetitions). *speedup* is the median parallel time at 1 worker divided by that "
                "at this worker count. *vs ito* is the median parallel time divided by ito's "
-               "(task_group) at the same worker count.\n")
-    rep.append(ratio_table(s))
-    rep.append("")
+               "(task_group) at the same worker count, both from this run.\n")
+    if k == "bin":
+        rep.append(bin_intro())
+    panels = []
+    for cfg in configs:
+        crow = [r for r in rows if tuple(r[c] for c in pnames) == cfg]
+        s = kernel_summary(k, crow)
+        if len(configs) > 1:
+            rep.append(f"### {k}: {label(cfg)}\n")
+        if k == "bin":
+            rep.append(bin_config_text(cfg))
+        rep.append(ratio_table(s))
+        rep.append("")
+        if k == "bin":
+            rep.append(bin_bound_table(crow))
+            rep.append("")
+        panels.append((f"{k} ({label(cfg)})", s))
     png = f"{k}_speedup.png"
-    if len({w for _, w in s}) < 2:
-        rep.append("(No plot: one worker count only.)\n")
+    if len({int(r["workers"]) for r in rows}) < 2:
+        rep.append("(No speed-up plot: one worker count only.)\n")
     else:
-        rep.append(plot_link(plot_speedup(k, s, os.path.join(out, png)), png,
+        rep.append(plot_link(plot_speedup(k, panels, os.path.join(out, png)), png,
                              f"{k}: speedup vs workers"))
     return rep
+
+
+def bin_t1_calls(n, k):
+    """T1(n) / A and Tinf(n) / A by the closed forms of seed 000, 5.5."""
+    t1 = (3 * k * (2 * k) ** n - (k + 1)) // (2 * k - 1)
+    tinf = 2 * n + 1 if k == 1 else (2 * k ** (n + 1) - (k + 1)) // (k - 1)
+    return t1, tinf
+
+
+def bin_intro():
+    return ("With *a* the time of one consume(A), measured by the binary itself before every "
+            "repetition (median of five timed batches), the closed forms of seed 000, 5.5 give "
+            "the work and the critical path:\n\n"
+            "    T1(n)   = a / (2K-1) * (3K (2K)^n - (K+1))\n"
+            "    Tinf(n) = a * (2n+1)                        if K = 1\n"
+            "            = a / (K-1) * (2 K^(n+1) - (K+1))   if K > 1\n\n"
+            "(they solve T1(n) = a + K (2 T1(n-1) + a), Tinf(n) = a + K (Tinf(n-1) + a), "
+            "T1(0) = Tinf(0) = a; the paper writes Tinf = 2an for K = 1, leaving out the root's "
+            "own a). A greedy scheduler on P workers needs at most T1/P + Tinf (the *bound*); "
+            "*measured / bound* above 1 is time lost to the runtime: task overhead, stealing, "
+            "idle workers. *serial / T1* is the plain serial recursion against T1 alone (the "
+            "cost of the calls and loop around consume). serial runs with P = 1.\n")
+
+
+def bin_config_text(cfg):
+    n, k, a = int(cfg[0]), int(cfg[1]), cfg[2]
+    t1, tinf = bin_t1_calls(n, k)
+    line = (f"n={n}, K={k}, A={a}: T1 = {t1} a, Tinf = {tinf} a, T1/Tinf = {fmt(t1 / tinf)}.")
+    paper_n = BIN_PAPER.get((str(k), str(a)))
+    if paper_n is not None:
+        pt1, ptinf = bin_t1_calls(int(paper_n), k)
+        line += (f" The paper's configuration with this K and A is n={paper_n} (T1 = {pt1} a, "
+                 f"Tinf = {ptinf} a, T1/Tinf = {fmt(pt1 / ptinf)}), A in clock cycles there"
+                 + (", n reduced here so that a run takes seconds; K and the grain A are kept."
+                    if n < int(paper_n) else "."))
+    return line + "\n"
+
+
+def bin_bound_table(rows):
+    """Per system and worker count: a, T1, Tinf, the bound and the measured time."""
+    groups = group_rows(rows)
+    table = []
+    for (sysname, w) in sorted(groups, key=lambda kk: (sys_order(kk[0]), kk[1])):
+        g = groups[(sysname, w)]
+        med = lambda c: statistics.median(float(r[c]) for r in g)
+        par = [float(r["parallel_s"]) for r in g]
+        bound = med("bound_s")
+        # each repetition against its own bound, then the median
+        over = statistics.median(float(r["parallel_s"]) / float(r["bound_s"]) for r in g
+                                 if float(r["bound_s"]) > 0) if bound > 0 else None
+        ser = statistics.median(float(r["serial_s"]) / float(r["t1_s"]) for r in g
+                                if float(r["t1_s"]) > 0) if med("t1_s") > 0 else None
+        table.append([sysname, w, fmt(med("consume_ns") / 1e3), fmt(med("t1_s") * 1e3),
+                      fmt(med("tinf_s") * 1e3), fmt(bound * 1e3), fmt(statistics.median(par) * 1e3),
+                      f"{fmt(min(par) * 1e3)} - {fmt(max(par) * 1e3)}", fmt(over), fmt(ser)])
+    return md_table(["system", "P", "a us", "T1 ms", "Tinf ms", "T1/P + Tinf ms",
+                     "measured ms", "min - max", "measured / bound", "serial / T1"], table)
 
 
 def create_p_section(args, rows, out):
@@ -454,8 +597,11 @@ def create_p_section(args, rows, out):
                f"and then each run `for {it} times: spawn(null_task); sync;` as one measurement "
                f"(a barrier before each), {meas} measurements, the first {drop} dropped. "
                "ns per iteration is the mean over the P tasks of each task's own time per "
-               "iteration; the table gives its median (min, max) over the measurements, and "
-               "*vs 1 worker* the median divided by this system's median at 1 worker.\n")
+               "iteration; the table gives its median (min, max) over the measurements, "
+               "*vs 1 worker* the median divided by this system's median at 1 worker, and "
+               "*vs ito* the median divided by ito's (task_group) median at the same worker "
+               "count in this run. The plot is seed 000's figure 2: time per task vs workers, "
+               "log scale.\n")
     groups = group_rows(rows, lambda r: float(r["ns_per_iter"]))
     if not groups:
         return rep + ["No create_p results (see Failures).\n"]
@@ -464,12 +610,14 @@ def create_p_section(args, rows, out):
         v = groups[(sysname, w)]
         med = statistics.median(v)
         one = groups.get((sysname, 1))
+        ito = groups.get(("ito", w))
         table.append([sysname, w, len(v), fmt(med), fmt(min(v)), fmt(max(v)),
-                      fmt(med / statistics.median(one)) if one else "n/a"])
+                      fmt(med / statistics.median(one)) if one else "n/a",
+                      fmt(med / statistics.median(ito)) if ito else "n/a"])
         points.append({"system": sysname, "workers": w, "med": med, "min": min(v),
                        "max": max(v), "iters": it})
     rep.append(md_table(["system", "workers", "measurements", "median ns/iter", "min",
-                         "max", "vs 1 worker"], table))
+                         "max", "vs 1 worker", "vs ito"], table))
     rep.append("")
     if len({w for _, w in groups}) < 2:
         rep.append("(No plot: one worker count only.)\n")
@@ -489,12 +637,13 @@ def draw_create_p_plot(points, path):
         ps = sorted((p for p in points if p["system"] == s), key=lambda p: p["workers"])
         err = [[p["med"] - p["min"] for p in ps], [p["max"] - p["med"] for p in ps]]
         ax.errorbar([p["workers"] for p in ps], [p["med"] for p in ps], yerr=err, marker="o",
-                    capsize=3, label=s)
+                    capsize=3, color=sys_color(s), label=s)
     ax.set_yscale("log")
     ax.set_xlabel("workers (P tasks creating at once)")
     ax.set_ylabel("ns per spawn+sync per worker (median, min-max)")
     ax.set_xticks(sorted({p["workers"] for p in points}))
-    ax.set_title("create_p: task creation on P workers at once (seed 000, 5.3)")
+    ax.set_title("create_p: time per task on P workers at once (seed 000, 5.3, figure 2)",
+                 fontsize="medium")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     fig.tight_layout()
@@ -510,12 +659,14 @@ def migration_section(args, rows, out):
                "it starts; the parent records t2 when it resumes after the spawn; each then "
                "waits until the other has started, so one of them must move to the other "
                f"worker. {reps} repetitions, the first {drop} dropped; CLOCK_MONOTONIC. "
-               "Medians (and 90th percentiles) of t1 - t0 (*child start*) and t2 - t0 "
+               "Medians (and 10th - 90th percentiles) of t1 - t0 (*child start*) and t2 - t0 "
                "(*parent resume*). *late* names the larger median: *parent* suggests "
                "work-first (the child runs at once, the parent's continuation is stolen), "
-               "*child* help-first (the parent goes on, the child is stolen). The larger one is "
-               "the least time to add one to the parallelism. (serial is not run: the handshake "
-               "needs two workers.)\n")
+               "*child* help-first (the parent goes on, the child is stolen). The larger one, "
+               "*move*, is the least time to add one to the parallelism; *vs ito* is a system's "
+               "*move* divided by ito's (task_group) in this run. (serial is not run: the "
+               "handshake needs two workers.) The plot's whiskers are the 10th - 90th "
+               "percentiles.\n")
     groups = group_rows(rows, lambda r: (float(r["child_start_ns"]), float(r["parent_resume_ns"])))
     if not groups:
         return rep + ["No migration results (see Failures).\n"]
@@ -525,17 +676,26 @@ def migration_section(args, rows, out):
         return v[min(len(v) - 1, int(q * len(v)))]
 
     table, points = [], []
+    ito = groups.get(("ito", max(w for _, w in groups)))
+    ito_move = max(statistics.median(x[0] for x in ito), statistics.median(x[1] for x in ito)) \
+        if ito else None
     for (sysname, w) in sorted(groups, key=lambda k: (sys_order(k[0]), k[1])):
         v = groups[(sysname, w)]
         c = [x[0] for x in v]
         p = [x[1] for x in v]
         cm, pm = statistics.median(c), statistics.median(p)
         late = "parent" if pm > cm else "child"
-        table.append([sysname, w, len(v), fmt(cm), fmt(pct(c, 0.9)), fmt(pm), fmt(pct(p, 0.9)),
-                      late, "work-first" if late == "parent" else "help-first"])
-        points.append({"system": sysname, "child": cm, "parent": pm, "workers": w})
-    rep.append(md_table(["system", "workers", "reps", "child start ns (median)", "p90",
-                         "parent resume ns (median)", "p90", "late", "looks like"], table))
+        move = max(cm, pm)
+        table.append([sysname, w, len(v), fmt(cm), f"{fmt(pct(c, 0.1))} - {fmt(pct(c, 0.9))}",
+                      fmt(pm), f"{fmt(pct(p, 0.1))} - {fmt(pct(p, 0.9))}", late,
+                      "work-first" if late == "parent" else "help-first", fmt(move),
+                      fmt(move / ito_move) if ito_move else "n/a"])
+        points.append({"system": sysname, "child": cm, "parent": pm, "workers": w,
+                       "child_lo": pct(c, 0.1), "child_hi": pct(c, 0.9),
+                       "parent_lo": pct(p, 0.1), "parent_hi": pct(p, 0.9)})
+    rep.append(md_table(["system", "workers", "reps", "child start ns (median)", "p10 - p90",
+                         "parent resume ns (median)", "p10 - p90", "late", "looks like",
+                         "move ns", "vs ito"], table))
     rep.append("")
     drawn = plot_with(points, os.path.join(out, "migration.png"), draw_migration_plot,
                       "--draw-migration-plot")
@@ -550,15 +710,18 @@ def draw_migration_plot(points, path):
     points = sorted(points, key=lambda p: sys_order(p["system"]))
     fig, ax = plt.subplots(figsize=(8, 4.5))
     xs = list(range(len(points)))
-    ax.bar([x - 0.2 for x in xs], [max(p["child"], 1) for p in points], width=0.4,
-           label="child start (t1 - t0)")
-    ax.bar([x + 0.2 for x in xs], [max(p["parent"], 1) for p in points], width=0.4,
-           label="parent resume (t2 - t0)")
+    for off, key, label, color in ((-0.2, "child", "child start (t1 - t0)", "#1f77b4"),
+                                   (0.2, "parent", "parent resume (t2 - t0)", "#ff7f0e")):
+        med = [max(p[key], 1) for p in points]
+        err = [[m - max(p[key + "_lo"], 1) for m, p in zip(med, points)],
+               [max(p[key + "_hi"], 1) - m for m, p in zip(med, points)]]
+        ax.bar([x + off for x in xs], med, width=0.4, yerr=err, capsize=3, color=color,
+               ecolor="black", label=label)
     ax.set_xticks(xs)
     ax.set_xticklabels([p["system"] for p in points])
     ax.set_yscale("log")
-    ax.set_ylabel("ns (median)")
-    ax.set_title(f"migration with {points[0]['workers']} workers (seed 000, 5.4.1)")
+    ax.set_ylabel("ns (median; whiskers p10 - p90)")
+    ax.set_title(f"migration latency with {points[0]['workers']} workers (seed 000, 5.4.1)")
     ax.grid(True, axis="y", which="both", alpha=0.3)
     ax.legend(fontsize="small")
     fig.tight_layout()
@@ -567,14 +730,15 @@ def draw_migration_plot(points, path):
     return True
 
 
-def spreading_section(args, rows):
+def spreading_section(args, rows, out):
     trials, busy = SPREAD_ARGS[args.quick]
     rep = ["## spreading: tasks reaching P workers\n"]
     rep.append(f"Seed 000, 5.4.2: a binary tree of spawns with P leaves (P = workers); each leaf "
                f"records its start time relative to the root's start and busy-waits {busy} us, "
                f"so the leaves must spread over the workers. {trials} trials. *last leaf* is the "
                "time until the last leaf started (median, min, max over the trials); *median "
-               "leaf* the median over all leaves and trials. serial runs the same P leaves one "
+               "leaf* the median over all leaves and trials; *vs ito* the *last leaf* median "
+               "divided by ito's (task_group) in this run. serial runs the same P leaves one "
                f"after another (about (P-1) x {busy} us): the no-spreading baseline.\n")
     per = {}
     for r in rows:
@@ -582,18 +746,79 @@ def spreading_section(args, rows):
             int(r["trial"]), []).append(float(r["start_us"]))
     if not per:
         return rep + ["No spreading results (see Failures).\n"]
-    table = []
+    ito = [k for k in per if k[0] == "ito"]
+    ito_last = statistics.median(max(v) for v in per[ito[0]].values()) if ito else None
+    table, points = [], []
     for (sysname, w) in sorted(per, key=lambda k: (sys_order(k[0]), k[1])):
         tr = per[(sysname, w)]
         last = [max(v) for v in tr.values()]
         allv = [x for v in tr.values() for x in v]
         table.append([sysname, w, len(next(iter(tr.values()))), len(tr),
                       fmt(statistics.median(last)), fmt(min(last)), fmt(max(last)),
-                      fmt(statistics.median(allv))])
+                      fmt(statistics.median(allv)),
+                      fmt(statistics.median(last) / ito_last) if ito_last else "n/a"])
+        # seed 000's figure 5 overlays 20 of its 30 trials: the first 10 are left out
+        keep = sorted(tr)[10:] if len(tr) > 10 else sorted(tr)
+        points.append({"system": sysname, "workers": w, "busy": busy, "dropped": len(tr) - len(keep),
+                       "trials": [sorted(tr[t]) for t in keep]})
     rep.append(md_table(["system", "workers", "leaves", "trials", "last leaf us (median)", "min",
-                         "max", "median leaf us"], table))
+                         "max", "median leaf us", "vs ito"], table))
     rep.append("")
+    drawn = plot_with(points, os.path.join(out, "spreading.png"), draw_spreading_plot,
+                      "--draw-spreading-plot")
+    rep.append(plot_link(drawn, "spreading.png",
+                         "spreading: sorted leaf start times per trial, one panel per system"))
     return rep
+
+
+def draw_spreading_plot(points, path):
+    """Seed 000's figure 5: per system, each trial's leaf start times sorted, as
+    a curve over the leaf's rank (point (x, y): the x-th leaf to start started
+    at y). All panels share a log time axis."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    points = sorted(points, key=lambda p: sys_order(p["system"]))
+    n = len(points)
+    cols = min(3, n)
+    nrows = (n + cols - 1) // cols
+    fig, axes = plt.subplots(nrows, cols, figsize=(3.4 * cols + 0.6, 3.0 * nrows + 0.8),
+                             sharey=True, squeeze=False)
+    floor = 0.01  # us: a leaf that started "at once" still shows on the log axis
+    for i, p in enumerate(points):
+        ax = axes[i // cols][i % cols]
+        color = sys_color(p["system"])
+        leaves = max(len(t) for t in p["trials"])
+        ranks = list(range(1, leaves + 1))
+        for t in p["trials"]:
+            ax.plot(ranks[:len(t)], [max(x, floor) for x in t], marker="o", markersize=3,
+                    color=color, alpha=0.35, linewidth=1)
+        med = [statistics.median(t[j] for t in p["trials"] if j < len(t)) for j in range(leaves)]
+        ax.plot(ranks, [max(x, floor) for x in med], color="black", linewidth=1.5,
+                linestyle="--", label="median")
+        ax.set_yscale("log")
+        ax.set_title(f"{p['system']} ({p['workers']} worker{'s' if p['workers'] != 1 else ''})",
+                     fontsize="medium")
+        ax.set_xticks(ranks if leaves <= 16 else None)
+        ax.set_xlim(0.7, leaves + 0.3)
+        ax.grid(True, which="both", alpha=0.3)
+        if i % cols == 0:
+            ax.set_ylabel("leaf start time (us)")
+        if i // cols == nrows - 1 or i + cols >= n:
+            ax.set_xlabel("leaf, in order of start")
+        if i == 0:
+            ax.legend(fontsize="x-small", loc="upper left")
+    for j in range(n, nrows * cols):
+        axes[j // cols][j % cols].axis("off")
+    p0 = points[0]
+    kept = len(p0["trials"])
+    fig.suptitle(f"spreading (seed 000, 5.4.2, figure 5): sorted leaf start times, {kept} trials"
+                 + (f" (first {p0['dropped']} left out)" if p0["dropped"] else "")
+                 + f", leaves busy {p0['busy']} us", fontsize="medium")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
 
 
 def md_table(header, rows):
@@ -611,6 +836,8 @@ def write_report(args, out, results, runner, started, skipped):
         ["CPU", cpu_model()],
         ["cores (usable / online)", f"{ncpus()} / {os.cpu_count()}"],
         ["kernel", f"{platform.system()} {platform.release()} {platform.machine()}"],
+        ["load average (1 min) at start / end", f"{fmt(args.load_start)} / {fmt(load1())} "
+         "(other processes on the machine disturb the timings)"],
         ["command", "`run.py " + " ".join(sys.argv[1:]) + "`"],
         ["binaries", f"`{os.path.relpath(args.bindir, ROOT) if args.bindir.startswith(ROOT) else args.bindir}`"],
     ]))
@@ -691,7 +918,7 @@ def write_report(args, out, results, runner, started, skipped):
     if "migration" in results:
         rep.extend(migration_section(args, results["migration"], out))
     if "spreading" in results:
-        rep.extend(spreading_section(args, results["spreading"]))
+        rep.extend(spreading_section(args, results["spreading"], out))
 
     for k in KERNELS:
         if k in results:
@@ -719,7 +946,16 @@ def write_report(args, out, results, runner, started, skipped):
         else:
             rep.append("No result (see Failures).")
         rep.append("")
+        if rows:
+            rep.append("One run, ito only (no other system here has blocking lightweight "
+                       "threads), so there is neither a spread nor a ratio to ito.\n")
 
+    plots = [ln for ln in rep if ln.startswith("![")]
+    if plots:
+        at = rep.index("## Failures\n") if "## Failures\n" in rep else next(
+            i for i, ln in enumerate(rep) if ln.startswith("## "))
+        pngs = [ln[ln.index("](") + 2:ln.rindex(")")] for ln in plots]
+        rep[at:at] = ["Plots in this report: " + ", ".join(f"[{p}]({p})" for p in pngs) + ".\n"]
     with open(os.path.join(out, "REPORT.md"), "w") as f:
         f.write("\n".join(rep) + "\n")
 
@@ -752,6 +988,8 @@ def main(argv):
         return 0 if draw_create_p_plot(json.load(sys.stdin), argv[1]) else 1
     if len(argv) == 2 and argv[0] == "--draw-migration-plot":  # internal: see migration_section
         return 0 if draw_migration_plot(json.load(sys.stdin), argv[1]) else 1
+    if len(argv) == 2 and argv[0] == "--draw-spreading-plot":  # internal: see spreading_section
+        return 0 if draw_spreading_plot(json.load(sys.stdin), argv[1]) else 1
     args = parse_args(argv)
     args.bindir = os.path.abspath(args.bindir)
     out = os.path.abspath(args.out)
@@ -761,6 +999,7 @@ def main(argv):
         return 2
     os.makedirs(out, exist_ok=True)
     started = datetime.datetime.now().astimezone()
+    args.load_start = load1()
 
     plan = []  # (bench, what, cmd, env, cols, rows)
     skipped = []
@@ -818,19 +1057,23 @@ def main(argv):
             plan.append(("spreading", f"spreading {s} workers={w}",
                          [b, str(trials), str(w), str(busy)], worker_env(w), SPREAD_COLS,
                          trials * w))
-    for k, (params, _, _, _) in KERNELS.items():
+    for k in KERNELS:
         if k not in args.benches:
             continue
-        for s in SYSTEMS:
-            b = find_binary(args.bindir, f"{k}_{s}")
-            if not b:
-                skipped.append(f"{k}_{s}")
-                continue
-            ws = [min(args.workers)] if s == "serial" else args.workers
-            for w in ws:
-                plan.append((k, f"{k} {s} workers={w}",
-                             [b] + args.kernel_args[k] + [str(args.kernel_reps)],
-                             worker_env(w), kernel_cols(k), args.kernel_reps))
+        for cfg in args.kernel_args[k]:
+            for s in SYSTEMS:
+                b = find_binary(args.bindir, f"{k}_{s}")
+                if not b:
+                    if f"{k}_{s}" not in skipped:
+                        skipped.append(f"{k}_{s}")
+                    continue
+                ws = [min(args.workers)] if s == "serial" else args.workers
+                for w in ws:
+                    what = f"{k} {s} workers={w}"
+                    if len(args.kernel_args[k]) > 1:
+                        what = f"{k}({','.join(cfg)}) {s} workers={w}"
+                    plan.append((k, what, [b] + cfg + [str(args.kernel_reps)],
+                                 worker_env(w), kernel_cols(k), args.kernel_reps))
     if "million" in args.benches:
         b = find_binary(args.bindir, "million")
         if not b:
@@ -855,9 +1098,9 @@ def main(argv):
                 if int(r["n"]) != args.million_n:
                     runner.fail(what, f"reported n={r['n']}, asked for {args.million_n}", "")
         if bench in KERNELS:
-            want = args.kernel_args[bench]
+            want = cmd[1:1 + len(KERNELS[bench]["params"])]
             for r in rows:
-                got = [r[c] for c in KERNELS[bench][0]]
+                got = [r[c] for c in KERNELS[bench]["params"]]
                 if [int(x) for x in got] != [int(x) for x in want]:
                     runner.fail(what, f"reported parameters {got}, asked for {want}", "")
                     break
