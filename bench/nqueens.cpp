@@ -54,20 +54,19 @@ __attribute__((noinline)) long nq_child(int n, int row, const signed char *board
   return nq_par(n, row + 1, child);
 }
 
-// The benchmark: one spawn per safe column, one sync per row. The column is a
-// literal in each spawn (the loop is unrolled by NQ_COL), so no child reads a
-// loop variable the parent goes on changing.
+// The benchmark: one spawn per safe column, one sync per row. Each child gets
+// its own copy of the column (BENCH_SPAWN_COPY): a deferred child (TBB,
+// OpenMP, or an ito parent whose continuation was stolen) must not read the
+// loop variable after the parent has moved it on.
 __attribute__((noinline)) long nq_par(int n, int row, const signed char *board) {
   if (row == n) return 1;
   long cnt[kMaxN] = {0};
   BENCH_TASK_GROUP(tg);
-#define NQ_COL(c)                                                           \
-  if ((c) < n && safe(board, row, (c))) {                                   \
-    BENCH_SPAWN(tg, cnt[(c)] = nq_child(n, row, board, (c)));               \
+  for (int col = 0; col < n; col++) {
+    if (safe(board, row, col)) {
+      BENCH_SPAWN_COPY(tg, (col), cnt[col] = nq_child(n, row, board, col));
+    }
   }
-  NQ_COL(0) NQ_COL(1) NQ_COL(2) NQ_COL(3) NQ_COL(4) NQ_COL(5) NQ_COL(6) NQ_COL(7)
-  NQ_COL(8) NQ_COL(9) NQ_COL(10) NQ_COL(11) NQ_COL(12) NQ_COL(13) NQ_COL(14) NQ_COL(15)
-#undef NQ_COL
   BENCH_SYNC(tg);
   long total = 0;
   for (int c = 0; c < n; c++) total += cnt[c];

@@ -13,12 +13,19 @@
 //   BENCH_TASK_GROUP(tg);        open a group in the current function
 //   BENCH_SPAWN(tg, stmt);       run stmt as a child task; it sees the
 //                                parent's variables by reference
+//   BENCH_SPAWN_COPY(tg, (v, ...), stmt);
+//                                the same, but the child gets its own copies
+//                                of the listed variables, taken at the spawn
+//                                (a loop variable the parent goes on changing)
 //   BENCH_SYNC(tg);              wait for every child spawned into tg
 //
 // Rules, as for Cilk's spawn/sync: the group is declared, spawned into and
 // synced in one function activation (ito's fast path needs exactly this);
 // variables a child writes are the parent's own and are read only after the
-// SYNC; the function does not return between a SPAWN and its SYNC.
+// SYNC; the function does not return between a SPAWN and its SYNC. A child
+// may run after the parent has gone on (TBB and OpenMP defer it; ito lets the
+// parent's continuation be stolen), so a variable the parent changes after
+// the spawn and the child reads must be listed in BENCH_SPAWN_COPY.
 //
 //   int bench::init_workers();   start the runtime, return its worker count
 //   bench::run_root(f);          run f() where SPAWN may be used: on an ito
@@ -47,6 +54,8 @@
 
 #define BENCH_STR2_(x) #x
 #define BENCH_STR_(x) BENCH_STR2_(x)
+// (a, b) -> a, b: BENCH_SPAWN_COPY's variable list inside a capture list or clause
+#define BENCH_UNPAREN_(...) __VA_ARGS__
 
 namespace bench {
 
@@ -88,6 +97,7 @@ void run_root(F &&f) {
   do {                       \
     __VA_ARGS__;             \
   } while (0)
+#define BENCH_SPAWN_COPY(tg, vars, ...) BENCH_SPAWN(tg, __VA_ARGS__)
 #define BENCH_SYNC(tg) ((void)(tg))
 
 /* ======================================================================== */
@@ -125,6 +135,7 @@ void run_root(F &&f) {
 // frame they record is the benchmark function's own: the fast path.
 #define BENCH_TASK_GROUP(tg) ito::task_group tg
 #define BENCH_SPAWN(tg, ...) (tg).run([&]() { __VA_ARGS__; })
+#define BENCH_SPAWN_COPY(tg, vars, ...) (tg).run([&, BENCH_UNPAREN_ vars]() { __VA_ARGS__; })
 #define BENCH_SYNC(tg) (tg).wait()
 
 #else
@@ -214,6 +225,7 @@ class ito_thread_group {
 
 #define BENCH_TASK_GROUP(tg) bench::ito_thread_group tg
 #define BENCH_SPAWN(tg, ...) (tg).spawn([&]() { __VA_ARGS__; })
+#define BENCH_SPAWN_COPY(tg, vars, ...) (tg).spawn([&, BENCH_UNPAREN_ vars]() { __VA_ARGS__; })
 #define BENCH_SYNC(tg) (tg).sync()
 #endif
 
@@ -245,6 +257,7 @@ void run_root(F &&f) {
 
 #define BENCH_TASK_GROUP(tg) tbb::task_group tg
 #define BENCH_SPAWN(tg, ...) (tg).run([&]() { __VA_ARGS__; })
+#define BENCH_SPAWN_COPY(tg, vars, ...) (tg).run([&, BENCH_UNPAREN_ vars]() { __VA_ARGS__; })
 #define BENCH_SYNC(tg) (tg).wait()
 
 /* ======================================================================== */
@@ -282,6 +295,13 @@ void run_root(F &&f) {
     _Pragma("omp task default(shared)") {      \
       __VA_ARGS__;                             \
     }                                          \
+  } while (0)
+// firstprivate: the listed variables are copied when the task is created.
+#define BENCH_SPAWN_COPY(tg, vars, ...)                                                        \
+  do {                                                                                         \
+    _Pragma(BENCH_STR_(omp task default(shared) firstprivate(BENCH_UNPAREN_ vars))) {          \
+      __VA_ARGS__;                                                                             \
+    }                                                                                          \
   } while (0)
 #define BENCH_SYNC(tg) _Pragma("omp taskwait")
 
