@@ -85,7 +85,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 FIB_COLS = ["system", "workers", "n", "rep", "serial_s", "parallel_s", "ratio"]
-SPAWN_COLS = ["system", "workers", "measurement", "ns_per_iter"]
+SPAWN_COLS = ["system", "workers", "measurement", "ns_per_iter"]  # create_p
+SPAWN_LOOP_COLS = SPAWN_COLS + ["clocks_per_iter"]
 MILLION_COLS = ["n", "workers", "wall_s", "create_s", "arrive_s", "finish_s",
                 "hwm_start_kb", "hwm_end_kb", "rss_peak_kb", "pte_peak_kb",
                 "bytes_per_thread"]
@@ -897,20 +898,31 @@ def write_report(args, out, results, runner, started, skipped):
     if "spawn_loop" in results:
         rows = results["spawn_loop"]
         rep.append("## spawn loop\n")
+        clock = {}
+        for m in runner.meta.get("spawn_loop", []):
+            kv = dict(x.split("=", 1) for x in _split_meta(m) if "=" in x)
+            if "clock" in kv and "ghz" in kv:
+                clock.setdefault(kv["clock"], []).append(float(kv["ghz"]))
+        clock_txt = ", ".join(f"`{c}` at {fmt(statistics.median(g), 4)} GHz (measured against "
+                              "CLOCK_MONOTONIC)" for c, g in clock.items()) or "not reported"
         rep.append(f"`for {SPAWN_ITERS} times: spawn(null_task); sync;` timed as one measurement, "
                    f"{SPAWN_MEAS} measurements, the first {SPAWN_DROP} dropped (seed 000, 5.1-5.2). "
-                   "Nanoseconds per iteration (one spawn + one sync):\n")
-        groups = group_rows(rows, lambda r: float(r["ns_per_iter"]))
+                   "Nanoseconds and clocks per iteration (one spawn + one sync), median (min, "
+                   "max) over the measurements; *vs ito* is the median divided by ito's "
+                   f"(task_group) in this run. Clocks are the processor's counter: {clock_txt}.\n")
+        groups = group_rows(rows, lambda r: (float(r["ns_per_iter"]), float(r["clocks_per_iter"])))
         ito = groups.get(("ito", 1))
-        ito_med = statistics.median(ito) if ito else None
+        ito_med = statistics.median(x[0] for x in ito) if ito else None
         table = []
         for (sysname, w) in sorted(groups, key=lambda k: (sys_order(k[0]), k[1])):
-            v = groups[(sysname, w)]
+            v = [x[0] for x in groups[(sysname, w)]]
+            c = [x[1] for x in groups[(sysname, w)]]
             med = statistics.median(v)
             table.append([sysname, w, len(v), fmt(med), fmt(min(v)), fmt(max(v)),
+                          fmt(statistics.median(c)), f"{fmt(min(c))} - {fmt(max(c))}",
                           fmt(med / ito_med) if ito_med else "n/a"])
         rep.append(md_table(["system", "workers", "measurements", "median ns", "min ns", "max ns",
-                             "vs ito"], table))
+                             "median clocks", "clocks min - max", "vs ito"], table))
         rep.append("")
 
     if "create_p" in results:
@@ -1021,7 +1033,7 @@ def main(argv):
                 continue
             plan.append(("spawn_loop", f"spawn_loop {s} workers=1",
                          [b, str(SPAWN_ITERS), str(SPAWN_MEAS), str(SPAWN_DROP)],
-                         worker_env(1), SPAWN_COLS, SPAWN_MEAS - SPAWN_DROP))
+                         worker_env(1), SPAWN_LOOP_COLS, SPAWN_MEAS - SPAWN_DROP))
     if "create_p" in args.benches:
         it, meas, drop = CREATE_P_ARGS[args.quick]
         for s in SYSTEMS:
@@ -1106,7 +1118,7 @@ def main(argv):
                     break
         results[bench].extend(rows)
 
-    cols = {"fib": FIB_COLS, "spawn_loop": SPAWN_COLS, "million": MILLION_COLS,
+    cols = {"fib": FIB_COLS, "spawn_loop": SPAWN_LOOP_COLS, "million": MILLION_COLS,
             "create_p": SPAWN_COLS, "migration": MIGRATION_COLS, "spreading": SPREAD_COLS}
     cols.update({k: kernel_cols(k) for k in KERNELS})
     for bench, rows in results.items():

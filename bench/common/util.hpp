@@ -21,6 +21,24 @@ inline std::int64_t now_ns() {
 
 inline double now_s() { return static_cast<double>(now_ns()) * 1e-9; }
 
+// The processor's clock counter: the time-stamp counter on x86-64 (ticks at
+// the nominal frequency), the virtual counter on aarch64 (ticks at CNTFRQ,
+// usually far below the core clock), 0 elsewhere. CLOCK_NAME names it.
+#if defined(__x86_64__) || defined(__i386__)
+#define BENCH_CLOCK_NAME "tsc"
+inline std::uint64_t clocks() { return __builtin_ia32_rdtsc(); }
+#elif defined(__aarch64__)
+#define BENCH_CLOCK_NAME "cntvct"
+inline std::uint64_t clocks() {
+  std::uint64_t v;
+  __asm__ volatile("isb; mrs %0, cntvct_el0" : "=r"(v));
+  return v;
+}
+#else
+#define BENCH_CLOCK_NAME "none"
+inline std::uint64_t clocks() { return 0; }
+#endif
+
 // argv[i] as an integer in [lo, hi], or dflt when absent; exits on garbage.
 inline long arg_long(int argc, char **argv, int i, long dflt, long lo, long hi) {
   if (i >= argc) return dflt;
