@@ -18,7 +18,7 @@ AARCH64_DEPS := gcc-aarch64-linux-gnu g++-aarch64-linux-gnu qemu-user
 SUDO := $(shell if [ "$$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then echo sudo; fi)
 APT_INSTALL := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends
 
-.PHONY: deps build build-asan test test-aarch64 bench clean
+.PHONY: deps build build-asan build-tsan test test-aarch64 bench clean
 
 # Installs only the packages that are missing; apt-get update only if any are.
 deps:
@@ -42,6 +42,13 @@ build-asan:
 	  -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS)
 	cmake --build build-asan -j$(JOBS)
 
+# ThreadSanitizer: the runtime's switches carry its fiber annotations, and
+# every fork is a lightweight thread of its own there (docs/fibers.md).
+build-tsan:
+	cmake -S . -B build-tsan -DITO_SANITIZE=thread -DITO_BUILD_BENCH=OFF \
+	  -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS)
+	cmake --build build-tsan -j$(JOBS)
+
 # Every stage runs even if an earlier one failed; the summary says which did.
 test: deps
 	@rc=0; res=(); \
@@ -55,6 +62,12 @@ test: deps
 	   UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan --output-on-failure -j$(TEST_JOBS); then \
 	  res+=("ASan+UBSan (build-asan/):      PASS"); \
 	else res+=("ASan+UBSan (build-asan/):      FAIL"); rc=1; fi; \
+	echo "==== ThreadSanitizer build and tests"; \
+	if $(MAKE) --no-print-directory build-tsan && \
+	   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+	     ctest --test-dir build-tsan --output-on-failure -j$(TEST_JOBS); then \
+	  res+=("TSan (build-tsan/):            PASS"); \
+	else res+=("TSan (build-tsan/):            FAIL"); rc=1; fi; \
 	echo "==== aarch64 cross build and tests under qemu"; \
 	mkdir -p build; \
 	if $(MAKE) --no-print-directory test-aarch64 2>&1 | tee build/test-aarch64.log; then \
@@ -96,4 +109,4 @@ bench:
 	@echo "bench: report in $(CURDIR)/results/REPORT.md"
 
 clean:
-	rm -rf build build-asan build-aarch64
+	rm -rf build build-asan build-tsan build-aarch64

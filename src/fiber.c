@@ -26,6 +26,29 @@ void ito__asan_start(void **fake, const void *lo, size_t size) {
 void ito__asan_finish(void *fake) { (void)fake; }
 #endif
 
+#if ITO_TSAN
+#include <sanitizer/tsan_interface.h>
+/* Contexts are costly to make (hundreds of microseconds) and ThreadSanitizer
+ * allows about 8,000 at once, so a stack keeps its context while it sits in
+ * a free list; the context is renewed only when a thread left frames on the
+ * stack without returning through them (ito_exit), since their entries
+ * would stay on the context's shadow call stack. */
+void *ito__tsan_new_ctx(void) { return __tsan_create_fiber(0); }
+void *ito__tsan_current(void) { return __tsan_get_current_fiber(); }
+void ito__tsan_to_ctx(void *ctx) { __tsan_switch_to_fiber(ctx, 0); }
+void ito__tsan_to(fiber *f) {
+  if (!f->tsan) f->tsan = __tsan_create_fiber(0);
+  __tsan_switch_to_fiber(f->tsan, 0);
+}
+static void tsan_renew(fiber *f) {
+  if (f->tsan_dirty) {
+    __tsan_destroy_fiber(f->tsan);
+    f->tsan = NULL;
+    f->tsan_dirty = 0;
+  }
+}
+#endif
+
 #define PAGE 4096UL
 
 _Static_assert(sizeof(fiber) % 64 == 0 && _Alignof(fiber) == 64, "fiber header layout");
@@ -105,6 +128,9 @@ fiber *ito__fiber_alloc(worker *w) {
   }
 #if ITO_ASAN
   ASAN_UNPOISON_MEMORY_REGION(f->lo, (size_t)(f->hi - f->lo));
+#endif
+#if ITO_TSAN
+  tsan_renew(f);
 #endif
   f->next = NULL;
   f->sp = NULL;

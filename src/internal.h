@@ -64,6 +64,7 @@ typedef struct waiter {
   int futex;                /* OS thread: becomes 1 when woken */
   int result;               /* value handed to the woken (e.g. ETIMEDOUT) */
   int queued;               /* still in a wait queue (guarded by the queue's lock) */
+  int parking;              /* a join's park() may still read the thread (thread.c) */
   void *queue;              /* the wait queue's owner, for timeouts */
 } waiter;
 
@@ -92,7 +93,8 @@ typedef struct ithread {
   uint32_t gen;             /* bumped at each reuse; part of the handle */
   int flags;                /* TH_ROOT */
   int sync;                 /* TS_RUNNING, TS_EXITING, TS_DONE, TS_CLAIMED */
-  int pad_;
+  int detach_refs;          /* detached while running: the detacher and the ending thread
+                               each drop one, the last frees the descriptor (thread.c) */
   waiter *joiner;           /* NULL, a joiner's waiter, or JOINER_DETACHED */
   void *(*fn)(void *);
   void *arg;
@@ -123,6 +125,10 @@ typedef struct __attribute__((aligned(64))) fiber {
   struct ito_rec start;
   struct worker *create_worker;
   uint64_t create_idx;
+#if ITO_TSAN
+  void *tsan;               /* ThreadSanitizer's context for this stack (docs/fibers.md) */
+  int tsan_dirty;           /* frames were abandoned on it (ito_exit): renew tsan before reuse */
+#endif
 } fiber;
 
 enum { FIBER_POOL = 0, FIBER_NATIVE = 1 };
@@ -183,6 +189,10 @@ typedef struct worker {
   int on_list;                      /* on the sleeper list (sleep_lock) */
   int wake_word;                    /* futex: 0 while asleep, 1 once woken */
   struct worker *sleep_next;        /* sleeper list link (sleep_lock) */
+#if ITO_TSAN
+  void *sched_tsan;                 /* ThreadSanitizer contexts: the scheduler stack's */
+  void *native_tsan;                /* and the OS thread's own */
+#endif
 } worker;
 
 /* what a fiber asks of the scheduler when it switches to it */
@@ -348,7 +358,7 @@ HIDDEN void ito__fiber_free(worker *w, fiber *f);
 /* The common cases of ito__fiber_alloc and ito__fiber_free, inline: a pop
  * or push on the worker's own free list. */
 static inline fiber *fiber_get(worker *w) {
-#if !ITO_ASAN
+#if !ITO_ASAN && !ITO_TSAN
   fiber *f = w->free_fibers;
   if (LIKELY(f)) {
     w->free_fibers = f->next;
@@ -373,6 +383,20 @@ HIDDEN void ito__install_segv(void);
 HIDDEN void ito__altstack_setup(worker *w);
 HIDDEN void ito__asan_start(void **fake, const void *lo, size_t size);
 HIDDEN void ito__asan_finish(void *fake);
+/* ThreadSanitizer: every stack has a context of its own, and each switch
+ * tells ThreadSanitizer which one runs next, just before the switch (see
+ * docs/fibers.md). Empty unless ITO_TSAN. */
+#if ITO_TSAN
+HIDDEN void ito__tsan_to(fiber *f);
+HIDDEN void ito__tsan_to_ctx(void *ctx);
+HIDDEN void *ito__tsan_new_ctx(void);
+HIDDEN void *ito__tsan_current(void);
+#define TSAN_TO(f) ito__tsan_to(f)
+#define TSAN_TO_CTX(c) ito__tsan_to_ctx(c)
+#else
+#define TSAN_TO(f) ((void)0)
+#define TSAN_TO_CTX(c) ((void)0)
+#endif
 
 /* thread.c */
 HIDDEN ithread *ito__thread_init(fiber *f);

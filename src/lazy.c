@@ -66,6 +66,7 @@ int ito__run_entry(worker *w, uintptr_t e, worker *victim, uintptr_t *slot) {
 #if ITO_ASAN
     ito__asan_start(NULL, parent->lo, (size_t)(parent->hi - parent->lo));
 #endif
+    TSAN_TO(parent);
     ito__resume(&copy, (void *)(uintptr_t)copy.regs[REC_SP]);
   }
   struct ito_rec copy;
@@ -260,6 +261,38 @@ static void spawn_child(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size, in
 void ito_tg_spawn_(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size) {
   spawn_child(tg, fn, arg, size, 0);
 }
+
+#if ITO_TSAN
+HIDDEN void ito__join_c(ito_tg_t *tg, void *frame, struct ito_rec *rec);
+/* ThreadSanitizer builds: every child is a lightweight thread of its own.
+ * A stolen continuation would return through frames of another stack, which
+ * the sanitizer's per-stack call history cannot follow (docs/fibers.md). */
+void ito_tg_fork_(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size) {
+  spawn_child(tg, fn, arg, size, 0);
+}
+void ito_tg_fork_w1_(ito_tg_t *tg, ito_task2_fn fn, void *arg) {
+  spawn_child(tg, (ito_task_fn)(void (*)(void))fn, arg, 8, 1);
+}
+void ito_tg_fork_w2_(ito_tg_t *tg, ito_task2_fn fn, void *arg) {
+  spawn_child(tg, (ito_task_fn)(void (*)(void))fn, arg, 16, 1);
+}
+void ito_tg_fork_w3_(ito_tg_t *tg, ito_task2_fn fn, void *arg) {
+  spawn_child(tg, (ito_task_fn)(void (*)(void))fn, arg, 24, 1);
+}
+void ito_tg_fork_w4_(ito_tg_t *tg, ito_task2_fn fn, void *arg) {
+  spawn_child(tg, (ito_task_fn)(void (*)(void))fn, arg, 32, 1);
+}
+void ito_tg_fork_r2_(ito_tg_t *tg, ito_task_r2_fn fn, uintptr_t w0, uintptr_t w1) {
+  spawn_child(tg, (ito_task_fn)(void (*)(void))fn, (void *)w0, (size_t)w1, 2);
+}
+/* Nothing is ever stolen, so the join only waits for the children (with the
+ * sanitizer seeing the acquire that orders their writes before ours). */
+void ito_tg_join_(ito_tg_t *tg, void *frame) {
+  struct ito_rec rec;
+  memset(&rec, 0, sizeof rec);
+  ito__join_c(tg, frame, &rec);
+}
+#endif
 
 /* ---- the join ------------------------------------------------------------------ */
 

@@ -263,6 +263,11 @@ static void *worker_main(void *arg) {
   void *fake = NULL;
   ito__asan_start(&fake, w->sched_lo, (size_t)(w->sched_hi - w->sched_lo));
 #endif
+#if ITO_TSAN
+  w->native_tsan = ito__tsan_current();
+  if (!w->sched_tsan) w->sched_tsan = ito__tsan_new_ctx();
+#endif
+  TSAN_TO_CTX(w->sched_tsan);
   ito__ctx_jump(&w->native_sp, tmp.sp, w);
 #if ITO_ASAN
   ito__asan_finish(fake);
@@ -279,6 +284,7 @@ void ito__worker_stop(worker *w) {
 #if ITO_ASAN
   ito__asan_start(NULL, w->native_lo, w->native_size);
 #endif
+  TSAN_TO_CTX(w->native_tsan);
   ito__ctx_jump(&dummy, sp, NULL);
   __builtin_unreachable();
 }
@@ -290,6 +296,13 @@ static void adopt_main(worker *w) {
   uint32_t gen = root_fiber.th.gen;
   memset(&root_fiber, 0, sizeof root_fiber);
   root_fiber.th.gen = gen + 1;
+#if ITO_TSAN
+  /* the root keeps the main thread's own context: the frames of main() and
+   * its callers are on that context's shadow stack. Worker 0's scheduler
+   * stack gets a context of its own. */
+  root_fiber.tsan = ito__tsan_current();
+  if (!w->sched_tsan) w->sched_tsan = ito__tsan_new_ctx();
+#endif
   ithread *t = ito__thread_init(&root_fiber);
   t->flags = TH_ROOT;
   root_fiber.kind = FIBER_NATIVE;

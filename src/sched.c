@@ -194,6 +194,7 @@ void ito__switch(worker *w, fiber *from, fiber *to, int from_dying) {
   ito__asan_start(from_dying ? NULL : &from->asan_fake, to->lo, fiber_size(to));
 #endif
   (void)from_dying;
+  TSAN_TO(to);
   ito__ctx_jump(from ? &from->sp : &dummy, to->sp, to);
 #if ITO_ASAN
   ito__asan_finish(from->asan_fake);
@@ -220,6 +221,7 @@ static void enter_sched(worker *w, fiber *from, int action, void *arg, int keep)
   ASAN_UNPOISON_MEMORY_REGION(w->sched_lo, (size_t)(w->sched_hi - w->sched_lo));
   ito__asan_start(keep ? &from->asan_fake : NULL, w->sched_lo, (size_t)(w->sched_hi - w->sched_lo));
 #endif
+  TSAN_TO_CTX(w->sched_tsan);
   ito__ctx_jump(keep ? &from->sp : &dummy, tmp.sp, w);
 #if ITO_ASAN
   ito__asan_finish(from->asan_fake);
@@ -250,12 +252,14 @@ static void run_fiber(worker *w, fiber *f) {
 #if ITO_ASAN
     ito__asan_start(NULL, f->lo, fiber_size(f));
 #endif
+    TSAN_TO(f);
     ito__resume(&f->start, f->hi);
   }
   void *dummy;
 #if ITO_ASAN
   ito__asan_start(NULL, f->lo, fiber_size(f));
 #endif
+  TSAN_TO(f);
   ito__ctx_jump(&dummy, f->sp, f);
   __builtin_unreachable();
 }
@@ -302,7 +306,7 @@ static void sched_entry(void *arg) {
       ito__take_records_of(w, from);
       spin_lock(&to->mail_lock);
       from->next = to->mail;
-      to->mail = from;
+      STORE_RLX(&to->mail, from); /* read without the lock (run_local, scan_all) */
       spin_unlock(&to->mail_lock);
       ito__wake_worker(to);
       break;
@@ -494,7 +498,7 @@ static void run_local(worker *w) {
   if (LOAD_RLX(&w->mail)) {
     spin_lock(&w->mail_lock);
     fiber *m = w->mail;
-    if (m) w->mail = m->next;
+    if (m) STORE_RLX(&w->mail, m->next);
     spin_unlock(&w->mail_lock);
     if (m) {
       found_work(w);
@@ -529,7 +533,7 @@ void ito__sched_loop(worker *w) {
       found_work(w);
       run_fiber(w, f);
     }
-    if (ito__rt.timers) ito__timers_run();
+    if (LOAD_RLX(&ito__rt.timers)) ito__timers_run();
     if (atomic_load_explicit(&ito__rt.stop, memory_order_acquire) && w->native_sp)
       ito__worker_stop(w);
     int n = ito__rt.nworkers;

@@ -178,7 +178,7 @@ static void timer_add(struct timer *t) {
   struct timer **pp = &ito__rt.timers;
   while (*pp && (*pp)->deadline <= t->deadline) pp = &(*pp)->next;
   t->next = *pp;
-  *pp = t;
+  STORE_RLX(pp, t); /* the list head is read without the lock */
   t->state = T_ARMED;
   spin_unlock(&ito__rt.timer_lock);
 }
@@ -188,7 +188,7 @@ static void timer_cancel(struct timer *t) {
   if (t->state == T_ARMED) {
     for (struct timer **pp = &ito__rt.timers; *pp; pp = &(*pp)->next) {
       if (*pp == t) {
-        *pp = t->next;
+        STORE_RLX(pp, t->next);
         break;
       }
     }
@@ -221,7 +221,7 @@ void ito__timers_run(void) {
   spin_lock(&ito__rt.timer_lock);
   while (ito__rt.timers && ito__rt.timers->deadline <= now) {
     struct timer *t = ito__rt.timers;
-    ito__rt.timers = t->next;
+    STORE_RLX(&ito__rt.timers, t->next);
     t->state = T_FIRING;
     t->next = fire;
     fire = t;

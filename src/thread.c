@@ -170,7 +170,9 @@ static void run_key_destructors(ithread *t) {
  * parking side stores joiner, runs the heavy barrier, then loads sync. So at
  * least one sees the other, and a compare-and-swap on joiner settles who
  * wakes (or frees) whom when both do. The common case (the thread ended
- * before the join) has no atomic read-modify-write at all. As with
+ * before the join) has no atomic read-modify-write at all. The parking side
+ * is never the last to touch t (waiter.parking, detach_refs; see
+ * docs/scheduler.md). As with
  * pthread_join, two simultaneous joins of one thread are undefined. */
 
 /* Runs once the ended thread's fiber is left (a post-switch action or the
@@ -182,7 +184,7 @@ static inline void thread_done(ithread *t) {
   if (j && __atomic_compare_exchange_n(&t->joiner, &j, NULL, 0, __ATOMIC_ACQ_REL,
                                        __ATOMIC_RELAXED)) {
     if (j == JOINER_DETACHED) {
-      thread_release(t);
+      if (__atomic_sub_fetch(&t->detach_refs, 1, __ATOMIC_ACQ_REL) == 0) thread_release(t);
       return;
     }
     __atomic_store_n(&t->sync, TS_DONE, __ATOMIC_RELEASE);
@@ -196,7 +198,8 @@ void ito__thread_done(ithread *t) { thread_done(t); }
 /* The parking side: returns 1 if j is parked and the ending thread will
  * take it, 0 if the thread is already ending (j was taken back). */
 static int park(ithread *t, waiter *j) {
-  __atomic_store_n(&t->joiner, j, __ATOMIC_RELAXED);
+  /* release: the ending thread that takes j reads what the joiner wrote in it */
+  __atomic_store_n(&t->joiner, j, __ATOMIC_RELEASE);
   ito__heavy_barrier();
   if (__atomic_load_n(&t->sync, __ATOMIC_ACQUIRE) == TS_RUNNING) return 1;
   waiter *expect = j;
@@ -226,6 +229,7 @@ static void resume_creator(worker *w, fiber *f) {
 #if ITO_ASAN
   ito__asan_start(NULL, parent->lo, (size_t)(parent->hi - parent->lo));
 #endif
+  TSAN_TO(parent);
   ito__resume(&f->start, (void *)(uintptr_t)f->start.regs[REC_SP]);
 }
 
@@ -273,7 +277,10 @@ int ito__create_internal(void *(*fn)(void *), void *arg, ithread **out, int deta
   ithread *t = ito__thread_init(f);
   t->fn = fn;
   t->arg = arg;
-  if (detached) t->joiner = JOINER_DETACHED;
+  if (detached) {
+    t->joiner = JOINER_DETACHED;
+    t->detach_refs = 1;
+  }
   ito__ctx_make(f, ito__thread_entry);
   live_add(w, 1);
   *out = t;
@@ -329,6 +336,7 @@ static void create_body(void *p, void *fnp, void *arg) {
 #if ITO_ASAN
     ito__asan_start(NULL, parent->lo, (size_t)(parent->hi - parent->lo));
 #endif
+    TSAN_TO(parent); /* the return below switches back to the creator's stack */
     return;
   }
   ito__switch_to_sched(w, ACT_EXIT, NULL);
@@ -373,6 +381,7 @@ int ito_create(void *(*fn)(void *), void *arg, ito_thread_t *out) {
 #if ITO_ASAN
   ito__asan_start(NULL, f->lo, (size_t)(f->hi - f->lo));
 #endif
+  TSAN_TO(f);
   ito__spawn_on(&f->start, (void *)((uintptr_t)f->hi & ~(uintptr_t)15), create_body, f,
                 (void *)fn, arg);
   return 0;
@@ -382,7 +391,11 @@ int ito_create(void *(*fn)(void *), void *arg, ito_thread_t *out) {
 static void join_post(void *p) {
   ithread *t = p;
   fiber *me = cur_worker()->sched_from;
-  if (!park(t, &me->w)) ito__ready(me);
+  int parked = park(t, &me->w);
+  /* from here on this side touches neither t nor me: the joiner, resumed by
+   * the ending thread, may free t once it sees this */
+  __atomic_store_n(&me->w.parking, 0, __ATOMIC_RELEASE);
+  if (!parked) ito__ready(me);
 }
 
 /* The joined thread is still running: wait for it. Returns 0 or an error. */
@@ -393,7 +406,10 @@ static __attribute__((noinline)) int join_wait(ithread *t) {
     fiber *me = w->cur;
     if (me->thread == t) return EDEADLK;
     me->w.fiber = me;
+    me->w.parking = 1;
     ito__suspend(ACT_BLOCK, NULL, join_post, t);
+    /* the ending thread may resume us while join_post still reads t */
+    while (__atomic_load_n(&me->w.parking, __ATOMIC_ACQUIRE)) cpu_relax();
   } else {
     waiter wt;
     memset(&wt, 0, sizeof wt);
@@ -430,7 +446,13 @@ int ito_detach(ito_thread_t h) {
   if (s == TS_CLAIMED) return EINVAL;
   if (s == TS_RUNNING) {
     if (__atomic_load_n(&t->joiner, __ATOMIC_RELAXED)) return EINVAL;
-    if (park(t, JOINER_DETACHED)) return 0; /* the ending thread frees it */
+    /* Once DETACHED is visible the ending thread may take it at any time,
+     * while park() still reads t: whichever of the two is last frees t. */
+    t->detach_refs = 2;
+    if (park(t, JOINER_DETACHED)) {
+      if (__atomic_sub_fetch(&t->detach_refs, 1, __ATOMIC_ACQ_REL) == 0) thread_release(t);
+      return 0;
+    }
   }
   wait_done(t);
   t->sync = TS_CLAIMED;
@@ -450,6 +472,9 @@ void ito_exit(void *result) {
     ito__fatal("ito_exit called from a thread that is not an ito thread");
   if (w->cur->thread->flags & TH_ROOT)
     ito__fatal("ito_exit called from the program's main thread; return from main instead");
+#if ITO_TSAN
+  w->cur->tsan_dirty = 1; /* the frames above this call never return */
+#endif
   thread_finish(result);
 }
 

@@ -93,6 +93,9 @@ ito__ctx_start:
         str     x0, [sp, #176]
 .endm
 
+/* ThreadSanitizer builds give every child a lightweight thread of its own
+ * (src/lazy.c), so the fork entry points below are C there. */
+#if !ITO_TSAN
 /* void ito_tg_fork_(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size)
  * Records the caller's continuation and calls ito__fork_c(tg, fn, arg, size,
  * rec), which returns only if nobody took the continuation. */
@@ -155,6 +158,8 @@ ito_tg_join_:
         add     sp, sp, #192
         ret
         .size   ito_tg_join_, .-ito_tg_join_
+
+#endif /* !ITO_TSAN */
 
 /* void ito__resume(const struct ito_rec *rec, void *sp) */
         .globl  ito__resume

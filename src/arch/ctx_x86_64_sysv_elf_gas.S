@@ -106,6 +106,9 @@ ito__ctx_start:
         movq    40(\base), %r15
 .endm
 
+/* ThreadSanitizer builds give every child a lightweight thread of its own
+ * (src/lazy.c), so the fork entry points below are C there. */
+#if !ITO_TSAN
 /* The record and the worker, common to every fork entry: leaves the record
  * in r12 (the CFA is r12 + 96 from here on) and the worker in rbx. */
 .macro FORK_SAVE outside
@@ -367,6 +370,7 @@ ito_tg_join_:
         ret
         .cfi_endproc
         .size   ito_tg_join_, .-ito_tg_join_
+#endif /* !ITO_TSAN */
 
 /* void ito__resume(const struct ito_rec *rec, void *sp)
  * Restores the registers of rec, moves to stack pointer sp, calls
