@@ -1,0 +1,590 @@
+/*
+ * verify/idle.pml: the sleep/wake protocol of ito's idle workers
+ * (docs/idle.md) as coded in src/sched.c ("idle workers"), src/internal.h
+ * (publish_check, found_work) and the x86-64 fork path
+ * (src/arch/ctx_x86_64_sysv_elf_gas.S, .Lfork_idle), with the defaults
+ * ITO_DEQUE_FENCE=asymmetric (membarrier) and ITO_WAIT_POLICY=passive.
+ * verify/check.sh runs it; docs/idle.md, "The Promela model", says what it
+ * checks.
+ *
+ * Memory: x86-TSO where it matters.  A fork publishes its entry (slot and
+ * tail) with plain stores and no fence, so the entry sits in the forking
+ * worker's store buffer, buf[w], and may become visible only after that
+ * worker has read the idle word.  A buffered store drains at any time
+ * (process Drain), at any locked instruction of its own worker (flush: lock
+ * xchg, xadd, cmpxchg, or), and for every worker at once at the sleeper's
+ * membarrier (G2).  Every other store is a locked instruction, or is
+ * followed by one before anybody can depend on it, so it is visible at once.
+ *
+ * Abstractions: a worker's deque and ready queue are one count of visible
+ * entries, work[w], and taking one is atomic (the deque protocol is not
+ * modelled).  Time is not modelled: a spinner makes at most ROUNDS rounds
+ * between sleeps.  Timers, the stop flag, shutdown and fenced pop windows
+ * are left out.  A busy worker may stay busy for ever (its process ends), so
+ * that an entry it published must be run by somebody else.
+ *
+ * Steps: each atomic block below is one step.  Where it holds more than one
+ * access to shared state, the comment says why that loses no behaviour (the
+ * other accesses are private, or only seen under sleep_lock).
+ *
+ * Switches (spin -DNAME=value):
+ *   N        workers, 2 to 4                   FORKS    forks in all
+ *   READIES  fibers made ready by a worker     OUTSIDE  ... by a non-worker
+ *   MAILS    fibers migrated to another worker (mail)
+ *   ROUNDS   rounds a spinner makes at most between sleeps (>= 1)
+ *   BROKEN   0: the protocol as coded
+ *            1: no heavy barrier (membarrier) at G2
+ *            2: the last spinner to find work wakes no replacement
+ *            3: the fork reads the idle word before it publishes
+ *            4: wake_one stores x - 1 + (1 << 32), x read under the lock,
+ *               where the code has a fetch_add (docs/idle.md's pseudo-code
+ *               reads like such a store)
+ *
+ * printf lines only show in a replayed trail (spin -t), never in pan.
+ */
+
+#ifndef N
+#define N 3
+#endif
+#ifndef FORKS
+#define FORKS 2
+#endif
+#ifndef READIES
+#define READIES 1
+#endif
+#ifndef OUTSIDE
+#define OUTSIDE 0
+#endif
+#ifndef MAILS
+#define MAILS 0
+#endif
+#ifndef ROUNDS
+#define ROUNDS 1
+#endif
+#ifndef BROKEN
+#define BROKEN 0
+#endif
+
+#if N < 2 || N > 4
+#error "N must be 2, 3 or 4"
+#endif
+
+#define NONE 255
+
+/* ---- shared state ------------------------------------------------------ */
+byte S, Z;            /* ito__rt_idle = S << 32 | Z */
+bit  sleep_lock;
+byte list[N];         /* the sleeper list, a stack: list[nsleep - 1] is on top */
+byte nsleep;
+bool on_list[N];
+bit  wake_word[N];    /* the futex word */
+bool queued[N];       /* blocked in futex_wait on wake_word[w] */
+byte ws_hint[N];      /* ws_hint + 1, 0 for none */
+byte work[N];         /* visible entries: deque and ready queue */
+byte buf[N];          /* fork entries still in worker w's store buffer */
+byte mail[N];         /* visible mail for worker w */
+byte mbuf[N];         /* a mail store in w's store buffer: target + 1, or 0 */
+byte forks = FORKS;
+byte readies = READIES;
+byte mails = MAILS;
+
+/* ---- ghosts: never read by the protocol ------------------------------- */
+bool spinning[N];     /* w->spinning */
+bool insleep[N];      /* w is in idle_sleep, past G1 */
+bool gone[N];         /* w stays busy for ever */
+
+/* w is counted in S if it spins, or if somebody took it off the list and
+ * it has not yet returned from idle_sleep (where it sets spinning). */
+#define SPN(i) ((spinning[i] || (insleep[i] && !on_list[i])) -> 1 : 0)
+#define ONL(i) (on_list[i] -> 1 : 0)
+#define BAD(i) ((spinning[i] && on_list[i]) || (on_list[i] && !insleep[i]))
+#define MISSED(i) (!gone[i] && mail[i] > 0)
+#if N == 2
+#define NSPIN (SPN(0) + SPN(1))
+#define NLIST (ONL(0) + ONL(1))
+#define ANYBAD (BAD(0) || BAD(1))
+#define WORK (work[0] + work[1] + buf[0] + buf[1])
+#define IDLE (!gone[0] || !gone[1])
+#define MAILMISSED (MISSED(0) || MISSED(1))
+#elif N == 3
+#define NSPIN (SPN(0) + SPN(1) + SPN(2))
+#define NLIST (ONL(0) + ONL(1) + ONL(2))
+#define ANYBAD (BAD(0) || BAD(1) || BAD(2))
+#define WORK (work[0] + work[1] + work[2] + buf[0] + buf[1] + buf[2])
+#define IDLE (!gone[0] || !gone[1] || !gone[2])
+#define MAILMISSED (MISSED(0) || MISSED(1) || MISSED(2))
+#else
+#define NSPIN (SPN(0) + SPN(1) + SPN(2) + SPN(3))
+#define NLIST (ONL(0) + ONL(1) + ONL(2) + ONL(3))
+#define ANYBAD (BAD(0) || BAD(1) || BAD(2) || BAD(3))
+#define WORK (work[0] + work[1] + work[2] + work[3] + buf[0] + buf[1] + buf[2] + buf[3])
+#define IDLE (!gone[0] || !gone[1] || !gone[2] || !gone[3])
+#define MAILMISSED (MISSED(0) || MISSED(1) || MISSED(2) || MISSED(3))
+#endif
+
+/* (3) The idle word counts the real spinners and sleepers.  Checked at the
+ * end of every step that changes S, Z, the list or a worker's role (no
+ * other step changes them). */
+inline check_counts() {
+  assert(S == NSPIN && Z == NLIST && Z == nsleep && !ANYBAD)
+}
+
+inline who() {
+  if
+  :: me == NONE -> printf("outside: ")
+  :: else -> printf("w%d: ", me)
+  fi
+}
+
+/* A locked instruction of worker i drains i's store buffer first. */
+inline flush(i) {
+  if
+  :: i < N ->
+     work[i] = work[i] + buf[i];
+     buf[i] = 0;
+     if
+     :: mbuf[i] > 0 -> mail[mbuf[i] - 1]++; mbuf[i] = 0
+     :: else
+     fi
+  :: else
+  fi
+}
+
+/* membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED): every running thread of the
+ * process executes a full barrier before the call returns. */
+inline membarrier() {
+  j = 0;
+  do
+  :: j < N -> flush(j); j++
+  :: else -> break
+  od;
+  j = 0
+}
+
+/* unsleep_locked's list part: take v off the stack (sleep_lock held). */
+inline unlist(v) {
+  j = 0;
+  do
+  :: list[j] == v -> break
+  :: else -> j++
+  od;
+  do
+  :: j + 1 < nsleep -> list[j] = list[j + 1]; j++
+  :: else -> break
+  od;
+  nsleep--;
+  list[nsleep] = 0;
+  on_list[v] = 0;
+  j = 0
+}
+
+/* ito__wake_one(hint), called by me (NONE: not a worker).  Steps: take the
+ * lock and read the word and the list top (and unlock at once when nobody
+ * needs waking); unsleep_locked: its fetch_add (the list work, only seen
+ * under the lock, goes with it); the release store of wake_word with the
+ * unlock; futex_wake(&v->wake_word) after the lock. */
+inline wake_one(h) {
+  atomic {
+    sleep_lock == 0 -> flush(me);
+    who();
+    if
+    :: S != 0 || Z == 0 || nsleep == 0 ->
+       printf("wake_one: S=%d Z=%d, nobody to wake\n", S, Z)
+    :: else ->
+       sleep_lock = 1; v = list[nsleep - 1];
+#if BROKEN == 4
+       x_s = S; x_z = Z;
+#endif
+       printf("wake_one: S=%d Z=%d, takes w%d off the list\n", S, Z, v)
+    fi
+  };
+  if
+  :: v != NONE ->
+#if BROKEN == 4
+     d_step { unlist(v); S = x_s + 1; Z = x_z - 1; x_s = 0; x_z = 0;
+              ws_hint[v] = h + 1; check_counts() };
+#else
+     d_step { unlist(v); S++; Z--; ws_hint[v] = h + 1; check_counts() };
+#endif
+     atomic { wake_word[v] = 1; sleep_lock = 0 };
+     atomic { queued[v] = 0; v = NONE }           /* futex_wake */
+  :: else
+  fi
+}
+
+/* P3 after a full fence (publish_check(hint, 1)): one load of the word. */
+inline publish_check_full(h) {
+  atomic {
+    who(); printf("P3 (fenced) reads the idle word: S=%d Z=%d\n", S, Z);
+    ok = (S == 0 && Z > 0)
+  };
+  if
+  :: ok -> ok = 0; wake_one(h)
+  :: else
+  fi
+}
+
+/* P3 of the assembly fork path, with no fence before it: two loads, the
+ * whole word and then its S half (cmpq $0, ito__rt_idle; jne .Lfork_idle;
+ * .Lfork_idle: cmpl $0, ito__rt_idle+4; je .Lfork_wake). */
+inline fork_check() {
+  atomic {
+    printf("w%d: P3 (no fence) reads the idle word: S=%d Z=%d\n", me, S, Z);
+    ok = (S != 0 || Z != 0)
+  };
+  if
+  :: ok ->
+     atomic { ok = (S == 0); printf("w%d: P3 reads S again: %d\n", me, S) };
+     if
+     :: ok -> ok = 0; wake_one(me)
+     :: else
+     fi
+  :: else
+  fi
+}
+
+/* idle_sleep returns: w->spinning = 1 (whoever took w off the list counted
+ * it in S) and w will try ws_hint first.  Nobody writes ws_hint[me] once w
+ * is off the list, so this goes with the step that finds it off. */
+inline back_as_spinner() {
+  spn = 1; spinning[me] = 1; insleep[me] = 0;
+  hint = ws_hint[me]; ws_hint[me] = 0;
+  found = 0;
+  check_counts()
+}
+
+/* try_victim(x): a steal takes an entry if x has one visible (the steal
+ * lock is a locked instruction). */
+#define STEAL(x) work[x] > 0 -> flush(me); work[x]--; \
+                 printf("w%d: steals an entry of w%d\n", me, x); ok = 1
+
+proctype Worker(byte me) {
+  byte v = NONE, j, k, found, rounds, hint;
+#if BROKEN == 4
+  byte x_s, x_z;
+#endif
+  bool ok, top;
+  bool spn;             /* w->spinning; the ghost spinning[me] copies it */
+
+  if
+  :: me == 0 -> goto running    /* worker 0 runs the root task */
+  :: else -> goto sched
+  fi;
+
+running:
+  do
+  :: /* a fork: P1 (slot and tail: plain stores), no fence P2, then P3 */
+#if BROKEN == 3
+     atomic { forks > 0 -> forks-- };
+     fork_check();
+     atomic { buf[me]++; printf("w%d: forks: the entry sits in its store buffer\n", me) }
+#else
+     atomic { forks > 0 -> forks--; buf[me]++;
+              printf("w%d: forks: the entry sits in its store buffer\n", me) };
+     fork_check()
+#endif
+  :: /* it makes a fiber ready: ito__ready_list pushes it on this worker's
+      * ready queue under rq_lock, then publish_check(w, 1) */
+     atomic { readies > 0 -> readies--; flush(me); work[me]++;
+              printf("w%d: puts a ready fiber on its own ready queue\n", me) };
+     publish_check_full(me)
+  :: /* ACT_MIGRATE: the running fiber moves to worker v as mail (under v's
+      * mail_lock), then ito__wake_worker(v); this worker goes idle */
+     atomic {
+       mails > 0 -> mails--;
+       select (k : 1 .. N - 1);
+       v = (me + k) % N; k = 0;
+       flush(me);              /* spin_lock(&v->mail_lock) */
+       mbuf[me] = v + 1;       /* the mail store, in the store buffer */
+       printf("w%d: mails its fiber to w%d\n", me, v)
+     };
+     atomic {                  /* wake_worker: lock, look, unsleep_locked */
+       sleep_lock == 0 -> sleep_lock = 1;
+       flush(me);
+       if
+       :: on_list[v] ->
+          unlist(v); S++; Z--; ws_hint[v] = 0; check_counts();
+          printf("w%d: wake_worker takes w%d off the list\n", me, v)
+       :: else -> sleep_lock = 0; v = NONE
+       fi
+     };
+     if
+     :: v != NONE ->
+        atomic { wake_word[v] = 1; sleep_lock = 0 };
+        atomic { queued[v] = 0; v = NONE }    /* futex_wake */
+     :: else
+     fi;
+     goto sched
+  :: atomic { printf("w%d: its task ends\n", me); goto sched }
+  :: atomic { printf("w%d: stays busy for ever\n", me); gone[me] = 1; goto forever }
+  od;
+
+sched:  /* ito__sched_loop, a round: run_local (mail), pop_tail (the
+         * youngest entry may still be in our own store buffer), rq_pop.
+         * A simplification: the code loads mail, then the deque, then the
+         * ready queue; here the three are one step. */
+  if
+  :: atomic { mail[me] > 0 -> flush(me); mail[me]--;
+              printf("w%d: takes its mail\n", me) }; goto got_work
+  :: atomic { buf[me] > 0 -> buf[me]--;
+              printf("w%d: pops its own entry\n", me) }; goto got_work
+  :: atomic { buf[me] == 0 && work[me] > 0 -> work[me]--;
+              printf("w%d: pops its own entry\n", me) }; goto got_work
+  :: else -> rounds++
+  fi;
+  if
+  :: !spn ->
+     /* start_spinning: x = load; until a CAS from x to x + (1 << 32)
+      * succeeds, give up if S != 0 && 2S >= busy, busy = N - S - Z - 1.
+      * One step, at the successful CAS or at the load that gave up: a
+      * failed CAS only reloads x. */
+     atomic {
+       if
+       :: S != 0 && 2 * S >= N - S - Z - 1 ->
+          top = 1;
+          printf("w%d: may not spin (S=%d Z=%d)\n", me, S, Z)
+       :: else ->
+          flush(me); S++; spn = 1; spinning[me] = 1; check_counts();
+          printf("w%d: starts spinning: S=%d Z=%d\n", me, S, Z)
+       fi
+     };
+     if
+     :: top -> goto sleep
+     :: else
+     fi
+  :: else
+  fi;
+
+steal:
+  /* ws_hint first (a woken worker, or one whose scan found work, tries
+   * there), then random victims: any of the others, or none (the random
+   * choice missed them).  One step: every victim may be missed anyway, so
+   * reading them one by one would add no behaviour. */
+  atomic {
+    if
+    :: hint > 0 && hint - 1 != me && work[hint - 1] > 0 ->
+       flush(me); work[hint - 1]--; ok = 1;
+       printf("w%d: steals an entry of w%d (ws_hint)\n", me, hint - 1)
+    :: else ->
+       if
+       :: STEAL((me + 1) % N)
+#if N > 2
+       :: STEAL((me + 2) % N)
+#endif
+#if N > 3
+       :: STEAL((me + 3) % N)
+#endif
+       :: skip
+       fi
+    fi;
+    hint = 0
+  };
+  if
+  :: ok -> ok = 0; goto got_work
+  :: else
+  fi;
+  /* end of a round: another one, or the spin time has run out.  rounds
+   * counts the rounds begun since the last sleep; the spin time is looked
+   * at every 16 rounds only, so a sleep follows at least one new round. */
+  if
+  :: rounds < ROUNDS -> goto sched
+  :: rounds > 0 -> top = 0; goto sleep
+  fi;
+
+sleep:  /* idle_sleep(w) */
+  /* G1: lock; push; wake_word = 0; the fetch_add; unlock.  Only the
+   * fetch_add is read without the lock. */
+  atomic {
+    sleep_lock == 0 ->
+    flush(me);
+    list[nsleep] = me; nsleep++;
+    on_list[me] = 1;
+    wake_word[me] = 0;
+    Z++;
+    if
+    :: spn -> S--
+    :: else
+    fi;
+    spn = 0; spinning[me] = 0;
+    insleep[me] = 1;
+    rounds = 0;
+    check_counts();
+    printf("w%d: G1 goes on the sleeper list: S=%d Z=%d\n", me, S, Z)
+  };
+  /* G2: ito__heavy_barrier() */
+#if BROKEN != 1
+  d_step { membarrier(); printf("w%d: G2 membarrier: every store buffer drained\n", me) };
+#endif
+  /* G3: scan_all: its own mail (the stop flag, timers: not modelled), then
+   * every worker's deque and ready queue, from me + 1 round to me */
+  atomic {
+    if
+    :: mail[me] > 0 -> found = NONE
+    :: else -> found = 0
+    fi;
+    k = 1
+  };
+  do
+  :: found == 0 && k <= N ->
+     atomic {
+       if
+       :: work[(me + k) % N] > 0 -> found = (me + k) % N + 1
+       :: else
+       fi;
+       k++
+     }
+  :: else ->
+     atomic {
+       k = 0;
+       if
+       :: found == 0 -> printf("w%d: G3 scan finds nothing\n", me)
+       :: found == NONE -> printf("w%d: G3 scan finds its mail\n", me)
+       :: else -> printf("w%d: G3 scan finds an entry of w%d\n", me, found - 1)
+       fi
+     };
+     break
+  od;
+  /* G5: while (!found && !wake_word) futex_wait(&wake_word, 0, no timeout).
+   * The load of wake_word and futex_wait's own check are one step: a
+   * futex_wait that finds 1 returns at once and the loop reads 1 again. */
+  do
+  :: found != 0 -> break
+  :: else ->
+     atomic {
+       if
+       :: wake_word[me] != 0 -> back_as_spinner(); ok = 1;
+          printf("w%d: woken, spins: S=%d Z=%d\n", me, S, Z)
+       :: else -> queued[me] = 1;
+          printf("w%d: G5 futex_wait\n", me)
+       fi
+     };
+     if
+     :: ok -> ok = 0; break
+     :: else
+     fi;
+end_asleep:
+     !queued[me]
+  od;
+  /* G4: leave the list unless a waker already took us off it */
+  if
+  :: found != 0 ->
+     atomic {
+       sleep_lock == 0 ->
+       flush(me);
+       if
+       :: on_list[me] ->
+          unlist(me); S++; Z--;
+          ws_hint[me] = (found == NONE -> 0 : found);
+          wake_word[me] = 1;
+          check_counts()
+       :: else
+       fi;
+       back_as_spinner();
+       printf("w%d: G4 spins again: S=%d Z=%d\n", me, S, Z)
+     }
+  :: else
+  fi;
+  if
+  :: top -> top = 0; goto steal
+  :: else -> goto sched
+  fi;
+
+got_work:  /* found_work: a spinner stops spinning; the last one to do so
+            * wakes a replacement while anybody sleeps */
+progress_take:
+  if
+  :: spn ->
+     atomic {
+       flush(me);
+       ok = (S == 1 && Z > 0);
+       S--; spn = 0; spinning[me] = 0;
+       check_counts();
+       printf("w%d: stops spinning: S=%d Z=%d\n", me, S, Z)
+     };
+#if BROKEN == 2
+     ok = 0;
+#endif
+     if
+     :: ok -> ok = 0; wake_one(me)
+     :: else
+     fi
+  :: else
+  fi;
+  rounds = 0;
+  goto running;
+
+forever:
+  skip
+}
+
+/* A thread that is not a worker makes a fiber ready: ito__ready_list pushes
+ * it on some worker's ready queue under rq_lock, then publish_check(t, 1). */
+active proctype Outside() {
+  byte me = NONE, t, v = NONE, j;
+#if BROKEN == 4
+  byte x_s, x_z;
+#endif
+  bool ok;
+#if OUTSIDE > 0
+  byte n = OUTSIDE;
+again:
+  atomic {
+    select (t : 0 .. N - 1); work[t]++; n--;
+    printf("outside: puts a ready fiber on w%d's ready queue\n", t)
+  };
+  publish_check_full(t);
+  if
+  :: n > 0 -> goto again
+  :: else -> t = 0
+  fi
+#endif
+}
+
+/* Store buffers drain on their own, in order (a mail store is only ever
+ * buffered alone: it follows a locked instruction). */
+inline drain(i) {
+  atomic { buf[i] > 0 -> buf[i]--; work[i]++;
+           printf("w%d's buffered entry becomes visible\n", i) }
+}
+inline drain_mail(i) {
+  atomic { mbuf[i] > 0 -> mail[mbuf[i] - 1]++; mbuf[i] = 0 }
+}
+active proctype Drain() {
+end_drain:
+  do
+  :: drain(0)
+  :: drain(1)
+  :: drain_mail(0)
+  :: drain_mail(1)
+#if N > 2
+  :: drain(2)
+  :: drain_mail(2)
+#endif
+#if N > 3
+  :: drain(3)
+  :: drain_mail(3)
+#endif
+  od
+}
+
+/* (1) No lost wake-up.  When nothing can move any more (every worker has
+ * stayed busy or sleeps in futex_wait, since a spinner can always move), no
+ * entry may be left while some worker sleeps, and no mail for a sleeper. */
+active proctype Lost() {
+end_lost:
+  atomic {
+    timeout ->
+    printf("nothing can move: %d entries left, %d mail, a worker asleep: %d\n",
+           WORK, MAILMISSED, IDLE);
+    assert(!((WORK > 0 && IDLE) || MAILMISSED))
+  }
+}
+
+init {
+  byte i;
+  atomic {
+    for (i : 0 .. N - 1) {
+      run Worker(i)
+    }
+  }
+}
