@@ -196,11 +196,13 @@ class Runner:
         self.timeout = timeout
         self.failures = []  # (what, message)
         self.meta = {}      # (bench, system) -> metadata line
+        self.others = {}    # bench -> [CPU seconds of other processes, wall seconds]
 
-    def run(self, what, cmd, env, expect_cols, expect_rows):
+    def run(self, what, cmd, env, expect_cols, expect_rows, bench=None):
         self.done += 1
         print(f"[{self.done}/{self.total}] {what}: {' '.join(os.path.basename(c) if i == 0 else c for i, c in enumerate(cmd))}",
               flush=True)
+        busy0, kids0 = cpu_busy_s(), children_cpu_s()
         t0 = time.monotonic()
         try:
             proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -226,8 +228,28 @@ class Runner:
             return []
         for m in meta:
             self.meta.setdefault(what.split()[0], []).append(m)
-        print(f"    ok in {dt:.1f} s", flush=True)
+        other = None
+        busy1 = cpu_busy_s()
+        if busy0 is not None and busy1 is not None:
+            # CPU time the whole machine spent minus what this run used
+            other = max(0.0, (busy1 - busy0) - (children_cpu_s() - kids0))
+            acc = self.others.setdefault(bench or what.split()[0], [0.0, 0.0])
+            acc[0] += other
+            acc[1] += dt
+        # (/proc/stat counts in ticks of 10 ms: say nothing about short runs)
+        print(f"    ok in {dt:.1f} s" + (f" (other processes: {min(other / dt, ncpus()):.2f} cores)"
+                                         if other is not None and dt >= 1 else ""), flush=True)
         return rows
+
+    def others_line(self, bench):
+        """The report's line on how busy the machine was with other work."""
+        o = self.others.get(bench)
+        if not o or o[1] < 1:  # too short to measure in 10 ms ticks
+            return None
+        return (f"While these runs took {fmt(o[1])} s, other processes used "
+                f"{fmt(min(o[0] / o[1], ncpus()))} "
+                f"of the {ncpus()} cores on average (from /proc/stat, less this benchmark's own "
+                "CPU time); a parallel run with as many workers as cores loses that share.\n")
 
     def fail(self, what, msg, detail):
         if isinstance(detail, bytes):
@@ -237,6 +259,25 @@ class Runner:
         if detail:
             print("    | " + "\n    | ".join(detail.splitlines()[-20:]), flush=True)
         self.failures.append((what, msg, detail.splitlines()[-5:] if detail else []))
+
+
+def cpu_busy_s():
+    """Seconds of CPU time all processors have spent not idle since boot
+    (guest time is counted inside user time), or None."""
+    try:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    # user nice system idle iowait irq softirq steal ...
+    busy = v[0] + v[1] + v[2] + v[5] + v[6] + (v[7] if len(v) > 7 else 0)
+    return busy / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu_s():
+    import resource
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 def parse_output(text, cols):
@@ -828,6 +869,20 @@ def md_table(header, rows):
     return "\n".join(lines)
 
 
+def total_others(runner):
+    o = [sum(v[0] for v in runner.others.values()), sum(v[1] for v in runner.others.values())]
+    if o[1] <= 0:
+        return "unknown"
+    return (f"{fmt(o[0] / o[1])} cores on average (CPU time not spent by the benchmarks, from "
+            "/proc/stat); each section gives its own figure. They disturb the timings.")
+
+
+def with_others(runner, bench, section):
+    """A section's lines with the machine-load line after its heading."""
+    line = runner.others_line(bench)
+    return section[:1] + [line] + section[1:] if line else section
+
+
 def write_report(args, out, results, runner, started, skipped):
     rep = []
     rep.append("# ito benchmark report\n")
@@ -837,8 +892,8 @@ def write_report(args, out, results, runner, started, skipped):
         ["CPU", cpu_model()],
         ["cores (usable / online)", f"{ncpus()} / {os.cpu_count()}"],
         ["kernel", f"{platform.system()} {platform.release()} {platform.machine()}"],
-        ["load average (1 min) at start / end", f"{fmt(args.load_start)} / {fmt(load1())} "
-         "(other processes on the machine disturb the timings)"],
+        ["load average (1 min) at start / end", f"{fmt(args.load_start)} / {fmt(load1())}"],
+        ["other processes during the runs", total_others(runner)],
         ["command", "`run.py " + " ".join(sys.argv[1:]) + "`"],
         ["binaries", f"`{os.path.relpath(args.bindir, ROOT) if args.bindir.startswith(ROOT) else args.bindir}`"],
     ]))
@@ -869,6 +924,8 @@ def write_report(args, out, results, runner, started, skipped):
     if "fib" in results:
         rows = results["fib"]
         rep.append("## fib\n")
+        if runner.others_line("fib"):
+            rep.append(runner.others_line("fib"))
         s = fib_summary(rows)
         if not s:
             rep.append("No fib results.\n")
@@ -898,6 +955,8 @@ def write_report(args, out, results, runner, started, skipped):
     if "spawn_loop" in results:
         rows = results["spawn_loop"]
         rep.append("## spawn loop\n")
+        if runner.others_line("spawn_loop"):
+            rep.append(runner.others_line("spawn_loop"))
         clock = {}
         for m in runner.meta.get("spawn_loop", []):
             kv = dict(x.split("=", 1) for x in _split_meta(m) if "=" in x)
@@ -926,19 +985,21 @@ def write_report(args, out, results, runner, started, skipped):
         rep.append("")
 
     if "create_p" in results:
-        rep.extend(create_p_section(args, results["create_p"], out))
+        rep.extend(with_others(runner, "create_p", create_p_section(args, results["create_p"], out)))
     if "migration" in results:
-        rep.extend(migration_section(args, results["migration"], out))
+        rep.extend(with_others(runner, "migration", migration_section(args, results["migration"], out)))
     if "spreading" in results:
-        rep.extend(spreading_section(args, results["spreading"], out))
+        rep.extend(with_others(runner, "spreading", spreading_section(args, results["spreading"], out)))
 
     for k in KERNELS:
         if k in results:
-            rep.extend(kernel_section(k, results[k], out))
+            rep.extend(with_others(runner, k, kernel_section(k, results[k], out)))
 
     if "million" in results:
         rows = results["million"]
         rep.append("## million threads\n")
+        if runner.others_line("million"):
+            rep.append(runner.others_line("million"))
         rep.append("N ito threads alive at once, each blocked on one barrier of N+1 that the main "
                    "thread joins last; then all are joined. *bytes/thread* is the growth of the "
                    "peak resident set (VmHWM) over the run divided by N; RSS and page tables "
@@ -1104,7 +1165,7 @@ def main(argv):
     runner = Runner(len(plan), args.timeout)
     results = {b: [] for b in args.benches}
     for bench, what, cmd, env, cols, nrows in plan:
-        rows = runner.run(what, cmd, env, cols, nrows)
+        rows = runner.run(what, cmd, env, cols, nrows, bench)
         if bench == "million":
             for r in rows:
                 if int(r["n"]) != args.million_n:
