@@ -247,15 +247,19 @@ extern runtime ito__rt HIDDEN;
 extern int ito__rt_asym_fence HIDDEN;
 extern __thread worker *ito__tls_worker HIDDEN;
 
-/* The idle word, S << 32 | Z: spinning and sleeping workers (docs/idle.md).
- * A publisher of work must wake somebody when 0 < word < 2^32. On its own
- * cache line; the assembly fork path reads it. */
+/* The idle word, S << 32 | M | Z: spinning and sleeping workers (docs/idle.md).
+ * A publisher of work must wake somebody when S == 0 and Z > 0. M (bit 31)
+ * marks symmetric mode (no membarrier): it keeps the word nonzero so that
+ * the fork's one-load check always leads to the branch that fences before
+ * reading the counts. On its own cache line; the assembly fork path reads
+ * it. */
 struct ito_idle_word {
   uint64_t v;
   char pad[CACHELINE - 8];
 } __attribute__((aligned(CACHELINE)));
 extern struct ito_idle_word ito__rt_idle HIDDEN;
 #define IDLE_SPIN_ONE (1ULL << 32)
+#define IDLE_SYM (1ULL << 31)
 /* Pops that fence after the owner sees a spinner or wakes a sleeper (the
  * assembly repeats it). */
 #define FENCE_WINDOW 64
@@ -323,7 +327,7 @@ static inline void publish_check(worker *hint, int full) {
     full_fence();
   else
     __asm__ volatile("" ::: "memory");
-  uint64_t x = __atomic_load_n(&ito__rt_idle.v, __ATOMIC_RELAXED);
+  uint64_t x = __atomic_load_n(&ito__rt_idle.v, __ATOMIC_RELAXED) & ~IDLE_SYM;
   if (LIKELY(!x)) return;
   if (x < IDLE_SPIN_ONE) {
     ito__wake_one(hint);

@@ -341,7 +341,7 @@ static void start(void) {
   for (int i = 0; i < n; i++)
     if (!ito__rt.workers[i]) ito__rt.workers[i] = worker_new(i);
   atomic_store(&ito__rt.stop, 0);
-  __atomic_store_n(&ito__rt_idle.v, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&ito__rt_idle.v, ito__rt_asym_fence ? 0 : IDLE_SYM, __ATOMIC_RELAXED);
   ito__rt.sleep_top = NULL;
   for (int i = 0; i < n; i++) {
     worker *w = ito__rt.workers[i];

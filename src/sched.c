@@ -351,7 +351,7 @@ static int steal_deque(worker *w, worker *v) {
 /* ---- idle workers: spinning, sleeping, waking (docs/idle.md) ---------------- */
 
 static inline uint32_t idle_S(uint64_t x) { return (uint32_t)(x >> 32); }
-static inline uint32_t idle_Z(uint64_t x) { return (uint32_t)x; }
+static inline uint32_t idle_Z(uint64_t x) { return (uint32_t)(x & (IDLE_SYM - 1)); }
 
 static long long mono_ns(void) {
   struct timespec ts;
@@ -470,17 +470,12 @@ static void idle_sleep(worker *w) {
 
   int found = scan_all(w);
   while (!found && !__atomic_load_n(&w->wake_word, __ATOMIC_ACQUIRE)) {
-    /* Without membarrier the fork path may publish unseen (a fork's work is
-     * never lost: its owner runs it), so poll every millisecond then. */
-    long ns = ito__rt_asym_fence ? -1 : 1000000L;
-    long tn = ito__timers_next_ns();
-    if (tn >= 0 && (ns < 0 || tn < ns)) ns = tn > 1000 ? tn : 1000;
+    /* asleep until woken, or until the next timer is due */
+    long ns = ito__timers_next_ns();
+    if (ns >= 0 && ns < 1000) ns = 1000;
     struct timespec rel = {ns / 1000000000L, ns % 1000000000L};
     long r = ito__futex_wait(&w->wake_word, 0, ns >= 0 ? &rel : NULL);
-    if (r != 0 && errno == ETIMEDOUT) {
-      int again = scan_all(w);
-      found = again ? again : -1;
-    }
+    if (r != 0 && errno == ETIMEDOUT) found = scan_all(w); /* -1 if a timer is due */
     if (atomic_load_explicit(&ito__rt.stop, memory_order_relaxed)) found = -1;
   }
   if (found) { /* G4: leave the list unless a waker already took us off */

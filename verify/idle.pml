@@ -39,6 +39,11 @@
  *            4: wake_one stores x - 1 + (1 << 32), x read under the lock,
  *               where the code has a fetch_add (docs/idle.md's pseudo-code
  *               reads like such a store)
+ *            5: (with SYMMETRIC) the fork does not fence before it reads
+ *               the idle word (the code before the mark bit M existed)
+ *   SYMMETRIC 1: ITO_DEQUE_FENCE=symmetric, no membarrier: G2 is the
+ *               sleeper's own fence, and the mark bit M sends every fork to
+ *               .Lfork_idle, which fences (lock or) before it reads S and Z
  *
  * printf lines only show in a replayed trail (spin -t), never in pan.
  */
@@ -60,6 +65,9 @@
 #endif
 #ifndef ROUNDS
 #define ROUNDS 1
+#endif
+#ifndef SYMMETRIC
+#define SYMMETRIC 0
 #endif
 #ifndef BROKEN
 #define BROKEN 0
@@ -228,10 +236,19 @@ inline publish_check_full(h) {
  * whole word and then its S half (cmpq $0, ito__rt_idle; jne .Lfork_idle;
  * .Lfork_idle: cmpl $0, ito__rt_idle+4; je .Lfork_wake). */
 inline fork_check() {
+#if SYMMETRIC && BROKEN != 5
+  /* the word is never 0 (M): .Lfork_idle fences, then reads the counts */
+  atomic {
+    flush(me);
+    printf("w%d: P3 (symmetric: fenced) reads the idle word: S=%d Z=%d\n", me, S, Z);
+    ok = (S != 0 || Z != 0)
+  };
+#else
   atomic {
     printf("w%d: P3 (no fence) reads the idle word: S=%d Z=%d\n", me, S, Z);
     ok = (S != 0 || Z != 0)
   };
+#endif
   if
   :: ok ->
      atomic { ok = (S == 0); printf("w%d: P3 reads S again: %d\n", me, S) };
@@ -412,7 +429,11 @@ sleep:  /* idle_sleep(w) */
     printf("w%d: G1 goes on the sleeper list: S=%d Z=%d\n", me, S, Z)
   };
   /* G2: ito__heavy_barrier() */
-#if BROKEN != 1
+#if SYMMETRIC
+  /* G2 is the sleeper's own full fence: its own buffer (G1's locked
+   * instruction has drained it already) */
+  d_step { flush(me); printf("w%d: G2 (symmetric) own fence\n", me) };
+#elif BROKEN != 1
   d_step { membarrier(); printf("w%d: G2 membarrier: every store buffer drained\n", me) };
 #endif
   /* G3: scan_all: its own mail (the stop flag, timers: not modelled), then

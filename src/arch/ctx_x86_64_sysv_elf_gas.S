@@ -265,12 +265,22 @@ ito_tg_fork_:
         movq    %rbx, %rdi                      /* the window ran out */
         call    ito__fence_expire
         jmp     .Lfork_check
-/* Somebody spins or sleeps. With nobody spinning (S, the high half, is 0),
- * a sleeper must be woken: ito__wake_one rechecks under its lock. Without
- * membarrier the check needs the fence; then sleepers also poll (idle.md). */
+/* Somebody spins or sleeps, or this is symmetric mode (bit 31 of the idle
+ * word, M): then, without membarrier on the sleeper's side, the publisher
+ * must fence before it reads the counts (P2 of docs/idle.md). With nobody
+ * spinning (S, the high half, is 0) a sleeper must be woken: ito__wake_one
+ * rechecks under its lock. */
 .Lfork_idle:
-        cmpl    $0, ito__rt_idle+4(%rip)
-        je      .Lfork_wake
+        movq    ito__rt_idle(%rip), %rax
+        btrq    $31, %rax                       /* M */
+        jnc     1f
+        lock orq $0, (%rsp)
+        movq    ito__rt_idle(%rip), %rax
+        btrq    $31, %rax
+1:      testq   %rax, %rax
+        jz      .Lfork_call                     /* only M: nobody idle */
+        shrq    $32, %rax
+        jz      .Lfork_wake
         cmpl    $0, W_FENCE(%rbx)               /* a spinner will try to steal: fence */
         jne     .Lfork_call                     /* our pops for a while, so that it */
         cmpl    $0, ito__rt_asym_fence(%rip)    /* needs no membarrier */
