@@ -493,11 +493,14 @@ def draw_speedup_plot(points, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     npanel = max(p["panel"] for p in points) + 1
-    fig, axes = plt.subplots(1, npanel, figsize=(4.2 * npanel + 1.6, 4.5), squeeze=False)
+    fig, axes = plt.subplots(1, npanel, figsize=(max(8.0, 4.2 * npanel + 1.6), 4.5),
+                             squeeze=False)
     ws_all = sorted({p["workers"] for p in points})
     for i, ax in enumerate(axes[0]):
         pp = [p for p in points if p["panel"] == i]
-        ax.plot(ws_all, ws_all, linestyle="--", color="gray", label="ideal")
+        # on top of the systems' lines, which often lie on it
+        ax.plot(ws_all, ws_all, linestyle=":", color="black", linewidth=1.5, zorder=5,
+                label="ideal")
         for s in sorted({p["system"] for p in pp}, key=sys_order):
             ps = sorted((p for p in pp if p["system"] == s), key=lambda p: p["workers"])
             ax.plot([p["workers"] for p in ps], [p["speedup"] for p in ps], marker="o",
