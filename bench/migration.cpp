@@ -1,6 +1,6 @@
 // How long one task takes to move to another worker (seed 000, section 5.4.1).
 //
-//   migration_<system> [reps=10000] [dropped=1000]
+//   migration_<system> [reps=10000] [dropped=1000] [gap_us=0]
 //
 // Per repetition the parent records t0 and spawns a child; the child records
 // t1 as it starts; the parent records t2 when it resumes right after the
@@ -9,6 +9,10 @@
 // work-first system runs the child at once and the parent's continuation has
 // to be stolen (t2 - t0 large); a help-first system goes on with the parent
 // and the child has to be stolen (t1 - t0 large). Needs at least 2 workers.
+// With gap_us > 0 the root first runs gap_us of work alone before each
+// repetition, so that the other workers go idle (and, if the system puts
+// idle workers to sleep, asleep): the latency then includes waking one
+// (seed 003; run.py reports it as `wake`).
 // CLOCK_MONOTONIC (bench::now_ns). CSV, one line per kept repetition:
 //   system,workers,rep,child_start_ns,parent_resume_ns
 #include <sched.h>
@@ -20,6 +24,7 @@
 
 #include "common/spawn.hpp"
 #include "common/util.hpp"
+#include "common/work.hpp"
 
 namespace {
 
@@ -62,6 +67,7 @@ __attribute__((noinline)) static void parent(rep_state *s, std::int64_t *t0, std
 int main(int argc, char **argv) {
   const int reps = static_cast<int>(bench::arg_long(argc, argv, 1, 10000, 1, 100000000));
   const int drop = static_cast<int>(bench::arg_long(argc, argv, 2, 1000, 0, reps - 1));
+  const long gap_us = bench::arg_long(argc, argv, 3, 0, 0, 10000000);
 
   const int workers = bench::init_workers();
   bench::print_meta("migration", BENCH_SYSTEM, workers);
@@ -73,8 +79,10 @@ int main(int argc, char **argv) {
 
   std::vector<std::int64_t> child_ns(static_cast<size_t>(reps)), parent_ns(static_cast<size_t>(reps));
   bool ok = true;
+  const long gap_steps = gap_us ? static_cast<long>(bench::lcg_steps_per_us() * gap_us) : 0;
   bench::run_root([&] {
     for (int r = 0; r < reps; r++) {
+      if (gap_steps) bench::keep(bench::lcg_work(gap_steps));
       rep_state s;
       std::int64_t t0 = 0, t2 = 0;
       parent(&s, &t0, &t2);

@@ -17,6 +17,9 @@ was built it runs
                                                            13,1,23000 and 9,2,750, the two
                                                            configurations of seed 000, 5.5
   million     million N                once, with the largest worker count
+  idle_cpu, wake, alternate, policy, shutdown
+              the idle-worker benchmarks of seed 003 (bench/idle_bench.py),
+              at the largest worker count
 
 and writes OUT/<bench>.csv for each and OUT/REPORT.md, plus, when matplotlib
 can be imported (here or in /usr/bin/python3), the plots the report links:
@@ -43,6 +46,8 @@ import statistics
 import subprocess
 import sys
 import time
+
+import idle_bench
 
 SYSTEMS = ["serial", "ito", "ito_thread", "tbb", "gomp", "iomp"]
 # Kernels: benchmarks built like fib whose CSV is
@@ -80,7 +85,8 @@ KERNELS = {
              "bin(n-1); sync; consume(A). A counts LCG steps (about 1 ns each)"),
 }
 BIN_PAPER = {("1", "23000"): "18", ("2", "750"): "10"}  # (K, A) -> the paper's n
-BENCHES = ["fib", "spawn_loop", "create_p", "migration", "spreading"] + list(KERNELS) + ["million"]
+BENCHES = (["fib", "spawn_loop", "create_p", "migration", "spreading"] + list(KERNELS) +
+           ["million"] + idle_bench.BENCHES)
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
@@ -1026,6 +1032,8 @@ def write_report(args, out, results, runner, started, skipped):
             rep.append("One run, ito only (no other system here has blocking lightweight "
                        "threads), so there is neither a spread nor a ratio to ito.\n")
 
+    rep.extend(idle_bench.section(sys.modules[__name__], args, results, runner))
+
     plots = [ln for ln in rep if ln.startswith("![")]
     if plots:
         at = rep.index("## Failures\n") if "## Failures\n" in rep else next(
@@ -1066,6 +1074,8 @@ def main(argv):
         return 0 if draw_migration_plot(json.load(sys.stdin), argv[1]) else 1
     if len(argv) == 2 and argv[0] == "--draw-spreading-plot":  # internal: see spreading_section
         return 0 if draw_spreading_plot(json.load(sys.stdin), argv[1]) else 1
+    if len(argv) == 2 and argv[0] == "--draw-wake-plot":  # internal: see idle_bench.wake_part
+        return 0 if idle_bench.draw_wake_plot(json.load(sys.stdin), argv[1]) else 1
     args = parse_args(argv)
     args.bindir = os.path.abspath(args.bindir)
     out = os.path.abspath(args.out)
@@ -1159,6 +1169,10 @@ def main(argv):
             plan.append(("million", f"million workers={w}", [b, str(args.million_n)],
                          worker_env(w), MILLION_COLS, 1))
 
+    idle_plan, idle_skipped = idle_bench.plan(args, sys.modules[__name__])
+    plan.extend(idle_plan)
+    skipped.extend(idle_skipped)
+
     if skipped:
         print(f"run.py: not built, skipped: {', '.join(skipped)}", flush=True)
     if not plan:
@@ -1166,9 +1180,13 @@ def main(argv):
         return 2
 
     runner = Runner(len(plan), args.timeout)
-    results = {b: [] for b in args.benches}
-    for bench, what, cmd, env, cols, nrows in plan:
+    results = {b: [] for b in args.benches if b not in idle_bench.BENCHES}
+    results.update({k: [] for k in idle_bench.result_keys(args.benches)})
+    for bench, what, cmd, env, cols, nrows, *label in plan:
         rows = runner.run(what, cmd, env, cols, nrows, bench)
+        if label and label[0]:  # a pseudo-system (ito_active runs ito's binary)
+            for r in rows:
+                r["system"] = label[0]
         if bench == "million":
             for r in rows:
                 if int(r["n"]) != args.million_n:
@@ -1185,6 +1203,8 @@ def main(argv):
     cols = {"fib": FIB_COLS, "spawn_loop": SPAWN_LOOP_COLS, "million": MILLION_COLS,
             "create_p": SPAWN_COLS, "migration": MIGRATION_COLS, "spreading": SPREAD_COLS}
     cols.update({k: kernel_cols(k) for k in KERNELS})
+    cols.update(idle_bench.CSV_COLS)
+    cols["policy_bin"] = kernel_cols("bin")
     for bench, rows in results.items():
         write_csv(os.path.join(out, f"{bench}.csv"), cols[bench], rows)
     write_report(args, out, results, runner, started, skipped)

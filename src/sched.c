@@ -422,12 +422,14 @@ void ito__stop_spinning(worker *w) {
 }
 
 /* May w become a spinner? Yes if nobody spins, or if fewer than half of the
- * busy workers do. */
+ * busy workers do; always with the active policy (nobody sleeps there, but
+ * spinners are still counted, so that the workers they will steal from open
+ * fenced pop windows and their steals need no membarrier). */
 static int start_spinning(worker *w) {
   uint64_t x = __atomic_load_n(&ito__rt_idle.v, __ATOMIC_RELAXED);
   for (;;) {
     long s = idle_S(x), busy = (long)ito__rt.nworkers - s - (long)idle_Z(x) - 1;
-    if (s != 0 && 2 * s >= busy) return 0;
+    if (!ito__rt.wait_active && s != 0 && 2 * s >= busy) return 0;
     if (__atomic_compare_exchange_n(&ito__rt_idle.v, &x, x + IDLE_SPIN_ONE, 1, __ATOMIC_SEQ_CST,
                                     __ATOMIC_RELAXED)) {
       w->spinning = 1;
@@ -532,8 +534,8 @@ void ito__sched_loop(worker *w) {
     if (atomic_load_explicit(&ito__rt.stop, memory_order_acquire) && w->native_sp)
       ito__worker_stop(w);
     int n = ito__rt.nworkers;
-    if (!ito__rt.wait_active && !w->spinning) {
-      if (!start_spinning(w)) idle_sleep(w);
+    if (!w->spinning) {
+      if (!start_spinning(w)) idle_sleep(w); /* (start_spinning succeeds when active) */
       spin_t0 = mono_ns();
       round = 0;
     }
