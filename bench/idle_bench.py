@@ -34,9 +34,11 @@ SHUTDOWN_COLS = ["workers", "rep", "queued", "finalize_ms"]
 FIB_POLICY_COLS = ["system", "workers", "n", "rep", "serial_s", "parallel_s", "ratio"]
 
 IDLE_CPU_ARGS = {False: (1000, 3), True: (50, 1)}           # ms, reps
-WAKE_ARGS = {False: (1000, 100, 2000), True: (40, 4, 300)}  # reps, dropped, gap_us
+# reps, dropped, gap_us: the gap is longer than ito's longest adaptive spin
+# (4 ms), so its idle workers really are asleep when the work appears
+WAKE_ARGS = {False: (400, 40, 10000), True: (40, 4, 300)}
 ALTERNATE_ARGS = {False: (200, 1000, 1000, 3), True: (10, 200, 200, 1)}
-POLICY_ROUNDS = {False: 3, True: 1}                         # passive/active alternations
+POLICY_ROUNDS = {False: 6, True: 1}                         # passive/active alternations
 SHUTDOWN_ARGS = {False: (20, [0, 1000]), True: (2, [0, 100])}
 
 ACTIVE_ENV = {"ITO_WAIT_POLICY": "active"}
@@ -57,7 +59,9 @@ def _env(R, w, s):
 
 
 def plan(args, R):
-    """Runs for the idle benchmarks: (bench, what, cmd, env, cols, rows, system label)."""
+    """Runs for the idle benchmarks: (bench, what, cmd, env, cols, rows, fields), where
+    fields (or None) are set in every row the run prints: the pseudo-system
+    ito_active, and the round of the policy runs."""
     out, skipped = [], []
     w = max(args.workers)
     if w < 2:
@@ -74,7 +78,7 @@ def plan(args, R):
                 skipped.append(f"idle_cpu_{s}")
                 continue
             out.append(("idle_cpu", f"idle_cpu {s} workers={w}", [b, str(ms), str(reps)],
-                        _env(R, w, s), IDLE_CPU_COLS, reps, s))
+                        _env(R, w, s), IDLE_CPU_COLS, reps, {"system": s}))
     if w and "wake" in args.benches:
         reps, drop, gap = WAKE_ARGS[q]
         for s in PEERS:
@@ -83,7 +87,7 @@ def plan(args, R):
                 skipped.append(f"migration_{s} (wake)")
                 continue
             out.append(("wake", f"wake {s} workers={w}", [b, str(reps), str(drop), str(gap)],
-                        _env(R, w, s), WAKE_COLS, reps - drop, s))
+                        _env(R, w, s), WAKE_COLS, reps - drop, {"system": s}))
         b = R.find_binary(args.bindir, "wake_floor")
         if b:
             out.append(("wake_floor", "wake_floor (operating system)",
@@ -100,7 +104,7 @@ def plan(args, R):
                 continue
             out.append(("alternate", f"alternate {s} workers={w}",
                         [b, str(phases), str(seq), str(par), str(reps)], _env(R, w, s),
-                        ALTERNATE_COLS, reps, s))
+                        ALTERNATE_COLS, reps, {"system": s}))
     if w and "policy" in args.benches:
         fib = R.find_binary(args.bindir, "fib_ito")
         binb = R.find_binary(args.bindir, "bin_ito")
@@ -109,13 +113,14 @@ def plan(args, R):
                 if fib:
                     out.append(("policy_fib", f"policy fib {s} workers={w} round {rnd + 1}",
                                 [fib, str(args.fib_n), str(args.reps)], _env(R, w, s),
-                                FIB_POLICY_COLS, args.reps, s))
+                                FIB_POLICY_COLS, args.reps, {"system": s, "round": str(rnd)}))
                 if binb:
                     for cfg in args.kernel_args["bin"]:
                         out.append(("policy_bin",
                                     f"policy bin({','.join(cfg)}) {s} workers={w} round {rnd + 1}",
                                     [binb] + cfg + [str(args.kernel_reps)], _env(R, w, s),
-                                    R.kernel_cols("bin"), args.kernel_reps, s))
+                                    R.kernel_cols("bin"), args.kernel_reps,
+                                    {"system": s, "round": str(rnd)}))
         if not fib or not binb:
             skipped.append("policy (needs fib_ito and bin_ito)")
     if "shutdown" in args.benches:
@@ -133,7 +138,8 @@ def plan(args, R):
 
 # result key -> CSV columns, for run.py's CSV writing
 CSV_COLS = {"idle_cpu": IDLE_CPU_COLS, "wake": WAKE_COLS, "wake_floor": FLOOR_COLS,
-            "alternate": ALTERNATE_COLS, "policy_fib": FIB_POLICY_COLS, "shutdown": SHUTDOWN_COLS}
+            "alternate": ALTERNATE_COLS, "policy_fib": FIB_POLICY_COLS + ["round"],
+            "shutdown": SHUTDOWN_COLS}
 
 
 def result_keys(benches):
@@ -203,6 +209,10 @@ def wake_part(R, args, rows, floor):
            "alone: a plain thread asleep on a futex, woken by another after the same gap "
            "(`wake_floor`); a runtime whose idle workers sleep cannot beat it. Target for ito "
            "(passive): median at most 50 us.\n"]
+    if not args.quick:
+        rep.append("The gap is longer than ito's longest adaptive spin (docs/idle.md), so "
+                   "ito's idle workers are asleep at every repetition; after shorter gaps "
+                   "their spin grows to cover them and the move takes about a microsecond.\n")
     g = _by_system(rows)
     table, points = [], []
     for s, rs in g.items():
@@ -291,27 +301,37 @@ def policy_part(R, args, fib_rows, bin_rows):
            "The same binaries (fib_ito, bin_ito) with ITO_WAIT_POLICY=passive (the default: "
            "idle workers sleep after spinning ITO_SPIN_US) and =active (they never sleep), run "
            f"alternately, {rounds} times each, at the largest worker count. Times are medians "
-           "over all repetitions; *passive / active* above 1 means sleeping costs time. Target "
-           "for ito: within 2% (fib(35) and bin on 2 workers).\n"]
+           "over all repetitions. *passive / active* is the median over the rounds of the "
+           "ratio of the two runs of a round (adjacent in time, so that slow drifts of the "
+           "machine cancel); above 1 means sleeping costs time. Target for ito: within 2% "
+           "(fib(35) and bin on 2 workers).\n"]
     table = []
     for name, rows, key in (("fib", fib_rows, lambda r: f"fib({r['n']})"),
                             ("bin", bin_rows, lambda r: f"bin({r['n']},{r['K']},{r['A']})")):
         cfgs = {}
         for r in rows:
             cfgs.setdefault((key(r), int(r["workers"])), {}).setdefault(r["system"], []).append(
-                float(r["parallel_s"]))
+                (int(r["round"]), float(r["parallel_s"])))
         for (cfg, w), by in sorted(cfgs.items()):
             p, a = by.get("ito"), by.get("ito_active")
             if not p or not a:
                 continue
-            pm, am = statistics.median(p), statistics.median(a)
-            table.append([cfg, w, len(p), R.fmt(pm * 1e3), f"{R.fmt(min(p) * 1e3)} - "
-                          f"{R.fmt(max(p) * 1e3)}", R.fmt(am * 1e3),
-                          f"{R.fmt(min(a) * 1e3)} - {R.fmt(max(a) * 1e3)}", R.fmt(pm / am, 4)])
+            ratios = []
+            for rnd in sorted({x[0] for x in p} & {x[0] for x in a}):
+                ratios.append(statistics.median(t for r2, t in p if r2 == rnd) /
+                              statistics.median(t for r2, t in a if r2 == rnd))
+            pv, av = [t for _, t in p], [t for _, t in a]
+            table.append([cfg, w, len(pv), R.fmt(statistics.median(pv) * 1e3),
+                          f"{R.fmt(min(pv) * 1e3)} - {R.fmt(max(pv) * 1e3)}",
+                          R.fmt(statistics.median(av) * 1e3),
+                          f"{R.fmt(min(av) * 1e3)} - {R.fmt(max(av) * 1e3)}",
+                          R.fmt(statistics.median(ratios), 4),
+                          f"{R.fmt(min(ratios), 4)} - {R.fmt(max(ratios), 4)}"])
     if not table:
         return rep + ["No results (see Failures).\n"]
     rep.append(R.md_table(["benchmark", "workers", "reps", "passive ms (median)", "min - max",
-                           "active ms (median)", "min - max", "passive / active"], table))
+                           "active ms (median)", "min - max", "passive / active (median of rounds)",
+                           "min - max over rounds"], table))
     rep.append("")
     return rep
 

@@ -1182,11 +1182,11 @@ def main(argv):
     runner = Runner(len(plan), args.timeout)
     results = {b: [] for b in args.benches if b not in idle_bench.BENCHES}
     results.update({k: [] for k in idle_bench.result_keys(args.benches)})
-    for bench, what, cmd, env, cols, nrows, *label in plan:
+    for bench, what, cmd, env, cols, nrows, *fields in plan:
         rows = runner.run(what, cmd, env, cols, nrows, bench)
-        if label and label[0]:  # a pseudo-system (ito_active runs ito's binary)
+        if fields and fields[0]:  # e.g. a pseudo-system (ito_active runs ito's binary)
             for r in rows:
-                r["system"] = label[0]
+                r.update(fields[0])
         if bench == "million":
             for r in rows:
                 if int(r["n"]) != args.million_n:
@@ -1204,7 +1204,7 @@ def main(argv):
             "create_p": SPAWN_COLS, "migration": MIGRATION_COLS, "spreading": SPREAD_COLS}
     cols.update({k: kernel_cols(k) for k in KERNELS})
     cols.update(idle_bench.CSV_COLS)
-    cols["policy_bin"] = kernel_cols("bin")
+    cols["policy_bin"] = kernel_cols("bin") + ["round"]
     for bench, rows in results.items():
         write_csv(os.path.join(out, f"{bench}.csv"), cols[bench], rows)
     write_report(args, out, results, runner, started, skipped)

@@ -189,6 +189,7 @@ typedef struct worker {
   int on_list;                      /* on the sleeper list (sleep_lock) */
   int wake_word;                    /* futex: 0 while asleep, 1 once woken */
   struct worker *sleep_next;        /* sleeper list link (sleep_lock) */
+  long spin_ns;                     /* this worker's spin before sleeping (adaptive) */
 #if ITO_TSAN
   void *sched_tsan;                 /* ThreadSanitizer contexts: the scheduler stack's */
   void *native_tsan;                /* and the OS thread's own */
@@ -226,7 +227,8 @@ typedef struct runtime {
   _Atomic long live_outside;        /* threads created by non-workers, minus those ended there */
   _Atomic int stop;
   int wait_active;                  /* ITO_WAIT_POLICY=active: never sleep */
-  long spin_ns;                     /* ITO_SPIN_US, in ns */
+  long spin_ns;                     /* ITO_SPIN_US, in ns: the least spin */
+  long spin_max_ns;                 /* the most an adaptive spin grows to */
   int sleep_lock;                   /* guards the sleeper list and Z */
   worker *sleep_top;                /* the sleeper list */
   _Atomic unsigned rr;              /* round robin for submissions from outside */

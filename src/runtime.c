@@ -186,6 +186,9 @@ static void read_env(void) {
   ito__rt.spin_ns = 50 * 1000L;
   if ((v = env("ITO_SPIN_US")))
     ito__rt.spin_ns = parse_int("ITO_SPIN_US", v, 0, 10 * 1000 * 1000) * 1000L;
+  /* adaptive spin: up to 4 ms (docs/idle.md, "How long to spin") */
+  ito__rt.spin_max_ns = ito__rt.spin_ns > 4000000L || ito__rt.spin_ns == 0 ? ito__rt.spin_ns
+                                                                            : 4000000L;
   /* Each guarded stack costs two memory mappings; keep most of the kernel's
    * limit for the program itself. */
   long maxmap = 65530;
@@ -349,6 +352,7 @@ static void start(void) {
     w->ws_hint = -1;
     w->on_list = 0;
     w->wake_word = 0;
+    w->spin_ns = ito__rt.spin_ns;
     w->fence_pops = ito__rt_asym_fence ? 0 : 1 << 30;
   }
   int is_main = (int)syscall(SYS_gettid) == (int)getpid();

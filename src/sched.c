@@ -471,6 +471,7 @@ static void idle_sleep(worker *w) {
   ito__heavy_barrier();
 
   int found = scan_all(w);
+  long long t_sleep = found ? 0 : mono_ns();
   while (!found && !__atomic_load_n(&w->wake_word, __ATOMIC_ACQUIRE)) {
     /* asleep until woken, or until the next timer is due */
     long ns = ito__timers_next_ns();
@@ -486,6 +487,13 @@ static void idle_sleep(worker *w) {
     spin_unlock(&ito__rt.sleep_lock);
   }
   w->spinning = 1; /* counted in S by whoever took us off the list */
+  if (t_sleep) { /* adapt the spin to how long this sleep was (docs/idle.md) */
+    long long slept = mono_ns() - t_sleep;
+    if (slept < ito__rt.spin_max_ns)
+      w->spin_ns = w->spin_ns * 2 < ito__rt.spin_max_ns ? w->spin_ns * 2 : ito__rt.spin_max_ns;
+    else
+      w->spin_ns = w->spin_ns / 2 > ito__rt.spin_ns ? w->spin_ns / 2 : ito__rt.spin_ns;
+  }
 }
 
 HIDDEN void ito__worker_stop(worker *w) __attribute__((noreturn));
@@ -550,7 +558,7 @@ void ito__sched_loop(worker *w) {
     }
     cpu_relax();
     if ((round & 127) == 127) sched_yield(); /* give way to oversubscribed workers */
-    if (!ito__rt.wait_active && (round & 15) == 15 && mono_ns() - spin_t0 >= ito__rt.spin_ns) {
+    if (!ito__rt.wait_active && (round & 15) == 15 && mono_ns() - spin_t0 >= w->spin_ns) {
       idle_sleep(w);
       spin_t0 = mono_ns();
     }
