@@ -220,13 +220,16 @@ def wake_part(R, args, rows, floor):
         table.append([s, rs[0]["workers"], len(v), R.fmt(statistics.median(v)),
                       R.fmt(_pct(v, 0.1)), R.fmt(_pct(v, 0.9)), R.fmt(_pct(v, 0.99)),
                       R.fmt(max(v))])
-        points.append({"system": s, "us": sorted(v)})
+        points.append({"system": s, "us": sorted(v),
+                       "color": R.sys_color("ito" if s == "ito_active" else s),
+                       "dashed": s == "ito_active"})
     if floor:
         v = [float(r["wake_ns"]) / 1e3 for r in floor]
         table.append(["floor (futex)", "-", len(v), R.fmt(statistics.median(v)),
                       R.fmt(_pct(v, 0.1)), R.fmt(_pct(v, 0.9)), R.fmt(_pct(v, 0.99)),
                       R.fmt(max(v))])
-        points.append({"system": "floor (futex)", "us": sorted(v)})
+        points.append({"system": "floor (futex)", "us": sorted(v), "color": "black",
+                       "dotted": True})
     if not table:
         return rep + ["No results (see Failures).\n"]
     rep.append(R.md_table(["system", "workers", "reps", "move us (median)", "p10", "p90", "p99",
@@ -247,11 +250,8 @@ def draw_wake_plot(points, path):
     for p in points:
         v = p["us"]
         ys = [(i + 1) / len(v) for i in range(len(v))]
-        style = dict(color="black", linestyle=":") if p["system"].startswith("floor") else {}
-        if p["system"] == "ito_active":
-            style = dict(color="#1f77b4", linestyle="--")
-        elif p["system"] == "ito":
-            style = dict(color="#1f77b4")
+        style = dict(color=p["color"],
+                     linestyle=":" if p.get("dotted") else "--" if p.get("dashed") else "-")
         ax.step([max(x, 0.05) for x in v], ys, where="post", label=p["system"], **style)
     ax.set_xscale("log")
     ax.set_xlabel("time until the work starts on another worker, us (log)")
