@@ -82,13 +82,18 @@ if grep -q "reached -DMEMLIM bound\|max search depth too small" pan.out; then
   exit 1
 fi
 
+# The trail pan saved, replayed as the model's printf lines, one event a line.
+print_trail() {
+  spin "${defs[@]}" -T -t idle.pml 2>&1 | sed -n '/^#processes/q;/^ *$/d;p' | sed 's/^/  /'
+}
+
 if [ $expect_error = 0 ]; then
   if [ "$errors" = 0 ]; then
     echo "check.sh: PASS: errors: 0"
     exit 0
   fi
   echo "check.sh: FAIL: errors: $errors; the trail:"
-  spin "${defs[@]}" -T -t idle.pml 2>&1 | sed -n '/^#processes/q;/^ *$/d;p' | sed 's/^/  /'
+  print_trail
   exit 1
 fi
 
@@ -97,5 +102,5 @@ if [ "$errors" = 0 ]; then
   exit 1
 fi
 echo "check.sh: PASS: rejected as expected (errors: $errors); the shortest trail, event by event:"
-spin "${defs[@]}" -T -t idle.pml 2>&1 | sed -n '/^#processes/q;/^ *$/d;p' | sed 's/^/  /'
+print_trail
 exit 0
