@@ -238,9 +238,10 @@ typedef struct runtime {
   /* global pools (overflow of the per-worker ones) */
   int pool_lock;
   fiber *pool_fibers;
-  /* timers for timed waits of fibers */
+  /* timers for timed waits of fibers: one deadline-sorted list per clock
+   * (TIMER_REALTIME, TIMER_MONOTONIC; sync.c) */
   int timer_lock;
-  struct timer *timers;
+  struct timer *timers[2];
 } runtime;
 
 extern runtime ito__rt HIDDEN;
@@ -354,7 +355,7 @@ HIDDEN void ito__sched_loop(worker *w);
 HIDDEN void ito__arrive(void);
 HIDDEN void ito__run_post(worker *w);
 HIDDEN void ito__switch(worker *w, fiber *from, fiber *to, int from_dying);
-HIDDEN void ito__block_os(waiter *wt, const struct timespec *abstime_rt);
+HIDDEN void ito__block_os(waiter *wt, clockid_t clock, const struct timespec *abstime);
 
 /* fiber.c */
 HIDDEN fiber *ito__fiber_alloc(worker *w);
@@ -422,6 +423,10 @@ HIDDEN void ito__tg_child_done(ito_tg_t *tg);
 /* sync.c */
 HIDDEN void ito__timers_run(void);
 HIDDEN long ito__timers_next_ns(void);
+/* Any timer armed? One relaxed load per clock, for the scheduler's loop. */
+static inline int timers_armed(void) {
+  return LOAD_RLX(&ito__rt.timers[0]) != NULL || LOAD_RLX(&ito__rt.timers[1]) != NULL;
+}
 
 /* asm */
 /* Returns (once) when the record is resumed, possibly on another worker. */

@@ -316,7 +316,7 @@ void ito__join_c(ito_tg_t *tg, void *frame, struct ito_rec *rec) {
       waiter wt;
       memset(&wt, 0, sizeof wt);
       tg->waiter = &wt;
-      if (__atomic_sub_fetch(&tg->pending, 1, __ATOMIC_ACQ_REL) != 0) ito__block_os(&wt, NULL);
+      if (__atomic_sub_fetch(&tg->pending, 1, __ATOMIC_ACQ_REL) != 0) ito__block_os(&wt, CLOCK_MONOTONIC, NULL);
     }
     __atomic_store_n(&tg->pending, 1, __ATOMIC_RELAXED);
     w = cur_worker();

@@ -142,12 +142,12 @@ void ito__make_ready(waiter *wt) {
 
 /* A plain OS thread waits for make_ready; returns ETIMEDOUT if abstime (on
  * CLOCK_REALTIME) passed first. The caller resolves the race with a waker. */
-void ito__block_os(waiter *wt, const struct timespec *abstime) {
+void ito__block_os(waiter *wt, clockid_t clock, const struct timespec *abstime) {
   while (!__atomic_load_n(&wt->futex, __ATOMIC_ACQUIRE)) {
     struct timespec rel, *relp = NULL;
     if (abstime) {
       struct timespec now;
-      clock_gettime(CLOCK_REALTIME, &now);
+      clock_gettime(clock, &now);
       long long ns = (long long)(abstime->tv_sec - now.tv_sec) * 1000000000LL +
                      (abstime->tv_nsec - now.tv_nsec);
       if (ns <= 0) {
@@ -450,7 +450,7 @@ static int scan_all(worker *w) {
         LOAD_RLX(&v->rq_len))
       return v->id + 1;
   }
-  if (LOAD_RLX(&ito__rt.timers) && ito__timers_next_ns() == 0) return -1;
+  if (timers_armed() && ito__timers_next_ns() == 0) return -1;
   return 0;
 }
 
@@ -538,7 +538,7 @@ void ito__sched_loop(worker *w) {
       found_work(w);
       run_fiber(w, f);
     }
-    if (LOAD_RLX(&ito__rt.timers)) ito__timers_run();
+    if (timers_armed()) ito__timers_run();
     if (atomic_load_explicit(&ito__rt.stop, memory_order_acquire) && w->native_sp)
       ito__worker_stop(w);
     int n = ito__rt.nworkers;

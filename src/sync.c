@@ -70,13 +70,15 @@ static void wake_all(waiter *list) {
   if (n) ito__ready_list(first, last, n);
 }
 
-/* Blocks the caller as wt, already queued under *qlock, which this releases. */
-static void block_on(waiter *wt, int *qlock, const struct timespec *abstime) {
+/* Blocks the caller as wt, already queued under *qlock, which this releases.
+ * An OS thread's own futex wait times out at abstime on clock; a fiber's
+ * timeout is a timer armed by the caller. */
+static void block_on(waiter *wt, int *qlock, clockid_t clock, const struct timespec *abstime) {
   if (wt->fiber) {
     ito__suspend(ACT_BLOCK, NULL, ito__unlock_post, qlock);
   } else {
     spin_unlock(qlock);
-    ito__block_os(wt, abstime);
+    ito__block_os(wt, clock, abstime);
   }
 }
 
@@ -133,7 +135,7 @@ static int lock_slow(ito_mutex_t *m) {
     }
     WAITER(wt, m);
     q_push(&m->head, &m->tail, wt);
-    block_on(wt, &m->qlock, NULL);
+    block_on(wt, &m->qlock, CLOCK_MONOTONIC, NULL);
   }
 }
 
@@ -160,22 +162,27 @@ int ito_mutex_unlock(ito_mutex_t *m) {
 
 struct timer {
   struct timer *next;
-  long long deadline; /* CLOCK_REALTIME, ns */
+  long long deadline; /* ns on the clock of the list it is in */
   waiter *wt;
   ito_cond_t *cond;
+  int clk;   /* TIMER_REALTIME or TIMER_MONOTONIC: which list */
   int state; /* T_IDLE, T_ARMED (in the list), T_FIRING (taken by timers_run) */
 };
 enum { T_IDLE = 0, T_ARMED, T_FIRING };
+/* One list per clock: a realtime deadline must follow the realtime clock
+ * when it is set, so the two cannot be ordered in one list. */
+enum { TIMER_REALTIME = 0, TIMER_MONOTONIC = 1 };
+static const clockid_t timer_clock[2] = {CLOCK_REALTIME, CLOCK_MONOTONIC};
 
-static long long realtime_ns(void) {
+static long long clock_ns(clockid_t clock) {
   struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
+  clock_gettime(clock, &ts);
   return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
 static void timer_add(struct timer *t) {
   spin_lock(&ito__rt.timer_lock);
-  struct timer **pp = &ito__rt.timers;
+  struct timer **pp = &ito__rt.timers[t->clk];
   while (*pp && (*pp)->deadline <= t->deadline) pp = &(*pp)->next;
   t->next = *pp;
   STORE_RLX(pp, t); /* the list head is read without the lock */
@@ -186,7 +193,7 @@ static void timer_add(struct timer *t) {
 static void timer_cancel(struct timer *t) {
   spin_lock(&ito__rt.timer_lock);
   if (t->state == T_ARMED) {
-    for (struct timer **pp = &ito__rt.timers; *pp; pp = &(*pp)->next) {
+    for (struct timer **pp = &ito__rt.timers[t->clk]; *pp; pp = &(*pp)->next) {
       if (*pp == t) {
         STORE_RLX(pp, t->next);
         break;
@@ -198,15 +205,23 @@ static void timer_cancel(struct timer *t) {
   while (__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) == T_FIRING) cpu_relax();
 }
 
+/* Nanoseconds until the earliest deadline of either clock (at most 1 s), or
+ * -1 with no timer armed. */
 long ito__timers_next_ns(void) {
-  struct timer *t = LOAD_RLX(&ito__rt.timers);
-  if (!t) return -1;
+  if (!timers_armed()) return -1;
+  long long d[2];
   spin_lock(&ito__rt.timer_lock);
-  long long d = ito__rt.timers ? ito__rt.timers->deadline : -1;
+  for (int k = 0; k < 2; k++) d[k] = ito__rt.timers[k] ? ito__rt.timers[k]->deadline : -1;
   spin_unlock(&ito__rt.timer_lock);
-  if (d < 0) return -1;
-  long long left = d - realtime_ns();
-  return left < 0 ? 0 : (left > 1000000000LL ? 1000000000L : (long)left);
+  long long best = -1;
+  for (int k = 0; k < 2; k++) {
+    if (d[k] < 0) continue;
+    long long left = d[k] - clock_ns(timer_clock[k]);
+    if (left < 0) left = 0;
+    if (best < 0 || left < best) best = left;
+  }
+  if (best < 0) return -1;
+  return best > 1000000000LL ? 1000000000L : (long)best;
 }
 
 /* Fires expired timers: a waiter still queued on its condition is taken off
@@ -215,16 +230,18 @@ long ito__timers_next_ns(void) {
  * the timer (on the waiter's stack) outlives its use here. The queue lock is
  * taken without the timer lock held (cond_wait nests them the other way). */
 void ito__timers_run(void) {
-  if (!LOAD_RLX(&ito__rt.timers)) return;
-  long long now = realtime_ns();
+  if (!timers_armed()) return;
+  long long now[2] = {clock_ns(CLOCK_REALTIME), clock_ns(CLOCK_MONOTONIC)};
   struct timer *fire = NULL;
   spin_lock(&ito__rt.timer_lock);
-  while (ito__rt.timers && ito__rt.timers->deadline <= now) {
-    struct timer *t = ito__rt.timers;
-    STORE_RLX(&ito__rt.timers, t->next);
-    t->state = T_FIRING;
-    t->next = fire;
-    fire = t;
+  for (int k = 0; k < 2; k++) {
+    while (ito__rt.timers[k] && ito__rt.timers[k]->deadline <= now[k]) {
+      struct timer *t = ito__rt.timers[k];
+      STORE_RLX(&ito__rt.timers[k], t->next);
+      t->state = T_FIRING;
+      t->next = fire;
+      fire = t;
+    }
   }
   spin_unlock(&ito__rt.timer_lock);
   waiter *wake = NULL;
@@ -259,9 +276,11 @@ int ito_cond_destroy(ito_cond_t *c) {
   return LOAD_RLX(&c->head) ? EBUSY : 0;
 }
 
-static int cond_wait(ito_cond_t *c, ito_mutex_t *m, const struct timespec *abstime) {
+static int cond_wait(ito_cond_t *c, ito_mutex_t *m, clockid_t clock,
+                     const struct timespec *abstime) {
   if (!c || !m) return EINVAL;
   if (abstime && (abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000L)) return EINVAL;
+  if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC) return EINVAL;
   WAITER(wt, c);
   struct timer tm;
   memset(&tm, 0, sizeof tm);
@@ -276,9 +295,10 @@ static int cond_wait(ito_cond_t *c, ito_mutex_t *m, const struct timespec *absti
     tm.deadline = (long long)abstime->tv_sec * 1000000000LL + abstime->tv_nsec;
     tm.wt = wt;
     tm.cond = c;
+    tm.clk = clock == CLOCK_MONOTONIC ? TIMER_MONOTONIC : TIMER_REALTIME;
     timer_add(&tm); /* timer lock nests inside the queue lock only here, never the reverse */
   }
-  block_on(wt, &c->qlock, abstime);
+  block_on(wt, &c->qlock, clock, abstime);
   if (abstime && wt->fiber) timer_cancel(&tm);
   if (!wt->fiber && wt->result == ETIMEDOUT) {
     /* an OS thread timed out: leave the queue unless a signal took us */
@@ -298,11 +318,49 @@ static int cond_wait(ito_cond_t *c, ito_mutex_t *m, const struct timespec *absti
   return r;
 }
 
-int ito_cond_wait(ito_cond_t *c, ito_mutex_t *m) { return cond_wait(c, m, NULL); }
+int ito_cond_wait(ito_cond_t *c, ito_mutex_t *m) { return cond_wait(c, m, CLOCK_REALTIME, NULL); }
 
 int ito_cond_timedwait(ito_cond_t *c, ito_mutex_t *m, const struct timespec *abstime) {
   if (!abstime) return EINVAL;
-  return cond_wait(c, m, abstime);
+  return cond_wait(c, m, CLOCK_REALTIME, abstime);
+}
+
+int ito_cond_clockwait(ito_cond_t *c, ito_mutex_t *m, clockid_t clock,
+                       const struct timespec *abstime) {
+  if (!abstime) return EINVAL;
+  return cond_wait(c, m, clock, abstime);
+}
+
+/* ---- sleeping ------------------------------------------------------------------ */
+
+/* An ito thread sleeps as a timed wait on a condition nobody signals: the
+ * timer wakes it, and its worker runs other work meanwhile. Any other thread
+ * sleeps in the kernel. */
+int ito_nanosleep(const struct timespec *req) {
+  if (!req || req->tv_sec < 0 || req->tv_nsec < 0 || req->tv_nsec >= 1000000000L) return EINVAL;
+  struct timespec until;
+  clock_gettime(CLOCK_MONOTONIC, &until);
+  until.tv_sec += req->tv_sec;
+  until.tv_nsec += req->tv_nsec;
+  if (until.tv_nsec >= 1000000000L) {
+    until.tv_sec++;
+    until.tv_nsec -= 1000000000L;
+  }
+  worker *w = cur_worker();
+  if (!w || !w->cur) {
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR) {
+    }
+    return 0;
+  }
+  ito_cond_t c;
+  ito_mutex_t m;
+  ito_cond_init(&c);
+  ito_mutex_init(&m);
+  ito_mutex_lock(&m);
+  while (cond_wait(&c, &m, CLOCK_MONOTONIC, &until) != ETIMEDOUT) {
+  }
+  ito_mutex_unlock(&m);
+  return 0;
 }
 
 int ito_cond_signal(ito_cond_t *c) {
@@ -356,6 +414,6 @@ int ito_barrier_wait(ito_barrier_t *b) {
   }
   WAITER(wt, b);
   q_push(&b->head, &b->tail, wt);
-  block_on(wt, &b->qlock, NULL);
+  block_on(wt, &b->qlock, CLOCK_MONOTONIC, NULL);
   return 0;
 }

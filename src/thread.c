@@ -413,7 +413,7 @@ static __attribute__((noinline)) int join_wait(ithread *t) {
   } else {
     waiter wt;
     memset(&wt, 0, sizeof wt);
-    if (park(t, &wt)) ito__block_os(&wt, NULL);
+    if (park(t, &wt)) ito__block_os(&wt, CLOCK_MONOTONIC, NULL);
   }
   wait_done(t);
   return 0;

@@ -349,6 +349,98 @@ static void test_cond(void) {
   cv_destroy(&s);
 }
 
+/* ---- clock waits and sleeping ----------------------------------------- */
+static struct timespec now_mono(void) {
+  struct timespec ts;
+  CHECK_EQ(clock_gettime(CLOCK_MONOTONIC, &ts), 0);
+  return ts;
+}
+
+/* Timed waits on both clocks time out no earlier than their deadlines; other
+ * clocks and a missing deadline are EINVAL. Run on an ito thread and on a
+ * plain pthread (which waits in the kernel instead of on a timer). */
+static void *clockwait_fn(void *p) {
+  (void)p;
+  ito_mutex_t m = ITO_MUTEX_INITIALIZER;
+  ito_cond_t c = ITO_COND_INITIALIZER;
+  CHECK_EQ(ito_mutex_lock(&m), 0);
+  struct timespec dm = ts_add_ms(now_mono(), 100);
+  int rc;
+  do rc = ito_cond_clockwait(&c, &m, CLOCK_MONOTONIC, &dm);
+  while (rc == 0);
+  CHECK_EQ(rc, ETIMEDOUT);
+  CHECK(ts_ge(now_mono(), dm));
+  CHECK_EQ(ito_mutex_trylock(&m), EBUSY);
+  struct timespec dr = ts_add_ms(now_rt(), 50);
+  do rc = ito_cond_clockwait(&c, &m, CLOCK_REALTIME, &dr);
+  while (rc == 0);
+  CHECK_EQ(rc, ETIMEDOUT);
+  CHECK(ts_ge(now_rt(), dr));
+  CHECK_EQ(ito_cond_clockwait(&c, &m, CLOCK_PROCESS_CPUTIME_ID, &dm), EINVAL);
+  CHECK_EQ(ito_cond_clockwait(&c, &m, CLOCK_MONOTONIC, NULL), EINVAL);
+  CHECK_EQ(ito_mutex_unlock(&m), 0);
+  return NULL;
+}
+
+static void *nanosleep_fn(void *p) {
+  (void)p;
+  struct timespec bad = {0, 1000000000L}, neg = {-1, 0};
+  CHECK_EQ(ito_nanosleep(NULL), EINVAL);
+  CHECK_EQ(ito_nanosleep(&bad), EINVAL);
+  CHECK_EQ(ito_nanosleep(&neg), EINVAL);
+  struct timespec t0 = now_mono(), d = {0, 30 * 1000000L};
+  CHECK_EQ(ito_nanosleep(&d), 0);
+  CHECK(ts_ge(now_mono(), ts_add_ms(t0, 30)));
+  struct timespec zero = {0, 0};
+  CHECK_EQ(ito_nanosleep(&zero), 0);
+  return NULL;
+}
+
+static void test_clock_and_sleep(void) {
+  join(spawn(clockwait_fn, NULL));
+  join(spawn(nanosleep_fn, NULL));
+  pthread_t t;
+  CHECK_EQ(pthread_create(&t, NULL, clockwait_fn, NULL), 0);
+  CHECK_EQ(pthread_join(t, NULL), 0);
+  CHECK_EQ(pthread_create(&t, NULL, nanosleep_fn, NULL), 0);
+  CHECK_EQ(pthread_join(t, NULL), 0);
+}
+
+/* With ONE worker: a thread in ito_nanosleep leaves the worker to others.
+ * The sleeper checks on waking that a thread created after it went to
+ * sleep has already run to the end; that needs the worker, so it shows the
+ * worker did not sleep with the thread. */
+static atomic_int ran_while_asleep, sleeper_asleep;
+static void *long_sleeper_fn(void *p) {
+  (void)p;
+  atomic_store(&sleeper_asleep, 1);
+  struct timespec d = {0, 300 * 1000000L};
+  CHECK_EQ(ito_nanosleep(&d), 0);
+  CHECK_EQ(atomic_load(&ran_while_asleep), 1);
+  return NULL;
+}
+static void *while_asleep_fn(void *p) {
+  (void)p;
+  while (!atomic_load(&sleeper_asleep)) CHECK_EQ(ito_yield(), 0); /* let the sleeper go */
+  atomic_store(&ran_while_asleep, 1);
+  return NULL;
+}
+static void test_sleep_frees_worker(void) {
+  ito_thread_t s = spawn(long_sleeper_fn, NULL); /* runs first, then sleeps */
+  CHECK_EQ(atomic_load(&sleeper_asleep), 1);
+  join(spawn(while_asleep_fn, NULL));
+  join(s);
+  /* the root (the program's main thread) sleeps the same way */
+  atomic_store(&ran_while_asleep, 0);
+  atomic_store(&sleeper_asleep, 0);
+  ito_thread_t b = spawn(while_asleep_fn, NULL); /* yields until we sleep */
+  atomic_store(&sleeper_asleep, 1);
+  struct timespec d = {0, 300 * 1000000L};
+  CHECK_EQ(ito_nanosleep(&d), 0);
+  CHECK_EQ(atomic_load(&ran_while_asleep), 1);
+  join(b);
+}
+
 /* ---- barrier ---------------------------------------------------------- */
 enum { B_THREADS = 5, B_PHASES = 8 };
 static ito_barrier_t bar;
@@ -459,6 +551,13 @@ int main(int argc, char **argv) {
     puts("test_api_c yield: OK");
     return 0;
   }
+  if (argc > 1 && strcmp(argv[1], "sleep") == 0) {
+    test_init(1);
+    test_sleep_frees_worker();
+    CHECK_EQ(ito_finalize(), 0);
+    puts("test_api_c sleep: OK");
+    return 0;
+  }
   test_init(NW);
   test_create_join();
   test_plain_pthread();
@@ -467,6 +566,7 @@ int main(int argc, char **argv) {
   test_yield();
   test_mutex();
   test_cond();
+  test_clock_and_sleep();
   test_barrier();
   test_keys();
   join(spawn(key_exhaust_fn, NULL));

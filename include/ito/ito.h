@@ -46,6 +46,10 @@ ITO_API ITO_NOPLT int ito_create(void *(*fn)(void *), void *arg, ito_thread_t *o
 ITO_API ITO_NOPLT int ito_join(ito_thread_t t, void **result);
 ITO_API int ito_detach(ito_thread_t t);
 ITO_API int ito_yield(void);
+/* The calling thread sleeps for *req (CLOCK_MONOTONIC); an ito thread's
+ * worker runs other work meanwhile. 0, or EINVAL for a NULL or malformed
+ * req (tv_nsec outside [0, 1e9), tv_sec < 0). Signals do not cut it short. */
+ITO_API int ito_nanosleep(const struct timespec *req);
 /* The calling lightweight thread, or 0 on a thread that is not an ito thread. */
 ITO_API ito_thread_t ito_self(void);
 /* Ends the calling ito thread with a result (like returning it from fn). */
@@ -78,6 +82,10 @@ ITO_API int ito_cond_init(ito_cond_t *c);
 ITO_API int ito_cond_wait(ito_cond_t *c, ito_mutex_t *m);
 /* abstime is on CLOCK_REALTIME, as for pthread_cond_timedwait. */
 ITO_API int ito_cond_timedwait(ito_cond_t *c, ito_mutex_t *m, const struct timespec *abstime);
+/* The same on a chosen clock, CLOCK_REALTIME or CLOCK_MONOTONIC (others:
+ * EINVAL), as glibc's pthread_cond_clockwait. */
+ITO_API int ito_cond_clockwait(ito_cond_t *c, ito_mutex_t *m, clockid_t clock,
+                               const struct timespec *abstime);
 ITO_API int ito_cond_signal(ito_cond_t *c);
 ITO_API int ito_cond_broadcast(ito_cond_t *c);
 ITO_API int ito_cond_destroy(ito_cond_t *c);
