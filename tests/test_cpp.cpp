@@ -370,6 +370,58 @@ static void test_condition_variable() {
   CHECK_EQ(reinterpret_cast<std::intptr_t>(r), 2000L * 2001 / 2);
 }
 
+// Timed waits on both clocks time out no earlier than their deadlines, a
+// notified predicate wait returns true before its deadline, and sleep_for
+// sleeps at least as long as asked.
+static void *timed_cv_fn(void *) {
+  using namespace std::chrono;
+  ito::mutex m;
+  ito::condition_variable cv;
+  std::unique_lock<ito::mutex> lk(m);
+  auto t0 = steady_clock::now();
+  auto until = t0 + milliseconds(40);
+  while (cv.wait_until(lk, until) == std::cv_status::no_timeout) {
+  }
+  CHECK(steady_clock::now() >= until);
+  auto sys_until = system_clock::now() + milliseconds(20);
+  CHECK(!cv.wait_until(lk, sys_until, [] { return false; }));
+  CHECK(system_clock::now() >= sys_until);
+  CHECK(!cv.wait_for(lk, milliseconds(10), [] { return false; }));
+  CHECK(cv.wait_for(lk, milliseconds(10), [] { return true; }));
+  lk.unlock();
+  auto s0 = steady_clock::now();
+  ito::this_thread::sleep_for(milliseconds(25));
+  CHECK(steady_clock::now() - s0 >= milliseconds(25));
+  return nullptr;
+}
+
+struct flag_box {
+  ito::mutex m;
+  ito::condition_variable cv;
+  bool set = false;
+};
+static void *set_flag_fn(void *p) {
+  auto *b = static_cast<flag_box *>(p);
+  ito::this_thread::sleep_for(std::chrono::milliseconds(5));
+  std::lock_guard<ito::mutex> g(b->m);
+  b->set = true;
+  b->cv.notify_one();
+  return nullptr;
+}
+
+static void test_timed_waits() {
+  ito_thread_t t;
+  CHECK_EQ(ito_create(timed_cv_fn, nullptr, &t), 0);
+  CHECK_EQ(ito_join(t, nullptr), 0);
+  flag_box b;
+  CHECK_EQ(ito_create(set_flag_fn, &b, &t), 0);
+  {
+    std::unique_lock<ito::mutex> lk(b.m);
+    CHECK(b.cv.wait_for(lk, std::chrono::seconds(30), [&] { return b.set; }));
+  }
+  CHECK_EQ(ito_join(t, nullptr), 0);
+}
+
 // task_group on a plain OS thread that is not a worker: every closure size
 // (in registers, sized copies, heap) takes the path that gives each child a
 // lightweight thread, and wait() blocks the OS thread.
@@ -409,6 +461,7 @@ int main() {
   test_nontrivial_closures();
   test_mutex();
   test_condition_variable();
+  test_timed_waits();
   puts("test_cpp: OK");
   return 0;
 }

@@ -4,6 +4,9 @@
 
 #include <ito/ito.h>
 
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -288,10 +291,65 @@ class condition_variable {
   void wait(std::unique_lock<mutex> &lk, P pred) {
     while (!pred()) wait(lk);
   }
+  // Timed waits: steady_clock deadlines wait on CLOCK_MONOTONIC,
+  // system_clock ones on CLOCK_REALTIME; other clocks are converted to
+  // steady_clock at the call.
+  template <class Clock, class Duration>
+  std::cv_status wait_until(std::unique_lock<mutex> &lk,
+                            const std::chrono::time_point<Clock, Duration> &t) {
+    using namespace std::chrono;
+    clockid_t clk = CLOCK_MONOTONIC;
+    nanoseconds ns;
+    if constexpr (std::is_same_v<Clock, system_clock>) {
+      clk = CLOCK_REALTIME;
+      ns = duration_cast<nanoseconds>(t.time_since_epoch());
+    } else if constexpr (std::is_same_v<Clock, steady_clock>) {
+      ns = duration_cast<nanoseconds>(t.time_since_epoch());
+    } else {
+      ns = duration_cast<nanoseconds>(
+          (steady_clock::now() + (t - Clock::now())).time_since_epoch());
+    }
+    if (ns.count() < 0) ns = nanoseconds(0);
+    struct timespec ts;
+    ts.tv_sec = static_cast<time_t>(ns.count() / 1000000000);
+    ts.tv_nsec = static_cast<long>(ns.count() % 1000000000);
+    int rc = ito_cond_clockwait(&c_, lk.mutex()->native_handle(), clk, &ts);
+    return rc == ETIMEDOUT ? std::cv_status::timeout : std::cv_status::no_timeout;
+  }
+  template <class Clock, class Duration, class P>
+  bool wait_until(std::unique_lock<mutex> &lk, const std::chrono::time_point<Clock, Duration> &t,
+                  P pred) {
+    while (!pred())
+      if (wait_until(lk, t) == std::cv_status::timeout) return pred();
+    return true;
+  }
+  template <class Rep, class Period>
+  std::cv_status wait_for(std::unique_lock<mutex> &lk, const std::chrono::duration<Rep, Period> &d) {
+    return wait_until(lk, std::chrono::steady_clock::now() + d);
+  }
+  template <class Rep, class Period, class P>
+  bool wait_for(std::unique_lock<mutex> &lk, const std::chrono::duration<Rep, Period> &d, P pred) {
+    return wait_until(lk, std::chrono::steady_clock::now() + d, std::move(pred));
+  }
 
  private:
   ito_cond_t c_;
 };
+
+namespace this_thread {
+// The calling thread sleeps; an ito thread's worker runs other work meanwhile.
+template <class Rep, class Period>
+void sleep_for(const std::chrono::duration<Rep, Period> &d) {
+  using namespace std::chrono;
+  nanoseconds ns = duration_cast<nanoseconds>(d);
+  if (ns.count() <= 0) return;
+  struct timespec ts;
+  ts.tv_sec = static_cast<time_t>(ns.count() / 1000000000);
+  ts.tv_nsec = static_cast<long>(ns.count() % 1000000000);
+  ito_nanosleep(&ts);
+}
+inline void yield() { ito_yield(); }
+}  // namespace this_thread
 
 }  // namespace ito
 
