@@ -421,15 +421,19 @@ void ito__stop_spinning(worker *w) {
   if (idle_S(x) == 1 && idle_Z(x) > 0) ito__wake_one(w);
 }
 
-/* May w become a spinner? Yes if nobody spins, or if fewer than half of the
- * busy workers do; always with the active policy (nobody sleeps there, but
- * spinners are still counted, so that the workers they will steal from open
- * fenced pop windows and their steals need no membarrier). */
+/* May w become a spinner? Yes if fewer than MIN_SPINNERS spin, or if fewer
+ * than half of the busy workers do; always with the active policy (nobody
+ * sleeps there, but spinners are still counted, so that the workers they
+ * will steal from open fenced pop windows and their steals need no
+ * membarrier). Two, not one: when the only spinner takes work, the
+ * replacement it wakes arrives a futex wake-up later (50-100 us here), and
+ * work handed from one worker to the next waits that long (docs/idle.md). */
+#define MIN_SPINNERS 2
 static int start_spinning(worker *w) {
   uint64_t x = __atomic_load_n(&ito__rt_idle.v, __ATOMIC_RELAXED);
   for (;;) {
     long s = idle_S(x), busy = (long)ito__rt.nworkers - s - (long)idle_Z(x) - 1;
-    if (!ito__rt.wait_active && s != 0 && 2 * s >= busy) return 0;
+    if (!ito__rt.wait_active && s >= MIN_SPINNERS && 2 * s >= busy) return 0;
     if (__atomic_compare_exchange_n(&ito__rt_idle.v, &x, x + IDLE_SPIN_ONE, 1, __ATOMIC_SEQ_CST,
                                     __ATOMIC_RELAXED)) {
       w->spinning = 1;

@@ -32,6 +32,7 @@
  *   READIES  fibers made ready by a worker     OUTSIDE  ... by a non-worker
  *   MAILS    fibers migrated to another worker (mail)
  *   ROUNDS   rounds a spinner makes at most between sleeps (>= 1)
+ *   MIN_SPINNERS  spinners always allowed (src/sched.c has 2; 1 is Go's rule)
  *   BROKEN   0: the protocol as coded
  *            1: no heavy barrier (membarrier) at G2
  *            2: the last spinner to find work wakes no replacement
@@ -68,6 +69,9 @@
 #endif
 #ifndef SYMMETRIC
 #define SYMMETRIC 0
+#endif
+#ifndef MIN_SPINNERS
+#define MIN_SPINNERS 2  /* as src/sched.c */
 #endif
 #ifndef BROKEN
 #define BROKEN 0
@@ -352,12 +356,13 @@ sched:  /* ito__sched_loop, a round: run_local (mail), pop_tail (the
   if
   :: !spn ->
      /* start_spinning: x = load; until a CAS from x to x + (1 << 32)
-      * succeeds, give up if S != 0 && 2S >= busy, busy = N - S - Z - 1.
+      * succeeds, give up if S >= MIN_SPINNERS && 2S >= busy,
+      * busy = N - S - Z - 1.
       * One step, at the successful CAS or at the load that gave up: a
       * failed CAS only reloads x. */
      atomic {
        if
-       :: S != 0 && 2 * S >= N - S - Z - 1 ->
+       :: S >= MIN_SPINNERS && 2 * S >= N - S - Z - 1 ->
           top = 1;
           printf("w%d: may not spin (S=%d Z=%d)\n", me, S, Z)
        :: else ->
