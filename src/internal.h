@@ -401,9 +401,17 @@ HIDDEN void *ito__tsan_current(void);
 #define TSAN_TO(f) ito__tsan_to(f)
 #define TSAN_TO_CTX(c) ito__tsan_to_ctx(c)
 #else
-#define TSAN_TO(f) ((void)0)
-#define TSAN_TO_CTX(c) ((void)0)
+#define TSAN_TO(f) ((void)(f))
+#define TSAN_TO_CTX(c) ((void)0) /* c names fields that exist only under ITO_TSAN */
 #endif
+/* Tells both sanitizers, just before a switch, that f's stack runs next and
+ * the current context is not kept (a resumption or a first start). */
+static inline void san_enter(fiber *f) {
+#if ITO_ASAN
+  ito__asan_start(NULL, f->lo, (size_t)(f->hi - f->lo));
+#endif
+  TSAN_TO(f);
+}
 
 /* thread.c */
 HIDDEN ithread *ito__thread_init(fiber *f);

@@ -63,10 +63,7 @@ int ito__run_entry(worker *w, uintptr_t e, worker *victim, uintptr_t *slot) {
     found_work(w);
     fiber *parent = copy.fiber;
     w->cur = parent;
-#if ITO_ASAN
-    ito__asan_start(NULL, parent->lo, (size_t)(parent->hi - parent->lo));
-#endif
-    TSAN_TO(parent);
+    san_enter(parent);
     ito__resume(&copy, (void *)(uintptr_t)copy.regs[REC_SP]);
   }
   struct ito_rec copy;

@@ -248,18 +248,10 @@ void ito__suspend(int action, void *arg, void (*post)(void *), void *post_arg) {
 static void run_fiber(worker *w, fiber *f) __attribute__((noreturn));
 static void run_fiber(worker *w, fiber *f) {
   w->cur = f;
-  if (!f->sp) { /* a continuation taken from a fork record, not started */
-#if ITO_ASAN
-    ito__asan_start(NULL, f->lo, fiber_size(f));
-#endif
-    TSAN_TO(f);
+  san_enter(f);
+  if (!f->sp) /* a continuation taken from a fork record, not started */
     ito__resume(&f->start, f->hi);
-  }
   void *dummy;
-#if ITO_ASAN
-  ito__asan_start(NULL, f->lo, fiber_size(f));
-#endif
-  TSAN_TO(f);
   ito__ctx_jump(&dummy, f->sp, f);
   __builtin_unreachable();
 }

@@ -226,10 +226,7 @@ static void resume_creator(worker *w, fiber *f) {
   w->cur = parent;
   w->post_fn = thread_done_post;
   w->post_arg = f->thread;
-#if ITO_ASAN
-  ito__asan_start(NULL, parent->lo, (size_t)(parent->hi - parent->lo));
-#endif
-  TSAN_TO(parent);
+  san_enter(parent);
   ito__resume(&f->start, (void *)(uintptr_t)f->start.regs[REC_SP]);
 }
 
@@ -333,10 +330,7 @@ static void create_body(void *p, void *fnp, void *arg) {
   if (reclaim_creator(w, f)) {
     fiber *parent = f->start.fiber;
     w->cur = parent;
-#if ITO_ASAN
-    ito__asan_start(NULL, parent->lo, (size_t)(parent->hi - parent->lo));
-#endif
-    TSAN_TO(parent); /* the return below switches back to the creator's stack */
+    san_enter(parent); /* the return below switches back to the creator's stack */
     return;
   }
   ito__switch_to_sched(w, ACT_EXIT, NULL);
@@ -378,10 +372,7 @@ int ito_create(void *(*fn)(void *), void *arg, ito_thread_t *out) {
   f->thread = t;
   live_add(w, 1);
   if (out) *out = ito__handle(t); /* before the child runs: it may read it */
-#if ITO_ASAN
-  ito__asan_start(NULL, f->lo, (size_t)(f->hi - f->lo));
-#endif
-  TSAN_TO(f);
+  san_enter(f);
   ito__spawn_on(&f->start, (void *)((uintptr_t)f->hi & ~(uintptr_t)15), create_body, f,
                 (void *)fn, arg);
   return 0;
