@@ -36,6 +36,13 @@ static inline void full_fence(void) {
 #endif
 }
 
+/* Nanoseconds on a clock. */
+static inline long long clock_ns(clockid_t clock) {
+  struct timespec ts;
+  clock_gettime(clock, &ts);
+  return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
 static inline void cpu_relax(void) {
 #if defined(__x86_64__)
   __asm__ volatile("pause" ::: "memory");
@@ -319,6 +326,15 @@ static inline void deque_owner_barrier(worker *w) {
   if (n == 1) ito__fence_expire(w);
 }
 
+/* w, the calling worker, expects a thief soon: its next FENCE_WINDOW pops
+ * fence, so that the thief's steal needs a plain fence rather than a
+ * membarrier (docs/scheduler.md, docs/idle.md). The x86-64 fork path does
+ * the same in assembly. */
+static inline void open_fence_window(worker *w) {
+  if (ito__rt_asym_fence && w == cur_worker())
+    __atomic_store_n(&w->fence_pops, FENCE_WINDOW, __ATOMIC_RELEASE);
+}
+
 HIDDEN void ito__wake_one(worker *hint);
 HIDDEN void ito__wake_worker(worker *v);
 HIDDEN void ito__wake_all(void);
@@ -334,11 +350,8 @@ static inline void publish_check(worker *hint, int full) {
   if (LIKELY(!x)) return;
   if (x < IDLE_SPIN_ONE) {
     ito__wake_one(hint);
-  } else if (hint == cur_worker() && !__atomic_load_n(&hint->fence_pops, __ATOMIC_RELAXED) &&
-             ito__rt_asym_fence) {
-    /* a spinner will try to steal from us: fence our pops for a while, so
-     * that it needs no membarrier */
-    __atomic_store_n(&hint->fence_pops, FENCE_WINDOW, __ATOMIC_RELEASE);
+  } else if (!__atomic_load_n(&hint->fence_pops, __ATOMIC_RELAXED)) {
+    open_fence_window(hint); /* a spinner will try to steal from us */
   }
 }
 /* A spinning worker found work: it stops spinning (and may wake another). */

@@ -31,11 +31,10 @@ void ito__heavy_barrier(void) {
  * thief holds the steal lock (it may be relying on the fence; try again at
  * the next pop). Without membarrier every pop fences, always. */
 void ito__fence_expire(worker *w) {
-  int n = 1;
+  int n = 1; /* a thief holds the lock: one more fenced pop, then try again */
   if (!ito__rt_asym_fence) {
     n = 1 << 30;
   } else if (spin_trylock(&w->steal_lock)) {
-    n = 0;
     __atomic_store_n(&w->fence_pops, 0, __ATOMIC_RELAXED);
     spin_unlock(&w->steal_lock);
     return;
@@ -345,12 +344,6 @@ static int steal_deque(worker *w, worker *v) {
 static inline uint32_t idle_S(uint64_t x) { return (uint32_t)(x >> 32); }
 static inline uint32_t idle_Z(uint64_t x) { return (uint32_t)(x & (IDLE_SYM - 1)); }
 
-static long long mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 /* Takes v off the sleeper list and makes it a spinner; sleep_lock held. */
 static void unsleep_locked(worker *v, int hint) {
   worker **pp = &ito__rt.sleep_top;
@@ -374,10 +367,8 @@ void ito__wake_one(worker *hint) {
   }
   unsleep_locked(v, hint ? hint->id : -1);
   spin_unlock(&ito__rt.sleep_lock);
-  /* v will most likely steal from us: for a while our pops fence, so that
-   * its steal needs no membarrier (50 us on some VMs). */
-  if (hint && hint == cur_worker() && ito__rt_asym_fence)
-    __atomic_store_n(&hint->fence_pops, FENCE_WINDOW, __ATOMIC_RELEASE);
+  /* v will most likely steal from us */
+  if (hint) open_fence_window(hint);
   ito__futex_wake(&v->wake_word, 1);
 }
 
@@ -467,7 +458,7 @@ static void idle_sleep(worker *w) {
   ito__heavy_barrier();
 
   int found = scan_all(w);
-  long long t_sleep = found ? 0 : mono_ns();
+  long long t_sleep = found ? 0 : clock_ns(CLOCK_MONOTONIC);
   while (!found && !__atomic_load_n(&w->wake_word, __ATOMIC_ACQUIRE)) {
     /* asleep until woken, or until the next timer is due */
     long ns = ito__timers_next_ns();
@@ -484,7 +475,7 @@ static void idle_sleep(worker *w) {
   }
   w->spinning = 1; /* counted in S by whoever took us off the list */
   if (t_sleep) { /* adapt the spin to how long this sleep was (docs/idle.md) */
-    long long slept = mono_ns() - t_sleep;
+    long long slept = clock_ns(CLOCK_MONOTONIC) - t_sleep;
     if (slept < ito__rt.spin_max_ns)
       w->spin_ns = w->spin_ns * 2 < ito__rt.spin_max_ns ? w->spin_ns * 2 : ito__rt.spin_max_ns;
     else
@@ -540,7 +531,7 @@ void ito__sched_loop(worker *w) {
     int n = ito__rt.nworkers;
     if (!w->spinning) {
       if (!start_spinning(w)) idle_sleep(w); /* (start_spinning succeeds when active) */
-      spin_t0 = mono_ns();
+      spin_t0 = clock_ns(CLOCK_MONOTONIC);
       round = 0;
     }
     if (w->ws_hint >= 0) { /* woken for, or found by the scan at, this worker */
@@ -554,9 +545,10 @@ void ito__sched_loop(worker *w) {
     }
     cpu_relax();
     if ((round & 127) == 127) sched_yield(); /* give way to oversubscribed workers */
-    if (!ito__rt.wait_active && (round & 15) == 15 && mono_ns() - spin_t0 >= w->spin_ns) {
+    if (!ito__rt.wait_active && (round & 15) == 15 &&
+        clock_ns(CLOCK_MONOTONIC) - spin_t0 >= w->spin_ns) {
       idle_sleep(w);
-      spin_t0 = mono_ns();
+      spin_t0 = clock_ns(CLOCK_MONOTONIC);
     }
   }
 }

@@ -174,12 +174,6 @@ enum { T_IDLE = 0, T_ARMED, T_FIRING };
 enum { TIMER_REALTIME = 0, TIMER_MONOTONIC = 1 };
 static const clockid_t timer_clock[2] = {CLOCK_REALTIME, CLOCK_MONOTONIC};
 
-static long long clock_ns(clockid_t clock) {
-  struct timespec ts;
-  clock_gettime(clock, &ts);
-  return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 static void timer_add(struct timer *t) {
   spin_lock(&ito__rt.timer_lock);
   struct timer **pp = &ito__rt.timers[t->clk];
@@ -231,7 +225,7 @@ long ito__timers_next_ns(void) {
  * taken without the timer lock held (cond_wait nests them the other way). */
 void ito__timers_run(void) {
   if (!timers_armed()) return;
-  long long now[2] = {clock_ns(CLOCK_REALTIME), clock_ns(CLOCK_MONOTONIC)};
+  long long now[2] = {clock_ns(timer_clock[0]), clock_ns(timer_clock[1])};
   struct timer *fire = NULL;
   spin_lock(&ito__rt.timer_lock);
   for (int k = 0; k < 2; k++) {

@@ -175,6 +175,12 @@ static void run_key_destructors(ithread *t) {
  * docs/scheduler.md). As with
  * pthread_join, two simultaneous joins of one thread are undefined. */
 
+/* A thread detached while running has two references, the detacher's and
+ * its own end's; one created detached has only the latter. The last frees. */
+static inline void drop_detach_ref(ithread *t) {
+  if (__atomic_sub_fetch(&t->detach_refs, 1, __ATOMIC_ACQ_REL) == 0) thread_release(t);
+}
+
 /* Runs once the ended thread's fiber is left (a post-switch action or the
  * scheduler's), so that whoever sees DONE may free the fiber at once. */
 static inline void thread_done(ithread *t) {
@@ -184,7 +190,7 @@ static inline void thread_done(ithread *t) {
   if (j && __atomic_compare_exchange_n(&t->joiner, &j, NULL, 0, __ATOMIC_ACQ_REL,
                                        __ATOMIC_RELAXED)) {
     if (j == JOINER_DETACHED) {
-      if (__atomic_sub_fetch(&t->detach_refs, 1, __ATOMIC_ACQ_REL) == 0) thread_release(t);
+      drop_detach_ref(t);
       return;
     }
     __atomic_store_n(&t->sync, TS_DONE, __ATOMIC_RELEASE);
@@ -441,7 +447,7 @@ int ito_detach(ito_thread_t h) {
      * while park() still reads t: whichever of the two is last frees t. */
     t->detach_refs = 2;
     if (park(t, JOINER_DETACHED)) {
-      if (__atomic_sub_fetch(&t->detach_refs, 1, __ATOMIC_ACQ_REL) == 0) thread_release(t);
+      drop_detach_ref(t);
       return 0;
     }
   }
