@@ -98,7 +98,7 @@ struct ito_rec {
  * is freed with it, when the thread is joined (or ends, if detached). */
 typedef struct ithread {
   uint32_t gen;             /* bumped at each reuse; part of the handle */
-  int flags;                /* TH_ROOT */
+  int flags;                /* TH_ROOT, TH_DETACHED */
   int sync;                 /* TS_RUNNING, TS_EXITING, TS_DONE, TS_CLAIMED */
   int detach_refs;          /* detached while running: the detacher and the ending thread
                                each drop one, the last frees the descriptor (thread.c) */
@@ -111,7 +111,7 @@ typedef struct ithread {
 
 enum { TS_RUNNING = 0, TS_EXITING = 1, TS_DONE = 2, TS_CLAIMED = 3 };
 #define JOINER_DETACHED ((waiter *)1)
-enum { TH_ROOT = 1 };
+enum { TH_ROOT = 1, TH_DETACHED = 2 };
 
 /* ---- fibers: a stack and a saved context ------------------------------- */
 typedef struct __attribute__((aligned(64))) fiber {

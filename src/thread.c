@@ -32,6 +32,12 @@ ithread *ito__thread_of(ito_thread_t h) {
   return t;
 }
 
+/* After reading t's flags or sync through handle h: does h still name t?
+ * (It does not if the thread ended detached and t was released meanwhile.) */
+static int still_current(ithread *t, ito_thread_t h) {
+  return (__atomic_load_n(&t->gen, __ATOMIC_ACQUIRE) & GEN_MASK) == gen_of(h);
+}
+
 ithread *ito__thread_init(fiber *f) {
   ithread *t = &f->th;
   t->flags = 0;
@@ -52,11 +58,14 @@ static inline void thread_release(ithread *t) {
     free(t->keys);
     t->keys = NULL;
   }
-  /* left as a fresh descriptor (keys and joiner NULL, flags 0) so that the
-   * lazy ito_create need not initialise it; stale handles fail the
-   * generation check before they look at sync */
-  t->sync = TS_RUNNING;
+  /* left as a fresh descriptor (keys and joiner NULL, flags 0, RUNNING) so
+   * that the lazy ito_create need not initialise it. The generation moves
+   * first: a join or detach holding a stale handle that reads the reset
+   * flags or sync (release stores) then sees the new generation
+   * (still_current) and returns EINVAL instead of using the descriptor. */
   __atomic_store_n(&t->gen, (t->gen + 1) & GEN_MASK, __ATOMIC_RELEASE);
+  __atomic_store_n(&t->flags, 0, __ATOMIC_RELEASE);
+  __atomic_store_n(&t->sync, TS_RUNNING, __ATOMIC_RELEASE);
   fiber_put(cur_worker(), fiber_of(t));
 }
 
@@ -283,6 +292,7 @@ int ito__create_internal(void *(*fn)(void *), void *arg, ithread **out, int deta
   if (detached) {
     t->joiner = JOINER_DETACHED;
     t->detach_refs = 1;
+    t->flags = TH_DETACHED;
   }
   ito__ctx_make(f, ito__thread_entry);
   live_add(w, 1);
@@ -420,8 +430,9 @@ int ito_join(ito_thread_t h, void **result) {
   ithread *t = ito__thread_of(h);
   if (UNLIKELY(!t)) return h ? EINVAL : ESRCH;
   int s = __atomic_load_n(&t->sync, __ATOMIC_ACQUIRE);
-  if (UNLIKELY(s != TS_DONE)) { /* (the root thread is never done) */
-    if (s == TS_CLAIMED || (t->flags & TH_ROOT)) return EINVAL;
+  if (UNLIKELY(s != TS_DONE)) { /* (neither the root nor a detached thread is ever done) */
+    int fl = __atomic_load_n(&t->flags, __ATOMIC_ACQUIRE);
+    if (s == TS_CLAIMED || (fl & (TH_ROOT | TH_DETACHED)) || !still_current(t, h)) return EINVAL;
     if (s == TS_RUNNING) {
       int rc = join_wait(t);
       if (rc) return rc;
@@ -438,14 +449,15 @@ int ito_join(ito_thread_t h, void **result) {
 int ito_detach(ito_thread_t h) {
   ithread *t = ito__thread_of(h);
   if (!t) return h ? EINVAL : ESRCH;
-  if (t->flags & TH_ROOT) return EINVAL;
   int s = __atomic_load_n(&t->sync, __ATOMIC_ACQUIRE);
-  if (s == TS_CLAIMED) return EINVAL;
+  int fl = __atomic_load_n(&t->flags, __ATOMIC_ACQUIRE);
+  if (s == TS_CLAIMED || (fl & (TH_ROOT | TH_DETACHED)) || !still_current(t, h)) return EINVAL;
   if (s == TS_RUNNING) {
     if (__atomic_load_n(&t->joiner, __ATOMIC_RELAXED)) return EINVAL;
     /* Once DETACHED is visible the ending thread may take it at any time,
      * while park() still reads t: whichever of the two is last frees t. */
     t->detach_refs = 2;
+    __atomic_store_n(&t->flags, fl | TH_DETACHED, __ATOMIC_RELAXED); /* park publishes it */
     if (park(t, JOINER_DETACHED)) {
       drop_detach_ref(t);
       return 0;
