@@ -20,13 +20,10 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "common/cutil.h"
+
 static atomic_long ran;
 
-static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 static void leaf_or_split(void *p);
 typedef struct {
@@ -59,21 +56,10 @@ static void *burst_fn(void *arg) {
   return NULL;
 }
 
-static long arg(int argc, char **argv, int i, long dflt, long lo, long hi) {
-  if (i >= argc) return dflt;
-  char *end;
-  long v = strtol(argv[i], &end, 10);
-  if (*end || end == argv[i] || v < lo || v > hi) {
-    fprintf(stderr, "shutdown: argument %d must be an integer in [%ld, %ld], got '%s'\n", i, lo,
-            hi, argv[i]);
-    exit(2);
-  }
-  return v;
-}
 
 int main(int argc, char **argv) {
-  int reps = (int)arg(argc, argv, 1, 20, 1, 100000);
-  int queued = (int)arg(argc, argv, 2, 1000, 0, 10000000);
+  int reps = (int)bench_arg("shutdown", argc, argv, 1, 20, 1, 100000);
+  int queued = (int)bench_arg("shutdown", argc, argv, 2, 1000, 0, 10000000);
   printf("# bench=shutdown system=ito\n");
   printf("workers,rep,queued,finalize_ms\n");
   for (int r = 0; r < reps; r++) {
@@ -99,9 +85,9 @@ int main(int argc, char **argv) {
         return 3;
       }
     }
-    int64_t t0 = now_ns();
+    int64_t t0 = bench_now_ns();
     rc = ito_finalize();
-    double ms = (double)(now_ns() - t0) / 1e6;
+    double ms = (double)(bench_now_ns() - t0) / 1e6;
     if (rc) {
       fprintf(stderr, "shutdown: ito_finalize failed (%d)\n", rc);
       return 3;

@@ -23,42 +23,28 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/cutil.h"
+
 static atomic_int word, asleep, stop;
 static atomic_llong woke_at;
 
-static long long now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 static void *sleeper(void *arg) {
   (void)arg;
   for (;;) {
     atomic_store(&asleep, 1);
     while (atomic_load(&word) == 0) syscall(SYS_futex, &word, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
-    atomic_store(&woke_at, now_ns());
+    atomic_store(&woke_at, bench_now_ns());
     atomic_store(&word, 0);
     if (atomic_load(&stop)) return NULL;
   }
 }
 
-static long arg(int argc, char **argv, int i, long dflt, long lo, long hi) {
-  if (i >= argc) return dflt;
-  char *end;
-  long v = strtol(argv[i], &end, 10);
-  if (*end || end == argv[i] || v < lo || v > hi) {
-    fprintf(stderr, "wake_floor: argument %d must be an integer in [%ld, %ld], got '%s'\n", i, lo,
-            hi, argv[i]);
-    exit(2);
-  }
-  return v;
-}
 
 int main(int argc, char **argv) {
-  int reps = (int)arg(argc, argv, 1, 1000, 1, 10000000);
-  int drop = (int)arg(argc, argv, 2, 100, 0, reps - 1);
-  long gap_us = arg(argc, argv, 3, 2000, 0, 10000000);
+  int reps = (int)bench_arg("wake_floor", argc, argv, 1, 1000, 1, 10000000);
+  int drop = (int)bench_arg("wake_floor", argc, argv, 2, 100, 0, reps - 1);
+  long gap_us = bench_arg("wake_floor", argc, argv, 3, 2000, 0, 10000000);
   pthread_t t;
   if (pthread_create(&t, NULL, sleeper, NULL)) {
     fprintf(stderr, "wake_floor: pthread_create failed\n");
@@ -70,17 +56,17 @@ int main(int argc, char **argv) {
     while (!atomic_load(&asleep)) {
     }
     atomic_store(&asleep, 0);
-    long long end = now_ns() + gap_us * 1000;
-    while (now_ns() < end) {
+    long long end = bench_now_ns() + gap_us * 1000;
+    while (bench_now_ns() < end) {
     }
     if (r == reps - 1) atomic_store(&stop, 1);
     atomic_store(&woke_at, 0);
-    long long t0 = now_ns();
+    long long t0 = bench_now_ns();
     atomic_store(&word, 1);
     syscall(SYS_futex, &word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
     long long t1;
     while ((t1 = atomic_load(&woke_at)) == 0) {
-      if (now_ns() - t0 > 10LL * 1000000000LL) {
+      if (bench_now_ns() - t0 > 10LL * 1000000000LL) {
         fprintf(stderr, "wake_floor: the sleeper did not run within 10 s\n");
         return 1;
       }
