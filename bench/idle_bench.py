@@ -159,10 +159,6 @@ def _order(s):
     return PEERS.index(s) if s in PEERS else len(PEERS)
 
 
-def _pct(v, q):
-    v = sorted(v)
-    return v[min(len(v) - 1, int(q * len(v)))]
-
 
 def _by_system(rows):
     g = {}
@@ -213,21 +209,21 @@ def wake_part(R, args, rows, floor):
         rep.append("The gap is longer than ito's longest adaptive spin (docs/idle.md), so "
                    "ito's idle workers are asleep at every repetition; after shorter gaps "
                    "their spin grows to cover them and the move takes about a microsecond.\n")
+    def dist_row(name, workers, v):  # median, p10, p90, p99, max
+        return [name, workers, len(v), R.fmt(statistics.median(v)),
+                *(R.fmt(R.percentile(v, q)) for q in (0.1, 0.9, 0.99)), R.fmt(max(v))]
+
     g = _by_system(rows)
     table, points = [], []
     for s, rs in g.items():
         v = [max(float(r["child_start_ns"]), float(r["parent_resume_ns"])) / 1e3 for r in rs]
-        table.append([s, rs[0]["workers"], len(v), R.fmt(statistics.median(v)),
-                      R.fmt(_pct(v, 0.1)), R.fmt(_pct(v, 0.9)), R.fmt(_pct(v, 0.99)),
-                      R.fmt(max(v))])
+        table.append(dist_row(s, rs[0]["workers"], v))
         points.append({"system": s, "us": sorted(v),
                        "color": R.sys_color("ito" if s == "ito_active" else s),
                        "dashed": s == "ito_active"})
     if floor:
         v = [float(r["wake_ns"]) / 1e3 for r in floor]
-        table.append(["floor (futex)", "-", len(v), R.fmt(statistics.median(v)),
-                      R.fmt(_pct(v, 0.1)), R.fmt(_pct(v, 0.9)), R.fmt(_pct(v, 0.99)),
-                      R.fmt(max(v))])
+        table.append(dist_row("floor (futex)", "-", v))
         points.append({"system": "floor (futex)", "us": sorted(v), "color": "black",
                        "dotted": True})
     if not table:

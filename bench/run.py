@@ -345,6 +345,12 @@ def fmt(x, digits=3):
     return f"{x:.{digits}g}"
 
 
+def percentile(v, q):
+    """The q-quantile (0..1) of v: the element at rank q * len(v) of the sorted values."""
+    v = sorted(v)
+    return v[min(len(v) - 1, int(q * len(v)))]
+
+
 def group_rows(rows, value=lambda r: r):
     """(system, workers) -> [value(row), ...] over a benchmark's CSV rows."""
     groups = {}
@@ -722,10 +728,7 @@ def migration_section(args, rows, out):
     if not groups:
         return rep + ["No migration results (see Failures).\n"]
 
-    def pct(v, q):
-        v = sorted(v)
-        return v[min(len(v) - 1, int(q * len(v)))]
-
+    pct = percentile  # short: the table and plot lines below use it eight times
     table, points = [], []
     ito = groups.get(("ito", max(w for _, w in groups)))
     ito_move = max(statistics.median(x[0] for x in ito), statistics.median(x[1] for x in ito)) \
