@@ -97,6 +97,75 @@ static fiber *map_fibers(void) {
   return first;
 }
 
+/* A stack taken from a free list starts clean. */
+static void fiber_reset(fiber *f) {
+#if ITO_ASAN
+  ASAN_UNPOISON_MEMORY_REGION(f->lo, (size_t)(f->hi - f->lo));
+#endif
+#if ITO_TSAN
+  tsan_renew(f);
+#endif
+  f->next = NULL;
+  f->sp = NULL;
+  f->thread = NULL;
+  f->asan_fake = NULL;
+  f->create_worker = NULL;
+}
+
+/* Stacks larger than the pool's: one mapping each, with a guard page, kept
+ * on a free list per power of two once released (never unmapped, so that a
+ * stale handle still reads a descriptor). */
+#define OWN_CLASSES 40
+static int own_lock;
+static fiber *own_free[OWN_CLASSES];
+
+fiber *ito__own_fiber(size_t want) {
+  size_t need = want + sizeof(fiber) + 4096;
+  int k = 0;
+  while (k < OWN_CLASSES - 1 && ((size_t)1 << k) < need) k++;
+  spin_lock(&own_lock);
+  fiber *f = own_free[k];
+  if (f) own_free[k] = f->next;
+  spin_unlock(&own_lock);
+  if (!f) {
+    size_t len = (size_t)1 << k;
+    char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    if (m == MAP_FAILED) return NULL;
+    int guard = mprotect(m, 4096, PROT_NONE) == 0;
+    f = (fiber *)(m + len - sizeof(fiber));
+    memset(f, 0, sizeof *f);
+    f->map = m;
+    f->maplen = len;
+    f->lo = guard ? m + 4096 : m;
+    f->hi = (char *)f;
+    f->kind = FIBER_OWN;
+    f->guarded = guard ? 2 : 0; /* 2: not a pool stack, so fiber_put passes it on */
+    f->own_class = (uint32_t)k;
+  }
+  fiber_reset(f);
+  return f;
+}
+
+static void own_fiber_free(fiber *f) {
+  spin_lock(&own_lock);
+  f->next = own_free[f->own_class];
+  own_free[f->own_class] = f;
+  spin_unlock(&own_lock);
+}
+
+/* The caller's memory: the header at its top, no guard page. */
+fiber *ito__user_fiber(void *addr, size_t size) {
+  uintptr_t hi = ((uintptr_t)addr + size) & ~(uintptr_t)63;
+  if (size < (16u << 10) + sizeof(fiber) || hi - sizeof(fiber) < (uintptr_t)addr) return NULL;
+  fiber *f = (fiber *)(hi - sizeof(fiber));
+  memset(f, 0, sizeof *f);
+  f->lo = addr;
+  f->hi = (char *)f;
+  f->kind = FIBER_USER;
+  return f;
+}
+
 fiber *ito__fiber_alloc(worker *w) {
   fiber *f = w ? w->free_fibers : NULL;
   if (f) {
@@ -126,17 +195,7 @@ fiber *ito__fiber_alloc(worker *w) {
     ito__rt.pool_fibers = rest;
     spin_unlock(&ito__rt.pool_lock);
   }
-#if ITO_ASAN
-  ASAN_UNPOISON_MEMORY_REGION(f->lo, (size_t)(f->hi - f->lo));
-#endif
-#if ITO_TSAN
-  tsan_renew(f);
-#endif
-  f->next = NULL;
-  f->sp = NULL;
-  f->thread = NULL;
-  f->asan_fake = NULL;
-  f->create_worker = NULL;
+  fiber_reset(f);
   return f;
 }
 
@@ -156,6 +215,10 @@ static void check_canary(fiber *f) {
 }
 
 void ito__fiber_free(worker *w, fiber *f) {
+  if (f->kind == FIBER_OWN) {
+    own_fiber_free(f);
+    return;
+  }
   if (f->kind != FIBER_POOL) return;
   check_canary(f);
   if (w && w->nfree_fibers < FIBER_CACHE) {
@@ -195,7 +258,7 @@ void ito__ctx_make(fiber *f, void (*entry)(void *)) {
 static struct sigaction old_segv, old_bus;
 
 static void write_str(const char *s) {
-  ssize_t r = write(2, s, strlen(s));
+  ssize_t r = ito__os.write(2, s, strlen(s));
   (void)r;
 }
 
@@ -203,12 +266,19 @@ static void segv_handler(int sig, siginfo_t *si, void *uc) {
   worker *w = ito__tls_worker;
   fiber *f = w ? w->cur : NULL;
   char *a = si->si_addr;
-  if (f && f->kind == FIBER_POOL && f->guarded && a >= f->map && a < f->lo + 256) {
+  if (f && (f->kind == FIBER_POOL || f->kind == FIBER_OWN) && f->guarded && a >= f->map &&
+      a < f->lo + 256) {
     char buf[256];
-    snprintf(buf, sizeof buf,
-             "ito: stack overflow in a lightweight thread (stack of %zu bytes); "
-             "raise ITO_STACK_SIZE (for example ITO_STACK_SIZE=%zuK)\n",
-             ito__rt.stack_size, ito__rt.stack_size * 4 / 1024);
+    if (f->kind == FIBER_OWN)
+      snprintf(buf, sizeof buf,
+               "ito: stack overflow in a lightweight thread (stack of %zu bytes, asked for when "
+               "it was created); ask for a larger stack\n",
+               (size_t)(f->hi - f->lo));
+    else
+      snprintf(buf, sizeof buf,
+               "ito: stack overflow in a lightweight thread (stack of %zu bytes); "
+               "raise ITO_STACK_SIZE (for example ITO_STACK_SIZE=%zuK)\n",
+               ito__rt.stack_size, ito__rt.stack_size * 4 / 1024);
     write_str(buf);
     signal(SIGABRT, SIG_DFL);
     abort();
@@ -233,8 +303,8 @@ void ito__install_segv(void) {
   sa.sa_sigaction = segv_handler;
   sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
   sigemptyset(&sa.sa_mask);
-  sigaction(SIGSEGV, &sa, &old_segv);
-  sigaction(SIGBUS, &sa, &old_bus);
+  ito__os.sigaction(SIGSEGV, &sa, &old_segv);
+  ito__os.sigaction(SIGBUS, &sa, &old_bus);
 }
 
 void ito__altstack_setup(worker *w) {

@@ -5,6 +5,8 @@
 
 #include <ito/ito.h>
 
+#include "pt_api.h"
+
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -72,6 +74,7 @@ typedef struct waiter {
   int result;               /* value handed to the woken (e.g. ETIMEDOUT) */
   int queued;               /* still in a wait queue (guarded by the queue's lock) */
   int parking;              /* a join's park() may still read the thread (thread.c) */
+  int tag;                  /* the waiter's kind, for queues that mix kinds (rwlocks) */
   void *queue;              /* the wait queue's owner, for timeouts */
 } waiter;
 
@@ -107,6 +110,7 @@ typedef struct ithread {
   void *arg;
   void *result;
   void **keys;              /* ITO_KEYS_MAX slots, allocated on first set */
+  int pin;                  /* > 0: stays on its OS thread (ito__pt_pin) */
 } ithread;
 
 enum { TS_RUNNING = 0, TS_EXITING = 1, TS_DONE = 2, TS_CLAIMED = 3 };
@@ -124,8 +128,9 @@ typedef struct __attribute__((aligned(64))) fiber {
   struct fiber *next;       /* ready queue / free list */
   waiter w;                 /* used while blocked */
   void *asan_fake;
-  uint32_t guarded;         /* a PROT_NONE page sits below lo */
+  uint32_t guarded;         /* a PROT_NONE page sits below lo (1 for pool stacks, 2 for FIBER_OWN) */
   uint32_t kind;            /* FIBER_* */
+  uint32_t own_class;       /* FIBER_OWN: log2 of the mapping's size */
   /* A fiber made by taking a fork record starts by resuming that record.
    * A fiber started by ito_create keeps here its creator's continuation
    * (a create record), published at create_idx of create_worker's deque. */
@@ -138,7 +143,10 @@ typedef struct __attribute__((aligned(64))) fiber {
 #endif
 } fiber;
 
-enum { FIBER_POOL = 0, FIBER_NATIVE = 1 };
+/* FIBER_POOL: a pool stack; FIBER_NATIVE: an OS thread's own stack (the
+ * root); FIBER_OWN: a larger stack mapped for one thread and unmapped when
+ * it is released; FIBER_USER: the caller's memory, never freed by ito. */
+enum { FIBER_POOL = 0, FIBER_NATIVE = 1, FIBER_OWN = 2, FIBER_USER = 3 };
 enum { ENT_FIBER = 1, ENT_CREATE = 2, ENT_TAGS = 3 };
 
 /* ---- workers -------------------------------------------------------------
@@ -297,6 +305,19 @@ static inline worker *cur_worker(void) {
   return w;
 }
 
+/* os.c */
+extern struct ito_os ito__os HIDDEN;
+extern int ito__pt_mode HIDDEN;
+
+/* The fiber of the calling lightweight thread if it may be suspended, or
+ * NULL: on a thread that is not an ito thread, and for a pinned one, whose
+ * waits block its OS thread. */
+static inline fiber *parkable(worker *w) {
+  fiber *f = w ? w->cur : NULL;
+  if (f && UNLIKELY(f->thread && f->thread->pin)) return NULL;
+  return f;
+}
+
 /* runtime.c */
 HIDDEN int ito__ensure(void);
 HIDDEN void ito__fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
@@ -369,6 +390,17 @@ HIDDEN void ito__arrive(void);
 HIDDEN void ito__run_post(worker *w);
 HIDDEN void ito__switch(worker *w, fiber *from, fiber *to, int from_dying);
 HIDDEN void ito__block_os(waiter *wt, clockid_t clock, const struct timespec *abstime);
+/* What a lightweight thread keeps across a switch although it lives in the
+ * OS thread: errno and the C++ exception globals (docs/dropin.md section 5).
+ * Saving clears the exception globals for whatever runs next. */
+struct ito__switch_save {
+  int err;
+  unsigned eh_uncaught;
+  void *eh_caught;
+};
+HIDDEN void ito__save_thread_state(struct ito__switch_save *s);
+HIDDEN void ito__restore_thread_state(const struct ito__switch_save *s);
+extern void *(*ito__eh_get)(void) HIDDEN;
 
 /* fiber.c */
 HIDDEN fiber *ito__fiber_alloc(worker *w);
@@ -390,7 +422,7 @@ static inline fiber *fiber_get(worker *w) {
   return ito__fiber_alloc(w);
 }
 static inline void fiber_put(worker *w, fiber *f) {
-  if (LIKELY(w && f->guarded && w->nfree_fibers < FIBER_CACHE)) {
+  if (LIKELY(w && f->guarded == 1 && w->nfree_fibers < FIBER_CACHE)) {
     f->next = w->free_fibers;
     w->free_fibers = f;
     w->nfree_fibers++;
@@ -398,6 +430,8 @@ static inline void fiber_put(worker *w, fiber *f) {
   }
   ito__fiber_free(w, f);
 }
+HIDDEN fiber *ito__own_fiber(size_t stack_bytes);
+HIDDEN fiber *ito__user_fiber(void *addr, size_t size);
 HIDDEN void ito__ctx_make(fiber *f, void (*entry)(void *));
 HIDDEN void ito__install_segv(void);
 HIDDEN void ito__altstack_setup(worker *w);
@@ -428,6 +462,7 @@ static inline void san_enter(fiber *f) {
 
 /* thread.c */
 HIDDEN ithread *ito__thread_init(fiber *f);
+HIDDEN void **ito__take_os_keys(void);
 HIDDEN ithread *ito__thread_of(ito_thread_t h);
 HIDDEN void ito__thread_done(ithread *t);
 HIDDEN ito_thread_t ito__handle(ithread *t);

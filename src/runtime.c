@@ -4,6 +4,7 @@
 #include "internal.h"
 
 #include <ctype.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
@@ -41,9 +42,9 @@ void ito__fatal(const char *fmt, ...) {
   va_end(ap);
   if (n < 0) n = 0;
   if ((size_t)n > sizeof buf - 1) n = sizeof buf - 1;
-  ssize_t r = write(2, "ito: ", 5);
-  r = write(2, buf, (size_t)n);
-  r = write(2, "\n", 1);
+  ssize_t r = ito__os.write(2, "ito: ", 5);
+  r = ito__os.write(2, buf, (size_t)n);
+  r = ito__os.write(2, "\n", 1);
   (void)r;
   abort();
 }
@@ -62,9 +63,11 @@ static void env_error(const char *fmt, ...) {
 }
 
 long ito__futex_wait(int *addr, int val, const struct timespec *rel) {
-  return syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, rel, NULL, 0);
+  return ito__os.syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, rel, NULL, 0);
 }
-long ito__futex_wake(int *addr, int n) { return syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0); }
+long ito__futex_wake(int *addr, int n) {
+  return ito__os.syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
 
 
 /* ---- environment ---------------------------------------------------------------- */
@@ -232,7 +235,7 @@ static void bind_worker(worker *w) {
     if (seen++ == k) {
       CPU_ZERO(&one);
       CPU_SET(c, &one);
-      pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+      ito__os.pthread_setaffinity_np(ito__os.pthread_self(), sizeof one, &one);
       return;
     }
   }
@@ -248,11 +251,11 @@ static void first_sched(void *arg) {
 static void *worker_main(void *arg) {
   worker *w = arg;
   ito__tls_worker = w;
-  w->os_tid = (int)syscall(SYS_gettid);
+  w->os_tid = (int)gettid();
   ito__altstack_setup(w);
   bind_worker(w);
   pthread_attr_t a;
-  if (pthread_getattr_np(pthread_self(), &a) == 0) {
+  if (ito__os.pthread_getattr_np(ito__os.pthread_self(), &a) == 0) {
     pthread_attr_getstack(&a, &w->native_lo, &w->native_size);
     pthread_attr_destroy(&a);
   }
@@ -308,9 +311,10 @@ static void adopt_main(worker *w) {
 #endif
   ithread *t = ito__thread_init(&root_fiber);
   t->flags = TH_ROOT;
+  t->keys = ito__take_os_keys(); /* values main set before the runtime started */
   root_fiber.kind = FIBER_NATIVE;
   pthread_attr_t a;
-  if (pthread_getattr_np(pthread_self(), &a) == 0) {
+  if (ito__os.pthread_getattr_np(ito__os.pthread_self(), &a) == 0) {
     void *lo;
     size_t sz;
     pthread_attr_getstack(&a, &lo, &sz);
@@ -320,8 +324,8 @@ static void adopt_main(worker *w) {
   }
   ito__rt.root = t;
   w->cur = &root_fiber;
-  w->os = pthread_self();
-  w->os_tid = (int)syscall(SYS_gettid);
+  w->os = ito__os.pthread_self();
+  w->os_tid = (int)gettid();
   ito__tls_worker = w;
   ito__altstack_setup(w);
   bind_worker(w);
@@ -330,7 +334,7 @@ static void adopt_main(worker *w) {
 static void start(void) {
   read_env();
   ito__rt_asym_fence =
-      syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+      ito__os.syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
   const char *fence = env("ITO_DEQUE_FENCE");
   if (fence) {
     if (!strcmp(fence, "symmetric")) ito__rt_asym_fence = 0;
@@ -355,7 +359,10 @@ static void start(void) {
     w->spin_ns = ito__rt.spin_ns;
     w->fence_pops = ito__rt_asym_fence ? 0 : 1 << 30;
   }
-  int is_main = (int)syscall(SYS_gettid) == (int)getpid();
+  /* C++ exception globals follow lightweight threads across switches when
+   * the C++ runtime is loaded (docs/dropin.md section 5) */
+  if (!ito__eh_get) ito__eh_get = (void *(*)(void))dlsym(RTLD_DEFAULT, "__cxa_get_globals");
+  int is_main = (int)gettid() == (int)getpid();
   ito__rt.root_is_main = is_main;
   if (is_main) adopt_main(ito__rt.workers[0]);
   for (int i = is_main ? 1 : 0; i < n; i++) {
@@ -363,7 +370,7 @@ static void start(void) {
     pthread_attr_t a;
     pthread_attr_init(&a);
     pthread_attr_setstacksize(&a, 256 << 10);
-    int rc = pthread_create(&w->os, &a, worker_main, w);
+    int rc = ito__os.pthread_create(&w->os, &a, worker_main, w);
     pthread_attr_destroy(&a);
     if (rc) ito__fatal("cannot start worker %d: %s", i, strerror(rc));
     w->started = 1;
@@ -407,7 +414,7 @@ int ito_finalize(void) {
       ito_yield();
     } else {
       struct timespec ts = {0, 100000};
-      nanosleep(&ts, NULL);
+      ito__os.nanosleep(&ts, NULL);
     }
   }
   w = cur_worker();
@@ -422,7 +429,7 @@ int ito_finalize(void) {
   for (int i = 0; i < ito__rt.nworkers; i++) {
     worker *x = ito__rt.workers[i];
     if (x->started) {
-      pthread_join(x->os, NULL);
+      ito__os.pthread_join(x->os, NULL);
       x->started = 0;
     }
   }

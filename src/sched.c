@@ -22,7 +22,7 @@
  * owner's head load sees the thief's store (see docs/scheduler.md). */
 void ito__heavy_barrier(void) {
   if (LIKELY(ito__rt_asym_fence))
-    syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+    ito__os.syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
   else
     full_fence();
 }
@@ -235,13 +235,48 @@ void ito__switch_to_sched(worker *w, int action, void *arg) {
 /* The running fiber stops: action tells the scheduler what to do with it;
  * post(post_arg) runs on the scheduler after the fiber's context is saved
  * and its fork records are taken (typically: release a queue lock). */
+void *(*ito__eh_get)(void);
+
+/* Not inlined: errno's address must be computed afresh on the OS thread
+ * the caller now runs on (__errno_location is a const function, so a
+ * compiler may reuse the address across a switch). */
+__attribute__((noinline)) void ito__save_thread_state(struct ito__switch_save *s) {
+  s->err = errno;
+  s->eh_caught = NULL;
+  s->eh_uncaught = 0;
+  void *(*get)(void) = LOAD_RLX(&ito__eh_get);
+  if (get) {
+    /* __cxa_eh_globals: the caught exceptions (a list through the
+     * exceptions themselves) and the count of uncaught ones */
+    char *g = get();
+    memcpy(&s->eh_caught, g, sizeof(void *));
+    memcpy(&s->eh_uncaught, g + sizeof(void *), sizeof(unsigned));
+    memset(g, 0, sizeof(void *) + sizeof(unsigned));
+  }
+}
+
+__attribute__((noinline)) void ito__restore_thread_state(const struct ito__switch_save *s) {
+  void *(*get)(void) = LOAD_RLX(&ito__eh_get);
+  if (get) {
+    char *g = get();
+    memcpy(g, &s->eh_caught, sizeof(void *));
+    memcpy(g + sizeof(void *), &s->eh_uncaught, sizeof(unsigned));
+  }
+  errno = s->err;
+}
+
+void ito__pt_set_eh(void *(*get_globals)(void)) { STORE_RLX(&ito__eh_get, get_globals); }
+
 void ito__suspend(int action, void *arg, void (*post)(void *), void *post_arg) {
+  struct ito__switch_save save;
+  ito__save_thread_state(&save);
   worker *w = cur_worker();
   fiber *f = w->cur;
   w->post_fn = post;
   w->post_arg = post_arg;
   enter_sched(w, f, action, arg, 1);
   ito__run_post(cur_worker());
+  ito__restore_thread_state(&save);
 }
 
 static void run_fiber(worker *w, fiber *f) __attribute__((noreturn));
@@ -544,7 +579,7 @@ void ito__sched_loop(worker *w) {
       if (v != w) try_victim(w, v);
     }
     cpu_relax();
-    if ((round & 127) == 127) sched_yield(); /* give way to oversubscribed workers */
+    if ((round & 127) == 127) ito__os.sched_yield(); /* give way to oversubscribed workers */
     if (!ito__rt.wait_active && (round & 15) == 15 &&
         clock_ns(CLOCK_MONOTONIC) - spin_t0 >= w->spin_ns) {
       idle_sleep(w);

@@ -83,80 +83,21 @@ static void block_on(waiter *wt, int *qlock, clockid_t clock, const struct times
 }
 
 static void waiter_init(waiter *wt, void *queue) {
-  worker *w = cur_worker();
-  fiber *f = (w && w->cur) ? w->cur : NULL;
+  fiber *f = parkable(cur_worker());
   memset(wt, 0, sizeof *wt);
   wt->fiber = f;
   wt->queue = queue;
 }
 
-/* A fiber's waiter lives in the fiber; an OS thread's on its stack. */
+/* A fiber's waiter lives in the fiber; an OS thread's (or a pinned ito
+ * thread's) on its stack. */
 #define WAITER(name, queue)                                                 \
   waiter name##_os, *name;                                                  \
   do {                                                                      \
-    worker *w_ = cur_worker();                                              \
-    name = (w_ && w_->cur) ? &w_->cur->w : &name##_os;                      \
+    fiber *f_ = parkable(cur_worker());                                     \
+    name = f_ ? &f_->w : &name##_os;                                        \
     waiter_init(name, queue);                                               \
   } while (0)
-
-/* ---- mutex ------------------------------------------------------------------- */
-
-int ito_mutex_init(ito_mutex_t *m) {
-  if (!m) return EINVAL;
-  memset(m, 0, sizeof *m);
-  return 0;
-}
-
-int ito_mutex_destroy(ito_mutex_t *m) {
-  if (!m) return EINVAL;
-  return LOAD_RLX(&m->state) ? EBUSY : 0;
-}
-
-int ito_mutex_trylock(ito_mutex_t *m) {
-  int c = 0;
-  return __atomic_compare_exchange_n(&m->state, &c, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED) ? 0
-                                                                                                : EBUSY;
-}
-
-static int lock_slow(ito_mutex_t *m) {
-  for (int i = 0; i < 64; i++) {
-    int c = 0;
-    if (LOAD_RLX(&m->state) == 0 &&
-        __atomic_compare_exchange_n(&m->state, &c, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-      return 0;
-    cpu_relax();
-  }
-  for (;;) {
-    spin_lock(&m->qlock);
-    /* 2: locked and maybe waited on; the unlocker then wakes one waiter */
-    if (__atomic_exchange_n(&m->state, 2, __ATOMIC_ACQUIRE) == 0) {
-      spin_unlock(&m->qlock);
-      return 0;
-    }
-    WAITER(wt, m);
-    q_push(&m->head, &m->tail, wt);
-    block_on(wt, &m->qlock, CLOCK_MONOTONIC, NULL);
-  }
-}
-
-int ito_mutex_lock(ito_mutex_t *m) {
-  int c = 0;
-  if (LIKELY(__atomic_compare_exchange_n(&m->state, &c, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)))
-    return 0;
-  return lock_slow(m);
-}
-
-int ito_mutex_unlock(ito_mutex_t *m) {
-  int old = __atomic_exchange_n(&m->state, 0, __ATOMIC_RELEASE);
-  if (UNLIKELY(old == 0)) return EPERM;
-  if (old == 2) {
-    spin_lock(&m->qlock);
-    waiter *wt = q_pop(&m->head, &m->tail);
-    spin_unlock(&m->qlock);
-    if (wt) ito__make_ready(wt);
-  }
-  return 0;
-}
 
 /* ---- timers (timed waits of lightweight threads) ------------------------------- */
 
@@ -164,7 +105,8 @@ struct timer {
   struct timer *next;
   long long deadline; /* ns on the clock of the list it is in */
   waiter *wt;
-  ito_cond_t *cond;
+  int *qlock;         /* the queue the waiter is on */
+  void **head, **tail;
   int clk;   /* TIMER_REALTIME or TIMER_MONOTONIC: which list */
   int state; /* T_IDLE, T_ARMED (in the list), T_FIRING (taken by timers_run) */
 };
@@ -218,11 +160,11 @@ long ito__timers_next_ns(void) {
   return best > 1000000000LL ? 1000000000L : (long)best;
 }
 
-/* Fires expired timers: a waiter still queued on its condition is taken off
- * and woken with ETIMEDOUT. Expired timers are unlinked under the timer lock
+/* Fires expired timers: a waiter still queued is taken off its queue and
+ * woken with ETIMEDOUT. Expired timers are unlinked under the timer lock
  * and marked firing; the waiter's cancel waits until the firing is over, so
  * the timer (on the waiter's stack) outlives its use here. The queue lock is
- * taken without the timer lock held (cond_wait nests them the other way). */
+ * taken without the timer lock held (a wait nests them the other way). */
 void ito__timers_run(void) {
   if (!timers_armed()) return;
   long long now[2] = {clock_ns(timer_clock[0]), clock_ns(timer_clock[1])};
@@ -242,19 +184,168 @@ void ito__timers_run(void) {
   while (fire) {
     struct timer *t = fire;
     fire = t->next;
-    ito_cond_t *c = t->cond;
     waiter *wt = t->wt;
-    spin_lock(&c->qlock);
+    spin_lock(t->qlock);
     if (wt->queued) {
-      q_remove(&c->head, &c->tail, wt);
+      q_remove(t->head, t->tail, wt);
       wt->result = ETIMEDOUT;
       wt->next = wake;
       wake = wt;
     }
-    spin_unlock(&c->qlock);
+    spin_unlock(t->qlock);
     __atomic_store_n(&t->state, T_IDLE, __ATOMIC_RELEASE);
   }
   wake_all(wake);
+}
+
+/* ---- the one wait: queue, release, block, time out ------------------------------
+ * Called with *qlock held; returns with it released, off the queue, with 0
+ * (a wake took the caller) or ETIMEDOUT, or locked()'s nonzero result. */
+static int wq_wait(int *qlock, void **head, void **tail, int tag, clockid_t clock,
+                   const struct timespec *abstime, int (*locked)(void *), void *arg) {
+  WAITER(wt, head);
+  wt->tag = tag;
+  struct timer tm;
+  q_push(head, tail, wt);
+  if (locked) {
+    int rc = locked(arg);
+    if (rc) {
+      q_remove(head, tail, wt);
+      spin_unlock(qlock);
+      return rc;
+    }
+  }
+  if (abstime && wt->fiber) {
+    memset(&tm, 0, sizeof tm);
+    tm.deadline = (long long)abstime->tv_sec * 1000000000LL + abstime->tv_nsec;
+    tm.wt = wt;
+    tm.qlock = qlock;
+    tm.head = head;
+    tm.tail = tail;
+    tm.clk = clock == CLOCK_MONOTONIC ? TIMER_MONOTONIC : TIMER_REALTIME;
+    timer_add(&tm); /* timer lock nests inside a queue lock only here, never the reverse */
+  }
+  block_on(wt, qlock, clock, abstime);
+  if (abstime && wt->fiber) timer_cancel(&tm);
+  if (!wt->fiber && wt->result == ETIMEDOUT) {
+    /* an OS thread timed out: leave the queue unless a wake took us */
+    spin_lock(qlock);
+    if (wt->queued) {
+      q_remove(head, tail, wt);
+      spin_unlock(qlock);
+    } else {
+      spin_unlock(qlock);
+      while (!__atomic_load_n(&wt->futex, __ATOMIC_ACQUIRE)) cpu_relax();
+      wt->result = 0;
+    }
+  }
+  return wt->result;
+}
+
+static int bad_time(const struct timespec *ts) {
+  return ts && (ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000L);
+}
+
+int ito__pt_wq_wait(int *qlock, void **head, void **tail, int tag, clockid_t clock,
+                    const struct timespec *abstime, int (*locked)(void *), void *arg) {
+  return wq_wait(qlock, head, tail, tag, clock, abstime, locked, arg);
+}
+
+void *ito__pt_wq_take(void **head, void **tail, int n) {
+  waiter *first = NULL, *last = NULL;
+  while (n-- != 0) {
+    waiter *wt = q_pop(head, tail);
+    if (!wt) break;
+    wt->next = NULL;
+    if (last)
+      last->next = wt;
+    else
+      first = wt;
+    last = wt;
+  }
+  return first;
+}
+
+void *ito__pt_wq_take_tag(void **head, void **tail, int tag, int *n) {
+  waiter *first = NULL, *last = NULL;
+  *n = 0;
+  while (*head && ((waiter *)*head)->tag == tag) {
+    ++*n;
+    waiter *wt = q_pop(head, tail);
+    wt->next = NULL;
+    if (last)
+      last->next = wt;
+    else
+      first = wt;
+    last = wt;
+  }
+  return first;
+}
+
+int ito__pt_wq_head_tag(void *const *head) {
+  waiter *wt = *head;
+  return wt ? wt->tag : -1;
+}
+
+void ito__pt_wq_wake(void *list) { wake_all(list); }
+void ito__pt_lock(int *qlock) { spin_lock(qlock); }
+void ito__pt_unlock(int *qlock) { spin_unlock(qlock); }
+
+/* ---- mutex ------------------------------------------------------------------- */
+
+int ito_mutex_init(ito_mutex_t *m) {
+  if (!m) return EINVAL;
+  memset(m, 0, sizeof *m);
+  return 0;
+}
+
+int ito_mutex_destroy(ito_mutex_t *m) {
+  if (!m) return EINVAL;
+  return LOAD_RLX(&m->state) ? EBUSY : 0;
+}
+
+int ito_mutex_trylock(ito_mutex_t *m) {
+  int c = 0;
+  return __atomic_compare_exchange_n(&m->state, &c, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED) ? 0
+                                                                                                : EBUSY;
+}
+
+static int lock_slow(ito_mutex_t *m) {
+  for (int i = 0; i < 64; i++) {
+    int c = 0;
+    if (LOAD_RLX(&m->state) == 0 &&
+        __atomic_compare_exchange_n(&m->state, &c, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+      return 0;
+    cpu_relax();
+  }
+  for (;;) {
+    spin_lock(&m->qlock);
+    /* 2: locked and maybe waited on; the unlocker then wakes one waiter */
+    if (__atomic_exchange_n(&m->state, 2, __ATOMIC_ACQUIRE) == 0) {
+      spin_unlock(&m->qlock);
+      return 0;
+    }
+    wq_wait(&m->qlock, &m->head, &m->tail, 0, CLOCK_MONOTONIC, NULL, NULL, NULL);
+  }
+}
+
+int ito_mutex_lock(ito_mutex_t *m) {
+  int c = 0;
+  if (LIKELY(__atomic_compare_exchange_n(&m->state, &c, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)))
+    return 0;
+  return lock_slow(m);
+}
+
+int ito_mutex_unlock(ito_mutex_t *m) {
+  int old = __atomic_exchange_n(&m->state, 0, __ATOMIC_RELEASE);
+  if (UNLIKELY(old == 0)) return EPERM;
+  if (old == 2) {
+    spin_lock(&m->qlock);
+    waiter *wt = q_pop(&m->head, &m->tail);
+    spin_unlock(&m->qlock);
+    if (wt) ito__make_ready(wt);
+  }
+  return 0;
 }
 
 /* ---- condition variable ------------------------------------------------------- */
@@ -270,44 +361,16 @@ int ito_cond_destroy(ito_cond_t *c) {
   return LOAD_RLX(&c->head) ? EBUSY : 0;
 }
 
+static int unlock_for_wait(void *m) { return ito_mutex_unlock(m) == EPERM ? EPERM : 0; }
+
 static int cond_wait(ito_cond_t *c, ito_mutex_t *m, clockid_t clock,
                      const struct timespec *abstime) {
   if (!c || !m) return EINVAL;
-  if (abstime && (abstime->tv_nsec < 0 || abstime->tv_nsec >= 1000000000L)) return EINVAL;
+  if (bad_time(abstime)) return EINVAL;
   if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC) return EINVAL;
-  WAITER(wt, c);
-  struct timer tm;
-  memset(&tm, 0, sizeof tm);
   spin_lock(&c->qlock);
-  q_push(&c->head, &c->tail, wt);
-  if (ito_mutex_unlock(m) == EPERM) {
-    q_remove(&c->head, &c->tail, wt);
-    spin_unlock(&c->qlock);
-    return EPERM;
-  }
-  if (abstime && wt->fiber) {
-    tm.deadline = (long long)abstime->tv_sec * 1000000000LL + abstime->tv_nsec;
-    tm.wt = wt;
-    tm.cond = c;
-    tm.clk = clock == CLOCK_MONOTONIC ? TIMER_MONOTONIC : TIMER_REALTIME;
-    timer_add(&tm); /* timer lock nests inside the queue lock only here, never the reverse */
-  }
-  block_on(wt, &c->qlock, clock, abstime);
-  if (abstime && wt->fiber) timer_cancel(&tm);
-  if (!wt->fiber && wt->result == ETIMEDOUT) {
-    /* an OS thread timed out: leave the queue unless a signal took us */
-    spin_lock(&c->qlock);
-    if (wt->queued) {
-      q_remove(&c->head, &c->tail, wt);
-    } else {
-      spin_unlock(&c->qlock);
-      while (!__atomic_load_n(&wt->futex, __ATOMIC_ACQUIRE)) cpu_relax();
-      wt->result = 0;
-      spin_lock(&c->qlock);
-    }
-    spin_unlock(&c->qlock);
-  }
-  int r = wt->result;
+  int r = wq_wait(&c->qlock, &c->head, &c->tail, 0, clock, abstime, unlock_for_wait, m);
+  if (r == EPERM) return EPERM;
   ito_mutex_lock(m);
   return r;
 }
@@ -323,38 +386,6 @@ int ito_cond_clockwait(ito_cond_t *c, ito_mutex_t *m, clockid_t clock,
                        const struct timespec *abstime) {
   if (!abstime) return EINVAL;
   return cond_wait(c, m, clock, abstime);
-}
-
-/* ---- sleeping ------------------------------------------------------------------ */
-
-/* An ito thread sleeps as a timed wait on a condition nobody signals: the
- * timer wakes it, and its worker runs other work meanwhile. Any other thread
- * sleeps in the kernel. */
-int ito_nanosleep(const struct timespec *req) {
-  if (!req || req->tv_sec < 0 || req->tv_nsec < 0 || req->tv_nsec >= 1000000000L) return EINVAL;
-  struct timespec until;
-  clock_gettime(CLOCK_MONOTONIC, &until);
-  until.tv_sec += req->tv_sec;
-  until.tv_nsec += req->tv_nsec;
-  if (until.tv_nsec >= 1000000000L) {
-    until.tv_sec++;
-    until.tv_nsec -= 1000000000L;
-  }
-  worker *w = cur_worker();
-  if (!w || !w->cur) {
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, NULL) == EINTR) {
-    }
-    return 0;
-  }
-  ito_cond_t c;
-  ito_mutex_t m;
-  ito_cond_init(&c);
-  ito_mutex_init(&m);
-  ito_mutex_lock(&m);
-  while (cond_wait(&c, &m, CLOCK_MONOTONIC, &until) != ETIMEDOUT) {
-  }
-  ito_mutex_unlock(&m);
-  return 0;
 }
 
 int ito_cond_signal(ito_cond_t *c) {
@@ -377,6 +408,40 @@ int ito_cond_broadcast(ito_cond_t *c) {
   spin_unlock(&c->qlock);
   wake_all(list);
   return 0;
+}
+
+/* ---- sleeping ------------------------------------------------------------------ */
+
+/* An ito thread sleeps as a timed wait on a queue nobody wakes: the timer
+ * wakes it, and its worker runs other work meanwhile. Any other thread (and
+ * a pinned one) sleeps in the kernel. */
+int ito__pt_sleep_until(clockid_t clock, const struct timespec *abstime) {
+  if (!abstime || bad_time(abstime)) return EINVAL;
+  if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC) return EINVAL;
+  if (!parkable(cur_worker())) {
+    while (ito__os.clock_nanosleep(clock, TIMER_ABSTIME, abstime, NULL) == EINTR) {
+    }
+    return 0;
+  }
+  int qlock = 0;
+  void *head = NULL, *tail = NULL;
+  for (;;) {
+    spin_lock(&qlock);
+    if (wq_wait(&qlock, &head, &tail, 0, clock, abstime, NULL, NULL) == ETIMEDOUT) return 0;
+  }
+}
+
+int ito_nanosleep(const struct timespec *req) {
+  if (!req || req->tv_sec < 0 || bad_time(req)) return EINVAL;
+  struct timespec until;
+  clock_gettime(CLOCK_MONOTONIC, &until);
+  until.tv_sec += req->tv_sec;
+  until.tv_nsec += req->tv_nsec;
+  if (until.tv_nsec >= 1000000000L) {
+    until.tv_sec++;
+    until.tv_nsec -= 1000000000L;
+  }
+  return ito__pt_sleep_until(CLOCK_MONOTONIC, &until);
 }
 
 /* ---- barrier ------------------------------------------------------------------ */
@@ -406,8 +471,6 @@ int ito_barrier_wait(ito_barrier_t *b) {
     wake_all(list);
     return ITO_BARRIER_SERIAL_THREAD;
   }
-  WAITER(wt, b);
-  q_push(&b->head, &b->tail, wt);
-  block_on(wt, &b->qlock, CLOCK_MONOTONIC, NULL);
+  wq_wait(&b->qlock, &b->head, &b->tail, 0, CLOCK_MONOTONIC, NULL, NULL, NULL);
   return 0;
 }

@@ -13,20 +13,24 @@ HIDDEN void ito__exit_fiber(worker *w, fiber *f) __attribute__((noreturn));
 
 /* ---- descriptors and handles ------------------------------------------------
  * A handle packs the descriptor address (64-byte aligned, below 2^48) with
- * 22 bits of its generation, so a handle to an ended and reused descriptor
- * is told apart from the live thread. */
-#define GEN_MASK 0x3FFFFFu
+ * 21 bits of its generation, so a handle to an ended and reused descriptor
+ * is told apart from the live thread, and has bit 63 set: glibc's pthread_t
+ * values have it clear, so the pthread library tells the two apart
+ * (docs/dropin.md section 4). */
+#define GEN_MASK 0x1FFFFFu
+#define HANDLE_MARK (1ULL << 63)
 
 ito_thread_t ito__handle(ithread *t) {
   uint64_t p = (uint64_t)(uintptr_t)t;
   uint64_t g = t->gen & GEN_MASK;
-  return p | (g & 63) | ((g >> 6) << 48);
+  return HANDLE_MARK | p | (g & 63) | ((g >> 6) << 48);
 }
 
 static ithread *desc_of(ito_thread_t h) { return (ithread *)(uintptr_t)(h & 0x0000FFFFFFFFFFC0ULL); }
-static uint32_t gen_of(ito_thread_t h) { return (uint32_t)((h & 63) | ((h >> 48) << 6)); }
+static uint32_t gen_of(ito_thread_t h) { return (uint32_t)((h & 63) | (((h >> 48) & 0x7FFF) << 6)); }
 
 ithread *ito__thread_of(ito_thread_t h) {
+  if (!(h & HANDLE_MARK)) return NULL;
   ithread *t = desc_of(h);
   if (!t || (__atomic_load_n(&t->gen, __ATOMIC_ACQUIRE) & GEN_MASK) != gen_of(h)) return NULL;
   return t;
@@ -122,6 +126,12 @@ int ito_key_delete(ito_key_t key) {
 
 /* Values live per thread; an OS thread that is not an ito thread has its own. */
 static __thread void **os_keys;
+
+void **ito__take_os_keys(void) {
+  void **k = os_keys;
+  os_keys = NULL;
+  return k;
+}
 
 static void ***key_slots(void) {
   worker *w = cur_worker();
@@ -280,12 +290,11 @@ void ito__thread_entry(void *arg) {
 
 static void push_parent_post(void *parent) { ito__push_fiber(cur_worker(), parent); }
 
-int ito__create_internal(void *(*fn)(void *), void *arg, ithread **out, int detached,
-                         ito_thread_t *hout) {
-  if (UNLIKELY(__atomic_load_n(&ito__rt.state, __ATOMIC_ACQUIRE) != 2)) ito__ensure();
+/* Starts fn(arg) as a thread on the fresh fiber f: at once (work-first) on
+ * an ito thread, or queued (queue, or the caller is not an ito thread). */
+static int create_on(fiber *f, void *(*fn)(void *), void *arg, ithread **out, int detached,
+                     ito_thread_t *hout, int queue) {
   worker *w = cur_worker();
-  fiber *f = ito__fiber_alloc(w);
-  if (!f) return EAGAIN;
   ithread *t = ito__thread_init(f);
   t->fn = fn;
   t->arg = arg;
@@ -298,7 +307,7 @@ int ito__create_internal(void *(*fn)(void *), void *arg, ithread **out, int deta
   live_add(w, 1);
   *out = t;
   if (hout) *hout = ito__handle(t); /* before the child runs: it may read it */
-  if (!w || !w->cur) {
+  if (queue || !w || !w->cur) {
     ito__ready(f);
     return 0;
   }
@@ -309,6 +318,14 @@ int ito__create_internal(void *(*fn)(void *), void *arg, ithread **out, int deta
   w->post_arg = me;
   ito__switch(w, me, f, 0);
   return 0;
+}
+
+int ito__create_internal(void *(*fn)(void *), void *arg, ithread **out, int detached,
+                         ito_thread_t *hout) {
+  if (UNLIKELY(__atomic_load_n(&ito__rt.state, __ATOMIC_ACQUIRE) != 2)) ito__ensure();
+  fiber *f = ito__fiber_alloc(cur_worker());
+  if (!f) return EAGAIN;
+  return create_on(f, fn, arg, out, detached, hout, 0);
 }
 
 /* Takes the creator's record back if it is still at the tail of this
@@ -409,9 +426,9 @@ static void join_post(void *p) {
 static __attribute__((noinline)) int join_wait(ithread *t) {
   if (__atomic_load_n(&t->joiner, __ATOMIC_RELAXED)) return EINVAL; /* detached or joined */
   worker *w = cur_worker();
-  if (w && w->cur) {
+  if (w && w->cur && w->cur->thread == t) return EDEADLK;
+  if (parkable(w)) {
     fiber *me = w->cur;
-    if (me->thread == t) return EDEADLK;
     me->w.fiber = me;
     me->w.parking = 1;
     ito__suspend(ACT_BLOCK, NULL, join_post, t);
@@ -489,10 +506,92 @@ void ito_exit(void *result) {
 
 int ito_yield(void) {
   worker *w = cur_worker();
-  if (!w || !w->cur) {
-    sched_yield();
+  if (!parkable(w)) {
+    ito__os.sched_yield();
     return 0;
   }
   ito__suspend(ACT_YIELD, NULL, NULL, NULL);
   return 0;
+}
+
+/* ---- the pthread library's entry points (src/pt_api.h) -------------------------- */
+
+static unsigned long pt_created;
+
+int ito__pt_check(ito_thread_t h) {
+  ithread *t = ito__thread_of(h);
+  if (!t) return ESRCH;
+  int fl = __atomic_load_n(&t->flags, __ATOMIC_ACQUIRE);
+  if (!still_current(t, h) || __atomic_load_n(&t->sync, __ATOMIC_ACQUIRE) == TS_CLAIMED)
+    return ESRCH;
+  return (fl & TH_ROOT) ? EINVAL : 0;
+}
+
+int ito__pt_tryjoin(ito_thread_t h, void **result) {
+  ithread *t = ito__thread_of(h);
+  if (!t) return ESRCH;
+  int s = __atomic_load_n(&t->sync, __ATOMIC_ACQUIRE);
+  int fl = __atomic_load_n(&t->flags, __ATOMIC_ACQUIRE);
+  if (s == TS_CLAIMED || (fl & (TH_ROOT | TH_DETACHED)) || !still_current(t, h)) return EINVAL;
+  if (__atomic_load_n(&t->joiner, __ATOMIC_RELAXED)) return EINVAL;
+  if (s != TS_DONE) return EBUSY;
+  return ito_join(h, result);
+}
+
+int ito__pt_is_root(void) {
+  worker *w = cur_worker();
+  return w && w->cur && w->cur->thread && (w->cur->thread->flags & TH_ROOT);
+}
+
+int ito__pt_stack(void **lo, size_t *size) {
+  worker *w = cur_worker();
+  if (!w || !w->cur || !w->cur->thread) return ESRCH;
+  fiber *f = fiber_of(w->cur->thread); /* the fiber the thread started on */
+  *lo = f->lo;
+  *size = (size_t)(f->hi - f->lo);
+  return 0;
+}
+
+long ito__pt_live(void) { return ito__live_threads(); }
+unsigned long ito__pt_created(void) { return __atomic_load_n(&pt_created, __ATOMIC_RELAXED); }
+
+void ito__pt_pin(void) {
+  worker *w = cur_worker();
+  if (w && w->cur && w->cur->thread) w->cur->thread->pin++;
+}
+void ito__pt_unpin(void) {
+  worker *w = cur_worker();
+  if (w && w->cur && w->cur->thread && w->cur->thread->pin > 0) w->cur->thread->pin--;
+}
+int ito__pt_can_park(void) { return parkable(cur_worker()) != NULL; }
+
+int ito__pt_create(ito_thread_t *out, const struct ito_pt_attr *a, void *(*fn)(void *),
+                   void *arg) {
+  if (!fn) return EINVAL;
+  if (UNLIKELY(__atomic_load_n(&ito__rt.state, __ATOMIC_ACQUIRE) != 2)) ito__ensure();
+  struct ito__switch_save save; /* the child starts with no caught exceptions */
+  ito__save_thread_state(&save);
+  int rc;
+  worker *w = cur_worker();
+  int pinned = w && w->cur && !parkable(w);
+  if (!pinned && (!a || (!a->stackaddr && !a->detached && a->stacksize <= ito__rt.stack_size))) {
+    rc = ito_create(fn, arg, out);
+  } else {
+    fiber *f;
+    if (a && a->stackaddr)
+      f = ito__user_fiber(a->stackaddr, a->stacksize);
+    else if (a && a->stacksize > ito__rt.stack_size)
+      f = ito__own_fiber(a->stacksize);
+    else
+      f = ito__fiber_alloc(w);
+    if (!f) {
+      rc = (a && a->stackaddr) ? EINVAL : EAGAIN;
+    } else {
+      ithread *t;
+      rc = create_on(f, fn, arg, &t, a && a->detached, out, pinned);
+    }
+  }
+  if (!rc) __atomic_fetch_add(&pt_created, 1, __ATOMIC_RELAXED);
+  ito__restore_thread_state(&save);
+  return rc;
 }

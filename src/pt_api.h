@@ -1,0 +1,122 @@
+/* The private interface between libito.so and libito-pthread.so (the shim).
+ * Not installed. Every function here is exported from libito.so under the
+ * version node ITO_PRIVATE_0.1 (src/libito.map), so a shim built from
+ * another version of ito fails at load instead of misbehaving.
+ * Design: docs/dropin.md. */
+#ifndef ITO_PT_API_H
+#define ITO_PT_API_H
+
+#include <ito/ito.h>
+
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/types.h>
+#include <time.h>
+
+#define ITO_PT_API __attribute__((visibility("default")))
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The libc functions the runtime calls that the shim interposes. The
+ * runtime calls them only through ito__os; it starts out holding the
+ * link-time addresses, and the shim installs the real libc definitions
+ * before the runtime starts, so that the runtime's own workers are OS
+ * threads and its sleeps are the kernel's. */
+struct ito_os {
+  int (*pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+  int (*pthread_join)(pthread_t, void **);
+  pthread_t (*pthread_self)(void);
+  int (*pthread_getattr_np)(pthread_t, pthread_attr_t *);
+  int (*pthread_setaffinity_np)(pthread_t, size_t, const cpu_set_t *);
+  int (*sched_yield)(void);
+  int (*nanosleep)(const struct timespec *, struct timespec *);
+  int (*clock_nanosleep)(clockid_t, int, const struct timespec *, struct timespec *);
+  ssize_t (*write)(int, const void *, size_t);
+  long (*syscall)(long, ...);
+  int (*sigaction)(int, const struct sigaction *, struct sigaction *);
+};
+ITO_PT_API void ito__pt_os_install(const struct ito_os *os);
+
+/* Pthread mode: the shim is present. The runtime then also starts when a
+ * thread that is not a worker first blocks (nothing to do yet) and
+ * reports stack overflows naming pthread_attr_setstacksize. */
+ITO_PT_API void ito__pt_mode_on(void);
+
+/* Creation with pthread attributes. stacksize 0: the runtime's default
+ * (ITO_STACK_SIZE); larger than it: a stack of its own, freed when the
+ * thread is released; stackaddr: the caller's memory [stackaddr,
+ * stackaddr + stacksize), which ito never frees. Returns 0, EAGAIN or
+ * EINVAL (a stack address region under 16 KiB). The handle is written
+ * before the thread runs. Errno and the C++ exception globals of the
+ * creator are kept across the call. */
+struct ito_pt_attr {
+  size_t stacksize;
+  void *stackaddr;
+  int detached;
+};
+ITO_PT_API int ito__pt_create(ito_thread_t *out, const struct ito_pt_attr *a, void *(*fn)(void *),
+                              void *arg);
+/* Is h a live handle of a thread that is not the root? 0, ESRCH (stale
+ * handle) or EINVAL (the root: it cannot be joined). */
+ITO_PT_API int ito__pt_check(ito_thread_t h);
+/* Nonblocking join: EBUSY while the thread runs. */
+ITO_PT_API int ito__pt_tryjoin(ito_thread_t h, void **result);
+/* Is the caller the root (the program's main thread, adopted)? */
+ITO_PT_API int ito__pt_is_root(void);
+/* The stack of the calling ito thread: [*lo, *lo + *size). 0 or ESRCH. */
+ITO_PT_API int ito__pt_stack(void **lo, size_t *size);
+/* Threads other than the root still alive (created and not yet ended). */
+ITO_PT_API long ito__pt_live(void);
+/* Threads made through ito__pt_create since the start. */
+ITO_PT_API unsigned long ito__pt_created(void);
+
+/* Pinning: while the count is above zero, the calling ito thread stays on
+ * its OS thread. Its waits block the worker, it does not yield, and its
+ * creates queue the child. Nests. */
+ITO_PT_API void ito__pt_pin(void);
+ITO_PT_API void ito__pt_unpin(void);
+/* May the caller park (an ito thread, not pinned)? */
+ITO_PT_API int ito__pt_can_park(void);
+
+/* ---- wait queues in the caller's memory ----------------------------------
+ * A queue is a spinlock word and a head and tail pointer anywhere in the
+ * caller's objects. Waiters are lightweight threads (parked) and OS threads
+ * (blocked on a futex) side by side, in FIFO order. */
+
+/* Called with *qlock held: queues the caller with a tag, calls
+ * locked(arg) if given (still under *qlock; a nonzero return takes the
+ * caller off the queue, releases *qlock and is returned), then releases
+ * *qlock and waits until a wake takes it or the deadline (abstime on clock,
+ * CLOCK_REALTIME or CLOCK_MONOTONIC; NULL: none) passes. Returns 0 when
+ * woken, ETIMEDOUT at the deadline (off the queue either way). */
+ITO_PT_API int ito__pt_wq_wait(int *qlock, void **head, void **tail, int tag, clockid_t clock,
+                               const struct timespec *abstime, int (*locked)(void *), void *arg);
+/* Under *qlock: takes up to n waiters (n < 0: all) off the queue and
+ * returns them as a list for ito__pt_wq_wake. */
+ITO_PT_API void *ito__pt_wq_take(void **head, void **tail, int n);
+/* Under *qlock: takes the leading waiters whose tag equals tag; *n gets
+ * their number. */
+ITO_PT_API void *ito__pt_wq_take_tag(void **head, void **tail, int tag, int *n);
+/* Under *qlock: the first waiter's tag, or -1 for an empty queue. */
+ITO_PT_API int ito__pt_wq_head_tag(void *const *head);
+/* After releasing the lock: wakes a list from ito__pt_wq_take*. */
+ITO_PT_API void ito__pt_wq_wake(void *list);
+ITO_PT_API void ito__pt_lock(int *qlock);
+ITO_PT_API void ito__pt_unlock(int *qlock);
+
+/* Sleeps until abstime on clock (CLOCK_REALTIME or CLOCK_MONOTONIC); an ito
+ * thread parks on a timer. 0 or EINVAL. */
+ITO_PT_API int ito__pt_sleep_until(clockid_t clock, const struct timespec *abstime);
+
+/* The C++ runtime's per-thread exception globals (__cxa_get_globals): kept
+ * per lightweight thread across every switch. The runtime looks the
+ * function up at start; the shim hands it again after a dlopen. */
+ITO_PT_API void ito__pt_set_eh(void *(*get_globals)(void));
+
+#ifdef __cplusplus
+}
+#endif
+#endif

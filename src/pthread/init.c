@@ -1,0 +1,150 @@
+/* Set-up of the shim: libc's definitions, resolved once; the runtime's
+ * table of real calls; ITO_PTHREAD and ITO_PTHREAD_VERIFY
+ * (docs/dropin.md sections 2 and 3). */
+#include "shim.h"
+
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+
+struct shim_real shim_real;
+int shim_state;
+pthread_t shim_main_id;
+ito_key_t shim_cleanup_key, shim_exit_key;
+static int init_lock;
+static int verify;
+
+static void die(const char *msg) {
+  ssize_t r = write(2, msg, strlen(msg));
+  (void)r;
+  _exit(2);
+}
+
+/* Functions that exist in more than one version in libc are resolved at
+ * the version a program linked today gets: dlsym's choice before glibc
+ * 2.36 was the oldest (docs/dropin.md section 2). */
+#if defined(__x86_64__)
+#define COND_VERSION "GLIBC_2.3.2"
+#elif defined(__aarch64__)
+#define COND_VERSION "GLIBC_2.17"
+#else
+#define COND_VERSION NULL
+#endif
+
+static void *resolve(const char *name) {
+  void *p = NULL;
+  if (COND_VERSION && !strncmp(name, "pthread_cond_", 13) && strcmp(name, "pthread_cond_clockwait"))
+    p = dlvsym(RTLD_NEXT, name, COND_VERSION);
+  if (!p) p = dlsym(RTLD_NEXT, name);
+  return p;
+}
+
+static void verify_report(void) {
+  char buf[128];
+  int n = snprintf(buf, sizeof buf, "ito-pthread: %lu threads ran as ito threads\n",
+                   ito__pt_created());
+  if (n > 0) {
+    ssize_t r = write(2, buf, (size_t)n);
+    (void)r;
+  }
+}
+
+void shim_init(void) {
+  if (__atomic_load_n(&shim_state, __ATOMIC_ACQUIRE)) return;
+  /* a recursive call (an allocator locking a mutex inside dlsym) finds
+   * init_lock held by its own thread: the objects need no real symbol, so
+   * it goes on with the shim not yet fully set up */
+  if (__atomic_exchange_n(&init_lock, 1, __ATOMIC_ACQUIRE)) {
+    while (!__atomic_load_n(&shim_state, __ATOMIC_ACQUIRE)) sched_yield();
+    return;
+  }
+#define SHIM_RESOLVE(name, ret, args) shim_real.name = (ret(*) args)resolve(#name);
+  SHIM_REAL_LIST(SHIM_RESOLVE)
+#undef SHIM_RESOLVE
+  if (!shim_real.pthread_create || !shim_real.pthread_join || !shim_real.pthread_self ||
+      !shim_real.nanosleep || !shim_real.clock_nanosleep || !shim_real.sched_yield)
+    die("ito-pthread: cannot find libc's pthread functions (is libito-pthread.so loaded before "
+        "libc? use LD_PRELOAD or link it first)\n");
+  struct ito_os os = {
+      .pthread_create = shim_real.pthread_create,
+      .pthread_join = shim_real.pthread_join,
+      .pthread_self = shim_real.pthread_self,
+      .pthread_getattr_np = shim_real.pthread_getattr_np,
+      .pthread_setaffinity_np = shim_real.pthread_setaffinity_np,
+      .sched_yield = shim_real.sched_yield,
+      .nanosleep = shim_real.nanosleep,
+      .clock_nanosleep = shim_real.clock_nanosleep,
+      .write = (ssize_t(*)(int, const void *, size_t))dlsym(RTLD_NEXT, "write"),
+      .syscall = (long (*)(long, ...))dlsym(RTLD_NEXT, "syscall"),
+      .sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(RTLD_NEXT,
+                                                                                    "sigaction"),
+  };
+  const char *v = getenv("ITO_PTHREAD");
+  int off = 0;
+  if (v && *v) {
+    if (!strcmp(v, "off") || !strcmp(v, "0"))
+      off = 1;
+    else if (strcmp(v, "on") && strcmp(v, "1"))
+      die("ito-pthread: ITO_PTHREAD has a value that is not valid: expected on or off\n");
+  }
+  v = getenv("ITO_PTHREAD_VERIFY");
+  if (v && *v) {
+    if (!strcmp(v, "1"))
+      verify = 1;
+    else if (strcmp(v, "0"))
+      die("ito-pthread: ITO_PTHREAD_VERIFY has a value that is not valid: expected 0 or 1\n");
+  }
+  if (!off) {
+    if (ito_key_create(&shim_cleanup_key, NULL) || ito_key_create(&shim_exit_key, NULL))
+      die("ito-pthread: cannot create its thread-specific keys\n");
+    ito__pt_os_install(&os);
+    ito__pt_mode_on();
+    /* the program's main thread keeps its own id when the runtime adopts
+     * it as the root thread */
+    if (syscall(SYS_gettid) == getpid()) shim_main_id = shim_real.pthread_self();
+    if (verify) atexit(verify_report);
+  }
+  __atomic_store_n(&shim_state, off ? 2 : 1, __ATOMIC_RELEASE);
+}
+
+__attribute__((constructor)) static void shim_ctor(void) { shim_init(); }
+
+pthread_t shim_self(void) {
+  ito_thread_t h = ito_self();
+  if (!h) return shim_real.pthread_self();
+  if (ito__pt_is_root() && shim_main_id) return shim_main_id;
+  return (pthread_t)h;
+}
+
+int shim_refuse(int *once, const char *call, const char *what, const char *hint, int err) {
+  if (!__atomic_exchange_n(once, 1, __ATOMIC_RELAXED)) {
+    char buf[512];
+    int n = snprintf(buf, sizeof buf,
+                     "ito-pthread: %s: %s is not supported with lightweight threads (%s)\n", call,
+                     what, hint);
+    if (n > 0) {
+      if ((size_t)n >= sizeof buf) n = sizeof buf - 1;
+      ssize_t r = write(2, buf, (size_t)n);
+      (void)r;
+    }
+  }
+  return err;
+}
+
+int shim_null(const void *p) { return p == NULL; }
+
+int shim_bad_time(const struct timespec *ts) {
+  return !ts || ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000L;
+}
+
+struct timespec shim_deadline(clockid_t clock, long long ns) {
+  struct timespec t;
+  clock_gettime(clock, &t);
+  if (ns < 0) ns = 0;
+  long long total = t.tv_nsec + ns % 1000000000LL;
+  t.tv_sec += (time_t)(ns / 1000000000LL + total / 1000000000LL);
+  t.tv_nsec = (long)(total % 1000000000LL);
+  return t;
+}

@@ -1,0 +1,146 @@
+/* libito-pthread.so: the pthread API on lightweight threads. Internal
+ * header of the shim (docs/dropin.md). Every interposer starts with
+ * SHIM_ENTER, which sets the shim up if a constructor of another library
+ * got here first, and forwards to libc under ITO_PTHREAD=off. */
+#ifndef ITO_SHIM_H
+#define ITO_SHIM_H
+
+#define _GNU_SOURCE
+#include "../pt_api.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SHIM_HIDDEN __attribute__((visibility("hidden")))
+#define SHIM_EXPORT __attribute__((visibility("default")))
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* libc's definition of every function the shim interposes: the X list
+ * names them, with their types, once. */
+#define SHIM_REAL_LIST(X)                                                                        \
+  X(pthread_create, int, (pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))      \
+  X(pthread_join, int, (pthread_t, void **))                                                     \
+  X(pthread_tryjoin_np, int, (pthread_t, void **))                                               \
+  X(pthread_timedjoin_np, int, (pthread_t, void **, const struct timespec *))                    \
+  X(pthread_clockjoin_np, int, (pthread_t, void **, clockid_t, const struct timespec *))         \
+  X(pthread_detach, int, (pthread_t))                                                            \
+  X(pthread_exit, void, (void *))                                                                \
+  X(pthread_self, pthread_t, (void))                                                             \
+  X(pthread_equal, int, (pthread_t, pthread_t))                                                  \
+  X(pthread_kill, int, (pthread_t, int))                                                         \
+  X(pthread_sigqueue, int, (pthread_t, int, const union sigval))                                 \
+  X(pthread_cancel, int, (pthread_t))                                                            \
+  X(pthread_setcancelstate, int, (int, int *))                                                   \
+  X(pthread_setcanceltype, int, (int, int *))                                                    \
+  X(pthread_testcancel, void, (void))                                                            \
+  X(pthread_getattr_np, int, (pthread_t, pthread_attr_t *))                                      \
+  X(pthread_setname_np, int, (pthread_t, const char *))                                          \
+  X(pthread_getname_np, int, (pthread_t, char *, size_t))                                        \
+  X(pthread_setaffinity_np, int, (pthread_t, size_t, const cpu_set_t *))                         \
+  X(pthread_getaffinity_np, int, (pthread_t, size_t, cpu_set_t *))                               \
+  X(pthread_setschedparam, int, (pthread_t, int, const struct sched_param *))                    \
+  X(pthread_getschedparam, int, (pthread_t, int *, struct sched_param *))                        \
+  X(pthread_setschedprio, int, (pthread_t, int))                                                 \
+  X(pthread_getcpuclockid, int, (pthread_t, clockid_t *))                                        \
+  X(pthread_yield, int, (void))                                                                  \
+  X(sched_yield, int, (void))                                                                    \
+  X(pthread_once, int, (pthread_once_t *, void (*)(void)))                                       \
+  X(pthread_key_create, int, (pthread_key_t *, void (*)(void *)))                                \
+  X(pthread_key_delete, int, (pthread_key_t))                                                    \
+  X(pthread_getspecific, void *, (pthread_key_t))                                                \
+  X(pthread_setspecific, int, (pthread_key_t, const void *))                                     \
+  X(pthread_mutex_init, int, (pthread_mutex_t *, const pthread_mutexattr_t *))                   \
+  X(pthread_mutex_destroy, int, (pthread_mutex_t *))                                             \
+  X(pthread_mutex_lock, int, (pthread_mutex_t *))                                                \
+  X(pthread_mutex_trylock, int, (pthread_mutex_t *))                                             \
+  X(pthread_mutex_timedlock, int, (pthread_mutex_t *, const struct timespec *))                  \
+  X(pthread_mutex_clocklock, int, (pthread_mutex_t *, clockid_t, const struct timespec *))       \
+  X(pthread_mutex_unlock, int, (pthread_mutex_t *))                                              \
+  X(pthread_mutex_consistent, int, (pthread_mutex_t *))                                          \
+  X(pthread_mutex_getprioceiling, int, (const pthread_mutex_t *, int *))                         \
+  X(pthread_mutex_setprioceiling, int, (pthread_mutex_t *, int, int *))                          \
+  X(pthread_cond_init, int, (pthread_cond_t *, const pthread_condattr_t *))                      \
+  X(pthread_cond_destroy, int, (pthread_cond_t *))                                               \
+  X(pthread_cond_wait, int, (pthread_cond_t *, pthread_mutex_t *))                               \
+  X(pthread_cond_timedwait, int, (pthread_cond_t *, pthread_mutex_t *, const struct timespec *)) \
+  X(pthread_cond_clockwait, int,                                                                 \
+    (pthread_cond_t *, pthread_mutex_t *, clockid_t, const struct timespec *))                   \
+  X(pthread_cond_signal, int, (pthread_cond_t *))                                                \
+  X(pthread_cond_broadcast, int, (pthread_cond_t *))                                             \
+  X(pthread_rwlock_init, int, (pthread_rwlock_t *, const pthread_rwlockattr_t *))                \
+  X(pthread_rwlock_destroy, int, (pthread_rwlock_t *))                                           \
+  X(pthread_rwlock_rdlock, int, (pthread_rwlock_t *))                                            \
+  X(pthread_rwlock_tryrdlock, int, (pthread_rwlock_t *))                                         \
+  X(pthread_rwlock_timedrdlock, int, (pthread_rwlock_t *, const struct timespec *))              \
+  X(pthread_rwlock_clockrdlock, int, (pthread_rwlock_t *, clockid_t, const struct timespec *))   \
+  X(pthread_rwlock_wrlock, int, (pthread_rwlock_t *))                                            \
+  X(pthread_rwlock_trywrlock, int, (pthread_rwlock_t *))                                         \
+  X(pthread_rwlock_timedwrlock, int, (pthread_rwlock_t *, const struct timespec *))              \
+  X(pthread_rwlock_clockwrlock, int, (pthread_rwlock_t *, clockid_t, const struct timespec *))   \
+  X(pthread_rwlock_unlock, int, (pthread_rwlock_t *))                                            \
+  X(pthread_barrier_init, int, (pthread_barrier_t *, const pthread_barrierattr_t *, unsigned))   \
+  X(pthread_barrier_destroy, int, (pthread_barrier_t *))                                         \
+  X(pthread_barrier_wait, int, (pthread_barrier_t *))                                            \
+  X(pthread_spin_init, int, (pthread_spinlock_t *, int))                                         \
+  X(pthread_spin_destroy, int, (pthread_spinlock_t *))                                           \
+  X(pthread_spin_lock, int, (pthread_spinlock_t *))                                              \
+  X(pthread_spin_trylock, int, (pthread_spinlock_t *))                                           \
+  X(pthread_spin_unlock, int, (pthread_spinlock_t *))                                            \
+  X(__pthread_register_cancel, void, (__pthread_unwind_buf_t *))                                \
+  X(__pthread_unregister_cancel, void, (__pthread_unwind_buf_t *))                              \
+  X(__pthread_unwind_next, void, (__pthread_unwind_buf_t *))                                    \
+  X(nanosleep, int, (const struct timespec *, struct timespec *))                                \
+  X(clock_nanosleep, int, (clockid_t, int, const struct timespec *, struct timespec *))          \
+  X(usleep, int, (useconds_t))                                                                   \
+  X(sleep, unsigned, (unsigned))
+
+struct shim_real {
+#define SHIM_FIELD(name, ret, args) ret(*name) args;
+  SHIM_REAL_LIST(SHIM_FIELD)
+#undef SHIM_FIELD
+};
+
+extern struct shim_real shim_real SHIM_HIDDEN;
+extern int shim_state SHIM_HIDDEN; /* 0 not set up, 1 on, 2 off (ITO_PTHREAD=off) */
+extern pthread_t shim_main_id SHIM_HIDDEN;
+SHIM_HIDDEN void shim_init(void);
+/* Per ito thread: the innermost cleanup buffer and pthread_exit's value. */
+extern ito_key_t shim_cleanup_key SHIM_HIDDEN, shim_exit_key SHIM_HIDDEN;
+
+#define SHIM_ENTER(name, ...)                                     \
+  do {                                                            \
+    if (UNLIKELY(shim_state != 1)) {                              \
+      if (shim_state == 0) shim_init();                           \
+      if (shim_state == 2) return shim_real.name(__VA_ARGS__);    \
+    }                                                             \
+  } while (0)
+
+/* Is t a lightweight thread's handle (bit 63 set; glibc's never have it)? */
+static inline int is_ito(pthread_t t) { return ((uint64_t)t >> 63) != 0; }
+
+/* The caller's id as the program sees it: the root answers main's own
+ * pthread_t, any other ito thread its handle, other threads libc's value. */
+SHIM_HIDDEN pthread_t shim_self(void);
+
+/* A refused call: prints one line, once per call name, and returns err. */
+SHIM_HIDDEN int shim_refuse(int *once, const char *call, const char *what, const char *hint, int err);
+#define REFUSE(call, what, hint, err)                 \
+  ({                                                  \
+    static int once_;                                 \
+    shim_refuse(&once_, call, what, hint, err);       \
+  })
+
+/* A NULL test of an argument glibc's headers declare nonnull (the program
+ * may still pass NULL; the test must not be optimised away). */
+SHIM_HIDDEN int shim_null(const void *p);
+
+/* Deadline arithmetic */
+SHIM_HIDDEN int shim_bad_time(const struct timespec *ts);
+SHIM_HIDDEN struct timespec shim_deadline(clockid_t clock, long long ns_from_now);
+
+#endif

@@ -1,0 +1,66 @@
+/* Sleeping and yielding: an ito thread parks on a timer or goes to the back
+ * of its worker's ready queue; its worker runs other work. Other threads,
+ * and clocks other than CLOCK_REALTIME and CLOCK_MONOTONIC, get libc. */
+#include "shim.h"
+
+static int sleep_for(long long ns) {
+  if (ns <= 0) return ito_yield();
+  struct timespec until = shim_deadline(CLOCK_MONOTONIC, ns);
+  return ito__pt_sleep_until(CLOCK_MONOTONIC, &until);
+}
+
+SHIM_EXPORT int nanosleep(const struct timespec *req, struct timespec *rem) {
+  SHIM_ENTER(nanosleep, req, rem);
+  if (!ito__pt_can_park()) return shim_real.nanosleep(req, rem);
+  if (!req || req->tv_sec < 0 || shim_bad_time(req)) {
+    errno = EINVAL;
+    return -1;
+  }
+  sleep_for((long long)req->tv_sec * 1000000000LL + req->tv_nsec);
+  if (rem) rem->tv_sec = 0, rem->tv_nsec = 0;
+  return 0;
+}
+
+SHIM_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespec *req,
+                                struct timespec *rem) {
+  SHIM_ENTER(clock_nanosleep, clock, flags, req, rem);
+  if (!ito__pt_can_park() || (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC))
+    return shim_real.clock_nanosleep(clock, flags, req, rem);
+  if (!req || req->tv_sec < 0 || shim_bad_time(req)) return EINVAL;
+  if (flags & TIMER_ABSTIME) return ito__pt_sleep_until(clock, req);
+  long long ns = (long long)req->tv_sec * 1000000000LL + req->tv_nsec;
+  if (ns == 0) return ito_yield();
+  struct timespec until = shim_deadline(clock, ns);
+  int rc = ito__pt_sleep_until(clock, &until);
+  if (rem) rem->tv_sec = 0, rem->tv_nsec = 0;
+  return rc;
+}
+
+SHIM_EXPORT int usleep(useconds_t us) {
+  SHIM_ENTER(usleep, us);
+  if (!ito__pt_can_park()) return shim_real.usleep(us);
+  sleep_for((long long)us * 1000);
+  return 0;
+}
+
+SHIM_EXPORT unsigned sleep(unsigned s) {
+  SHIM_ENTER(sleep, s);
+  if (!ito__pt_can_park()) return shim_real.sleep(s);
+  sleep_for((long long)s * 1000000000LL);
+  return 0;
+}
+
+SHIM_EXPORT int sched_yield(void) {
+  SHIM_ENTER(sched_yield);
+  if (!ito__pt_can_park()) return shim_real.sched_yield();
+  return ito_yield();
+}
+
+/* pthread.h redirects pthread_yield to sched_yield; binaries built against
+ * older headers still call pthread_yield itself. */
+SHIM_EXPORT int shim_pthread_yield(void) __asm__("pthread_yield");
+int shim_pthread_yield(void) {
+  SHIM_ENTER(pthread_yield);
+  if (!ito__pt_can_park()) return shim_real.sched_yield();
+  return ito_yield();
+}

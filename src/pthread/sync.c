@@ -1,0 +1,604 @@
+/* Synchronisation objects in the program's own memory, in layouts that
+ * keep glibc's type words where its static initialisers put them
+ * (docs/dropin.md section 4). Fast paths are here; waiting goes through
+ * the runtime's wait queues, where lightweight threads park and other
+ * threads block. */
+#include "shim.h"
+
+#include <limits.h>
+#include <stddef.h>
+#include <string.h>
+
+static inline void relax(void) {
+#if defined(__x86_64__)
+  __asm__ volatile("pause" ::: "memory");
+#elif defined(__aarch64__)
+  __asm__ volatile("yield" ::: "memory");
+#endif
+}
+
+static inline int cas(int *p, int expect, int v) {
+  return __atomic_compare_exchange_n(p, &expect, v, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
+}
+
+/* ---- mutexes ------------------------------------------------------------------ */
+
+struct pt_mutex {
+  int state;      /* 0 free, 1 locked, 2 locked and maybe waited on */
+  int count;      /* recursion depth (recursive kind) */
+  uint64_t owner; /* the owner's id (recursive and error-checking kinds) */
+  int kind;       /* glibc's __kind: PTHREAD_MUTEX_NORMAL/RECURSIVE/ERRORCHECK/ADAPTIVE */
+  int qlock;
+  void *head, *tail;
+};
+_Static_assert(sizeof(struct pt_mutex) <= sizeof(pthread_mutex_t), "mutex layout");
+_Static_assert(offsetof(struct pt_mutex, kind) == 16, "the kind stays at glibc's offset");
+
+#define PM(m) ((struct pt_mutex *)(void *)(m))
+
+static int acquire_slow(struct pt_mutex *m, clockid_t clock, const struct timespec *abs) {
+  for (int i = 0; i < 64; i++) {
+    if (__atomic_load_n(&m->state, __ATOMIC_RELAXED) == 0 && cas(&m->state, 0, 1)) return 0;
+    relax();
+  }
+  if (abs && shim_bad_time(abs)) return EINVAL;
+  for (;;) {
+    ito__pt_lock(&m->qlock);
+    if (__atomic_exchange_n(&m->state, 2, __ATOMIC_ACQUIRE) == 0) {
+      ito__pt_unlock(&m->qlock);
+      return 0;
+    }
+    if (ito__pt_wq_wait(&m->qlock, &m->head, &m->tail, 0, clock, abs, NULL, NULL) == ETIMEDOUT)
+      return cas(&m->state, 0, 2) ? 0 : ETIMEDOUT;
+  }
+}
+
+static inline int acquire(struct pt_mutex *m, clockid_t clock, const struct timespec *abs) {
+  if (LIKELY(cas(&m->state, 0, 1))) return 0;
+  return acquire_slow(m, clock, abs);
+}
+
+static inline void release(struct pt_mutex *m) {
+  if (UNLIKELY(__atomic_exchange_n(&m->state, 0, __ATOMIC_RELEASE) == 2)) {
+    ito__pt_lock(&m->qlock);
+    void *w = ito__pt_wq_take(&m->head, &m->tail, 1);
+    ito__pt_unlock(&m->qlock);
+    ito__pt_wq_wake(w);
+  }
+}
+
+static inline uint64_t self_id(void) { return (uint64_t)shim_self(); }
+static inline uint64_t owner_of(struct pt_mutex *m) {
+  return __atomic_load_n(&m->owner, __ATOMIC_RELAXED);
+}
+static inline void set_owner(struct pt_mutex *m, uint64_t id) {
+  __atomic_store_n(&m->owner, id, __ATOMIC_RELAXED);
+}
+
+static int mutex_lock(struct pt_mutex *m, int try, clockid_t clock, const struct timespec *abs) {
+  int kind = m->kind & 3;
+  if (LIKELY(kind == PTHREAD_MUTEX_NORMAL || kind == PTHREAD_MUTEX_ADAPTIVE_NP)) {
+    if (try) return cas(&m->state, 0, 1) ? 0 : EBUSY;
+    return acquire(m, clock, abs);
+  }
+  uint64_t me = self_id();
+  if (owner_of(m) == me) {
+    if (kind == PTHREAD_MUTEX_ERRORCHECK) return try ? EBUSY : EDEADLK;
+    if (m->count == INT_MAX) return EAGAIN;
+    m->count++;
+    return 0;
+  }
+  int rc = try ? (cas(&m->state, 0, 1) ? 0 : EBUSY) : acquire(m, clock, abs);
+  if (rc) return rc;
+  set_owner(m, me);
+  m->count = 1;
+  return 0;
+}
+
+static int mutex_unlock(struct pt_mutex *m) {
+  int kind = m->kind & 3;
+  if (LIKELY(kind == PTHREAD_MUTEX_NORMAL || kind == PTHREAD_MUTEX_ADAPTIVE_NP)) {
+    release(m);
+    return 0;
+  }
+  if (owner_of(m) != self_id() || !__atomic_load_n(&m->state, __ATOMIC_RELAXED)) return EPERM;
+  if (kind == PTHREAD_MUTEX_RECURSIVE && --m->count > 0) return 0;
+  m->count = 0;
+  set_owner(m, 0);
+  release(m);
+  return 0;
+}
+
+SHIM_EXPORT int pthread_mutex_init(pthread_mutex_t *pm, const pthread_mutexattr_t *attr) {
+  SHIM_ENTER(pthread_mutex_init, pm, attr);
+  int kind = PTHREAD_MUTEX_NORMAL;
+  if (attr) {
+    int v;
+    if (pthread_mutexattr_gettype(attr, &kind)) return EINVAL;
+    if (pthread_mutexattr_getpshared(attr, &v) == 0 && v == PTHREAD_PROCESS_SHARED)
+      return REFUSE("pthread_mutex_init", "a process-shared mutex",
+                    "lightweight threads share one process; use a process-private mutex",
+                    ENOTSUP);
+    if (pthread_mutexattr_getrobust(attr, &v) == 0 && v == PTHREAD_MUTEX_ROBUST)
+      return REFUSE("pthread_mutex_init", "a robust mutex",
+                    "lightweight threads do not die while holding a lock", ENOTSUP);
+    if (pthread_mutexattr_getprotocol(attr, &v) == 0 && v == PTHREAD_PRIO_PROTECT)
+      return REFUSE("pthread_mutex_init", "a priority-ceiling mutex",
+                    "lightweight threads have no priorities; use PTHREAD_PRIO_NONE", ENOTSUP);
+  }
+  memset(pm, 0, sizeof *pm);
+  PM(pm)->kind = kind;
+  return 0;
+}
+
+SHIM_EXPORT int pthread_mutex_destroy(pthread_mutex_t *pm) {
+  SHIM_ENTER(pthread_mutex_destroy, pm);
+  return __atomic_load_n(&PM(pm)->state, __ATOMIC_RELAXED) ? EBUSY : 0;
+}
+
+SHIM_EXPORT int pthread_mutex_lock(pthread_mutex_t *pm) {
+  SHIM_ENTER(pthread_mutex_lock, pm);
+  struct pt_mutex *m = PM(pm);
+  if (LIKELY(m->kind == 0 && cas(&m->state, 0, 1))) return 0;
+  return mutex_lock(m, 0, CLOCK_REALTIME, NULL);
+}
+
+SHIM_EXPORT int pthread_mutex_trylock(pthread_mutex_t *pm) {
+  SHIM_ENTER(pthread_mutex_trylock, pm);
+  return mutex_lock(PM(pm), 1, CLOCK_REALTIME, NULL);
+}
+
+SHIM_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *pm, const struct timespec *abs) {
+  SHIM_ENTER(pthread_mutex_timedlock, pm, abs);
+  if (shim_null(abs)) return EINVAL;
+  return mutex_lock(PM(pm), 0, CLOCK_REALTIME, abs);
+}
+
+SHIM_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *pm, clockid_t clock,
+                                        const struct timespec *abs) {
+  SHIM_ENTER(pthread_mutex_clocklock, pm, clock, abs);
+  if (shim_null(abs) || (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC)) return EINVAL;
+  return mutex_lock(PM(pm), 0, clock, abs);
+}
+
+SHIM_EXPORT int pthread_mutex_unlock(pthread_mutex_t *pm) {
+  SHIM_ENTER(pthread_mutex_unlock, pm);
+  struct pt_mutex *m = PM(pm);
+  if (LIKELY(m->kind == 0)) {
+    release(m);
+    return 0;
+  }
+  return mutex_unlock(m);
+}
+
+SHIM_EXPORT int pthread_mutex_consistent(pthread_mutex_t *pm) {
+  SHIM_ENTER(pthread_mutex_consistent, pm);
+  return EINVAL; /* no mutex here is robust */
+}
+
+SHIM_EXPORT int pthread_mutex_getprioceiling(const pthread_mutex_t *pm, int *c) {
+  SHIM_ENTER(pthread_mutex_getprioceiling, pm, c);
+  return REFUSE("pthread_mutex_getprioceiling", "priority ceilings",
+                "lightweight threads have no priorities", ENOTSUP);
+}
+
+SHIM_EXPORT int pthread_mutex_setprioceiling(pthread_mutex_t *pm, int c, int *old) {
+  SHIM_ENTER(pthread_mutex_setprioceiling, pm, c, old);
+  return REFUSE("pthread_mutex_setprioceiling", "priority ceilings",
+                "lightweight threads have no priorities", ENOTSUP);
+}
+
+/* ---- condition variables -------------------------------------------------------- */
+
+struct pt_cond {
+  int qlock;
+  int clock; /* 0: CLOCK_REALTIME (the static initialiser), 1: CLOCK_MONOTONIC */
+  void *head, *tail;
+};
+_Static_assert(sizeof(struct pt_cond) <= sizeof(pthread_cond_t), "cond layout");
+#define PC(c) ((struct pt_cond *)(void *)(c))
+
+SHIM_EXPORT int pthread_cond_init(pthread_cond_t *pc, const pthread_condattr_t *attr) {
+  SHIM_ENTER(pthread_cond_init, pc, attr);
+  int mono = 0;
+  if (attr) {
+    clockid_t clk = CLOCK_REALTIME;
+    int sh;
+    if (pthread_condattr_getpshared(attr, &sh) == 0 && sh == PTHREAD_PROCESS_SHARED)
+      return REFUSE("pthread_cond_init", "a process-shared condition variable",
+                    "lightweight threads share one process; use a process-private one", ENOTSUP);
+    pthread_condattr_getclock(attr, &clk);
+    if (clk == CLOCK_MONOTONIC)
+      mono = 1;
+    else if (clk != CLOCK_REALTIME)
+      return EINVAL;
+  }
+  memset(pc, 0, sizeof *pc);
+  PC(pc)->clock = mono;
+  return 0;
+}
+
+SHIM_EXPORT int pthread_cond_destroy(pthread_cond_t *pc) {
+  SHIM_ENTER(pthread_cond_destroy, pc);
+  return __atomic_load_n(&PC(pc)->head, __ATOMIC_RELAXED) ? EBUSY : 0;
+}
+
+struct cond_unlock {
+  struct pt_mutex *m;
+  int depth; /* a recursive mutex's depth, given back on relock */
+};
+
+/* Runs under the condition's queue lock, once the waiter is queued. */
+static int cond_release(void *p) {
+  struct cond_unlock *u = p;
+  struct pt_mutex *m = u->m;
+  int kind = m->kind & 3;
+  if (kind == PTHREAD_MUTEX_NORMAL || kind == PTHREAD_MUTEX_ADAPTIVE_NP) {
+    release(m);
+    return 0;
+  }
+  if (owner_of(m) != self_id() || !__atomic_load_n(&m->state, __ATOMIC_RELAXED)) return EPERM;
+  u->depth = m->count;
+  m->count = 0;
+  set_owner(m, 0);
+  release(m);
+  return 0;
+}
+
+static int cond_wait(struct pt_cond *c, struct pt_mutex *m, clockid_t clock,
+                     const struct timespec *abs) {
+  if (abs && shim_bad_time(abs)) return EINVAL;
+  struct cond_unlock u = {m, 0};
+  ito__pt_lock(&c->qlock);
+  int r = ito__pt_wq_wait(&c->qlock, &c->head, &c->tail, 0, clock, abs, cond_release, &u);
+  if (r == EPERM) return EPERM;
+  acquire(m, CLOCK_REALTIME, NULL);
+  if (u.depth) {
+    set_owner(m, self_id());
+    m->count = u.depth;
+  }
+  return r;
+}
+
+SHIM_EXPORT int pthread_cond_wait(pthread_cond_t *pc, pthread_mutex_t *pm) {
+  SHIM_ENTER(pthread_cond_wait, pc, pm);
+  return cond_wait(PC(pc), PM(pm), CLOCK_REALTIME, NULL);
+}
+
+SHIM_EXPORT int pthread_cond_timedwait(pthread_cond_t *pc, pthread_mutex_t *pm,
+                                       const struct timespec *abs) {
+  SHIM_ENTER(pthread_cond_timedwait, pc, pm, abs);
+  if (shim_null(abs)) return EINVAL;
+  return cond_wait(PC(pc), PM(pm), PC(pc)->clock ? CLOCK_MONOTONIC : CLOCK_REALTIME, abs);
+}
+
+SHIM_EXPORT int pthread_cond_clockwait(pthread_cond_t *pc, pthread_mutex_t *pm, clockid_t clock,
+                                       const struct timespec *abs) {
+  SHIM_ENTER(pthread_cond_clockwait, pc, pm, clock, abs);
+  if (shim_null(abs) || (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC)) return EINVAL;
+  return cond_wait(PC(pc), PM(pm), clock, abs);
+}
+
+static int cond_wake(struct pt_cond *c, int n) {
+  if (!__atomic_load_n(&c->head, __ATOMIC_RELAXED)) return 0;
+  ito__pt_lock(&c->qlock);
+  void *w = ito__pt_wq_take(&c->head, &c->tail, n);
+  ito__pt_unlock(&c->qlock);
+  ito__pt_wq_wake(w);
+  return 0;
+}
+
+SHIM_EXPORT int pthread_cond_signal(pthread_cond_t *pc) {
+  SHIM_ENTER(pthread_cond_signal, pc);
+  return cond_wake(PC(pc), 1);
+}
+
+SHIM_EXPORT int pthread_cond_broadcast(pthread_cond_t *pc) {
+  SHIM_ENTER(pthread_cond_broadcast, pc);
+  return cond_wake(PC(pc), -1);
+}
+
+/* ---- reader/writer locks ----------------------------------------------------------
+ * Everything under qlock; a release hands the lock to the waiters it wakes
+ * (state is set for them), so a woken thread never competes again. */
+
+struct pt_rwlock {
+  int qlock;
+  int state;      /* readers inside, or -1 for a writer */
+  int wwait;      /* writers queued */
+  int pad0;
+  uint64_t owner; /* the writer's id */
+  void *head, *tail;
+  uint64_t pad1;
+  int kind;       /* glibc's __flags: 2 = writers first (PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP) */
+};
+_Static_assert(sizeof(struct pt_rwlock) <= sizeof(pthread_rwlock_t), "rwlock layout");
+_Static_assert(offsetof(struct pt_rwlock, kind) == 48, "the kind stays at glibc's offset");
+#define PRW(l) ((struct pt_rwlock *)(void *)(l))
+enum { TAG_READ = 1, TAG_WRITE = 2 };
+
+/* Under qlock: the waiters that may now enter, with state set for them. */
+static void *rw_grant(struct pt_rwlock *l) {
+  int tag = ito__pt_wq_head_tag(&l->head);
+  if (tag == TAG_WRITE && l->state == 0) {
+    l->state = -1;
+    l->wwait--;
+    return ito__pt_wq_take(&l->head, &l->tail, 1);
+  }
+  if (tag == TAG_READ && l->state >= 0) {
+    int n;
+    void *w = ito__pt_wq_take_tag(&l->head, &l->tail, TAG_READ, &n);
+    l->state += n;
+    return w;
+  }
+  return NULL;
+}
+
+static int rw_rdlock(struct pt_rwlock *l, int try, clockid_t clock, const struct timespec *abs) {
+  ito__pt_lock(&l->qlock);
+  if (l->state >= 0 && (l->kind != 2 || l->wwait == 0) && l->state < INT_MAX) {
+    l->state++;
+    ito__pt_unlock(&l->qlock);
+    return 0;
+  }
+  int rc = 0;
+  if (l->state == -1 && __atomic_load_n(&l->owner, __ATOMIC_RELAXED) == self_id())
+    rc = EDEADLK;
+  else if (l->state == INT_MAX)
+    rc = EAGAIN;
+  else if (try)
+    rc = EBUSY;
+  else if (abs && shim_bad_time(abs))
+    rc = EINVAL;
+  if (rc) {
+    ito__pt_unlock(&l->qlock);
+    return rc;
+  }
+  return ito__pt_wq_wait(&l->qlock, &l->head, &l->tail, TAG_READ, clock, abs, NULL, NULL);
+}
+
+static int rw_wrlock(struct pt_rwlock *l, int try, clockid_t clock, const struct timespec *abs) {
+  uint64_t me = self_id();
+  ito__pt_lock(&l->qlock);
+  if (l->state == 0 && !l->head) {
+    l->state = -1;
+    __atomic_store_n(&l->owner, me, __ATOMIC_RELAXED);
+    ito__pt_unlock(&l->qlock);
+    return 0;
+  }
+  int rc = 0;
+  if (l->state == -1 && __atomic_load_n(&l->owner, __ATOMIC_RELAXED) == me)
+    rc = EDEADLK;
+  else if (try)
+    rc = EBUSY;
+  else if (abs && shim_bad_time(abs))
+    rc = EINVAL;
+  if (rc) {
+    ito__pt_unlock(&l->qlock);
+    return rc;
+  }
+  l->wwait++;
+  if (ito__pt_wq_wait(&l->qlock, &l->head, &l->tail, TAG_WRITE, clock, abs, NULL, NULL) == 0) {
+    __atomic_store_n(&l->owner, me, __ATOMIC_RELAXED);
+    return 0;
+  }
+  /* timed out: readers queued behind this writer may now enter */
+  ito__pt_lock(&l->qlock);
+  l->wwait--;
+  void *w = rw_grant(l);
+  ito__pt_unlock(&l->qlock);
+  ito__pt_wq_wake(w);
+  return ETIMEDOUT;
+}
+
+SHIM_EXPORT int pthread_rwlock_init(pthread_rwlock_t *pl, const pthread_rwlockattr_t *attr) {
+  SHIM_ENTER(pthread_rwlock_init, pl, attr);
+  int kind = 0;
+  if (attr) {
+    int v;
+    if (pthread_rwlockattr_getpshared(attr, &v) == 0 && v == PTHREAD_PROCESS_SHARED)
+      return REFUSE("pthread_rwlock_init", "a process-shared rwlock",
+                    "lightweight threads share one process; use a process-private one", ENOTSUP);
+    if (pthread_rwlockattr_getkind_np(attr, &v) == 0 &&
+        v == PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP)
+      kind = 2;
+  }
+  memset(pl, 0, sizeof *pl);
+  PRW(pl)->kind = kind;
+  return 0;
+}
+
+SHIM_EXPORT int pthread_rwlock_destroy(pthread_rwlock_t *pl) {
+  SHIM_ENTER(pthread_rwlock_destroy, pl);
+  struct pt_rwlock *l = PRW(pl);
+  return (__atomic_load_n(&l->state, __ATOMIC_RELAXED) || __atomic_load_n(&l->head, __ATOMIC_RELAXED)) ? EBUSY : 0;
+}
+
+SHIM_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *pl) {
+  SHIM_ENTER(pthread_rwlock_rdlock, pl);
+  return rw_rdlock(PRW(pl), 0, CLOCK_REALTIME, NULL);
+}
+SHIM_EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t *pl) {
+  SHIM_ENTER(pthread_rwlock_tryrdlock, pl);
+  return rw_rdlock(PRW(pl), 1, CLOCK_REALTIME, NULL);
+}
+SHIM_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *pl, const struct timespec *abs) {
+  SHIM_ENTER(pthread_rwlock_timedrdlock, pl, abs);
+  if (shim_null(abs)) return EINVAL;
+  return rw_rdlock(PRW(pl), 0, CLOCK_REALTIME, abs);
+}
+SHIM_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *pl, clockid_t clock,
+                                           const struct timespec *abs) {
+  SHIM_ENTER(pthread_rwlock_clockrdlock, pl, clock, abs);
+  if (shim_null(abs) || (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC)) return EINVAL;
+  return rw_rdlock(PRW(pl), 0, clock, abs);
+}
+SHIM_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *pl) {
+  SHIM_ENTER(pthread_rwlock_wrlock, pl);
+  return rw_wrlock(PRW(pl), 0, CLOCK_REALTIME, NULL);
+}
+SHIM_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *pl) {
+  SHIM_ENTER(pthread_rwlock_trywrlock, pl);
+  return rw_wrlock(PRW(pl), 1, CLOCK_REALTIME, NULL);
+}
+SHIM_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *pl, const struct timespec *abs) {
+  SHIM_ENTER(pthread_rwlock_timedwrlock, pl, abs);
+  if (shim_null(abs)) return EINVAL;
+  return rw_wrlock(PRW(pl), 0, CLOCK_REALTIME, abs);
+}
+SHIM_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *pl, clockid_t clock,
+                                           const struct timespec *abs) {
+  SHIM_ENTER(pthread_rwlock_clockwrlock, pl, clock, abs);
+  if (shim_null(abs) || (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC)) return EINVAL;
+  return rw_wrlock(PRW(pl), 0, clock, abs);
+}
+
+SHIM_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *pl) {
+  SHIM_ENTER(pthread_rwlock_unlock, pl);
+  struct pt_rwlock *l = PRW(pl);
+  ito__pt_lock(&l->qlock);
+  if (l->state == -1) {
+    l->state = 0;
+    __atomic_store_n(&l->owner, 0, __ATOMIC_RELAXED);
+  } else if (l->state > 0) {
+    l->state--;
+  } else {
+    ito__pt_unlock(&l->qlock);
+    return EPERM;
+  }
+  void *w = l->state == 0 ? rw_grant(l) : NULL;
+  ito__pt_unlock(&l->qlock);
+  ito__pt_wq_wake(w);
+  return 0;
+}
+
+/* ---- barriers: exactly ito_barrier_t ------------------------------------------------ */
+
+_Static_assert(sizeof(ito_barrier_t) == sizeof(pthread_barrier_t), "barrier layout");
+_Static_assert(ITO_BARRIER_SERIAL_THREAD == PTHREAD_BARRIER_SERIAL_THREAD, "serial value");
+
+SHIM_EXPORT int pthread_barrier_init(pthread_barrier_t *b, const pthread_barrierattr_t *attr,
+                                     unsigned count) {
+  SHIM_ENTER(pthread_barrier_init, b, attr, count);
+  int sh;
+  if (attr && pthread_barrierattr_getpshared(attr, &sh) == 0 && sh == PTHREAD_PROCESS_SHARED)
+    return REFUSE("pthread_barrier_init", "a process-shared barrier",
+                  "lightweight threads share one process; use a process-private one", ENOTSUP);
+  return ito_barrier_init((ito_barrier_t *)(void *)b, count);
+}
+
+SHIM_EXPORT int pthread_barrier_destroy(pthread_barrier_t *b) {
+  SHIM_ENTER(pthread_barrier_destroy, b);
+  return ito_barrier_destroy((ito_barrier_t *)(void *)b);
+}
+
+SHIM_EXPORT int pthread_barrier_wait(pthread_barrier_t *b) {
+  SHIM_ENTER(pthread_barrier_wait, b);
+  return ito_barrier_wait((ito_barrier_t *)(void *)b);
+}
+
+/* ---- spinlocks: an ito thread yields every 1,000 spins ------------------------------ */
+
+SHIM_EXPORT int pthread_spin_init(pthread_spinlock_t *s, int pshared) {
+  SHIM_ENTER(pthread_spin_init, s, pshared);
+  __atomic_store_n((int *)s, 0, __ATOMIC_RELAXED); /* process-shared: only an atomic, accepted */
+  return 0;
+}
+
+SHIM_EXPORT int pthread_spin_destroy(pthread_spinlock_t *s) {
+  SHIM_ENTER(pthread_spin_destroy, s);
+  return 0;
+}
+
+SHIM_EXPORT int pthread_spin_lock(pthread_spinlock_t *s) {
+  SHIM_ENTER(pthread_spin_lock, s);
+  int *p = (int *)s;
+  for (unsigned n = 1;; n++) {
+    if (__atomic_load_n(p, __ATOMIC_RELAXED) == 0 && cas(p, 0, 1)) return 0;
+    if (n % 1000 == 0 && ito__pt_can_park())
+      ito_yield(); /* the holder may be waiting for this worker */
+    else
+      relax();
+  }
+}
+
+SHIM_EXPORT int pthread_spin_trylock(pthread_spinlock_t *s) {
+  SHIM_ENTER(pthread_spin_trylock, s);
+  return cas((int *)s, 0, 1) ? 0 : EBUSY;
+}
+
+SHIM_EXPORT int pthread_spin_unlock(pthread_spinlock_t *s) {
+  SHIM_ENTER(pthread_spin_unlock, s);
+  __atomic_store_n((int *)s, 0, __ATOMIC_RELEASE);
+  return 0;
+}
+
+/* ---- once: 0 new, 1 running, 2 done; waiters share one queue ------------------------ */
+
+static int once_qlock;
+static void *once_head, *once_tail;
+
+static void once_wake_all(void) {
+  ito__pt_lock(&once_qlock);
+  void *w = ito__pt_wq_take(&once_head, &once_tail, -1);
+  ito__pt_unlock(&once_qlock);
+  ito__pt_wq_wake(w);
+}
+
+/* The function left by an exception (or a forced unwind): the once is new
+ * again, and a waiter takes its turn. */
+static void once_unwound(int **cell) {
+  if (*cell) {
+    __atomic_store_n(*cell, 0, __ATOMIC_RELEASE);
+    once_wake_all();
+  }
+}
+
+SHIM_EXPORT int pthread_once(pthread_once_t *o, void (*fn)(void)) {
+  SHIM_ENTER(pthread_once, o, fn);
+  int *p = (int *)o;
+  for (;;) {
+    int s = __atomic_load_n(p, __ATOMIC_ACQUIRE);
+    if (LIKELY(s == 2)) return 0;
+    if (s == 0 && cas(p, 0, 1)) {
+      int *cell __attribute__((cleanup(once_unwound))) = p;
+      fn();
+      cell = NULL;
+      __atomic_store_n(p, 2, __ATOMIC_RELEASE);
+      once_wake_all();
+      return 0;
+    }
+    ito__pt_lock(&once_qlock);
+    if (__atomic_load_n(p, __ATOMIC_ACQUIRE) == 1)
+      ito__pt_wq_wait(&once_qlock, &once_head, &once_tail, 0, CLOCK_MONOTONIC, NULL, NULL, NULL);
+    else
+      ito__pt_unlock(&once_qlock);
+  }
+}
+
+/* ---- keys: the runtime's, per lightweight thread ------------------------------------ */
+
+_Static_assert(ITO_KEYS_MAX == PTHREAD_KEYS_MAX, "key count");
+
+SHIM_EXPORT int pthread_key_create(pthread_key_t *k, void (*dtor)(void *)) {
+  SHIM_ENTER(pthread_key_create, k, dtor);
+  ito_key_t key;
+  int rc = ito_key_create(&key, dtor);
+  if (!rc) *k = key;
+  return rc;
+}
+
+SHIM_EXPORT int pthread_key_delete(pthread_key_t k) {
+  SHIM_ENTER(pthread_key_delete, k);
+  return ito_key_delete(k);
+}
+
+SHIM_EXPORT void *pthread_getspecific(pthread_key_t k) {
+  SHIM_ENTER(pthread_getspecific, k);
+  return ito_getspecific(k);
+}
+
+SHIM_EXPORT int pthread_setspecific(pthread_key_t k, const void *v) {
+  SHIM_ENTER(pthread_setspecific, k, v);
+  return ito_setspecific(k, v);
+}

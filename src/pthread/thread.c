@@ -1,0 +1,282 @@
+/* Threads: create, join, detach, exit, identity, attributes, and the calls
+ * that are refused on lightweight threads (docs/dropin.md sections 4, 6). */
+#include "shim.h"
+
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+static size_t default_stacksize(void) {
+  static size_t v;
+  if (!v) {
+    pthread_attr_t a;
+    size_t s = 8u << 20;
+    if (pthread_getattr_default_np(&a) == 0) {
+      pthread_attr_getstacksize(&a, &s);
+      pthread_attr_destroy(&a);
+    }
+    v = s;
+  }
+  return v;
+}
+
+/* Reads a pthread attribute into the runtime's; 0 or the error to return. */
+static int read_attr(const pthread_attr_t *attr, struct ito_pt_attr *a) {
+  memset(a, 0, sizeof *a);
+  if (!attr) return 0;
+  int ds = PTHREAD_CREATE_JOINABLE;
+  pthread_attr_getdetachstate(attr, &ds);
+  a->detached = ds == PTHREAD_CREATE_DETACHED;
+  void *lo = NULL;
+  size_t size = 0;
+  /* size 0: never set. Without a stack address glibc reports lo as NULL
+   * minus the size (the top it keeps is NULL). */
+  pthread_attr_getstack(attr, &lo, &size);
+  if (lo && (uintptr_t)lo + size != 0) {
+    a->stackaddr = lo;
+    a->stacksize = size;
+  } else if (size && size != default_stacksize()) {
+    /* glibc's default size counts as unset: ITO_STACK_SIZE decides */
+    a->stacksize = size;
+  }
+  int inherit = PTHREAD_INHERIT_SCHED, policy = SCHED_OTHER;
+  pthread_attr_getinheritsched(attr, &inherit);
+  pthread_attr_getschedpolicy(attr, &policy);
+  if (inherit == PTHREAD_EXPLICIT_SCHED && policy != SCHED_OTHER)
+    return REFUSE("pthread_create", "a scheduling policy other than SCHED_OTHER",
+                  "lightweight threads have no priorities; drop the attribute", ENOTSUP);
+  cpu_set_t cpus;
+  if (pthread_attr_getaffinity_np(attr, sizeof cpus, &cpus) == 0 &&
+      CPU_COUNT(&cpus) != CPU_SETSIZE)
+    return REFUSE("pthread_create", "a CPU affinity attribute",
+                  "lightweight threads move between workers; use ITO_BIND=1 to pin the workers",
+                  ENOTSUP);
+  sigset_t mask;
+  if (pthread_attr_getsigmask_np(attr, &mask) == 0)
+    return REFUSE("pthread_create", "a signal mask attribute",
+                  "block signals in main() before the first pthread_create", ENOTSUP);
+  return 0;
+}
+
+SHIM_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
+                               void *(*fn)(void *), void *arg) {
+  SHIM_ENTER(pthread_create, thread, attr, fn, arg);
+  struct ito_pt_attr a;
+  int rc = read_attr(attr, &a);
+  if (rc) return rc;
+  ito_thread_t h;
+  rc = ito__pt_create(&h, attr ? &a : NULL, fn, arg);
+  if (rc == 0) *thread = (pthread_t)h;
+  return rc;
+}
+
+SHIM_EXPORT int pthread_join(pthread_t t, void **ret) {
+  SHIM_ENTER(pthread_join, t, ret);
+  if (!is_ito(t)) return shim_real.pthread_join(t, ret);
+  int rc = ito__pt_check((ito_thread_t)t);
+  if (rc) return rc;
+  return ito_join((ito_thread_t)t, ret);
+}
+
+SHIM_EXPORT int pthread_tryjoin_np(pthread_t t, void **ret) {
+  SHIM_ENTER(pthread_tryjoin_np, t, ret);
+  if (!is_ito(t)) return shim_real.pthread_tryjoin_np(t, ret);
+  int rc = ito__pt_check((ito_thread_t)t);
+  if (rc) return rc;
+  return ito__pt_tryjoin((ito_thread_t)t, ret);
+}
+
+/* Timed joins poll every millisecond (docs/dropin.md section 6). */
+static int timed_join(pthread_t t, void **ret, clockid_t clock, const struct timespec *abs) {
+  int rc = ito__pt_check((ito_thread_t)t);
+  if (rc) return rc;
+  if (abs && shim_bad_time(abs)) return EINVAL;
+  if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC) return EINVAL;
+  for (;;) {
+    rc = ito__pt_tryjoin((ito_thread_t)t, ret);
+    if (rc != EBUSY) return rc;
+    struct timespec now;
+    clock_gettime(clock, &now);
+    if (abs && (now.tv_sec > abs->tv_sec ||
+                (now.tv_sec == abs->tv_sec && now.tv_nsec >= abs->tv_nsec)))
+      return ETIMEDOUT;
+    struct timespec ms = {0, 1000000};
+    ito_nanosleep(&ms);
+  }
+}
+
+SHIM_EXPORT int pthread_timedjoin_np(pthread_t t, void **ret, const struct timespec *abs) {
+  SHIM_ENTER(pthread_timedjoin_np, t, ret, abs);
+  if (!is_ito(t)) return shim_real.pthread_timedjoin_np(t, ret, abs);
+  return timed_join(t, ret, CLOCK_REALTIME, abs);
+}
+
+SHIM_EXPORT int pthread_clockjoin_np(pthread_t t, void **ret, clockid_t clock,
+                                     const struct timespec *abs) {
+  SHIM_ENTER(pthread_clockjoin_np, t, ret, clock, abs);
+  if (!is_ito(t)) return shim_real.pthread_clockjoin_np(t, ret, clock, abs);
+  return timed_join(t, ret, clock, abs);
+}
+
+SHIM_EXPORT int pthread_detach(pthread_t t) {
+  SHIM_ENTER(pthread_detach, t);
+  if (!is_ito(t)) return shim_real.pthread_detach(t);
+  int rc = ito__pt_check((ito_thread_t)t);
+  if (rc) return rc;
+  return ito_detach((ito_thread_t)t);
+}
+
+SHIM_HIDDEN void shim_exit_cleanup(void *value) __attribute__((noreturn));
+SHIM_HIDDEN void shim_exit_thread(void *value) __attribute__((noreturn));
+
+SHIM_EXPORT void pthread_exit(void *value) {
+  if (UNLIKELY(shim_state != 1)) {
+    if (shim_state == 0) shim_init();
+    if (shim_state == 2) shim_real.pthread_exit(value);
+  }
+  if (!ito_self()) shim_real.pthread_exit(value);
+  shim_exit_cleanup(value); /* runs the cleanup handlers, then shim_exit_thread */
+}
+
+void shim_exit_thread(void *value) {
+  if (ito__pt_is_root()) {
+    /* main ends: the process lives on until the other threads are done,
+     * then exits with status 0, as glibc does after the last thread */
+    while (ito__pt_live() > 0) {
+      struct timespec ms = {0, 1000000};
+      ito_nanosleep(&ms);
+    }
+    exit(0);
+  }
+  ito_exit(value);
+}
+
+SHIM_EXPORT pthread_t pthread_self(void) {
+  SHIM_ENTER(pthread_self);
+  return shim_self();
+}
+
+SHIM_EXPORT int pthread_equal(pthread_t a, pthread_t b) { return a == b; }
+
+SHIM_EXPORT int pthread_kill(pthread_t t, int sig) {
+  SHIM_ENTER(pthread_kill, t, sig);
+  if (!is_ito(t)) return shim_real.pthread_kill(t, sig);
+  int rc = ito__pt_check((ito_thread_t)t);
+  if (rc == ESRCH) return ESRCH;
+  if (sig == 0) return 0;
+  return REFUSE("pthread_kill", "sending a signal to a lightweight thread",
+                "any worker may run it; signal the process with kill(getpid(), sig)", ENOTSUP);
+}
+
+SHIM_EXPORT int pthread_sigqueue(pthread_t t, int sig, const union sigval v) {
+  SHIM_ENTER(pthread_sigqueue, t, sig, v);
+  if (!is_ito(t)) return shim_real.pthread_sigqueue(t, sig, v);
+  if (ito__pt_check((ito_thread_t)t) == ESRCH) return ESRCH;
+  if (sig == 0) return 0;
+  return REFUSE("pthread_sigqueue", "sending a signal to a lightweight thread",
+                "any worker may run it; use sigqueue(getpid(), ...)", ENOTSUP);
+}
+
+SHIM_EXPORT int pthread_cancel(pthread_t t) {
+  SHIM_ENTER(pthread_cancel, t);
+  if (!is_ito(t)) return shim_real.pthread_cancel(t);
+  return REFUSE("pthread_cancel", "cancellation",
+                "tell the thread to stop through a flag or a condition variable", ENOTSUP);
+}
+
+/* Cancellation never happens: the state calls succeed and report it
+ * enabled and deferred. */
+SHIM_EXPORT int pthread_setcancelstate(int state, int *old) {
+  SHIM_ENTER(pthread_setcancelstate, state, old);
+  if (state != PTHREAD_CANCEL_ENABLE && state != PTHREAD_CANCEL_DISABLE) return EINVAL;
+  if (old) *old = PTHREAD_CANCEL_ENABLE;
+  return 0;
+}
+
+SHIM_EXPORT int pthread_setcanceltype(int type, int *old) {
+  SHIM_ENTER(pthread_setcanceltype, type, old);
+  if (type != PTHREAD_CANCEL_DEFERRED && type != PTHREAD_CANCEL_ASYNCHRONOUS) return EINVAL;
+  if (old) *old = PTHREAD_CANCEL_DEFERRED;
+  return 0;
+}
+
+SHIM_EXPORT void pthread_testcancel(void) {
+  if (UNLIKELY(shim_state == 2)) shim_real.pthread_testcancel();
+}
+
+SHIM_EXPORT int pthread_getattr_np(pthread_t t, pthread_attr_t *attr) {
+  SHIM_ENTER(pthread_getattr_np, t, attr);
+  if (!is_ito(t)) return shim_real.pthread_getattr_np(t, attr);
+  int rc = ito__pt_check((ito_thread_t)t);
+  if (rc == ESRCH) return ESRCH;
+  rc = pthread_attr_init(attr);
+  if (rc) return rc;
+  void *lo;
+  size_t size;
+  if ((ito_thread_t)t == ito_self() && ito__pt_stack(&lo, &size) == 0)
+    pthread_attr_setstack(attr, lo, size);
+  return 0;
+}
+
+SHIM_EXPORT int pthread_setname_np(pthread_t t, const char *name) {
+  SHIM_ENTER(pthread_setname_np, t, name);
+  if (!is_ito(t)) return shim_real.pthread_setname_np(t, name);
+  if (shim_null(name)) return EINVAL;
+  if (strlen(name) > 15) return ERANGE;
+  return ito__pt_check((ito_thread_t)t) == ESRCH ? ESRCH : 0; /* names are not kept */
+}
+
+SHIM_EXPORT int pthread_getname_np(pthread_t t, char *buf, size_t len) {
+  SHIM_ENTER(pthread_getname_np, t, buf, len);
+  if (!is_ito(t)) return shim_real.pthread_getname_np(t, buf, len);
+  if (len < 16) return ERANGE;
+  if (ito__pt_check((ito_thread_t)t) == ESRCH) return ESRCH;
+  strcpy(buf, "ito");
+  return 0;
+}
+
+SHIM_EXPORT int pthread_setaffinity_np(pthread_t t, size_t size, const cpu_set_t *set) {
+  SHIM_ENTER(pthread_setaffinity_np, t, size, set);
+  if (!is_ito(t)) return shim_real.pthread_setaffinity_np(t, size, set);
+  return REFUSE("pthread_setaffinity_np", "CPU affinity of a lightweight thread",
+                "lightweight threads move between workers; use ITO_BIND=1 to pin the workers",
+                ENOTSUP);
+}
+
+SHIM_EXPORT int pthread_getaffinity_np(pthread_t t, size_t size, cpu_set_t *set) {
+  SHIM_ENTER(pthread_getaffinity_np, t, size, set);
+  if (!is_ito(t)) return shim_real.pthread_getaffinity_np(t, size, set);
+  return sched_getaffinity(0, size, set) ? errno : 0; /* the process's mask */
+}
+
+SHIM_EXPORT int pthread_setschedparam(pthread_t t, int policy, const struct sched_param *p) {
+  SHIM_ENTER(pthread_setschedparam, t, policy, p);
+  if (!is_ito(t)) return shim_real.pthread_setschedparam(t, policy, p);
+  if (policy == SCHED_OTHER && !shim_null(p) && p->sched_priority == 0) return 0;
+  return REFUSE("pthread_setschedparam", "a scheduling policy or priority",
+                "lightweight threads have none; only SCHED_OTHER with priority 0 is accepted",
+                ENOTSUP);
+}
+
+SHIM_EXPORT int pthread_getschedparam(pthread_t t, int *policy, struct sched_param *p) {
+  SHIM_ENTER(pthread_getschedparam, t, policy, p);
+  if (!is_ito(t)) return shim_real.pthread_getschedparam(t, policy, p);
+  *policy = SCHED_OTHER;
+  p->sched_priority = 0;
+  return 0;
+}
+
+SHIM_EXPORT int pthread_setschedprio(pthread_t t, int prio) {
+  SHIM_ENTER(pthread_setschedprio, t, prio);
+  if (!is_ito(t)) return shim_real.pthread_setschedprio(t, prio);
+  if (prio == 0) return 0;
+  return REFUSE("pthread_setschedprio", "a thread priority",
+                "lightweight threads have none; only 0 is accepted", ENOTSUP);
+}
+
+SHIM_EXPORT int pthread_getcpuclockid(pthread_t t, clockid_t *c) {
+  SHIM_ENTER(pthread_getcpuclockid, t, c);
+  if (!is_ito(t)) return shim_real.pthread_getcpuclockid(t, c);
+  return REFUSE("pthread_getcpuclockid", "a CPU-time clock of a lightweight thread",
+                "use CLOCK_PROCESS_CPUTIME_ID", ENOTSUP);
+}
