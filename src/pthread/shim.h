@@ -9,7 +9,9 @@
 #include "../pt_api.h"
 
 #include <errno.h>
+#include <link.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <sched.h>
 #include <stdint.h>
 #include <time.h>
@@ -94,6 +96,12 @@
   X(__pthread_register_cancel, void, (__pthread_unwind_buf_t *))                                \
   X(__pthread_unregister_cancel, void, (__pthread_unwind_buf_t *))                              \
   X(__pthread_unwind_next, void, (__pthread_unwind_buf_t *))                                    \
+  X(flockfile, void, (FILE *))                                                                   \
+  X(ftrylockfile, int, (FILE *))                                                                 \
+  X(funlockfile, void, (FILE *))                                                                 \
+  X(dlopen, void *, (const char *, int))                                                         \
+  X(dlclose, int, (void *))                                                                      \
+  X(dl_iterate_phdr, int, (int (*)(struct dl_phdr_info *, size_t, void *), void *))              \
   X(nanosleep, int, (const struct timespec *, struct timespec *))                                \
   X(clock_nanosleep, int, (clockid_t, int, const struct timespec *, struct timespec *))          \
   X(usleep, int, (useconds_t))                                                                   \

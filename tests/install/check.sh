@@ -24,7 +24,7 @@ echo "== install $build into $prefix"
 "$cmake" --install "$build" --prefix "$prefix" >"$scratch/install.log" 2>&1 \
   || { cat "$scratch/install.log" >&2; fail "cmake --install failed"; }
 
-for f in include/ito/ito.h include/ito/ito.hpp lib/libito.so lib/libito.a \
+for f in include/ito/ito.h include/ito/ito.hpp lib/libito.so lib/libito.a lib/libito-pthread.so \
          lib/pkgconfig/ito.pc lib/cmake/ito/itoConfig.cmake \
          lib/cmake/ito/itoConfigVersion.cmake lib/cmake/ito/itoTargets.cmake; do
   [ -e "$prefix/$f" ] || fail "$f missing from the installed tree"
@@ -67,10 +67,29 @@ echo "pkg-config: $pcflags"
   || fail "compiling main.c with the pkg-config flags failed"
 run_and_check "main.c built with pkg-config" "ito consumer c: sum=85344" "$scratch/pkgconfig-c"
 
-# Informational: the shared library should export the public API only.
-if command -v nm >/dev/null; then
-  extra=$(nm -D --defined-only "$prefix/lib/libito.so" | awk 'NF == 3 && $3 !~ /^ito_/ { print $3 }')
-  [ -z "$extra" ] || printf 'note: libito.so also exports: %s\n' $extra
-fi
+echo "== the installed libito-pthread.so runs an unmodified pthread program"
+"$cc" -O2 -pthread -o "$scratch/pthread-prog" "$here/pthread_prog.c" \
+  || fail "compiling pthread_prog.c failed"
+run_and_check "pthread_prog natively" "pthread prog: sum=499500" "$scratch/pthread-prog"
+out=$(LD_PRELOAD="$prefix/lib/libito-pthread.so" ITO_PTHREAD_VERIFY=1 timeout 120 \
+      "$scratch/pthread-prog" 2>&1) || { printf '%s\n' "$out" >&2; fail "pthread_prog preloaded failed"; }
+printf '%s\n' "$out"
+grep -qF "pthread prog: sum=499500" <<<"$out" || fail "pthread_prog preloaded printed a wrong sum"
+grep -qE "ito-pthread: [1-9][0-9]* threads ran as ito threads" <<<"$out" \
+  || fail "the preloaded libito-pthread.so ran no thread as an ito thread"
+
+# The exported symbols (docs/dropin.md section 10): libito.so exports the
+# public ABI under ITO_0.1 and the shim's entry points under ITO_PRIVATE_0.1,
+# nothing else; the shim's interposers carry no version.
+command -v objdump >/dev/null || fail "objdump not found"
+bad=$(objdump -T "$prefix/lib/libito.so" | awk '$2 == "g" && $0 !~ /\*UND\*/ {
+        ver = $(NF-1); name = $NF
+        if (name == ver) next  # the version node itself
+        if (ver == "ITO_0.1" && name ~ /^ito_[a-z]/) next
+        if (ver == "ITO_PRIVATE_0.1" && name ~ /^ito__pt_/) next
+        print ver, name }')
+[ -z "$bad" ] || fail "libito.so exports symbols outside its version nodes: $bad"
+versioned=$(objdump -T "$prefix/lib/libito-pthread.so" | awk '$0 !~ /\*UND\*/ && $NF ~ /^pthread_create$/ { print $(NF-1) }')
+[ "$versioned" = "Base" ] || fail "libito-pthread.so's pthread_create carries version '$versioned' (expected none: Base)"
 
 echo "install check passed"

@@ -1,0 +1,73 @@
+/* Calls during which a lightweight thread must stay on its OS thread
+ * (docs/dropin.md section 5): libc's stream locks and the dynamic loader's
+ * lock record the owning OS thread, so a thread that parked while holding
+ * one and moved, or let another thread on its worker in, would break them.
+ * The thread is pinned from taking such a lock to releasing it: its waits
+ * then block the worker instead of parking. */
+#include "shim.h"
+
+#include <dlfcn.h>
+
+static int pin_if_ito(void) {
+  if (!ito_self()) return 0;
+  ito__pt_pin();
+  return 1;
+}
+
+SHIM_EXPORT void flockfile(FILE *f) {
+  if (UNLIKELY(shim_state != 1)) {
+    if (shim_state == 0) shim_init();
+    if (shim_state == 2) return shim_real.flockfile(f);
+  }
+  pin_if_ito(); /* held until funlockfile */
+  shim_real.flockfile(f);
+}
+
+SHIM_EXPORT int ftrylockfile(FILE *f) {
+  SHIM_ENTER(ftrylockfile, f);
+  int pinned = pin_if_ito();
+  int rc = shim_real.ftrylockfile(f);
+  if (rc != 0 && pinned) ito__pt_unpin();
+  return rc;
+}
+
+SHIM_EXPORT void funlockfile(FILE *f) {
+  if (UNLIKELY(shim_state != 1)) {
+    if (shim_state == 0) shim_init();
+    if (shim_state == 2) return shim_real.funlockfile(f);
+  }
+  shim_real.funlockfile(f);
+  if (ito_self()) ito__pt_unpin();
+}
+
+/* A library's constructors run under the loader's lock; they may create
+ * threads and wait for them. */
+SHIM_EXPORT void *dlopen(const char *file, int mode) {
+  SHIM_ENTER(dlopen, file, mode);
+  int pinned = pin_if_ito();
+  void *h = shim_real.dlopen(file, mode);
+  if (pinned) ito__pt_unpin();
+  /* the C++ runtime may have come with it: its exception globals follow
+   * lightweight threads from now on */
+  if (h) {
+    void *g = dlsym(RTLD_DEFAULT, "__cxa_get_globals");
+    if (g) ito__pt_set_eh((void *(*)(void))g);
+  }
+  return h;
+}
+
+SHIM_EXPORT int dlclose(void *h) {
+  SHIM_ENTER(dlclose, h);
+  int pinned = pin_if_ito();
+  int rc = shim_real.dlclose(h);
+  if (pinned) ito__pt_unpin();
+  return rc;
+}
+
+SHIM_EXPORT int dl_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void *arg) {
+  SHIM_ENTER(dl_iterate_phdr, cb, arg);
+  int pinned = pin_if_ito();
+  int rc = shim_real.dl_iterate_phdr(cb, arg);
+  if (pinned) ito__pt_unpin();
+  return rc;
+}

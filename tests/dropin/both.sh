@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# both.sh PROG [ARGS...]: runs a drop-in test program natively and, when
+# ITO_PTHREAD_LIB names the library, under LD_PRELOAD with ITO_NUM_WORKERS=1
+# and then 4 (docs/dropin.md, section 8).
+#
+#   - every run must exit 0;
+#   - the three stdouts must be identical (a diff is printed otherwise);
+#   - each preloaded run runs with ITO_PTHREAD_VERIFY=1, and its stderr must
+#     hold "ito-pthread: N threads ran as ito threads" with N > 0, or the
+#     library interposed nothing.
+#
+# Environment:
+#   ITO_PTHREAD_LIB    path of libito-pthread.so. Unset or empty: native run
+#                      only (said on stdout). Set to a missing file: failure.
+#   ITO_TEST_EMULATOR  a command line (split at spaces) that runs PROG, e.g.
+#                      "qemu-aarch64 -L /usr/aarch64-linux-gnu". The preload
+#                      and the other variables then go to the program as the
+#                      emulator's -E VAR=VALUE options, so that LD_PRELOAD
+#                      does not apply to the emulator itself.
+#
+# Each run's stderr is passed through (after the run), so a test's own
+# messages appear in the ctest log.
+set -u
+
+if [ $# -lt 1 ]; then
+  echo "usage: both.sh PROG [ARGS...]" >&2
+  exit 2
+fi
+prog=$1
+shift
+name=$(basename "$prog")
+
+if [ ! -e "$prog" ]; then
+  echo "both.sh: $prog: no such program" >&2
+  exit 1
+fi
+
+emulator=()
+if [ -n "${ITO_TEST_EMULATOR:-}" ]; then
+  read -r -a emulator <<<"$ITO_TEST_EMULATOR"
+fi
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/ito-both.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+
+now_ms() { date +%s%3N; }
+
+# run LABEL [VAR=VALUE...]: runs PROG with ARGS and those variables; stdout
+# goes to $tmp/LABEL.out, stderr to $tmp/LABEL.err (and then to ours).
+# Sets run_rc.
+run() {
+  local label=$1
+  shift
+  local cmd=()
+  if [ ${#emulator[@]} -gt 0 ]; then
+    cmd=("${emulator[@]}")
+    local v
+    for v in "$@"; do cmd+=(-E "$v"); done
+    cmd+=("$prog")
+  elif [ $# -gt 0 ]; then
+    cmd=(env "$@" "$prog")
+  else
+    cmd=("$prog")
+  fi
+  local t0 t1
+  t0=$(now_ms)
+  "${cmd[@]}" ${args[@]+"${args[@]}"} >"$tmp/$label.out" 2>"$tmp/$label.err"
+  run_rc=$?
+  t1=$(now_ms)
+  cat "$tmp/$label.err" >&2
+  echo "both.sh: $name ($label): exit status $run_rc, $((t1 - t0)) ms"
+}
+
+args=("$@")
+status=0
+
+run native
+if [ "$run_rc" -ne 0 ]; then
+  echo "both.sh: $name failed natively (exit status $run_rc)" >&2
+  exit 1
+fi
+echo "---- $name stdout (native)"
+cat "$tmp/native.out"
+echo "----"
+
+lib=${ITO_PTHREAD_LIB:-}
+if [ -z "$lib" ]; then
+  echo "both.sh: ITO_PTHREAD_LIB is not set: ran $name natively only"
+  exit 0
+fi
+if [ ! -f "$lib" ]; then
+  echo "both.sh: ITO_PTHREAD_LIB=$lib: no such file (is the ito_pthread target built?)" >&2
+  exit 1
+fi
+
+for workers in 1 4; do
+  label="preload-${workers}worker"
+  run "$label" "LD_PRELOAD=$lib" ITO_PTHREAD_VERIFY=1 "ITO_NUM_WORKERS=$workers"
+  if [ "$run_rc" -ne 0 ]; then
+    echo "both.sh: $name failed under the preload with ITO_NUM_WORKERS=$workers (exit status $run_rc)" >&2
+    status=1
+    continue
+  fi
+  n=$(sed -n 's/^ito-pthread: \([0-9][0-9]*\) threads ran as ito threads.*/\1/p' "$tmp/$label.err" | tail -n 1)
+  if [ -z "$n" ] || [ "$n" -eq 0 ]; then
+    echo "both.sh: $name with ITO_NUM_WORKERS=$workers: no \"ito-pthread: N threads ran as ito threads\" line with N > 0 on stderr: the library interposed nothing" >&2
+    status=1
+    continue
+  fi
+  if ! cmp -s "$tmp/native.out" "$tmp/$label.out"; then
+    echo "both.sh: $name: stdout under the preload with ITO_NUM_WORKERS=$workers differs from the native run:" >&2
+    diff -u --label native --label "$label" "$tmp/native.out" "$tmp/$label.out" >&2
+    status=1
+    continue
+  fi
+  echo "both.sh: $name with ITO_NUM_WORKERS=$workers: same stdout, $n threads ran as ito threads"
+done
+
+if [ "$status" -eq 0 ]; then
+  echo "both.sh: $name: PASS (native, preloaded with 1 and 4 workers)"
+else
+  echo "both.sh: $name: FAIL" >&2
+fi
+exit "$status"
