@@ -602,3 +602,29 @@ SHIM_EXPORT int pthread_setspecific(pthread_key_t k, const void *v) {
   SHIM_ENTER(pthread_setspecific, k, v);
   return ito_setspecific(k, v);
 }
+
+/* ---- glibc's old names for the same calls (binaries linked long ago) --------------- */
+
+#define SHIM_ALIAS(old, name) \
+  SHIM_EXPORT __typeof__(name) old __attribute__((alias(#name), copy(name)));
+SHIM_ALIAS(__pthread_mutex_init, pthread_mutex_init)
+SHIM_ALIAS(__pthread_mutex_destroy, pthread_mutex_destroy)
+SHIM_ALIAS(__pthread_mutex_lock, pthread_mutex_lock)
+SHIM_ALIAS(__pthread_mutex_trylock, pthread_mutex_trylock)
+SHIM_ALIAS(__pthread_mutex_unlock, pthread_mutex_unlock)
+SHIM_ALIAS(__pthread_rwlock_init, pthread_rwlock_init)
+SHIM_ALIAS(__pthread_rwlock_destroy, pthread_rwlock_destroy)
+SHIM_ALIAS(__pthread_rwlock_rdlock, pthread_rwlock_rdlock)
+SHIM_ALIAS(__pthread_rwlock_tryrdlock, pthread_rwlock_tryrdlock)
+SHIM_ALIAS(__pthread_rwlock_wrlock, pthread_rwlock_wrlock)
+SHIM_ALIAS(__pthread_rwlock_trywrlock, pthread_rwlock_trywrlock)
+SHIM_ALIAS(__pthread_rwlock_unlock, pthread_rwlock_unlock)
+SHIM_ALIAS(__pthread_once, pthread_once)
+SHIM_ALIAS(__pthread_key_create, pthread_key_create)
+SHIM_ALIAS(__pthread_getspecific, pthread_getspecific)
+SHIM_ALIAS(__pthread_setspecific, pthread_setspecific)
+/* pthread.h redirects pthread_mutex_consistent_np to pthread_mutex_consistent;
+ * older binaries call it by its own name. */
+SHIM_EXPORT int shim_mutex_consistent_np(pthread_mutex_t *)
+    __asm__("pthread_mutex_consistent_np")
+    __attribute__((alias("pthread_mutex_consistent"), copy(pthread_mutex_consistent)));

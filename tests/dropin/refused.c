@@ -1,0 +1,80 @@
+/* What libito-pthread.so refuses (docs/dropin.md section 6): each call
+ * returns its errno, twice, and refused.sh checks that each refusal printed
+ * its line once. Run preloaded only: natively most of these succeed. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t c = PTHREAD_COND_INITIALIZER;
+static int go;
+
+static void *waiter(void *p) {
+  pthread_mutex_lock(&m);
+  while (!go) pthread_cond_wait(&c, &m);
+  pthread_mutex_unlock(&m);
+  return p;
+}
+
+static const char *name(int e) {
+  switch (e) {
+    case 0: return "0";
+    case ENOTSUP: return "ENOTSUP";
+    case EINVAL: return "EINVAL";
+    case ESRCH: return "ESRCH";
+    default: return strerror(e);
+  }
+}
+
+static void *nothing(void *p) { return p; }
+
+int main(void) {
+  pthread_t t;
+  if (pthread_create(&t, NULL, waiter, NULL)) return 1;
+  if (!((unsigned long)t >> 63)) {
+    fprintf(stderr, "refused: not running under libito-pthread.so\n");
+    return 1;
+  }
+  for (int round = 0; round < 2; round++) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(0, &set);
+    struct sched_param sp = {1};
+    clockid_t clk;
+    pthread_mutexattr_t ma;
+    pthread_mutex_t pm;
+    pthread_attr_t aa;
+    pthread_t u;
+    printf("pthread_cancel: %s\n", name(pthread_cancel(t)));
+    printf("pthread_kill SIGUSR1: %s\n", name(pthread_kill(t, SIGUSR1)));
+    printf("pthread_kill 0: %s\n", name(pthread_kill(t, 0)));
+    printf("pthread_setaffinity_np: %s\n", name(pthread_setaffinity_np(t, sizeof set, &set)));
+    printf("pthread_setschedparam SCHED_FIFO: %s\n",
+           name(pthread_setschedparam(t, SCHED_FIFO, &sp)));
+    printf("pthread_getcpuclockid: %s\n", name(pthread_getcpuclockid(t, &clk)));
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+    printf("process-shared mutex: %s\n", name(pthread_mutex_init(&pm, &ma)));
+    pthread_mutexattr_destroy(&ma);
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
+    printf("robust mutex: %s\n", name(pthread_mutex_init(&pm, &ma)));
+    pthread_mutexattr_destroy(&ma);
+    pthread_attr_init(&aa);
+    pthread_attr_setaffinity_np(&aa, sizeof set, &set);
+    printf("create with an affinity attribute: %s\n", name(pthread_create(&u, &aa, nothing, NULL)));
+    pthread_attr_destroy(&aa);
+  }
+  pthread_mutex_lock(&m);
+  go = 1;
+  pthread_cond_broadcast(&c);
+  pthread_mutex_unlock(&m);
+  pthread_join(t, NULL);
+  printf("pthread_kill 0 after join: %s\n", name(pthread_kill(t, 0)));
+  return 0;
+}
