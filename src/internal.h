@@ -205,6 +205,7 @@ typedef struct worker {
   int wake_word;                    /* futex: 0 while asleep, 1 once woken */
   struct worker *sleep_next;        /* sleeper list link (sleep_lock) */
   long spin_ns;                     /* this worker's spin before sleeping (adaptive) */
+  unsigned io_pass;                 /* scheduling passes since the last I/O poll */
 #if ITO_TSAN
   void *sched_tsan;                 /* ThreadSanitizer contexts: the scheduler stack's */
   void *native_tsan;                /* and the OS thread's own */
@@ -244,8 +245,9 @@ typedef struct runtime {
   int wait_active;                  /* ITO_WAIT_POLICY=active: never sleep */
   long spin_ns;                     /* ITO_SPIN_US, in ns: the least spin */
   long spin_max_ns;                 /* the most an adaptive spin grows to */
-  int sleep_lock;                   /* guards the sleeper list and Z */
+  int sleep_lock;                   /* guards the sleeper list, Z and io_poller */
   worker *sleep_top;                /* the sleeper list */
+  worker *io_poller;                /* the sleeper waiting in epoll_wait, if any (io.c) */
   _Atomic unsigned rr;              /* round robin for submissions from outside */
   int init_lock;
   int root_is_main;
@@ -475,6 +477,13 @@ HIDDEN void ito__unlock_post(void *lock);
 HIDDEN void ito__take_records_of(worker *w, fiber *f);
 HIDDEN int ito__run_entry(worker *w, uintptr_t e, worker *victim, uintptr_t *slot);
 HIDDEN void ito__tg_child_done(ito_tg_t *tg);
+
+/* io.c: readiness of fds (docs/io.md) */
+extern int ito__io_waiters HIDDEN; /* threads parked on readiness */
+HIDDEN int ito__io_poll(void);       /* epoll_wait without waiting; threads made ready */
+HIDDEN int ito__io_sleep(long timeout_ns); /* the poll sleeper's wait */
+HIDDEN void ito__io_kick(void);      /* wakes the poll sleeper (its eventfd) */
+HIDDEN int ito__io_fd_is_ours(int fd);
 
 /* sync.c */
 HIDDEN void ito__timers_run(void);

@@ -380,14 +380,27 @@ static inline uint32_t idle_S(uint64_t x) { return (uint32_t)(x >> 32); }
 static inline uint32_t idle_Z(uint64_t x) { return (uint32_t)(x & (IDLE_SYM - 1)); }
 
 /* Takes v off the sleeper list and makes it a spinner; sleep_lock held. */
-static void unsleep_locked(worker *v, int hint) {
+/* Takes v off the sleeper list (sleep_lock held). Returns 1 if v was the
+ * poll sleeper: its waker must then write the eventfd (kick), not wake the
+ * futex. */
+static int unsleep_locked(worker *v, int hint) {
   worker **pp = &ito__rt.sleep_top;
   while (*pp != v) pp = &(*pp)->sleep_next;
   *pp = v->sleep_next;
   v->on_list = 0;
+  int poller = ito__rt.io_poller == v;
+  if (poller) ito__rt.io_poller = NULL;
   __atomic_fetch_add(&ito__rt_idle.v, IDLE_SPIN_ONE - 1, __ATOMIC_SEQ_CST);
   v->ws_hint = hint;
   __atomic_store_n(&v->wake_word, 1, __ATOMIC_RELEASE);
+  return poller;
+}
+
+static void kick(worker *v, int poller) {
+  if (poller)
+    ito__io_kick();
+  else
+    ito__futex_wake(&v->wake_word, 1);
 }
 
 /* wake_one of docs/idle.md: if nobody spins and somebody sleeps, the sleeper
@@ -400,34 +413,38 @@ void ito__wake_one(worker *hint) {
     spin_unlock(&ito__rt.sleep_lock);
     return;
   }
-  unsleep_locked(v, hint ? hint->id : -1);
+  /* a futex sleeper rather than the poll sleeper, which keeps watching I/O */
+  if (v == ito__rt.io_poller && v->sleep_next) v = v->sleep_next;
+  int poller = unsleep_locked(v, hint ? hint->id : -1);
   spin_unlock(&ito__rt.sleep_lock);
   /* v will most likely steal from us */
   if (hint) open_fence_window(hint);
-  ito__futex_wake(&v->wake_word, 1);
+  kick(v, poller);
 }
 
 /* v has mail (work only v may run): wake v if it sleeps. The lock orders the
  * mail before v's scan, whichever of the two takes sleep_lock first. */
 void ito__wake_worker(worker *v) {
   spin_lock(&ito__rt.sleep_lock);
-  int was = v->on_list;
-  if (was) unsleep_locked(v, -1);
+  int was = v->on_list, poller = 0;
+  if (was) poller = unsleep_locked(v, -1);
   spin_unlock(&ito__rt.sleep_lock);
-  if (was) ito__futex_wake(&v->wake_word, 1);
+  if (was) kick(v, poller);
 }
 
 /* Shutdown: every sleeper is woken (it then sees the stop flag). */
 void ito__wake_all(void) {
   spin_lock(&ito__rt.sleep_lock);
   worker *l = NULL;
+  int poller = 0;
   while (ito__rt.sleep_top) {
     worker *v = ito__rt.sleep_top;
-    unsleep_locked(v, -1);
+    poller |= unsleep_locked(v, -1);
     v->sleep_next = l;
     l = v;
   }
   spin_unlock(&ito__rt.sleep_lock);
+  if (poller) ito__io_kick();
   for (; l; l = l->sleep_next) ito__futex_wake(&l->wake_word, 1);
 }
 
@@ -483,6 +500,13 @@ static void idle_sleep(worker *w) {
   w->sleep_next = ito__rt.sleep_top;
   ito__rt.sleep_top = w;
   w->on_list = 1;
+  /* G1 for I/O: with threads parked on readiness and nobody in epoll_wait,
+   * this sleeper waits there (docs/idle.md, "The poll sleeper") */
+  int poller = 0;
+  if (LOAD_RLX(&ito__io_waiters) && !ito__rt.io_poller) {
+    ito__rt.io_poller = w;
+    poller = 1;
+  }
   __atomic_store_n(&w->wake_word, 0, __ATOMIC_RELAXED);
   __atomic_fetch_add(&ito__rt_idle.v, 1 - (w->spinning ? IDLE_SPIN_ONE : 0), __ATOMIC_SEQ_CST);
   w->spinning = 0;
@@ -498,9 +522,15 @@ static void idle_sleep(worker *w) {
     /* asleep until woken, or until the next timer is due */
     long ns = ito__timers_next_ns();
     if (ns >= 0 && ns < 1000) ns = 1000;
-    struct timespec rel = {ns / 1000000000L, ns % 1000000000L};
-    long r = ito__futex_wait(&w->wake_word, 0, ns >= 0 ? &rel : NULL);
-    if (r != 0 && errno == ETIMEDOUT) found = scan_all(w); /* -1 if a timer is due */
+    if (poller) {
+      /* the eventfd is sticky: a kick before epoll_wait still ends it */
+      if (ito__io_sleep(ns) > 0) found = -1; /* threads made ready, on our queue */
+      else found = scan_all(w);
+    } else {
+      struct timespec rel = {ns / 1000000000L, ns % 1000000000L};
+      long r = ito__futex_wait(&w->wake_word, 0, ns >= 0 ? &rel : NULL);
+      if (r != 0 && errno == ETIMEDOUT) found = scan_all(w); /* -1 if a timer is due */
+    }
     if (atomic_load_explicit(&ito__rt.stop, memory_order_relaxed)) found = -1;
   }
   if (found) { /* G4: leave the list unless a waker already took us off */
@@ -547,6 +577,11 @@ static void try_victim(worker *w, worker *v) {
 void ito__sched_loop(worker *w) {
   long long spin_t0 = 0;
   for (unsigned round = 0;; round++) {
+    /* readiness is seen within 61 scheduling passes even under load */
+    if (UNLIKELY(LOAD_RLX(&ito__io_waiters)) && ++w->io_pass >= 61) {
+      w->io_pass = 0;
+      ito__io_poll();
+    }
     run_local(w);
     uintptr_t e = pop_tail(w);
     if (e) {
@@ -561,6 +596,7 @@ void ito__sched_loop(worker *w) {
       run_fiber(w, f);
     }
     if (timers_armed()) ito__timers_run();
+    if (UNLIKELY(LOAD_RLX(&ito__io_waiters)) && ito__io_poll()) continue; /* made threads ready */
     if (atomic_load_explicit(&ito__rt.stop, memory_order_acquire) && w->native_sp)
       ito__worker_stop(w);
     int n = ito__rt.nworkers;

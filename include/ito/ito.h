@@ -8,6 +8,9 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
 #include <time.h>
 
 #ifdef __cplusplus
@@ -112,6 +115,32 @@ ITO_API int ito_key_setspecific(ito_key_t key, const void *value);
 /* The same, under the pthread-style names. */
 ITO_API void *ito_getspecific(ito_key_t key);
 ITO_API int ito_setspecific(ito_key_t key, const void *value);
+
+/* ---- blocking I/O that parks the thread, not the worker --------------------
+ * libc's signatures and results (-1 and errno). On a socket or a pipe, a call
+ * that would block parks the calling ito thread until epoll reports the fd
+ * ready; its worker runs other work. Other files, plain OS threads and fds
+ * the program made non-blocking get libc's behaviour. SO_RCVTIMEO and
+ * SO_SNDTIMEO are honoured (read when the fd is first waited on). Close
+ * such fds with ito_close: threads parked on them wake with EBADF. Writes to
+ * a stream send everything (parking as needed), as blocking writes do.
+ * See docs/io.md. */
+ITO_API ssize_t ito_read(int fd, void *buf, size_t n);
+ITO_API ssize_t ito_write(int fd, const void *buf, size_t n);
+ITO_API ssize_t ito_readv(int fd, const struct iovec *iov, int cnt);
+ITO_API ssize_t ito_writev(int fd, const struct iovec *iov, int cnt);
+ITO_API ssize_t ito_recv(int fd, void *buf, size_t n, int flags);
+ITO_API ssize_t ito_send(int fd, const void *buf, size_t n, int flags);
+ITO_API ssize_t ito_recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *addr,
+                             socklen_t *alen);
+ITO_API ssize_t ito_sendto(int fd, const void *buf, size_t n, int flags,
+                           const struct sockaddr *addr, socklen_t alen);
+ITO_API ssize_t ito_recvmsg(int fd, struct msghdr *msg, int flags);
+ITO_API ssize_t ito_sendmsg(int fd, const struct msghdr *msg, int flags);
+ITO_API int ito_accept(int fd, struct sockaddr *addr, socklen_t *alen);
+ITO_API int ito_accept4(int fd, struct sockaddr *addr, socklen_t *alen, int flags);
+ITO_API int ito_connect(int fd, const struct sockaddr *addr, socklen_t alen);
+ITO_API int ito_close(int fd);
 
 /* ---- fork-join with lazy task creation ----------------------------------
  * A task group runs children child-first on the caller's own stack; a stack

@@ -1,0 +1,639 @@
+/* Blocking I/O that parks the lightweight thread, not its worker: the call
+ * is made non-blocking for this call only, and when it would block the
+ * thread parks on the fd's record until epoll reports readiness. Workers
+ * poll epoll themselves: without waiting while they look for work, and one
+ * idle worker sleeps in epoll_wait (the poll sleeper). Design:
+ * docs/dropin.md section 7, docs/io.md. */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#ifndef RWF_NOWAIT
+#define RWF_NOWAIT 0x00000008
+#endif
+
+/* ---- fd records ----------------------------------------------------------------
+ * One per fd number, in chunks of 1,024 allocated on first use and never
+ * freed (the poller may hold an address). gen changes at each ito_close, so
+ * a parked thread and a stale epoll event both see that their file is gone. */
+enum { FD_UNKNOWN = 0, FD_SOCKET, FD_PIPE, FD_OTHER };
+enum { RD = 0, WR = 1 };
+
+struct fdrec {
+  int lock;             /* also the lock of both wait queues */
+  uint32_t gen;
+  int type;             /* FD_*, found with fstat once per generation */
+  int registered;       /* in the epoll set (EPOLLET, both directions) */
+  int shim_nb;          /* ito set O_NONBLOCK on the file (a listener) */
+  int timeo_known;
+  unsigned seq[2];      /* readiness events seen, per direction */
+  void *head[2], *tail[2];
+  long long timeo_ns[2]; /* SO_RCVTIMEO, SO_SNDTIMEO; 0: none */
+};
+
+#define CHUNK 1024
+#define NCHUNKS 4096 /* fds up to 4M */
+static struct fdrec *chunks[NCHUNKS];
+static int chunk_lock;
+
+static struct fdrec *rec_of(int fd) {
+  if (fd < 0 || fd >= CHUNK * NCHUNKS) return NULL;
+  struct fdrec *c = __atomic_load_n(&chunks[fd / CHUNK], __ATOMIC_ACQUIRE);
+  if (UNLIKELY(!c)) {
+    spin_lock(&chunk_lock);
+    c = chunks[fd / CHUNK];
+    if (!c) {
+      c = calloc(CHUNK, sizeof *c);
+      if (c) __atomic_store_n(&chunks[fd / CHUNK], c, __ATOMIC_RELEASE);
+    }
+    spin_unlock(&chunk_lock);
+    if (!c) return NULL;
+  }
+  return &c[fd % CHUNK];
+}
+
+/* ---- the epoll instance, the eventfd, the poll sleeper --------------------------- */
+
+int ito__io_waiters; /* threads parked on readiness */
+static int ep = -1, efd = -1;
+static int setup_lock, poll_lock;
+static int pipe_nowait = -1; /* RWF_NOWAIT works on pipes (Linux 6.4 and later) */
+#define EFD_TAG (~0ULL)
+
+#define SYS(...) ito__os.syscall(__VA_ARGS__)
+
+/* errno through functions of their own: __errno_location is a const
+ * function, so within one function the compiler may keep errno's address
+ * across a park, after which the thread may run on another OS thread
+ * (docs/dropin.md section 5, hazard (b)). Every errno access in this file
+ * that may follow a park goes through set_errno, or once()'s result. */
+static __attribute__((noinline)) void set_errno(int e) { errno = e; }
+
+static int high_fd(int fd) { /* out of the way of closefrom(3) and dup2 onto small numbers */
+  int hi = (int)SYS(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 1024);
+  if (hi < 0) return fd;
+  SYS(SYS_close, fd);
+  return hi;
+}
+
+static int probe_pipe_nowait(void) {
+  const char *v = getenv("ITO_IO_PIPE_NOWAIT");
+  if (v && !strcmp(v, "0")) return 0;
+  int p[2];
+  if (SYS(SYS_pipe2, p, O_CLOEXEC) != 0) return 0;
+  char c;
+  struct iovec iov = {&c, 1};
+  long r = SYS(SYS_preadv2, p[0], &iov, 1, -1L, 0L, RWF_NOWAIT);
+  int ok = r < 0 && errno == EAGAIN;
+  SYS(SYS_close, p[0]);
+  SYS(SYS_close, p[1]);
+  return ok;
+}
+
+static int io_setup(void) {
+  if (LIKELY(__atomic_load_n(&ep, __ATOMIC_ACQUIRE) >= 0)) return 0;
+  spin_lock(&setup_lock);
+  if (ep < 0) {
+    int e = (int)SYS(SYS_epoll_create1, EPOLL_CLOEXEC);
+    int f = (int)SYS(SYS_eventfd2, 0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (e < 0 || f < 0) {
+      spin_unlock(&setup_lock);
+      ito__fatal("cannot set up the I/O poller (epoll_create1 or eventfd failed: %s)",
+                 strerror(errno));
+    }
+    e = high_fd(e);
+    f = high_fd(f);
+    struct epoll_event ev = {.events = EPOLLIN, .data.u64 = EFD_TAG}; /* level-triggered */
+    SYS(SYS_epoll_ctl, e, EPOLL_CTL_ADD, f, &ev);
+    pipe_nowait = probe_pipe_nowait();
+    efd = f;
+    __atomic_store_n(&ep, e, __ATOMIC_RELEASE);
+  }
+  spin_unlock(&setup_lock);
+  return 0;
+}
+
+int ito__io_fd_is_ours(int fd) { return fd >= 0 && (fd == ep || fd == efd); }
+
+void ito__io_kick(void) { /* wakes the poll sleeper (docs/idle.md) */
+  uint64_t one = 1;
+  SYS(SYS_write, efd, &one, sizeof one);
+}
+
+/* Takes the waiters of the fds that became ready; returns how many threads
+ * it made ready. */
+static int dispatch(struct epoll_event *ev, int n) {
+  int woke = 0;
+  for (int i = 0; i < n; i++) {
+    uint64_t d = ev[i].data.u64;
+    if (d == EFD_TAG) {
+      uint64_t v;
+      SYS(SYS_read, efd, &v, sizeof v); /* drain: a stale count only costs a loop */
+      continue;
+    }
+    struct fdrec *r = rec_of((int)(d & 0xFFFFFFFFu));
+    if (!r) continue;
+    uint32_t e = ev[i].events;
+    void *lists[2] = {NULL, NULL};
+    spin_lock(&r->lock);
+    if (r->gen == (uint32_t)(d >> 32)) {
+      if (e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+        __atomic_store_n(&r->seq[RD], r->seq[RD] + 1, __ATOMIC_RELEASE);
+        lists[RD] = ito__pt_wq_take(&r->head[RD], &r->tail[RD], -1);
+      }
+      if (e & (EPOLLOUT | EPOLLHUP | EPOLLERR)) {
+        __atomic_store_n(&r->seq[WR], r->seq[WR] + 1, __ATOMIC_RELEASE);
+        lists[WR] = ito__pt_wq_take(&r->head[WR], &r->tail[WR], -1);
+      }
+    }
+    spin_unlock(&r->lock);
+    for (int k = 0; k < 2; k++)
+      if (lists[k]) {
+        ito__pt_wq_wake(lists[k]);
+        woke++;
+      }
+  }
+  return woke;
+}
+
+/* A worker looking for work (or every 61st scheduling pass): one poll that
+ * does not wait, by one worker at a time. */
+int ito__io_poll(void) {
+  if (ep < 0 || !spin_trylock(&poll_lock)) return 0;
+  struct epoll_event ev[64];
+  int n = (int)SYS(SYS_epoll_wait, ep, ev, 64, 0);
+  spin_unlock(&poll_lock);
+  return n > 0 ? dispatch(ev, n) : 0;
+}
+
+/* The poll sleeper: waits in epoll_wait until readiness, its eventfd, or
+ * timeout_ns (-1: none). Returns the threads it made ready. */
+int ito__io_sleep(long timeout_ns) {
+  struct epoll_event ev[64];
+  int n;
+  if (timeout_ns >= 0) {
+    struct timespec ts = {timeout_ns / 1000000000L, timeout_ns % 1000000000L};
+    n = (int)SYS(SYS_epoll_pwait2, ep, ev, 64, &ts, NULL, 0);
+    if (n < 0 && errno == ENOSYS)
+      n = (int)SYS(SYS_epoll_wait, ep, ev, 64, (int)((timeout_ns + 999999) / 1000000));
+  } else {
+    n = (int)SYS(SYS_epoll_wait, ep, ev, 64, -1);
+  }
+  return n > 0 ? dispatch(ev, n) : 0;
+}
+
+/* ---- parking -------------------------------------------------------------------- */
+
+static int fd_type(struct fdrec *r, int fd, uint32_t *gen) {
+  spin_lock(&r->lock);
+  *gen = r->gen;
+  int t = r->type;
+  if (t == FD_UNKNOWN) {
+    struct stat st;
+    if (SYS(SYS_fstat, fd, &st) != 0)
+      t = FD_OTHER; /* EBADF and friends: the plain call reports them */
+    else if (S_ISSOCK(st.st_mode))
+      t = FD_SOCKET;
+    else if (S_ISFIFO(st.st_mode))
+      t = FD_PIPE;
+    else
+      t = FD_OTHER;
+    r->type = t;
+  }
+  spin_unlock(&r->lock);
+  return t;
+}
+
+/* With r locked: add the fd to the epoll set, and read its timeouts. */
+static int register_locked(struct fdrec *r, int fd) {
+  struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
+                           .data.u64 = (uint64_t)(uint32_t)fd | (uint64_t)r->gen << 32};
+  if (SYS(SYS_epoll_ctl, ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
+    if (errno != EEXIST || SYS(SYS_epoll_ctl, ep, EPOLL_CTL_MOD, fd, &ev) != 0) return -1;
+  }
+  r->registered = 1;
+  return 0;
+}
+
+/* SO_RCVTIMEO and SO_SNDTIMEO, read once per generation of the fd. */
+static void load_timeouts(struct fdrec *r, int fd) {
+  static const int opt[2] = {SO_RCVTIMEO, SO_SNDTIMEO};
+  long long ns[2] = {0, 0};
+  for (int k = 0; k < 2; k++) {
+    struct timeval tv = {0, 0};
+    socklen_t len = sizeof tv;
+    if (SYS(SYS_getsockopt, fd, SOL_SOCKET, opt[k], &tv, &len) == 0)
+      ns[k] = (long long)tv.tv_sec * 1000000000LL + tv.tv_usec * 1000LL;
+  }
+  spin_lock(&r->lock);
+  r->timeo_ns[0] = ns[0];
+  r->timeo_ns[1] = ns[1];
+  r->timeo_known = 1;
+  spin_unlock(&r->lock);
+}
+
+/* The caller's call would block: park until a readiness event newer than
+ * seen (or a close, or the deadline). 0: try again; EBADF: closed; ETIMEDOUT;
+ * ENOTSUP: the fd cannot be polled (call libc). */
+static int park(struct fdrec *r, int fd, uint32_t gen, int dir, unsigned seen,
+                const struct timespec *deadline) {
+  io_setup();
+  spin_lock(&r->lock);
+  if (r->gen != gen) {
+    spin_unlock(&r->lock);
+    return EBADF;
+  }
+  if (!r->registered && register_locked(r, fd) != 0) {
+    r->type = FD_OTHER;
+    spin_unlock(&r->lock);
+    return ENOTSUP;
+  }
+  if (__atomic_load_n(&r->seq[dir], __ATOMIC_ACQUIRE) != seen) {
+    spin_unlock(&r->lock);
+    return 0;
+  }
+  if (__atomic_fetch_add(&ito__io_waiters, 1, __ATOMIC_SEQ_CST) == 0) {
+    /* the first waiter: if everybody sleeps on a futex, wake one, which
+     * takes the poll-sleeper role when it sleeps again (docs/idle.md) */
+    uint64_t x = __atomic_load_n(&ito__rt_idle.v, __ATOMIC_SEQ_CST) & ~IDLE_SYM;
+    if ((x & (IDLE_SYM - 1)) && !LOAD_RLX(&ito__rt.io_poller)) ito__wake_one(NULL);
+  }
+  int rc = ito__pt_wq_wait(&r->lock, &r->head[dir], &r->tail[dir], dir, CLOCK_MONOTONIC,
+                           deadline, NULL, NULL);
+  __atomic_fetch_sub(&ito__io_waiters, 1, __ATOMIC_RELEASE);
+  if (__atomic_load_n(&r->gen, __ATOMIC_ACQUIRE) != gen) return EBADF;
+  return rc;
+}
+
+static int io_thread(void) { return parkable(cur_worker()) != NULL; }
+
+static void deadline_after(struct timespec *d, long long ns) {
+  clock_gettime(CLOCK_MONOTONIC, d);
+  long long t = d->tv_nsec + ns;
+  d->tv_sec += (time_t)(t / 1000000000LL);
+  d->tv_nsec = (long)(t % 1000000000LL);
+}
+
+/* Did the program itself make the file non-blocking? Then a call that
+ * would block returns EAGAIN, as in libc. */
+static int user_nonblocking(struct fdrec *r, int fd) {
+  if (r->shim_nb) return 0;
+  long fl = SYS(SYS_fcntl, fd, F_GETFL);
+  return fl >= 0 && (fl & O_NONBLOCK);
+}
+
+/* One call, made non-blocking for this call only: MSG_DONTWAIT on sockets,
+ * RWF_NOWAIT on pipes where the kernel has it, else ask poll first. */
+struct op {
+  int kind;        /* OP_* */
+  int fd;
+  struct iovec *iov;
+  int iovcnt;
+  struct msghdr *msg;
+  int flags;
+  struct sockaddr *addr;
+  socklen_t *alen;
+  void *buf;
+  size_t len;
+};
+enum { OP_READV, OP_WRITEV, OP_RECV, OP_SEND, OP_RECVMSG, OP_SENDMSG, OP_ACCEPT };
+
+static ssize_t once_(struct op *o, int type);
+/* Returns the result, or -1 with the error in *err. */
+static __attribute__((noinline)) ssize_t once(struct op *o, int type, int *err) {
+  ssize_t k = once_(o, type);
+  *err = k < 0 ? errno : 0;
+  return k;
+}
+
+static ssize_t once_(struct op *o, int type) {
+  int fd = o->fd;
+  if (type == FD_SOCKET) {
+    switch (o->kind) {
+      case OP_RECV:
+        return SYS(SYS_recvfrom, fd, o->buf, o->len, o->flags | MSG_DONTWAIT, o->addr, o->alen);
+      case OP_SEND:
+        return SYS(SYS_sendto, fd, o->buf, o->len, o->flags | MSG_DONTWAIT, o->addr,
+                   o->alen ? *o->alen : 0);
+      case OP_READV:
+      case OP_RECVMSG: {
+        struct msghdr m, *mp = o->msg;
+        if (o->kind == OP_READV) {
+          memset(&m, 0, sizeof m);
+          m.msg_iov = o->iov;
+          m.msg_iovlen = (size_t)o->iovcnt;
+          mp = &m;
+        }
+        return SYS(SYS_recvmsg, fd, mp, o->flags | MSG_DONTWAIT);
+      }
+      case OP_WRITEV:
+      case OP_SENDMSG: {
+        struct msghdr m, *mp = o->msg;
+        if (o->kind == OP_WRITEV) {
+          memset(&m, 0, sizeof m);
+          m.msg_iov = o->iov;
+          m.msg_iovlen = (size_t)o->iovcnt;
+          mp = &m;
+        }
+        return SYS(SYS_sendmsg, fd, mp, o->flags | MSG_DONTWAIT);
+      }
+      case OP_ACCEPT:
+        return SYS(SYS_accept4, fd, o->addr, o->alen, o->flags);
+    }
+  }
+  /* a pipe or FIFO */
+  int rd = o->kind == OP_READV;
+  if (pipe_nowait > 0)
+    return SYS(rd ? SYS_preadv2 : SYS_pwritev2, fd, o->iov, o->iovcnt, -1L, 0L, RWF_NOWAIT);
+  struct pollfd p = {fd, (short)(rd ? POLLIN : POLLOUT), 0};
+  if (SYS(SYS_poll, &p, 1, 0) == 0) {
+    errno = EAGAIN;
+    return -1;
+  }
+  /* ready: the plain call, which blocks the worker only if another reader
+   * or writer gets there first (docs/dropin.md section 7.2) */
+  return SYS(rd ? SYS_readv : SYS_writev, fd, o->iov, o->iovcnt);
+}
+
+static ssize_t plain(struct op *o) {
+  int fd = o->fd;
+  switch (o->kind) {
+    case OP_READV: return SYS(SYS_readv, fd, o->iov, o->iovcnt);
+    case OP_WRITEV: return SYS(SYS_writev, fd, o->iov, o->iovcnt);
+    case OP_RECV: return SYS(SYS_recvfrom, fd, o->buf, o->len, o->flags, o->addr, o->alen);
+    case OP_SEND:
+      return SYS(SYS_sendto, fd, o->buf, o->len, o->flags, o->addr, o->alen ? *o->alen : 0);
+    case OP_RECVMSG: return SYS(SYS_recvmsg, fd, o->msg, o->flags);
+    case OP_SENDMSG: return SYS(SYS_sendmsg, fd, o->msg, o->flags);
+    case OP_ACCEPT: return SYS(SYS_accept4, fd, o->addr, o->alen, o->flags);
+  }
+  errno = EINVAL;
+  return -1;
+}
+
+static int is_write(int kind) { return kind == OP_WRITEV || kind == OP_SEND || kind == OP_SENDMSG; }
+
+/* Makes the call; while it would block, parks. */
+static ssize_t io_call(struct op *o) {
+  struct fdrec *r;
+  if (!io_thread() || !(r = rec_of(o->fd))) return plain(o);
+  uint32_t gen;
+  int type = fd_type(r, o->fd, &gen);
+  if (type == FD_OTHER || (type == FD_PIPE && o->kind != OP_READV && o->kind != OP_WRITEV) ||
+      (o->flags & MSG_DONTWAIT && o->kind != OP_ACCEPT))
+    return plain(o);
+  int dir = is_write(o->kind) ? WR : RD;
+  struct timespec deadline, *dl = NULL;
+  if (o->kind == OP_ACCEPT && !r->shim_nb) {
+    /* accept has no per-call flag: the listener itself becomes
+     * non-blocking, unless the program made it so (then libc's behaviour) */
+    long fl = SYS(SYS_fcntl, o->fd, F_GETFL);
+    if (fl < 0 || (fl & O_NONBLOCK)) return plain(o);
+    SYS(SYS_fcntl, o->fd, F_SETFL, fl | O_NONBLOCK);
+    r->shim_nb = 1;
+  }
+  if (type == FD_SOCKET && !r->timeo_known) load_timeouts(r, o->fd);
+  for (;;) {
+    unsigned seen = __atomic_load_n(&r->seq[dir], __ATOMIC_ACQUIRE);
+    int err;
+    ssize_t k = once(o, type, &err);
+    if (k >= 0) return k;
+    if (err != EAGAIN) {
+      set_errno(err);
+      return -1;
+    }
+    if (o->kind != OP_ACCEPT && user_nonblocking(r, o->fd)) {
+      set_errno(EAGAIN);
+      return -1;
+    }
+    if (!dl && r->timeo_ns[dir]) {
+      deadline_after(&deadline, r->timeo_ns[dir]);
+      dl = &deadline;
+    }
+    int rc = park(r, o->fd, gen, dir, seen, dl);
+    if (rc == ENOTSUP) return plain(o);
+    if (rc == EBADF || rc == ETIMEDOUT) {
+      set_errno(rc == EBADF ? EBADF : EAGAIN);
+      return -1;
+    }
+  }
+}
+
+/* A blocking write to a stream sends everything: the parts the kernel takes
+ * each time, parking in between; an error after some progress returns the
+ * progress (docs/dropin.md section 7.6). */
+static ssize_t write_all(struct op *o, size_t total) {
+  ssize_t done = 0;
+  struct iovec *iov = o->iov;
+  int cnt = o->iovcnt;
+  struct iovec local[64];
+  int own = 0;
+  for (;;) {
+    ssize_t k = io_call(o);
+    if (k < 0) return done ? done : -1;
+    done += k;
+    if ((size_t)done >= total) return done;
+    /* skip what was written */
+    if (!own) {
+      if (cnt > 64) return done; /* a partial write of a long vector: report it */
+      memcpy(local, iov, (size_t)cnt * sizeof *iov);
+      iov = local;
+      own = 1;
+    }
+    size_t skip = (size_t)k;
+    while (cnt && skip >= iov->iov_len) {
+      skip -= iov->iov_len;
+      iov++;
+      cnt--;
+    }
+    if (cnt) {
+      iov->iov_base = (char *)iov->iov_base + skip;
+      iov->iov_len -= skip;
+    }
+    o->iov = iov;
+    o->iovcnt = cnt;
+    if (o->kind == OP_SEND) {
+      o->buf = iov->iov_base;
+      o->len = iov->iov_len;
+    }
+  }
+}
+
+static int stream_socket(int fd) {
+  int t = 0;
+  socklen_t l = sizeof t;
+  return SYS(SYS_getsockopt, fd, SOL_SOCKET, SO_TYPE, &t, &l) == 0 && t == SOCK_STREAM;
+}
+
+/* ---- the calls ------------------------------------------------------------------ */
+
+ssize_t ito_read(int fd, void *buf, size_t n) {
+  struct iovec v = {buf, n};
+  struct op o = {.kind = OP_READV, .fd = fd, .iov = &v, .iovcnt = 1};
+  return io_call(&o);
+}
+
+ssize_t ito_readv(int fd, const struct iovec *iov, int cnt) {
+  struct op o = {.kind = OP_READV, .fd = fd, .iov = (struct iovec *)iov, .iovcnt = cnt};
+  return io_call(&o);
+}
+
+ssize_t ito_write(int fd, const void *buf, size_t n) {
+  struct iovec v = {(void *)buf, n};
+  struct op o = {.kind = OP_WRITEV, .fd = fd, .iov = &v, .iovcnt = 1};
+  return write_all(&o, n);
+}
+
+ssize_t ito_writev(int fd, const struct iovec *iov, int cnt) {
+  size_t total = 0;
+  for (int i = 0; i < cnt; i++) total += iov[i].iov_len;
+  struct op o = {.kind = OP_WRITEV, .fd = fd, .iov = (struct iovec *)iov, .iovcnt = cnt};
+  return write_all(&o, total);
+}
+
+ssize_t ito_recv(int fd, void *buf, size_t n, int flags) {
+  return ito_recvfrom(fd, buf, n, flags, NULL, NULL);
+}
+
+ssize_t ito_recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *addr,
+                     socklen_t *alen) {
+  struct op o = {.kind = OP_RECV, .fd = fd, .buf = buf, .len = n, .flags = flags,
+                 .addr = addr, .alen = alen};
+  if (!(flags & MSG_WAITALL)) return io_call(&o);
+  /* MSG_WAITALL: up to n bytes, end of file or the timeout */
+  o.flags &= ~MSG_WAITALL;
+  size_t got = 0;
+  while (got < n) {
+    o.buf = (char *)buf + got;
+    o.len = n - got;
+    ssize_t k = io_call(&o);
+    if (k < 0) return got ? (ssize_t)got : -1;
+    if (k == 0) break;
+    got += (size_t)k;
+  }
+  return (ssize_t)got;
+}
+
+ssize_t ito_send(int fd, const void *buf, size_t n, int flags) {
+  return ito_sendto(fd, buf, n, flags, NULL, 0);
+}
+
+ssize_t ito_sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *addr,
+                   socklen_t alen) {
+  struct iovec v = {(void *)buf, n};
+  struct op o = {.kind = OP_SEND, .fd = fd, .buf = (void *)buf, .len = n, .flags = flags,
+                 .addr = (struct sockaddr *)addr, .alen = addr ? &alen : NULL, .iov = &v,
+                 .iovcnt = 1};
+  if (addr || (flags & MSG_DONTWAIT) || !stream_socket(fd)) return io_call(&o);
+  return write_all(&o, n);
+}
+
+ssize_t ito_recvmsg(int fd, struct msghdr *msg, int flags) {
+  struct op o = {.kind = OP_RECVMSG, .fd = fd, .msg = msg, .flags = flags};
+  return io_call(&o);
+}
+
+ssize_t ito_sendmsg(int fd, const struct msghdr *msg, int flags) {
+  struct op o = {.kind = OP_SENDMSG, .fd = fd, .msg = (struct msghdr *)msg, .flags = flags};
+  return io_call(&o);
+}
+
+int ito_accept4(int fd, struct sockaddr *addr, socklen_t *alen, int flags) {
+  struct op o = {.kind = OP_ACCEPT, .fd = fd, .addr = addr, .alen = alen, .flags = flags};
+  return (int)io_call(&o);
+}
+
+int ito_accept(int fd, struct sockaddr *addr, socklen_t *alen) {
+  return ito_accept4(fd, addr, alen, 0);
+}
+
+/* A blocking connect: non-blocking for the call, park until writable, then
+ * the result from SO_ERROR; the file's flags are put back. */
+int ito_connect(int fd, const struct sockaddr *addr, socklen_t alen) {
+  struct fdrec *r;
+  if (!io_thread() || !(r = rec_of(fd))) return (int)SYS(SYS_connect, fd, addr, alen);
+  uint32_t gen;
+  if (fd_type(r, fd, &gen) != FD_SOCKET) return (int)SYS(SYS_connect, fd, addr, alen);
+  long fl = SYS(SYS_fcntl, fd, F_GETFL);
+  if (fl < 0 || (fl & O_NONBLOCK)) return (int)SYS(SYS_connect, fd, addr, alen);
+  unsigned seen = __atomic_load_n(&r->seq[WR], __ATOMIC_ACQUIRE);
+  SYS(SYS_fcntl, fd, F_SETFL, fl | O_NONBLOCK);
+  int rc = (int)SYS(SYS_connect, fd, addr, alen);
+  int err = errno;
+  if (rc == 0 || err != EINPROGRESS) {
+    SYS(SYS_fcntl, fd, F_SETFL, fl);
+    errno = err;
+    return rc;
+  }
+  if (!r->timeo_known) load_timeouts(r, fd);
+  struct timespec deadline, *dl = NULL;
+  if (r->timeo_ns[WR]) {
+    deadline_after(&deadline, r->timeo_ns[WR]);
+    dl = &deadline;
+  }
+  for (;;) {
+    struct pollfd p = {fd, POLLOUT, 0};
+    if (SYS(SYS_poll, &p, 1, 0) > 0) break;
+    int k = park(r, fd, gen, WR, seen, dl);
+    if (k == EBADF) {
+      set_errno(EBADF);
+      return -1;
+    }
+    if (k == ETIMEDOUT) { /* as Linux: the connection goes on in the background */
+      SYS(SYS_fcntl, fd, F_SETFL, fl);
+      set_errno(EINPROGRESS);
+      return -1;
+    }
+    if (k == ENOTSUP) break;
+    seen = __atomic_load_n(&r->seq[WR], __ATOMIC_ACQUIRE);
+  }
+  SYS(SYS_fcntl, fd, F_SETFL, fl);
+  int so = 0;
+  socklen_t l = sizeof so;
+  if (SYS(SYS_getsockopt, fd, SOL_SOCKET, SO_ERROR, &so, &l) != 0) return -1;
+  if (so) {
+    set_errno(so);
+    return -1;
+  }
+  return 0;
+}
+
+static void wake_lists(void *lists[2]) { /* keeps errno: wakes make no failing call */
+  for (int k = 0; k < 2; k++)
+    if (lists[k]) ito__pt_wq_wake(lists[k]);
+}
+
+/* Threads parked on fd are woken and get EBADF; the number may be reused
+ * at once (docs/dropin.md section 7.6). */
+int ito_close(int fd) {
+  if (ito__io_fd_is_ours(fd)) {
+    errno = EBADF;
+    return -1;
+  }
+  struct fdrec *r = rec_of(fd);
+  void *lists[2] = {NULL, NULL};
+  if (r) {
+    spin_lock(&r->lock);
+    __atomic_store_n(&r->gen, r->gen + 1, __ATOMIC_RELEASE);
+    r->type = FD_UNKNOWN;
+    r->registered = 0;
+    r->shim_nb = 0;
+    r->timeo_known = 0;
+    r->timeo_ns[0] = r->timeo_ns[1] = 0;
+    for (int k = 0; k < 2; k++) lists[k] = ito__pt_wq_take(&r->head[k], &r->tail[k], -1);
+    spin_unlock(&r->lock);
+  }
+  return (int)SYS(SYS_close, fd) ? (wake_lists(lists), -1) : (wake_lists(lists), 0);
+}
