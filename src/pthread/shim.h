@@ -12,6 +12,8 @@
 #include <link.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <sched.h>
 #include <stdint.h>
 #include <time.h>
@@ -102,6 +104,23 @@
   X(dlopen, void *, (const char *, int))                                                         \
   X(dlclose, int, (void *))                                                                      \
   X(dl_iterate_phdr, int, (int (*)(struct dl_phdr_info *, size_t, void *), void *))              \
+  X(read, ssize_t, (int, void *, size_t))                                                        \
+  X(write, ssize_t, (int, const void *, size_t))                                                 \
+  X(readv, ssize_t, (int, const struct iovec *, int))                                            \
+  X(writev, ssize_t, (int, const struct iovec *, int))                                           \
+  X(recv, ssize_t, (int, void *, size_t, int))                                                   \
+  X(send, ssize_t, (int, const void *, size_t, int))                                             \
+  X(recvfrom, ssize_t, (int, void *, size_t, int, struct sockaddr *, socklen_t *))               \
+  X(sendto, ssize_t, (int, const void *, size_t, int, const struct sockaddr *, socklen_t))       \
+  X(recvmsg, ssize_t, (int, struct msghdr *, int))                                               \
+  X(sendmsg, ssize_t, (int, const struct msghdr *, int))                                         \
+  X(accept, int, (int, struct sockaddr *, socklen_t *))                                          \
+  X(accept4, int, (int, struct sockaddr *, socklen_t *, int))                                    \
+  X(connect, int, (int, const struct sockaddr *, socklen_t))                                     \
+  X(close, int, (int))                                                                           \
+  X(__read_chk, ssize_t, (int, void *, size_t, size_t))                                          \
+  X(__recv_chk, ssize_t, (int, void *, size_t, size_t, int))                                     \
+  X(__recvfrom_chk, ssize_t, (int, void *, size_t, size_t, int, struct sockaddr *, socklen_t *)) \
   X(nanosleep, int, (const struct timespec *, struct timespec *))                                \
   X(clock_nanosleep, int, (clockid_t, int, const struct timespec *, struct timespec *))          \
   X(usleep, int, (useconds_t))                                                                   \
