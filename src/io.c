@@ -171,7 +171,7 @@ static int dispatch(struct epoll_event *ev, int n) {
 /* A worker looking for work (or every 61st scheduling pass): one poll that
  * does not wait, by one worker at a time. */
 int ito__io_poll(void) {
-  if (ep < 0 || !spin_trylock(&poll_lock)) return 0;
+  if (LOAD_ACQ(&ep) < 0 || !spin_trylock(&poll_lock)) return 0;
   struct epoll_event ev[64];
   int n = (int)SYS(SYS_epoll_wait, ep, ev, 64, 0);
   spin_unlock(&poll_lock);
@@ -238,9 +238,9 @@ static void load_timeouts(struct fdrec *r, int fd) {
       ns[k] = (long long)tv.tv_sec * 1000000000LL + tv.tv_usec * 1000LL;
   }
   spin_lock(&r->lock);
-  r->timeo_ns[0] = ns[0];
-  r->timeo_ns[1] = ns[1];
-  r->timeo_known = 1;
+  STORE_RLX(&r->timeo_ns[0], ns[0]);
+  STORE_RLX(&r->timeo_ns[1], ns[1]);
+  STORE_RLX(&r->timeo_known, 1);
   spin_unlock(&r->lock);
 }
 
@@ -289,7 +289,7 @@ static void deadline_after(struct timespec *d, long long ns) {
 /* Did the program itself make the file non-blocking? Then a call that
  * would block returns EAGAIN, as in libc. */
 static int user_nonblocking(struct fdrec *r, int fd) {
-  if (r->shim_nb) return 0;
+  if (LOAD_RLX(&r->shim_nb)) return 0;
   long fl = SYS(SYS_fcntl, fd, F_GETFL);
   return fl >= 0 && (fl & O_NONBLOCK);
 }
@@ -396,15 +396,15 @@ static ssize_t io_call(struct op *o) {
     return plain(o);
   int dir = is_write(o->kind) ? WR : RD;
   struct timespec deadline, *dl = NULL;
-  if (o->kind == OP_ACCEPT && !r->shim_nb) {
+  if (o->kind == OP_ACCEPT && !LOAD_RLX(&r->shim_nb)) {
     /* accept has no per-call flag: the listener itself becomes
      * non-blocking, unless the program made it so (then libc's behaviour) */
     long fl = SYS(SYS_fcntl, o->fd, F_GETFL);
     if (fl < 0 || (fl & O_NONBLOCK)) return plain(o);
     SYS(SYS_fcntl, o->fd, F_SETFL, fl | O_NONBLOCK);
-    r->shim_nb = 1;
+    STORE_RLX(&r->shim_nb, 1);
   }
-  if (type == FD_SOCKET && !r->timeo_known) load_timeouts(r, o->fd);
+  if (type == FD_SOCKET && !LOAD_RLX(&r->timeo_known)) load_timeouts(r, o->fd);
   for (;;) {
     unsigned seen = __atomic_load_n(&r->seq[dir], __ATOMIC_ACQUIRE);
     int err;
@@ -418,8 +418,8 @@ static ssize_t io_call(struct op *o) {
       set_errno(EAGAIN);
       return -1;
     }
-    if (!dl && r->timeo_ns[dir]) {
-      deadline_after(&deadline, r->timeo_ns[dir]);
+    if (!dl && LOAD_RLX(&r->timeo_ns[dir])) {
+      deadline_after(&deadline, LOAD_RLX(&r->timeo_ns[dir]));
       dl = &deadline;
     }
     int rc = park(r, o->fd, gen, dir, seen, dl);
@@ -577,10 +577,10 @@ int ito_connect(int fd, const struct sockaddr *addr, socklen_t alen) {
     errno = err;
     return rc;
   }
-  if (!r->timeo_known) load_timeouts(r, fd);
+  if (!LOAD_RLX(&r->timeo_known)) load_timeouts(r, fd);
   struct timespec deadline, *dl = NULL;
-  if (r->timeo_ns[WR]) {
-    deadline_after(&deadline, r->timeo_ns[WR]);
+  if (LOAD_RLX(&r->timeo_ns[WR])) {
+    deadline_after(&deadline, LOAD_RLX(&r->timeo_ns[WR]));
     dl = &deadline;
   }
   for (;;) {
@@ -629,9 +629,10 @@ int ito_close(int fd) {
     __atomic_store_n(&r->gen, r->gen + 1, __ATOMIC_RELEASE);
     r->type = FD_UNKNOWN;
     r->registered = 0;
-    r->shim_nb = 0;
-    r->timeo_known = 0;
-    r->timeo_ns[0] = r->timeo_ns[1] = 0;
+    STORE_RLX(&r->shim_nb, 0);
+    STORE_RLX(&r->timeo_known, 0);
+    STORE_RLX(&r->timeo_ns[0], 0);
+    STORE_RLX(&r->timeo_ns[1], 0);
     for (int k = 0; k < 2; k++) lists[k] = ito__pt_wq_take(&r->head[k], &r->tail[k], -1);
     spin_unlock(&r->lock);
   }
