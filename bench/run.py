@@ -20,6 +20,10 @@ was built it runs
   idle_cpu, wake, alternate, policy, shutdown
               the idle-worker benchmarks of seed 003 (bench/idle_bench.py),
               at the largest worker count
+  echo        only with --bench echo (not in the default set: it needs about
+              2 x 10,000 file descriptors): echo/run_echo.py with
+              echo/echo_threads natively (pthreads) and under
+              LD_PRELOAD=libito-pthread.so (ito), and echo/echo_epoll (epoll)
 
 and writes OUT/<bench>.csv for each and OUT/REPORT.md, plus, when matplotlib
 can be imported (here or in /usr/bin/python3), the plots the report links:
@@ -48,6 +52,9 @@ import sys
 import time
 
 import idle_bench
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "echo"))
+import run_echo  # noqa: E402  (bench/echo/run_echo.py: the echo driver and its CSV columns)
 
 SYSTEMS = ["serial", "ito", "ito_thread", "tbb", "gomp", "iomp"]
 # Kernels: benchmarks built like fib whose CSV is
@@ -87,6 +94,11 @@ KERNELS = {
 BIN_PAPER = {("1", "23000"): "18", ("2", "750"): "10"}  # (K, A) -> the paper's n
 BENCHES = (["fib", "spawn_loop", "create_p", "migration", "spreading"] + list(KERNELS) +
            ["million"] + idle_bench.BENCHES)
+# Run only when named with --bench (docs/dropin.md, section 9).
+OPTIONAL_BENCHES = ["echo"]
+ECHO_COLS = run_echo.CSV_COLS
+# (connections, warm-up s, measured s): default and --quick
+ECHO_ARGS = {False: (10000, 2, 10), True: (200, 0, 1)}
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
@@ -125,8 +137,8 @@ def parse_workers(text):
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--bench", choices=BENCHES, action="append",
-                   help="run only this benchmark (may be repeated)")
+    p.add_argument("--bench", choices=BENCHES + OPTIONAL_BENCHES, action="append",
+                   help="run only this benchmark (may be repeated); echo runs only when named")
     p.add_argument("--workers", type=parse_workers,
                    help="worker counts for fib and the kernels, e.g. 1,2 (default 1..nproc; --quick: 1,2)")
     p.add_argument("--quick", action="store_true",
@@ -144,6 +156,10 @@ def parse_args(argv):
                         "13,1,23000 and 9,2,750 by default)")
     p.add_argument("--million-n", type=int,
                    help="threads for million (default 1000000, --quick 1000)")
+    p.add_argument("--echo-conns", type=int, dest="echo_conns_arg", metavar="N",
+                   help="connections for echo (default 10000, --quick 200)")
+    p.add_argument("--shim", help="libito-pthread.so for echo's ito run "
+                                  "(default: next to libito.so, the parent of --bindir)")
     p.add_argument("--timeout", type=float,
                    help="seconds one benchmark run may take (default 900, --quick 120)")
     a = p.parse_args(argv)
@@ -177,6 +193,9 @@ def parse_args(argv):
         a.timeout = 120.0 if a.quick else 900.0
     if a.million_n is None:
         a.million_n = 1000 if a.quick else 1000000
+    a.echo_conns, a.echo_warmup, a.echo_duration = ECHO_ARGS[a.quick]
+    if a.echo_conns_arg is not None:
+        a.echo_conns = a.echo_conns_arg
     return a
 
 
@@ -1037,6 +1056,9 @@ def write_report(args, out, results, runner, started, skipped):
 
     rep.extend(idle_bench.section(sys.modules[__name__], args, results, runner))
 
+    if "echo" in results:
+        rep.extend(with_others(runner, "echo", echo_section(results["echo"], runner)))
+
     plots = [ln for ln in rep if ln.startswith("![")]
     if plots:
         at = rep.index("## Failures\n") if "## Failures\n" in rep else next(
@@ -1045,6 +1067,63 @@ def write_report(args, out, results, runner, started, skipped):
         rep[at:at] = ["Plots in this report: " + ", ".join(f"[{p}]({p})" for p in pngs) + ".\n"]
     with open(os.path.join(out, "REPORT.md"), "w") as f:
         f.write("\n".join(rep) + "\n")
+
+
+def echo_section(rows, runner):
+    """docs/dropin.md, section 9: per system the medians over the repetitions,
+    then the three targets (ito against pthreads and against epoll)."""
+    rep = ["## echo: many connections\n"]
+    rep.append("An echo server per system on 127.0.0.1, driven by `loadgen` (closed loop per "
+               "connection: a 64-byte message with a sequence number, its echo checked byte "
+               "for byte). *pthreads*: `echo_threads`, one OS thread per connection; *ito*: the "
+               "same binary under `LD_PRELOAD=libito-pthread.so`; *epoll*: `echo_epoll`, one "
+               "thread and level-triggered epoll. *rps/core*: requests/s divided by the "
+               "server's CPU (utime+stime over the measured window, in cores). *peak RSS*: "
+               "the server's VmHWM. Kernel memory: /proc/meminfo growth from before connecting "
+               "to the largest sample in the window (system-wide: the client's sockets are in "
+               "Slab too). Medians over the repetitions.\n")
+    notes = sorted({m.split("note=", 1)[1].strip('"') for m in runner.meta.get("echo", [])
+                    if "note=" in m})
+    for n in notes:
+        rep.append(f"**Note:** {n}.\n")
+    by = {}
+    for r in rows:
+        by.setdefault(r["system"], []).append(r)
+    if not by:
+        return rep + ["No echo results (see Failures).\n"]
+    med = {s: {c: statistics.median(float(r[c]) for r in g) for c in ECHO_COLS if c != "system"}
+           for s, g in by.items()}
+    table = []
+    for s, m in med.items():
+        kmem = m["kernel_stack_kib"] + m["page_tables_kib"] + m["slab_kib"]
+        table.append([s, int(m["conns"]), len(by[s]), fmt(m["rps"]), fmt(m["server_cores"]),
+                      fmt(m["rps_per_core"]), fmt(m["peak_rss_kib"] / 1024),
+                      fmt(m["rss_per_conn_b"] / 1024), fmt(m["kernel_stack_kib"] / 1024),
+                      fmt(m["page_tables_kib"] / 1024), fmt(m["slab_kib"] / 1024),
+                      fmt(kmem / 1024), int(m["server_threads"])])
+    rep.append(md_table(["system", "conns", "reps", "requests/s", "server cores", "rps/core",
+                         "peak RSS MiB", "RSS KiB/conn", "KernelStack MiB", "PageTables MiB",
+                         "Slab MiB", "kernel MiB", "OS threads"], table))
+    rep.append("")
+    ito, pt, ep = med.get("ito"), med.get("pthreads"), med.get("epoll")
+    if ito:
+        t = []
+        if pt:
+            kmem = lambda m: m["kernel_stack_kib"] + m["page_tables_kib"] + m["slab_kib"]
+            t.append(["requests/s, ito / pthreads", fmt(ito["rps"] / pt["rps"]), ">= 2"])
+            t.append(["peak RSS, ito / pthreads", fmt(ito["peak_rss_kib"] / pt["peak_rss_kib"]),
+                      "<= 0.2"])
+            t.append(["peak RSS + kernel memory, ito / pthreads",
+                      fmt((ito["peak_rss_kib"] + kmem(ito)) / (pt["peak_rss_kib"] + kmem(pt))),
+                      "(beside it)"])
+        if ep and ep["rps_per_core"] > 0:
+            t.append(["requests/s per core, ito / epoll",
+                      fmt(ito["rps_per_core"] / ep["rps_per_core"]), ">= 0.8"])
+        rep.append("Targets (docs/dropin.md, section 9; the RSS target is on RSS alone, the "
+                   "row with kernel memory is beside it):\n")
+        rep.append(md_table(["ratio", "measured", "target"], t))
+        rep.append("")
+    return rep
 
 
 def _split_meta(m):
@@ -1172,6 +1251,32 @@ def main(argv):
             plan.append(("million", f"million workers={w}", [b, str(args.million_n)],
                          worker_env(w), MILLION_COLS, 1))
 
+    if "echo" in args.benches:
+        edir = os.path.join(args.bindir, "echo")
+        thr, epl, lg = (find_binary(edir, n) for n in ("echo_threads", "echo_epoll", "loadgen"))
+        shim = os.path.abspath(args.shim or os.path.join(os.path.dirname(args.bindir),
+                                                         "libito-pthread.so"))
+        systems = []
+        if thr:
+            systems.append(("pthreads", thr, {}))
+            if os.path.isfile(shim):
+                systems.append(("ito", thr, {"LD_PRELOAD": shim}))
+            else:
+                skipped.append(f"echo ito (no {shim})")
+        if epl:
+            systems.append(("epoll", epl, {}))
+        if not lg or not systems:
+            skipped.append("echo")
+        else:
+            for name, binary, env in systems:
+                cmd = [sys.executable, run_echo.__file__, "--csv", "--name", name,
+                       "--server", binary, "--loadgen", lg, "--conns", str(args.echo_conns),
+                       "--warmup", str(args.echo_warmup), "--duration", str(args.echo_duration),
+                       "--reps", str(args.kernel_reps)]
+                cmd += [f"--env={k}={v}" for k, v in env.items()]
+                plan.append(("echo", f"echo {name} conns={args.echo_conns}", cmd,
+                             dict(os.environ), ECHO_COLS, args.kernel_reps))
+
     idle_plan, idle_skipped = idle_bench.plan(args, sys.modules[__name__])
     plan.extend(idle_plan)
     skipped.extend(idle_skipped)
@@ -1208,6 +1313,7 @@ def main(argv):
     cols.update({k: kernel_cols(k) for k in KERNELS})
     cols.update(idle_bench.CSV_COLS)
     cols["policy_bin"] = kernel_cols("bin") + ["round"]
+    cols["echo"] = ECHO_COLS
     for bench, rows in results.items():
         write_csv(os.path.join(out, f"{bench}.csv"), cols[bench], rows)
     write_report(args, out, results, runner, started, skipped)
