@@ -355,7 +355,7 @@ static ssize_t once_(struct op *o, int type) {
   }
   /* a pipe or FIFO */
   int rd = o->kind == OP_READV;
-  if (pipe_nowait > 0)
+  if (LOAD_RLX(&pipe_nowait) > 0)
     return SYS(rd ? SYS_preadv2 : SYS_pwritev2, fd, o->iov, o->iovcnt, -1L, 0L, RWF_NOWAIT);
   struct pollfd p = {fd, (short)(rd ? POLLIN : POLLOUT), 0};
   if (SYS(SYS_poll, &p, 1, 0) == 0) {
@@ -394,6 +394,7 @@ static ssize_t io_call(struct op *o) {
   if (type == FD_OTHER || (type == FD_PIPE && o->kind != OP_READV && o->kind != OP_WRITEV) ||
       (o->flags & MSG_DONTWAIT && o->kind != OP_ACCEPT))
     return plain(o);
+  io_setup(); /* the pipe probe's answer is known before the first call */
   int dir = is_write(o->kind) ? WR : RD;
   struct timespec deadline, *dl = NULL;
   if (o->kind == OP_ACCEPT && !LOAD_RLX(&r->shim_nb)) {
