@@ -41,7 +41,41 @@ struct fdrec {
   unsigned seq[2];      /* readiness events seen, per direction */
   void *head[2], *tail[2];
   long long timeo_ns[2]; /* SO_RCVTIMEO, SO_SNDTIMEO; 0: none */
+  struct pollnode *polls[2]; /* ito_poll callers watching this fd, per direction */
 };
+
+/* ito_poll: one node per watched fd and direction, all pointing at one
+ * group; the first event fires the group (fired, by CAS) and wakes its
+ * thread, which waits on the group's own queue. Nodes and group live on the
+ * waiting thread's stack; every access to them is made under the lock of
+ * the record the node hangs on, and the thread unlinks its nodes under
+ * those locks before it returns. */
+struct pollgroup {
+  int fired;
+  int qlock;
+  void *head, *tail;
+};
+struct pollnode {
+  struct pollnode *next, *prev;
+  struct pollgroup *g;
+};
+
+/* Record lock held: fires every group watching direction d; returns the
+ * waiters to wake. */
+static void *fire_polls(struct pollnode *n, void *list) {
+  for (; n; n = n->next) {
+    struct pollgroup *g = n->g;
+    if (__atomic_exchange_n(&g->fired, 1, __ATOMIC_ACQ_REL)) continue;
+    spin_lock(&g->qlock);
+    void *w = ito__pt_wq_take(&g->head, &g->tail, 1);
+    spin_unlock(&g->qlock);
+    if (w) { /* chain: a waiter's first word is its link */
+      *(void **)w = list;
+      list = w;
+    }
+  }
+  return list;
+}
 
 #define CHUNK 1024
 #define NCHUNKS 4096 /* fds up to 4M */
@@ -149,13 +183,15 @@ static int dispatch(struct epoll_event *ev, int n) {
     void *lists[2] = {NULL, NULL};
     spin_lock(&r->lock);
     if (r->gen == (uint32_t)(d >> 32)) {
-      if (e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)) {
+      if (e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR | EPOLLPRI)) {
         __atomic_store_n(&r->seq[RD], r->seq[RD] + 1, __ATOMIC_RELEASE);
         lists[RD] = ito__pt_wq_take(&r->head[RD], &r->tail[RD], -1);
+        if (r->polls[RD]) lists[RD] = fire_polls(r->polls[RD], lists[RD]);
       }
       if (e & (EPOLLOUT | EPOLLHUP | EPOLLERR)) {
         __atomic_store_n(&r->seq[WR], r->seq[WR] + 1, __ATOMIC_RELEASE);
         lists[WR] = ito__pt_wq_take(&r->head[WR], &r->tail[WR], -1);
+        if (r->polls[WR]) lists[WR] = fire_polls(r->polls[WR], lists[WR]);
       }
     }
     spin_unlock(&r->lock);
@@ -634,8 +670,125 @@ int ito_close(int fd) {
     STORE_RLX(&r->timeo_known, 0);
     STORE_RLX(&r->timeo_ns[0], 0);
     STORE_RLX(&r->timeo_ns[1], 0);
-    for (int k = 0; k < 2; k++) lists[k] = ito__pt_wq_take(&r->head[k], &r->tail[k], -1);
+    for (int k = 0; k < 2; k++) {
+      lists[k] = ito__pt_wq_take(&r->head[k], &r->tail[k], -1);
+      if (r->polls[k]) lists[k] = fire_polls(r->polls[k], lists[k]); /* they see POLLNVAL */
+    }
     spin_unlock(&r->lock);
   }
   return (int)SYS(SYS_close, fd) ? (wake_lists(lists), -1) : (wake_lists(lists), 0);
+}
+
+/* ---- poll ----------------------------------------------------------------------- */
+
+static void unlink_node(struct fdrec *r, int d, struct pollnode *n) {
+  if (n->prev)
+    n->prev->next = n->next;
+  else
+    r->polls[d] = n->next;
+  if (n->next) n->next->prev = n->prev;
+}
+
+#define POLL_STACK 64
+
+/* libc's poll, but an ito thread parks while nothing is ready: one node per
+ * fd and direction on the records, one group, the first event wakes it;
+ * then libc's poll with no wait computes revents. A spurious wake (the
+ * readiness was taken by someone else) waits again for the time left. */
+int ito_poll(struct pollfd *fds, nfds_t n, int timeout_ms) {
+  if (!io_thread() || n == 0) return (int)SYS(SYS_poll, fds, n, timeout_ms);
+  struct timespec deadline, *dl = NULL;
+  if (timeout_ms > 0) {
+    deadline_after(&deadline, (long long)timeout_ms * 1000000LL);
+    dl = &deadline;
+  }
+  io_setup();
+  struct pollnode stack_nodes[POLL_STACK * 2], *nodes = stack_nodes;
+  unsigned *seen = NULL, stack_seen[POLL_STACK * 2];
+  if (n > POLL_STACK) {
+    nodes = calloc(n * 2, sizeof *nodes);
+    seen = calloc(n * 2, sizeof *seen);
+    if (!nodes || !seen) {
+      free(nodes == stack_nodes ? NULL : nodes);
+      free(seen);
+      return (int)SYS(SYS_poll, fds, n, timeout_ms); /* blocks the worker, but answers */
+    }
+  } else {
+    seen = stack_seen;
+  }
+  int rc;
+  for (;;) {
+    for (nfds_t i = 0; i < n; i++) {
+      struct fdrec *r = rec_of(fds[i].fd);
+      for (int d = 0; d < 2; d++) seen[2 * i + d] = r ? LOAD_ACQ(&r->seq[d]) : 0;
+    }
+    rc = (int)SYS(SYS_poll, fds, n, 0);
+    if (rc != 0 || timeout_ms == 0) break;
+    struct pollgroup g = {0, 0, NULL, NULL};
+    int stale = 0, hung = 0;
+    for (nfds_t i = 0; i < n; i++) {
+      struct fdrec *r = rec_of(fds[i].fd);
+      if (!r) continue;
+      short ev = fds[i].events;
+      int want[2] = {(ev & (POLLIN | POLLPRI | POLLRDHUP)) != 0, (ev & POLLOUT) != 0};
+      uint32_t gen;
+      fd_type(r, fds[i].fd, &gen);
+      spin_lock(&r->lock);
+      if (!r->registered && register_locked(r, fds[i].fd) != 0) {
+        spin_unlock(&r->lock);
+        continue; /* cannot be polled by epoll (a regular file is always ready anyway) */
+      }
+      for (int d = 0; d < 2; d++) {
+        struct pollnode *x = &nodes[2 * i + d];
+        x->g = NULL;
+        if (!want[d]) continue;
+        if (LOAD_RLX(&r->seq[d]) != seen[2 * i + d]) stale = 1;
+        x->g = &g;
+        x->prev = NULL;
+        x->next = r->polls[d];
+        if (x->next) x->next->prev = x;
+        r->polls[d] = x;
+        hung++;
+      }
+      spin_unlock(&r->lock);
+    }
+    if (!stale && hung) {
+      if (__atomic_fetch_add(&ito__io_waiters, 1, __ATOMIC_SEQ_CST) == 0) {
+        uint64_t x = __atomic_load_n(&ito__rt_idle.v, __ATOMIC_SEQ_CST) & ~IDLE_SYM;
+        if ((x & (IDLE_SYM - 1)) && !LOAD_RLX(&ito__rt.io_poller)) ito__wake_one(NULL);
+      }
+      spin_lock(&g.qlock);
+      if (!__atomic_load_n(&g.fired, __ATOMIC_ACQUIRE))
+        ito__pt_wq_wait(&g.qlock, &g.head, &g.tail, 0, CLOCK_MONOTONIC, dl, NULL, NULL);
+      else
+        spin_unlock(&g.qlock);
+      __atomic_fetch_sub(&ito__io_waiters, 1, __ATOMIC_RELEASE);
+    }
+    for (nfds_t i = 0; i < n; i++) { /* off every record before g goes away */
+      struct fdrec *r = rec_of(fds[i].fd);
+      if (!r) continue;
+      spin_lock(&r->lock);
+      for (int d = 0; d < 2; d++)
+        if (nodes[2 * i + d].g == &g) unlink_node(r, d, &nodes[2 * i + d]);
+      spin_unlock(&r->lock);
+    }
+    if (!hung) { /* nothing epoll can watch: libc's poll decides */
+      rc = (int)SYS(SYS_poll, fds, n, dl ? timeout_ms : -1);
+      break;
+    }
+    if (dl) {
+      struct timespec now;
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      if (now.tv_sec > deadline.tv_sec ||
+          (now.tv_sec == deadline.tv_sec && now.tv_nsec >= deadline.tv_nsec)) {
+        rc = (int)SYS(SYS_poll, fds, n, 0);
+        break;
+      }
+    }
+  }
+  if (nodes != stack_nodes) {
+    free(nodes);
+    free(seen);
+  }
+  return rc;
 }

@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
@@ -271,6 +272,40 @@ static void test_wake_sleeper(void) {
   ito_close(wp[0]), ito_close(wp[1]);
 }
 
+/* ---- 7. poll: several fds, the first ready one wakes the thread; timeouts --------- */
+static int pp[3][2];
+
+static void *poller(void *p) {
+  (void)p;
+  struct pollfd f[3];
+  for (int i = 0; i < 3; i++) f[i] = (struct pollfd){pp[i][0], POLLIN, 0};
+  int k = ito_poll(f, 3, 5000);
+  CHECK_EQ(k, 1);
+  CHECK(f[1].revents & POLLIN);
+  CHECK_EQ(f[0].revents, 0);
+  CHECK_EQ(f[2].revents, 0);
+  /* nothing ready: returns 0 at the timeout, not before */
+  char c;
+  CHECK_EQ(ito_read(pp[1][0], &c, 1), 1);
+  struct timespec a, b;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  CHECK_EQ(ito_poll(f, 3, 30), 0);
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  CHECK((b.tv_sec - a.tv_sec) * 1000000000LL + (b.tv_nsec - a.tv_nsec) >= 30000000LL);
+  return NULL;
+}
+
+static void test_poll(void) {
+  for (int i = 0; i < 3; i++) CHECK(pipe(pp[i]) == 0);
+  ito_thread_t t;
+  CHECK_EQ(ito_create(poller, NULL, &t), 0);
+  struct timespec d = {0, 20 * 1000000};
+  ito_nanosleep(&d);
+  CHECK_EQ(ito_write(pp[1][1], "p", 1), 1);
+  CHECK_EQ(ito_join(t, NULL), 0);
+  for (int i = 0; i < 3; i++) ito_close(pp[i][0]), ito_close(pp[i][1]);
+}
+
 int main(int argc, char **argv) {
   CHECK_EQ(ito_init(), 0);
   const char *only = argc > 1 ? argv[1] : "all";
@@ -291,6 +326,7 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(only, "all") || !strcmp(only, "tcp")) test_tcp();
   if (!strcmp(only, "all") || !strcmp(only, "wake")) test_wake_sleeper();
+  if (!strcmp(only, "all") || !strcmp(only, "poll")) test_poll();
   printf("io %s: passed\n", only);
   return 0;
 }

@@ -141,6 +141,10 @@ ITO_API int ito_accept(int fd, struct sockaddr *addr, socklen_t *alen);
 ITO_API int ito_accept4(int fd, struct sockaddr *addr, socklen_t *alen, int flags);
 ITO_API int ito_connect(int fd, const struct sockaddr *addr, socklen_t alen);
 ITO_API int ito_close(int fd);
+/* libc's poll; an ito thread parks until one of the fds is ready or the
+ * timeout passes. */
+struct pollfd;
+ITO_API int ito_poll(struct pollfd *fds, unsigned long nfds, int timeout_ms);
 
 /* ---- fork-join with lazy task creation ----------------------------------
  * A task group runs children child-first on the caller's own stack; a stack

@@ -76,3 +76,13 @@ SHIM_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, i
     return shim_real.__recvfrom_chk(fd, buf, n, buflen, flags, a, l);
   return ito_recvfrom(fd, buf, n, flags, a, l);
 }
+
+SHIM_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout) {
+  IO_CALL(poll, ito_poll, fds, n, timeout);
+}
+SHIM_EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen) {
+  SHIM_ENTER(__poll_chk, fds, n, timeout, fdslen);
+  if (fdslen / sizeof *fds < n || !ito__pt_can_park())
+    return shim_real.__poll_chk(fds, n, timeout, fdslen);
+  return ito_poll(fds, n, timeout);
+}

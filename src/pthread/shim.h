@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <link.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <sys/socket.h>
@@ -118,6 +119,8 @@
   X(accept4, int, (int, struct sockaddr *, socklen_t *, int))                                    \
   X(connect, int, (int, const struct sockaddr *, socklen_t))                                     \
   X(close, int, (int))                                                                           \
+  X(poll, int, (struct pollfd *, nfds_t, int))                                                   \
+  X(__poll_chk, int, (struct pollfd *, nfds_t, int, size_t))                                                                           \
   X(__read_chk, ssize_t, (int, void *, size_t, size_t))                                          \
   X(__recv_chk, ssize_t, (int, void *, size_t, size_t, int))                                     \
   X(__recvfrom_chk, ssize_t, (int, void *, size_t, size_t, int, struct sockaddr *, socklen_t *)) \
