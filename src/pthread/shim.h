@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <link.h>
 #include <poll.h>
+#include <semaphore.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <sys/socket.h>
@@ -124,6 +125,14 @@
   X(__read_chk, ssize_t, (int, void *, size_t, size_t))                                          \
   X(__recv_chk, ssize_t, (int, void *, size_t, size_t, int))                                     \
   X(__recvfrom_chk, ssize_t, (int, void *, size_t, size_t, int, struct sockaddr *, socklen_t *)) \
+  X(sem_init, int, (sem_t *, int, unsigned))                                                     \
+  X(sem_destroy, int, (sem_t *))                                                                 \
+  X(sem_post, int, (sem_t *))                                                                    \
+  X(sem_wait, int, (sem_t *))                                                                    \
+  X(sem_trywait, int, (sem_t *))                                                                 \
+  X(sem_timedwait, int, (sem_t *, const struct timespec *))                                      \
+  X(sem_clockwait, int, (sem_t *, clockid_t, const struct timespec *))                           \
+  X(sem_getvalue, int, (sem_t *, int *))                                                         \
   X(nanosleep, int, (const struct timespec *, struct timespec *))                                \
   X(clock_nanosleep, int, (clockid_t, int, const struct timespec *, struct timespec *))          \
   X(usleep, int, (useconds_t))                                                                   \

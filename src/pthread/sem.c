@@ -1,0 +1,122 @@
+/* Unnamed semaphores (sem_init) in place: the count and a wait queue of the
+ * runtime, so sem_wait parks an ito thread instead of blocking its worker.
+ * A process-shared semaphore (sem_init with pshared, sem_open) stays
+ * glibc's: a mark word tells the two layouts apart. */
+#include "shim.h"
+
+#include <limits.h>
+#include <semaphore.h>
+
+struct pt_sem {
+  unsigned value;
+  int qlock;
+  void *head, *tail;
+  unsigned mark; /* SEM_MARK: one of ours */
+};
+#define SEM_MARK 0x69746f73u /* "sotI" */
+_Static_assert(sizeof(struct pt_sem) <= sizeof(sem_t), "semaphore layout");
+#define PS(s) ((struct pt_sem *)(void *)(s))
+
+static int ours(sem_t *s) { return __atomic_load_n(&PS(s)->mark, __ATOMIC_RELAXED) == SEM_MARK; }
+
+SHIM_EXPORT int sem_init(sem_t *s, int pshared, unsigned value) {
+  SHIM_ENTER(sem_init, s, pshared, value);
+  if (pshared) { /* glibc's, shared with other processes */
+    __atomic_store_n(&PS(s)->mark, 0, __ATOMIC_RELAXED);
+    return shim_real.sem_init(s, pshared, value);
+  }
+  if (value > SEM_VALUE_MAX) {
+    errno = EINVAL;
+    return -1;
+  }
+  struct pt_sem *p = PS(s);
+  p->value = value;
+  p->qlock = 0;
+  p->head = p->tail = NULL;
+  __atomic_store_n(&p->mark, SEM_MARK, __ATOMIC_RELEASE);
+  return 0;
+}
+
+SHIM_EXPORT int sem_destroy(sem_t *s) {
+  SHIM_ENTER(sem_destroy, s);
+  if (!ours(s)) return shim_real.sem_destroy(s);
+  __atomic_store_n(&PS(s)->mark, 0, __ATOMIC_RELAXED);
+  return 0;
+}
+
+SHIM_EXPORT int sem_post(sem_t *s) {
+  SHIM_ENTER(sem_post, s);
+  if (!ours(s)) return shim_real.sem_post(s);
+  struct pt_sem *p = PS(s);
+  ito__pt_lock(&p->qlock);
+  /* a waiter is handed the count directly */
+  void *w = ito__pt_wq_take(&p->head, &p->tail, 1);
+  if (!w) {
+    if (p->value == SEM_VALUE_MAX) {
+      ito__pt_unlock(&p->qlock);
+      errno = EOVERFLOW;
+      return -1;
+    }
+    __atomic_store_n(&p->value, p->value + 1, __ATOMIC_RELEASE);
+  }
+  ito__pt_unlock(&p->qlock);
+  ito__pt_wq_wake(w);
+  return 0;
+}
+
+static int sem_take(struct pt_sem *p, int try, clockid_t clock, const struct timespec *abs) {
+  unsigned v = __atomic_load_n(&p->value, __ATOMIC_RELAXED);
+  while (v > 0)
+    if (__atomic_compare_exchange_n(&p->value, &v, v - 1, 1, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+      return 0;
+  if (try) return EAGAIN;
+  if (abs && shim_bad_time(abs)) return EINVAL;
+  ito__pt_lock(&p->qlock);
+  v = p->value;
+  if (v > 0) {
+    __atomic_store_n(&p->value, v - 1, __ATOMIC_RELAXED);
+    ito__pt_unlock(&p->qlock);
+    return 0;
+  }
+  return ito__pt_wq_wait(&p->qlock, &p->head, &p->tail, 0, clock, abs, NULL, NULL);
+}
+
+static int sem_result(int rc) {
+  if (!rc) return 0;
+  errno = rc;
+  return -1;
+}
+
+SHIM_EXPORT int sem_wait(sem_t *s) {
+  SHIM_ENTER(sem_wait, s);
+  if (!ours(s)) return shim_real.sem_wait(s);
+  return sem_result(sem_take(PS(s), 0, CLOCK_REALTIME, NULL));
+}
+
+SHIM_EXPORT int sem_trywait(sem_t *s) {
+  SHIM_ENTER(sem_trywait, s);
+  if (!ours(s)) return shim_real.sem_trywait(s);
+  return sem_result(sem_take(PS(s), 1, CLOCK_REALTIME, NULL));
+}
+
+SHIM_EXPORT int sem_timedwait(sem_t *s, const struct timespec *abs) {
+  SHIM_ENTER(sem_timedwait, s, abs);
+  if (!ours(s)) return shim_real.sem_timedwait(s, abs);
+  if (shim_null(abs)) return sem_result(EINVAL);
+  return sem_result(sem_take(PS(s), 0, CLOCK_REALTIME, abs));
+}
+
+SHIM_EXPORT int sem_clockwait(sem_t *s, clockid_t clock, const struct timespec *abs) {
+  SHIM_ENTER(sem_clockwait, s, clock, abs);
+  if (!ours(s)) return shim_real.sem_clockwait(s, clock, abs);
+  if (shim_null(abs) || (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC))
+    return sem_result(EINVAL);
+  return sem_result(sem_take(PS(s), 0, clock, abs));
+}
+
+SHIM_EXPORT int sem_getvalue(sem_t *s, int *out) {
+  SHIM_ENTER(sem_getvalue, s, out);
+  if (!ours(s)) return shim_real.sem_getvalue(s, out);
+  *out = (int)__atomic_load_n(&PS(s)->value, __ATOMIC_RELAXED);
+  return 0;
+}
