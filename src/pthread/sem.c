@@ -51,30 +51,39 @@ SHIM_EXPORT int sem_post(sem_t *s) {
   ito__pt_lock(&p->qlock);
   /* a waiter is handed the count directly */
   void *w = ito__pt_wq_take(&p->head, &p->tail, 1);
-  if (!w) {
-    if (p->value == SEM_VALUE_MAX) {
-      ito__pt_unlock(&p->qlock);
-      errno = EOVERFLOW;
-      return -1;
-    }
-    __atomic_store_n(&p->value, p->value + 1, __ATOMIC_RELEASE);
+  if (!w) { /* takers decrement without the lock: atomic read-modify-writes only */
+    unsigned v = __atomic_load_n(&p->value, __ATOMIC_RELAXED);
+    do {
+      if (v >= SEM_VALUE_MAX) {
+        ito__pt_unlock(&p->qlock);
+        errno = EOVERFLOW;
+        return -1;
+      }
+    } while (!__atomic_compare_exchange_n(&p->value, &v, v + 1, 1, __ATOMIC_RELEASE,
+                                          __ATOMIC_RELAXED));
   }
   ito__pt_unlock(&p->qlock);
   ito__pt_wq_wake(w);
   return 0;
 }
 
-static int sem_take(struct pt_sem *p, int try, clockid_t clock, const struct timespec *abs) {
+/* Takes one from the count if it is above zero. */
+static int take_one(struct pt_sem *p) {
   unsigned v = __atomic_load_n(&p->value, __ATOMIC_RELAXED);
   while (v > 0)
     if (__atomic_compare_exchange_n(&p->value, &v, v - 1, 1, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-      return 0;
+      return 1;
+  return 0;
+}
+
+/* A post either finds the count above zero here (under the lock), or
+ * finds this thread queued and hands the count to it. */
+static int sem_take(struct pt_sem *p, int try, clockid_t clock, const struct timespec *abs) {
+  if (take_one(p)) return 0;
   if (try) return EAGAIN;
   if (abs && shim_bad_time(abs)) return EINVAL;
   ito__pt_lock(&p->qlock);
-  v = p->value;
-  if (v > 0) {
-    __atomic_store_n(&p->value, v - 1, __ATOMIC_RELAXED);
+  if (take_one(p)) {
     ito__pt_unlock(&p->qlock);
     return 0;
   }
