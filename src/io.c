@@ -115,6 +115,16 @@ static int pipe_nowait = -1; /* RWF_NOWAIT works on pipes (Linux 6.4 and later) 
  * that may follow a park goes through set_errno, or once()'s result. */
 static __attribute__((noinline)) void set_errno(int e) { errno = e; }
 
+/* poll and epoll_wait as every architecture has them (AArch64 has only the
+ * p-variants). */
+static long sys_poll(struct pollfd *f, unsigned long n, int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  return SYS(SYS_ppoll, f, n, ms < 0 ? NULL : &ts, NULL, (size_t)8);
+}
+static long sys_epoll_wait(int e, struct epoll_event *ev, int n, int ms) {
+  return SYS(SYS_epoll_pwait, e, ev, n, ms, NULL, (size_t)8);
+}
+
 static int high_fd(int fd) { /* out of the way of closefrom(3) and dup2 onto small numbers */
   int hi = (int)SYS(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 1024);
   if (hi < 0) return fd;
@@ -209,7 +219,7 @@ static int dispatch(struct epoll_event *ev, int n) {
 int ito__io_poll(void) {
   if (LOAD_ACQ(&ep) < 0 || !spin_trylock(&poll_lock)) return 0;
   struct epoll_event ev[64];
-  int n = (int)SYS(SYS_epoll_wait, ep, ev, 64, 0);
+  int n = (int)sys_epoll_wait(ep, ev, 64, 0);
   spin_unlock(&poll_lock);
   return n > 0 ? dispatch(ev, n) : 0;
 }
@@ -223,9 +233,9 @@ int ito__io_sleep(long timeout_ns) {
     struct timespec ts = {timeout_ns / 1000000000L, timeout_ns % 1000000000L};
     n = (int)SYS(SYS_epoll_pwait2, ep, ev, 64, &ts, NULL, 0);
     if (n < 0 && errno == ENOSYS)
-      n = (int)SYS(SYS_epoll_wait, ep, ev, 64, (int)((timeout_ns + 999999) / 1000000));
+      n = (int)sys_epoll_wait(ep, ev, 64, (int)((timeout_ns + 999999) / 1000000));
   } else {
-    n = (int)SYS(SYS_epoll_wait, ep, ev, 64, -1);
+    n = (int)sys_epoll_wait(ep, ev, 64, -1);
   }
   return n > 0 ? dispatch(ev, n) : 0;
 }
@@ -394,7 +404,7 @@ static ssize_t once_(struct op *o, int type) {
   if (LOAD_RLX(&pipe_nowait) > 0)
     return SYS(rd ? SYS_preadv2 : SYS_pwritev2, fd, o->iov, o->iovcnt, -1L, 0L, RWF_NOWAIT);
   struct pollfd p = {fd, (short)(rd ? POLLIN : POLLOUT), 0};
-  if (SYS(SYS_poll, &p, 1, 0) == 0) {
+  if (sys_poll(&p, 1, 0) == 0) {
     errno = EAGAIN;
     return -1;
   }
@@ -622,7 +632,7 @@ int ito_connect(int fd, const struct sockaddr *addr, socklen_t alen) {
   }
   for (;;) {
     struct pollfd p = {fd, POLLOUT, 0};
-    if (SYS(SYS_poll, &p, 1, 0) > 0) break;
+    if (sys_poll(&p, 1, 0) > 0) break;
     int k = park(r, fd, gen, WR, seen, dl);
     if (k == EBADF) {
       set_errno(EBADF);
@@ -696,7 +706,7 @@ static void unlink_node(struct fdrec *r, int d, struct pollnode *n) {
  * then libc's poll with no wait computes revents. A spurious wake (the
  * readiness was taken by someone else) waits again for the time left. */
 int ito_poll(struct pollfd *fds, nfds_t n, int timeout_ms) {
-  if (!io_thread() || n == 0) return (int)SYS(SYS_poll, fds, n, timeout_ms);
+  if (!io_thread() || n == 0) return (int)sys_poll(fds, n, timeout_ms);
   struct timespec deadline, *dl = NULL;
   if (timeout_ms > 0) {
     deadline_after(&deadline, (long long)timeout_ms * 1000000LL);
@@ -711,7 +721,7 @@ int ito_poll(struct pollfd *fds, nfds_t n, int timeout_ms) {
     if (!nodes || !seen) {
       free(nodes == stack_nodes ? NULL : nodes);
       free(seen);
-      return (int)SYS(SYS_poll, fds, n, timeout_ms); /* blocks the worker, but answers */
+      return (int)sys_poll(fds, n, timeout_ms); /* blocks the worker, but answers */
     }
   } else {
     seen = stack_seen;
@@ -722,7 +732,7 @@ int ito_poll(struct pollfd *fds, nfds_t n, int timeout_ms) {
       struct fdrec *r = rec_of(fds[i].fd);
       for (int d = 0; d < 2; d++) seen[2 * i + d] = r ? LOAD_ACQ(&r->seq[d]) : 0;
     }
-    rc = (int)SYS(SYS_poll, fds, n, 0);
+    rc = (int)sys_poll(fds, n, 0);
     if (rc != 0 || timeout_ms == 0) break;
     struct pollgroup g = {0, 0, NULL, NULL};
     int stale = 0, hung = 0;
@@ -773,7 +783,7 @@ int ito_poll(struct pollfd *fds, nfds_t n, int timeout_ms) {
       spin_unlock(&r->lock);
     }
     if (!hung) { /* nothing epoll can watch: libc's poll decides */
-      rc = (int)SYS(SYS_poll, fds, n, dl ? timeout_ms : -1);
+      rc = (int)sys_poll(fds, n, dl ? timeout_ms : -1);
       break;
     }
     if (dl) {
@@ -781,7 +791,7 @@ int ito_poll(struct pollfd *fds, nfds_t n, int timeout_ms) {
       clock_gettime(CLOCK_MONOTONIC, &now);
       if (now.tv_sec > deadline.tv_sec ||
           (now.tv_sec == deadline.tv_sec && now.tv_nsec >= deadline.tv_nsec)) {
-        rc = (int)SYS(SYS_poll, fds, n, 0);
+        rc = (int)sys_poll(fds, n, 0);
         break;
       }
     }
