@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -409,8 +410,21 @@ static ssize_t once_(struct op *o, int type) {
     return -1;
   }
   /* ready: the plain call, which blocks the worker only if another reader
-   * or writer gets there first (docs/dropin.md section 7.2) */
-  return SYS(rd ? SYS_readv : SYS_writev, fd, o->iov, o->iovcnt);
+   * or writer gets there first (docs/dropin.md section 7.2). A writable
+   * pipe has room for at least PIPE_BUF bytes, so a write is cut to that:
+   * a longer one would block until the reader made room. */
+  if (rd) return SYS(SYS_readv, fd, o->iov, o->iovcnt);
+  struct iovec cut[16];
+  int n = 0;
+  size_t room = PIPE_BUF;
+  for (int i = 0; i < o->iovcnt && n < 16 && room; i++) {
+    size_t l = o->iov[i].iov_len < room ? o->iov[i].iov_len : room;
+    if (!l) continue;
+    cut[n].iov_base = o->iov[i].iov_base;
+    cut[n++].iov_len = l;
+    room -= l;
+  }
+  return SYS(SYS_writev, fd, cut, n);
 }
 
 static ssize_t plain(struct op *o) {
