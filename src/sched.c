@@ -380,7 +380,7 @@ static inline uint32_t idle_S(uint64_t x) { return (uint32_t)(x >> 32); }
 static inline uint32_t idle_Z(uint64_t x) { return (uint32_t)(x & (IDLE_SYM - 1)); }
 
 /* Takes v off the sleeper list and makes it a spinner; sleep_lock held. */
-/* Takes v off the sleeper list (sleep_lock held). Returns 1 if v was the
+/* Takes v off the sleeper list (sleep_lock held). Returns 1 if v is the
  * poll sleeper: its waker must then write the eventfd (kick), not wake the
  * futex. */
 static int unsleep_locked(worker *v, int hint) {
@@ -388,8 +388,7 @@ static int unsleep_locked(worker *v, int hint) {
   while (*pp != v) pp = &(*pp)->sleep_next;
   *pp = v->sleep_next;
   v->on_list = 0;
-  int poller = ito__rt.io_poller == v;
-  if (poller) ito__rt.io_poller = NULL;
+  int poller = ito__rt.io_poller == v; /* v gives the role up itself (idle_sleep) */
   __atomic_fetch_add(&ito__rt_idle.v, IDLE_SPIN_ONE - 1, __ATOMIC_SEQ_CST);
   v->ws_hint = hint;
   __atomic_store_n(&v->wake_word, 1, __ATOMIC_RELEASE);
@@ -500,16 +499,18 @@ static void idle_sleep(worker *w) {
   w->sleep_next = ito__rt.sleep_top;
   ito__rt.sleep_top = w;
   w->on_list = 1;
-  /* G1 for I/O: with threads parked on readiness and nobody in epoll_wait,
-   * this sleeper waits there (docs/idle.md, "The poll sleeper") */
-  int poller = 0;
-  if (LOAD_RLX(&ito__io_waiters) && !ito__rt.io_poller) {
-    ito__rt.io_poller = w;
-    poller = 1;
-  }
   __atomic_store_n(&w->wake_word, 0, __ATOMIC_RELAXED);
   __atomic_fetch_add(&ito__rt_idle.v, 1 - (w->spinning ? IDLE_SPIN_ONE : 0), __ATOMIC_SEQ_CST);
   w->spinning = 0;
+  /* G1 for I/O: with threads parked on readiness and nobody in epoll_wait,
+   * this sleeper waits there (docs/io.md, docs/idle.md). io_waiters is read
+   * after Z's increment: a parker adds to io_waiters, then reads Z, so one
+   * of the two sees the other (the model rejects the other order). */
+  int poller = 0;
+  if (__atomic_load_n(&ito__io_waiters, __ATOMIC_SEQ_CST) && !ito__rt.io_poller) {
+    STORE_RLX(&ito__rt.io_poller, w);
+    poller = 1;
+  }
   spin_unlock(&ito__rt.sleep_lock);
 
   /* G2: the fork path publishes without a fence; this makes its stores
@@ -533,9 +534,14 @@ static void idle_sleep(worker *w) {
     }
     if (atomic_load_explicit(&ito__rt.stop, memory_order_relaxed)) found = -1;
   }
-  if (found) { /* G4: leave the list unless a waker already took us off */
+  if (found || poller) { /* G4: leave the list unless a waker already took us off */
     spin_lock(&ito__rt.sleep_lock);
-    if (w->on_list) unsleep_locked(w, found > 0 ? found - 1 : -1);
+    if (found && w->on_list) unsleep_locked(w, found > 0 ? found - 1 : -1);
+    /* the poll role is given up only here, by its holder, once it will not
+     * call epoll_wait again: a waker that cleared it could let a second
+     * worker take the role and both wait on one eventfd count, one of them
+     * for ever (found by the model, verify/idle.pml BROKEN=6) */
+    if (ito__rt.io_poller == w) STORE_RLX(&ito__rt.io_poller, NULL);
     spin_unlock(&ito__rt.sleep_lock);
   }
   w->spinning = 1; /* counted in S by whoever took us off the list */

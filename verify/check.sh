@@ -5,7 +5,8 @@
 #   verify/check.sh [--expect-error] [--progress] [-DNAME=VALUE ...]
 #
 # The -D options go to spin's preprocessor (N, FORKS, READIES, OUTSIDE,
-# MAILS, ROUNDS, BROKEN: see the head of idle.pml).  Without --progress, pan
+# MAILS, ROUNDS, MIN_SPINNERS, SYMMETRIC, BROKEN, and for blocking I/O
+# PARKS, G1SPLIT, IOINV: see the head of idle.pml).  Without --progress, pan
 # searches every state for assertion violations (the counters, and a worker
 # asleep for ever while an entry is left) and invalid end states (deadlock).
 # With --progress it searches for non-progress cycles instead: runs that go

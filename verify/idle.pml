@@ -45,6 +45,41 @@
  *   SYMMETRIC 1: ITO_DEQUE_FENCE=symmetric, no membarrier: G2 is the
  *               sleeper's own fence, and the mark bit M sends every fork to
  *               .Lfork_idle, which fences (lock or) before it reads S and Z
+ *   PARKS    times a running thread parks on I/O (docs/dropin.md 7.3-7.5;
+ *            one parked thread at a time; 0: no I/O, the model as before)
+ *   BROKEN, with PARKS > 0:
+ *            6: a waker that takes the poll sleeper off the list clears
+ *               io_poller (the first draft of docs/dropin.md 7.4): another
+ *               worker may take the role while the woken one still enters
+ *               epoll_wait, and its epoll_wait reads the eventfd write
+ *               meant for the woken one
+ *            7: G1 never takes the poll role (nobody sleeps in epoll_wait)
+ *            8: the leaving poll sleeper does not call wake_one (the
+ *               handoff; passes: wake_one finds S > 0, the leaver itself)
+ *            9: the parker that raises io_waiters from 0 wakes nobody
+ *           10: G1 reads io_waiters before its fetch_add on the idle word
+ *
+ * Blocking I/O (PARKS > 0; docs/dropin.md 7.4, docs/idle.md "The Promela
+ * model"): io_waiters counts parked threads, io_poller is the poll sleeper.
+ * A sleeper that took the role at G1 sleeps in epoll_wait, which returns
+ * when the kernel reports the parked thread's readiness or when the
+ * eventfd (one for the runtime; sticky: its count stays until an
+ * epoll_wait reads it) is set; a waker that takes the poll sleeper off the
+ * list writes the eventfd instead of futex_wake, and leaves io_poller
+ * alone: the holder gives the role up itself, under sleep_lock, once it
+ * will call epoll_wait no more, so that two workers never wait in
+ * epoll_wait on one eventfd count (BROKEN 6 is the other way).  A busy or
+ * spinning worker polls without blocking before it steals.  Readiness goes
+ * only to whoever calls epoll_wait.  The dispatcher puts the thread on its
+ * own ready queue and decrements io_waiters (the thread is woken), then
+ * publish_check; from there the thread is an ordinary entry.  Left out:
+ * more than one parked thread at a time, directions, timeouts and the
+ * poll sleeper's timer, the record lock and seq retry (parking is one
+ * step), a home worker that is busy (7.5), the 61st-pass poll of a worker
+ * with local work, and a worker busy for ever never polls.
+ *   G1SPLIT  1: G1 in two steps with I/O (see G1)
+ *   IOINV    0: do not check (5) in every state (the rejected variants
+ *            then show an actual lost wake-up rather than the invariant)
  *
  * printf lines only show in a replayed trail (spin -t), never in pan.
  */
@@ -76,6 +111,18 @@
 #ifndef BROKEN
 #define BROKEN 0
 #endif
+#ifndef PARKS
+#define PARKS 0
+#endif
+#ifndef G1SPLIT
+#define G1SPLIT 0
+#endif
+#ifndef IOINV
+#define IOINV 1
+#endif
+#if BROKEN >= 6 && PARKS == 0
+#error "BROKEN 6 to 10 need PARKS > 0"
+#endif
 
 #if N < 2 || N > 4
 #error "N must be 2, 3 or 4"
@@ -99,6 +146,18 @@ byte mbuf[N];         /* a mail store in w's store buffer: target + 1, or 0 */
 byte forks = FORKS;
 byte readies = READIES;
 byte mails = MAILS;
+#if PARKS > 0
+byte io_waiters;      /* threads parked waiting for fd readiness */
+byte io_poller = NONE;/* the poll sleeper (in or on its way to epoll_wait) */
+bit  evfd;            /* the eventfd's count is not 0 */
+byte io_state;        /* the I/O thread: 0 not parked, 1 parked, 2 parked
+                       * and its readiness is pending in the epoll set */
+byte parks = PARKS;
+byte npend;           /* ghost: workers about to call wake_one for I/O's
+                       * sake, or inside G1 with the lock held */
+byte npoll;           /* ghost: workers that took the role and may still
+                       * call epoll_wait */
+#endif
 
 /* ---- ghosts: never read by the protocol ------------------------------- */
 bool spinning[N];     /* w->spinning */
@@ -140,6 +199,15 @@ bool gone[N];         /* w stays busy for ever */
 inline check_counts() {
   assert(S == NSPIN && Z == NLIST && Z == nsleep && !ANYBAD)
 }
+
+#if PARKS > 0
+/* (5) The I/O invariant of docs/idle.md: while io_waiters > 0 and somebody
+ * sleeps, a sleeper holds the poll role (it is in epoll_wait or on its way
+ * there), or somebody will make one: a spinner (it passes G1 or, the last
+ * one, wakes a sleeper when it finds work; S also counts woken workers not
+ * yet back), a worker inside G1, or one about to call wake_one (npend). */
+#define IO_OK (io_waiters == 0 || Z == 0 || io_poller != NONE || S > 0 || npend > 0)
+#endif
 
 inline who() {
   if
@@ -187,8 +255,31 @@ inline unlist(v) {
   nsleep--;
   list[nsleep] = 0;
   on_list[v] = 0;
+#if PARKS > 0 && BROKEN == 6
+  if
+  :: io_poller == v -> io_poller = NONE   /* whoever takes it off the list */
+  :: else
+  fi;
+#endif
   j = 0
 }
+
+/* Wakes v, which a waker has just taken off the list (pw: v was the poll
+ * sleeper): futex_wake, or a write to the eventfd, whose count stays until
+ * an epoll_wait reads it. */
+#if PARKS > 0
+#define WAKE(v) if \
+                :: pw -> evfd = 1; pw = 0; who(); \
+                   printf("writes the eventfd (to wake w%d)\n", v) \
+                :: else -> queued[v] = 0 \
+                fi
+#define WAS_POLLER(v) pw = (v == io_poller)
+#define PEND_DONE() if :: mypend -> mypend = 0; npend-- :: else fi
+#else
+#define WAKE(v) queued[v] = 0
+#define WAS_POLLER(v) skip
+#define PEND_DONE() skip
+#endif
 
 /* ito__wake_one(hint), called by me (NONE: not a worker).  Steps: take the
  * lock and read the word and the list top (and unlock at once when nobody
@@ -201,9 +292,17 @@ inline wake_one(h) {
     who();
     if
     :: S != 0 || Z == 0 || nsleep == 0 ->
+       PEND_DONE();
        printf("wake_one: S=%d Z=%d, nobody to wake\n", S, Z)
     :: else ->
        sleep_lock = 1; v = list[nsleep - 1];
+#if PARKS > 0
+       /* a futex sleeper rather than the poll sleeper */
+       if
+       :: v == io_poller && nsleep > 1 -> v = list[nsleep - 2]
+       :: else
+       fi;
+#endif
 #if BROKEN == 4
        x_s = S; x_z = Z;
 #endif
@@ -216,10 +315,11 @@ inline wake_one(h) {
      d_step { unlist(v); S = x_s + 1; Z = x_z - 1; x_s = 0; x_z = 0;
               ws_hint[v] = h + 1; check_counts() };
 #else
-     d_step { unlist(v); S++; Z--; ws_hint[v] = h + 1; check_counts() };
+     d_step { WAS_POLLER(v); unlist(v); S++; Z--;
+              ws_hint[v] = (h == NONE -> 0 : h + 1); PEND_DONE(); check_counts() };
 #endif
      atomic { wake_word[v] = 1; sleep_lock = 0 };
-     atomic { queued[v] = 0; v = NONE }           /* futex_wake */
+     atomic { WAKE(v); v = NONE }    /* futex_wake, or the eventfd write */
   :: else
   fi
 }
@@ -279,6 +379,82 @@ inline back_as_spinner() {
 #define STEAL(x) work[x] > 0 -> flush(me); work[x]--; \
                  printf("w%d: steals an entry of w%d\n", me, x); ok = 1
 
+#if PARKS > 0
+/* The poller took the readiness event (under the fd record's lock): the
+ * thread is woken (io_waiters--) onto the poller's own ready queue (7.5:
+ * home is the poller, or asleep; home busy is not modelled), then
+ * publish_check(w, 1), the fenced P2-P3. */
+inline dispatch() {
+  atomic {
+    flush(me); work[me]++; io_waiters--;
+    printf("w%d: dispatches the I/O thread to its ready queue: io_waiters=%d\n", me, io_waiters)
+  };
+  publish_check_full(me)
+}
+#endif
+
+/* G1's list part and the fetch_add (sleep_lock held). */
+inline G1_PUSH() {
+  flush(me);
+  list[nsleep] = me; nsleep++;
+  on_list[me] = 1;
+  wake_word[me] = 0;
+  Z++;
+  if
+  :: spn -> S--
+  :: else
+  fi;
+  spn = 0; spinning[me] = 0;
+  insleep[me] = 1;
+  rounds = 0;
+  check_counts();
+  printf("w%d: G1 goes on the sleeper list: S=%d Z=%d\n", me, S, Z)
+}
+
+#if PARKS > 0
+/* G1 takes the poll role if io_waiters (read into iow) > 0 and nobody has
+ * it (sleep_lock held). */
+inline TAKE_ROLE() {
+#if BROKEN != 7
+  if
+  :: iow > 0 && io_poller == NONE -> io_poller = me; ispoll = 1;
+     npoll++;
+#if BROKEN != 6
+     assert(npoll == 1);     /* nobody else may still call epoll_wait */
+#endif
+     printf("w%d: G1 takes the poll role (io_waiters=%d)\n", me, iow)
+  :: else
+  fi
+#else
+  skip
+#endif
+}
+#endif
+
+#if PARKS > 0
+/* A poll sleeper that will call epoll_wait no more gives up the role
+ * itself (sleep_lock held; at G4, or after a wake-up: a waker leaves
+ * io_poller alone).  The handoff: if io_waiters > 0 it will call wake_one
+ * (ok). */
+inline LEAVE_ROLE() {
+  if
+  :: ispoll ->
+     ispoll = 0; npoll--;
+#if BROKEN != 6
+     if
+     :: io_poller == me -> io_poller = NONE
+     :: else
+     fi;
+#endif
+#if BROKEN != 8
+     ok = (io_waiters > 0);
+#endif
+     printf("w%d: leaves the poll role: io_waiters=%d\n", me, io_waiters)
+  :: else
+  fi
+}
+#endif
+
 proctype Worker(byte me) {
   byte v = NONE, j, k, found, rounds, hint;
 #if BROKEN == 4
@@ -286,6 +462,13 @@ proctype Worker(byte me) {
 #endif
   bool ok, top;
   bool spn;             /* w->spinning; the ghost spinning[me] copies it */
+#if PARKS > 0
+  bool pw;              /* the worker being woken was the poll sleeper */
+  bool mypend;          /* counted in npend */
+  bool ispoll;          /* took the poll role at G1 (a local of idle_sleep) */
+  bool gotio;           /* epoll_wait gave it the readiness, not dispatched */
+  byte iow;             /* io_waiters as G1 read it */
+#endif
 
   if
   :: me == 0 -> goto running    /* worker 0 runs the root task */
@@ -309,6 +492,55 @@ running:
      atomic { readies > 0 -> readies--; flush(me); work[me]++;
               printf("w%d: puts a ready fiber on its own ready queue\n", me) };
      publish_check_full(me)
+#if PARKS > 0
+  :: /* the running thread parks on I/O (7.3): linked on the fd's wait list,
+      * io_waiters++ (a locked add; readiness may come from then on), then
+      * the worker goes to its scheduler.  If it raised io_waiters from 0
+      * while Z > 0 and nobody has the poll role, it calls wake_one. */
+     atomic {
+       parks > 0 && io_state == 0 -> parks--;
+       flush(me);
+       ok = (io_waiters == 0);
+       io_waiters++; io_state = 1;
+#if BROKEN == 9
+       ok = 0;
+#endif
+       if
+       :: ok -> mypend = 1; npend++
+       :: else
+       fi;
+       printf("w%d: its thread parks on I/O: io_waiters=%d\n", me, io_waiters)
+     };
+     if
+     :: ok ->
+        atomic {
+          ok = (Z > 0);
+          printf("w%d: the parker reads Z=%d\n", me, Z);
+          if
+          :: !ok -> PEND_DONE()
+          :: else
+          fi
+        };
+        if
+        :: ok ->
+           atomic {
+             ok = (io_poller == NONE);
+             printf("w%d: the parker reads io_poller: %d (255: none)\n", me, io_poller);
+             if
+             :: !ok -> PEND_DONE()
+             :: else
+             fi
+           };
+           if
+           :: ok -> ok = 0; wake_one(NONE)
+           :: else
+           fi
+        :: else
+        fi
+     :: else
+     fi;
+     goto sched
+#endif
   :: /* ACT_MIGRATE: the running fiber moves to worker v as mail (under v's
       * mail_lock), then ito__wake_worker(v); this worker goes idle */
      atomic {
@@ -324,7 +556,7 @@ running:
        flush(me);
        if
        :: on_list[v] ->
-          unlist(v); S++; Z--; ws_hint[v] = 0; check_counts();
+          WAS_POLLER(v); unlist(v); S++; Z--; ws_hint[v] = 0; check_counts();
           printf("w%d: wake_worker takes w%d off the list\n", me, v)
        :: else -> sleep_lock = 0; v = NONE
        fi
@@ -332,7 +564,7 @@ running:
      if
      :: v != NONE ->
         atomic { wake_word[v] = 1; sleep_lock = 0 };
-        atomic { queued[v] = 0; v = NONE }    /* futex_wake */
+        atomic { WAKE(v); v = NONE }    /* futex_wake, or the eventfd */
      :: else
      fi;
      goto sched
@@ -351,8 +583,29 @@ sched:  /* ito__sched_loop, a round: run_local (mail), pop_tail (the
               printf("w%d: pops its own entry\n", me) }; goto got_work
   :: atomic { buf[me] == 0 && work[me] > 0 -> work[me]--;
               printf("w%d: pops its own entry\n", me) }; goto got_work
+#if PARKS > 0
+  :: else ->
+     /* nothing local: epoll_wait(ep, ev, 64, 0), if io_waiters > 0 and the
+      * poll try-lock admits it.  Always, here: a poll that the try-lock
+      * skips behaves as one made before the kernel's event, which the
+      * model has too (readiness is seen by pollers only). */
+     atomic {
+       rounds++;
+       if
+       :: io_state == 2 -> io_state = 0; gotio = 1;
+          printf("w%d: its non-blocking epoll_wait gets the readiness\n", me)
+       :: else
+       fi
+     }
+  fi;
+  if
+  :: gotio -> gotio = 0; dispatch(); goto sched
+  :: else
+  fi;
+#else
   :: else -> rounds++
   fi;
+#endif
   if
   :: !spn ->
      /* start_spinning: x = load; until a CAS from x to x + (1 << 32)
@@ -415,24 +668,46 @@ steal:
 
 sleep:  /* idle_sleep(w) */
   /* G1: lock; push; wake_word = 0; the fetch_add; unlock.  Only the
-   * fetch_add is read without the lock. */
+   * fetch_add is read without the lock.  With I/O, G1 also reads
+   * io_waiters (changed without the lock) after the fetch_add, and takes
+   * the poll role (io_poller = w) if io_waiters > 0 and nobody has it.
+   * Still one step: the load follows the fetch_add, a locked instruction,
+   * and io_poller is read without the lock only by a parker, which, seeing
+   * the role a moment late, makes a wake_one that the model has anyway (its
+   * two loads are two steps).  -DG1SPLIT=1 makes it two steps (the lock
+   * held between them), as BROKEN 10 must. */
+#if PARKS > 0 && (G1SPLIT || BROKEN == 10)
+  atomic {
+    sleep_lock == 0 -> sleep_lock = 1; mypend = 1; npend++;
+#if BROKEN == 10
+    flush(me);
+    iow = io_waiters;
+    printf("w%d: G1 locks, reads io_waiters=%d first\n", me, iow)
+  };
+  atomic {
+    G1_PUSH();
+#else
+    G1_PUSH()
+  };
+  atomic {
+    iow = io_waiters;
+#endif
+    TAKE_ROLE();
+    iow = 0; PEND_DONE(); sleep_lock = 0;
+    check_counts()
+  };
+#else
   atomic {
     sleep_lock == 0 ->
-    flush(me);
-    list[nsleep] = me; nsleep++;
-    on_list[me] = 1;
-    wake_word[me] = 0;
-    Z++;
-    if
-    :: spn -> S--
-    :: else
-    fi;
-    spn = 0; spinning[me] = 0;
-    insleep[me] = 1;
-    rounds = 0;
-    check_counts();
-    printf("w%d: G1 goes on the sleeper list: S=%d Z=%d\n", me, S, Z)
+    G1_PUSH();
+#if PARKS > 0
+    iow = io_waiters;
+    TAKE_ROLE();
+    iow = 0;
+    check_counts()
+#endif
   };
+#endif
   /* G2: ito__heavy_barrier() */
 #if SYMMETRIC
   /* G2 is the sleeper's own full fence: its own buffer (G1's locked
@@ -472,7 +747,11 @@ sleep:  /* idle_sleep(w) */
   od;
   /* G5: while (!found && !wake_word) futex_wait(&wake_word, 0, no timeout).
    * The load of wake_word and futex_wait's own check are one step: a
-   * futex_wait that finds 1 returns at once and the loop reads 1 again. */
+   * futex_wait that finds 1 returns at once and the loop reads 1 again.
+   * The poll sleeper (the role taken at G1, a local of idle_sleep) calls
+   * epoll_wait instead: it returns once the eventfd's count is not 0 (read
+   * back to 0 then: a stale write only loops) or the readiness is pending,
+   * which it takes; then it leaves like G4 and dispatches. */
   do
   :: found != 0 -> break
   :: else ->
@@ -480,16 +759,44 @@ sleep:  /* idle_sleep(w) */
        if
        :: wake_word[me] != 0 -> back_as_spinner(); ok = 1;
           printf("w%d: woken, spins: S=%d Z=%d\n", me, S, Z)
+#if PARKS > 0
+       :: else ->
+          if
+          :: ispoll -> printf("w%d: G5 epoll_wait\n", me)
+          :: else -> queued[me] = 1; printf("w%d: G5 futex_wait\n", me)
+          fi
+#else
        :: else -> queued[me] = 1;
           printf("w%d: G5 futex_wait\n", me)
+#endif
        fi
      };
      if
      :: ok -> ok = 0; break
      :: else
      fi;
+#if PARKS > 0
+     if
+     :: ispoll ->
+end_epoll:
+        atomic {
+          evfd || io_state == 2 ->
+          if
+          :: io_state == 2 -> io_state = 0; gotio = 1; found = NONE;
+             printf("w%d: epoll_wait returns the readiness (eventfd %d)\n", me, evfd)
+          :: else ->
+             printf("w%d: epoll_wait returns the eventfd\n", me)
+          fi;
+          evfd = 0
+        }
+     :: else ->
+end_asleep:
+        !queued[me]
+     fi
+#else
 end_asleep:
      !queued[me]
+#endif
   od;
   /* G4: leave the list unless a waker already took us off it */
   if
@@ -506,10 +813,30 @@ end_asleep:
        :: else
        fi;
        back_as_spinner();
+#if PARKS > 0
+       LEAVE_ROLE();
+#endif
        printf("w%d: G4 spins again: S=%d Z=%d\n", me, S, Z)
      }
   :: else
   fi;
+#if PARKS > 0
+  /* Woken (no G4): it gives up the role now, under sleep_lock. */
+  if
+  :: ispoll -> atomic { sleep_lock == 0 -> flush(me); LEAVE_ROLE() }
+  :: else
+  fi;
+  /* the handoff */
+  if
+  :: ok -> ok = 0; wake_one(NONE)
+  :: else
+  fi;
+  /* then it dispatches what epoll_wait gave it */
+  if
+  :: gotio -> gotio = 0; dispatch(); top = 0; goto sched
+  :: else
+  fi;
+#endif
   if
   :: top -> top = 0; goto steal
   :: else -> goto sched
@@ -524,6 +851,12 @@ progress_take:
        flush(me);
        ok = (S == 1 && Z > 0);
        S--; spn = 0; spinning[me] = 0;
+#if PARKS > 0 && BROKEN != 2
+       if
+       :: ok -> mypend = 1; npend++
+       :: else
+       fi;
+#endif
        check_counts();
        printf("w%d: stops spinning: S=%d Z=%d\n", me, S, Z)
      };
@@ -551,6 +884,9 @@ active proctype Outside() {
   byte x_s, x_z;
 #endif
   bool ok;
+#if PARKS > 0
+  bool pw, mypend;
+#endif
 #if OUTSIDE > 0
   byte n = OUTSIDE;
 again:
@@ -593,16 +929,46 @@ end_drain:
   od
 }
 
+#if PARKS > 0
+/* The kernel: some time after the thread parked, its fd becomes ready; the
+ * event waits in the epoll set for whoever calls epoll_wait next. */
+active proctype Kernel() {
+end_kernel:
+  do
+  :: atomic { io_state == 1 -> io_state = 2;
+              printf("kernel: the fd is ready: an event waits in the epoll set\n") }
+  od
+}
+
+#if IOINV
+/* (5), checked in every state (npend: see IO_OK). */
+active proctype IoInvariant() {
+end_ioinv:
+  atomic {
+    !IO_OK ->
+    printf("io_waiters=%d, S=%d Z=%d, nobody in (or on the way to) epoll_wait\n",
+           io_waiters, S, Z);
+    assert(IO_OK)
+  }
+}
+#endif
+#define IOLOST (io_state != 0)
+#else
+#define IOLOST 0
+#endif
+
 /* (1) No lost wake-up.  When nothing can move any more (every worker has
  * stayed busy or sleeps in futex_wait, since a spinner can always move), no
- * entry may be left while some worker sleeps, and no mail for a sleeper. */
+ * entry may be left while some worker sleeps, and no mail for a sleeper.
+ * With I/O: no parked thread whose readiness waits in the epoll set (the
+ * kernel has always delivered it by then) while some worker sleeps. */
 active proctype Lost() {
 end_lost:
   atomic {
     timeout ->
-    printf("nothing can move: %d entries left, %d mail, a worker asleep: %d\n",
-           WORK, MAILMISSED, IDLE);
-    assert(!((WORK > 0 && IDLE) || MAILMISSED))
+    printf("nothing can move: %d entries left, %d mail, I/O thread parked: %d, a worker asleep: %d\n",
+           WORK, MAILMISSED, IOLOST, IDLE);
+    assert(!(((WORK > 0 || IOLOST) && IDLE) || MAILMISSED))
   }
 }
 
