@@ -12,36 +12,13 @@
 #include <stdlib.h>
 #include <time.h>
 
+#define DROPIN_PROG "barrier"
+#include "dropin.h"
+
 #define P 6
 #define K 200
 #define ROUNDS (2 * K) /* two barrier waits per phase */
 #define SPINS_PER_PHASE 50
-
-#define FAIL(...)                                            \
-  do {                                                       \
-    fprintf(stderr, "barrier: FAILED: " __VA_ARGS__);        \
-    fputc('\n', stderr);                                     \
-    exit(1);                                                 \
-  } while (0)
-
-static const char *code_name(int rc) {
-  switch (rc) {
-    case 0: return "0";
-    case EBUSY: return "EBUSY";
-    case EINVAL: return "EINVAL";
-    case EAGAIN: return "EAGAIN";
-    case ENOTSUP: return "ENOTSUP";
-    default: {
-      static char buf[32];
-      snprintf(buf, sizeof buf, "error %d", rc);
-      return buf;
-    }
-  }
-}
-
-static void must(const char *label, int rc) {
-  if (rc != 0) FAIL("%s gave %s", label, code_name(rc));
-}
 
 static pthread_barrier_t barrier;
 static long slots[P];

@@ -18,35 +18,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#define DROPIN_PROG "create100k"
+#include "dropin.h"
+
 #define DEFAULT_THREADS 100000L
 #define WAVE 1000L
 #define STACK (64u << 10)
-
-#define FAIL(...)                                               \
-  do {                                                          \
-    fprintf(stderr, "create100k: FAILED: " __VA_ARGS__);        \
-    fputc('\n', stderr);                                        \
-    exit(1);                                                    \
-  } while (0)
-
-static const char *code_name(int rc) {
-  switch (rc) {
-    case 0: return "0";
-    case EAGAIN: return "EAGAIN";
-    case EINVAL: return "EINVAL";
-    case ENOMEM: return "ENOMEM";
-    case ENOTSUP: return "ENOTSUP";
-    default: {
-      static char buf[32];
-      snprintf(buf, sizeof buf, "error %d", rc);
-      return buf;
-    }
-  }
-}
-
-static void must(const char *label, int rc) {
-  if (rc != 0) FAIL("%s gave %s", label, code_name(rc));
-}
 
 /* pthread_create, retrying EAGAIN for up to 30 s in all. */
 static long eagain_retries;

@@ -14,10 +14,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#define DROPIN_PROG "pipes"
+#include "dropin.h"
+
 #define N 1000
 static int in[N][2], out[N][2];
-
-#define FAIL(...) do { fprintf(stderr, "pipes: FAILED: " __VA_ARGS__); fputc('\n', stderr); _exit(1); } while (0)
 
 static void *echo(void *p) {
   int i = (int)(intptr_t)p;

@@ -11,6 +11,9 @@
 #include <stdlib.h>
 #include <time.h>
 
+#define DROPIN_PROG "pool"
+#include "dropin.h"
+
 /* This test unlocks mutexes it does not hold, on purpose (EPERM). */
 #if defined(__SANITIZE_THREAD__)
 #define POOL_TSAN 1
@@ -27,39 +30,10 @@ const char *__tsan_default_options(void) { return "report_mutex_bugs=0"; }
 #define WORKERS 8
 #define TASKS 100000L
 
-#define FAIL(...)                                         \
-  do {                                                    \
-    fprintf(stderr, "pool: FAILED: " __VA_ARGS__);        \
-    fputc('\n', stderr);                                  \
-    exit(1);                                              \
-  } while (0)
-
-static const char *code_name(int rc) {
-  switch (rc) {
-    case 0: return "0";
-    case ETIMEDOUT: return "ETIMEDOUT";
-    case EDEADLK: return "EDEADLK";
-    case EPERM: return "EPERM";
-    case EBUSY: return "EBUSY";
-    case EINVAL: return "EINVAL";
-    case EAGAIN: return "EAGAIN";
-    case ENOTSUP: return "ENOTSUP";
-    default: {
-      static char buf[32];
-      snprintf(buf, sizeof buf, "error %d", rc);
-      return buf;
-    }
-  }
-}
-
 /* Checks that `rc` is `want` and prints "label: NAME". */
 static void expect(const char *label, int rc, int want) {
   if (rc != want) FAIL("%s gave %s, expected %s", label, code_name(rc), code_name(want));
   printf("%s: %s\n", label, code_name(rc));
-}
-
-static void must(const char *label, int rc) {
-  if (rc != 0) FAIL("%s gave %s", label, code_name(rc));
 }
 
 /* ---- the pool. The three statically initialised kinds are used under

@@ -12,36 +12,15 @@
 #include <string.h>
 #include <time.h>
 
+#define DROPIN_PROG "prodcons"
+#include "dropin.h"
+
 #define PRODUCERS 4
 #define CONSUMERS 4
 #define ITEMS 1000000L
 #define PER_PRODUCER (ITEMS / PRODUCERS)
 #define CAPACITY 64
 #define STOP (-1L)
-
-#define FAIL(...)                                             \
-  do {                                                        \
-    fprintf(stderr, "prodcons: FAILED: " __VA_ARGS__);        \
-    fputc('\n', stderr);                                      \
-    exit(1);                                                  \
-  } while (0)
-
-static const char *code_name(int rc) {
-  switch (rc) {
-    case 0: return "0";
-    case ETIMEDOUT: return "ETIMEDOUT";
-    case EINVAL: return "EINVAL";
-    case EBUSY: return "EBUSY";
-    case EPERM: return "EPERM";
-    case EAGAIN: return "EAGAIN";
-    case ENOTSUP: return "ENOTSUP";
-    default: {
-      static char buf[32];
-      snprintf(buf, sizeof buf, "error %d", rc);
-      return buf;
-    }
-  }
-}
 
 /* ---- the bounded buffer: one mutex, two condition variables */
 static pthread_mutex_t q_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -10,6 +10,9 @@
 #include <string.h>
 #include <time.h>
 
+#define DROPIN_PROG "refused"
+#include "dropin.h"
+
 static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t c = PTHREAD_COND_INITIALIZER;
 static int go;
@@ -19,16 +22,6 @@ static void *waiter(void *p) {
   while (!go) pthread_cond_wait(&c, &m);
   pthread_mutex_unlock(&m);
   return p;
-}
-
-static const char *name(int e) {
-  switch (e) {
-    case 0: return "0";
-    case ENOTSUP: return "ENOTSUP";
-    case EINVAL: return "EINVAL";
-    case ESRCH: return "ESRCH";
-    default: return strerror(e);
-  }
 }
 
 static void *nothing(void *p) { return p; }
@@ -50,24 +43,24 @@ int main(void) {
     pthread_mutex_t pm;
     pthread_attr_t aa;
     pthread_t u;
-    printf("pthread_cancel: %s\n", name(pthread_cancel(t)));
-    printf("pthread_kill SIGUSR1: %s\n", name(pthread_kill(t, SIGUSR1)));
-    printf("pthread_kill 0: %s\n", name(pthread_kill(t, 0)));
-    printf("pthread_setaffinity_np: %s\n", name(pthread_setaffinity_np(t, sizeof set, &set)));
+    printf("pthread_cancel: %s\n", code_name(pthread_cancel(t)));
+    printf("pthread_kill SIGUSR1: %s\n", code_name(pthread_kill(t, SIGUSR1)));
+    printf("pthread_kill 0: %s\n", code_name(pthread_kill(t, 0)));
+    printf("pthread_setaffinity_np: %s\n", code_name(pthread_setaffinity_np(t, sizeof set, &set)));
     printf("pthread_setschedparam SCHED_FIFO: %s\n",
-           name(pthread_setschedparam(t, SCHED_FIFO, &sp)));
-    printf("pthread_getcpuclockid: %s\n", name(pthread_getcpuclockid(t, &clk)));
+           code_name(pthread_setschedparam(t, SCHED_FIFO, &sp)));
+    printf("pthread_getcpuclockid: %s\n", code_name(pthread_getcpuclockid(t, &clk)));
     pthread_mutexattr_init(&ma);
     pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
-    printf("process-shared mutex: %s\n", name(pthread_mutex_init(&pm, &ma)));
+    printf("process-shared mutex: %s\n", code_name(pthread_mutex_init(&pm, &ma)));
     pthread_mutexattr_destroy(&ma);
     pthread_mutexattr_init(&ma);
     pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
-    printf("robust mutex: %s\n", name(pthread_mutex_init(&pm, &ma)));
+    printf("robust mutex: %s\n", code_name(pthread_mutex_init(&pm, &ma)));
     pthread_mutexattr_destroy(&ma);
     pthread_attr_init(&aa);
     pthread_attr_setaffinity_np(&aa, sizeof set, &set);
-    printf("create with an affinity attribute: %s\n", name(pthread_create(&u, &aa, nothing, NULL)));
+    printf("create with an affinity attribute: %s\n", code_name(pthread_create(&u, &aa, nothing, NULL)));
     pthread_attr_destroy(&aa);
   }
   pthread_mutex_lock(&m);
@@ -75,6 +68,6 @@ int main(void) {
   pthread_cond_broadcast(&c);
   pthread_mutex_unlock(&m);
   pthread_join(t, NULL);
-  printf("pthread_kill 0 after join: %s\n", name(pthread_kill(t, 0)));
+  printf("pthread_kill 0 after join: %s\n", code_name(pthread_kill(t, 0)));
   return 0;
 }

@@ -14,39 +14,13 @@
 #include <stdlib.h>
 #include <time.h>
 
+#define DROPIN_PROG "rwlock"
+#include "dropin.h"
+
 #define READERS 4
 #define WRITERS 2
 #define READS_EACH 50000L
 #define WRITES_EACH 20000L
-
-#define FAIL(...)                                           \
-  do {                                                      \
-    fprintf(stderr, "rwlock: FAILED: " __VA_ARGS__);        \
-    fputc('\n', stderr);                                    \
-    exit(1);                                                \
-  } while (0)
-
-static const char *code_name(int rc) {
-  switch (rc) {
-    case 0: return "0";
-    case ETIMEDOUT: return "ETIMEDOUT";
-    case EDEADLK: return "EDEADLK";
-    case EBUSY: return "EBUSY";
-    case EPERM: return "EPERM";
-    case EINVAL: return "EINVAL";
-    case EAGAIN: return "EAGAIN";
-    case ENOTSUP: return "ENOTSUP";
-    default: {
-      static char buf[32];
-      snprintf(buf, sizeof buf, "error %d", rc);
-      return buf;
-    }
-  }
-}
-
-static void must(const char *label, int rc) {
-  if (rc != 0) FAIL("%s gave %s", label, code_name(rc));
-}
 
 static void expect(const char *label, int rc, int want) {
   if (rc != want) FAIL("%s gave %s, expected %s", label, code_name(rc), code_name(want));

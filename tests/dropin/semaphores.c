@@ -12,6 +12,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#define DROPIN_PROG "semaphores"
+#include "dropin.h"
+
 #define SLOTS 16
 #define ITEMS 200000
 #define P 4
@@ -20,8 +23,6 @@ static int head, tail;
 static sem_t empty, full;
 static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
 static long total;
-
-#define FAIL(...) do { fprintf(stderr, "semaphores: FAILED: " __VA_ARGS__); fputc('\n', stderr); _exit(1); } while (0)
 
 static void *producer(void *p) {
   long id = (long)p;

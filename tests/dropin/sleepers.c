@@ -21,21 +21,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#define DROPIN_PROG "sleepers"
+#include "dropin.h"
+
 #define SLEEPERS 200
 #define SLEEP_MS 20L
 #define A_SLEEP_MS 300L
 #define NS_PER_MS 1000000LL
-
-#define FAIL(...)                                             \
-  do {                                                        \
-    fprintf(stderr, "sleepers: FAILED: " __VA_ARGS__);        \
-    fputc('\n', stderr);                                      \
-    exit(1);                                                  \
-  } while (0)
-
-static void must(const char *label, int rc) {
-  if (rc != 0) FAIL("%s gave %s", label, strerror(rc));
-}
 
 static long long now_ns(clockid_t clock) {
   struct timespec t;

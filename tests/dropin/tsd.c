@@ -17,33 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define FAIL(...)                                        \
-  do {                                                   \
-    fprintf(stderr, "tsd: FAILED: " __VA_ARGS__);        \
-    fputc('\n', stderr);                                 \
-    exit(1);                                             \
-  } while (0)
-
-static const char *code_name(int rc) {
-  switch (rc) {
-    case 0: return "0";
-    case EINVAL: return "EINVAL";
-    case EAGAIN: return "EAGAIN";
-    case ESRCH: return "ESRCH";
-    case EPERM: return "EPERM";
-    case ENOTSUP: return "ENOTSUP";
-    case ENOMEM: return "ENOMEM";
-    default: {
-      static char buf[32];
-      snprintf(buf, sizeof buf, "error %d", rc);
-      return buf;
-    }
-  }
-}
-
-static void must(const char *label, int rc) {
-  if (rc != 0) FAIL("%s gave %s", label, code_name(rc));
-}
+#define DROPIN_PROG "tsd"
+#include "dropin.h"
 
 static void pause_ms(long ms) {
   struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
