@@ -242,6 +242,9 @@ static int wq_wait(int *qlock, void **head, void **tail, int tag, clockid_t cloc
   return wt->result;
 }
 
+/* The clocks timed waits take. */
+static int clock_ok(clockid_t c) { return c == CLOCK_REALTIME || c == CLOCK_MONOTONIC; }
+
 static int bad_time(const struct timespec *ts) {
   return ts && (ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000L);
 }
@@ -367,7 +370,7 @@ static int cond_wait(ito_cond_t *c, ito_mutex_t *m, clockid_t clock,
                      const struct timespec *abstime) {
   if (!c || !m) return EINVAL;
   if (bad_time(abstime)) return EINVAL;
-  if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC) return EINVAL;
+  if (!clock_ok(clock)) return EINVAL;
   spin_lock(&c->qlock);
   int r = wq_wait(&c->qlock, &c->head, &c->tail, 0, clock, abstime, unlock_for_wait, m);
   if (r == EPERM) return EPERM;
@@ -417,7 +420,7 @@ int ito_cond_broadcast(ito_cond_t *c) {
  * a pinned one) sleeps in the kernel. */
 int ito__pt_sleep_until(clockid_t clock, const struct timespec *abstime) {
   if (!abstime || bad_time(abstime)) return EINVAL;
-  if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC) return EINVAL;
+  if (!clock_ok(clock)) return EINVAL;
   if (!parkable(cur_worker())) {
     while (ito__os.clock_nanosleep(clock, TIMER_ABSTIME, abstime, NULL) == EINTR) {
     }

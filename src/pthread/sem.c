@@ -118,7 +118,7 @@ SHIM_EXPORT int sem_timedwait(sem_t *s, const struct timespec *abs) {
 SHIM_EXPORT int sem_clockwait(sem_t *s, clockid_t clock, const struct timespec *abs) {
   SHIM_ENTER(sem_clockwait, s, clock, abs);
   if (!ours(s)) return shim_real.sem_clockwait(s, clock, abs);
-  if (shim_null(abs) || (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC))
+  if (shim_bad_clockwait(clock, abs))
     return sem_result(EINVAL);
   return sem_result(sem_take(PS(s), 0, clock, abs));
 }

@@ -178,6 +178,14 @@ SHIM_HIDDEN int shim_refuse(int *once, const char *call, const char *what, const
  * may still pass NULL; the test must not be optimised away). */
 SHIM_HIDDEN int shim_null(const void *p);
 
+/* The clocks timed waits accept (others give EINVAL, as in glibc). */
+static inline int shim_clock_ok(clockid_t c) { return c == CLOCK_REALTIME || c == CLOCK_MONOTONIC; }
+/* A clock-based wait's arguments that give EINVAL: no deadline, or a clock
+ * other than those two. */
+static inline int shim_bad_clockwait(clockid_t c, const struct timespec *abs) {
+  return shim_null(abs) || !shim_clock_ok(c);
+}
+
 /* Deadline arithmetic */
 SHIM_HIDDEN int shim_bad_time(const struct timespec *ts);
 SHIM_HIDDEN struct timespec shim_deadline(clockid_t clock, long long ns_from_now);

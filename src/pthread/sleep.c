@@ -24,7 +24,7 @@ SHIM_EXPORT int nanosleep(const struct timespec *req, struct timespec *rem) {
 SHIM_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespec *req,
                                 struct timespec *rem) {
   SHIM_ENTER(clock_nanosleep, clock, flags, req, rem);
-  if (!ito__pt_can_park() || (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC))
+  if (!ito__pt_can_park() || !shim_clock_ok(clock))
     return shim_real.clock_nanosleep(clock, flags, req, rem);
   if (!req || req->tv_sec < 0 || shim_bad_time(req)) return EINVAL;
   if (flags & TIMER_ABSTIME) return ito__pt_sleep_until(clock, req);

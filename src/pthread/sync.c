@@ -157,7 +157,7 @@ SHIM_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *pm, const struct timesp
 SHIM_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *pm, clockid_t clock,
                                         const struct timespec *abs) {
   SHIM_ENTER(pthread_mutex_clocklock, pm, clock, abs);
-  if (shim_null(abs) || (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC)) return EINVAL;
+  if (shim_bad_clockwait(clock, abs)) return EINVAL;
   return mutex_lock(PM(pm), 0, clock, abs);
 }
 
@@ -275,7 +275,7 @@ SHIM_EXPORT int pthread_cond_timedwait(pthread_cond_t *pc, pthread_mutex_t *pm,
 SHIM_EXPORT int pthread_cond_clockwait(pthread_cond_t *pc, pthread_mutex_t *pm, clockid_t clock,
                                        const struct timespec *abs) {
   SHIM_ENTER(pthread_cond_clockwait, pc, pm, clock, abs);
-  if (shim_null(abs) || (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC)) return EINVAL;
+  if (shim_bad_clockwait(clock, abs)) return EINVAL;
   return cond_wait(PC(pc), PM(pm), clock, abs);
 }
 
@@ -430,7 +430,7 @@ SHIM_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *pl, const struct ti
 SHIM_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *pl, clockid_t clock,
                                            const struct timespec *abs) {
   SHIM_ENTER(pthread_rwlock_clockrdlock, pl, clock, abs);
-  if (shim_null(abs) || (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC)) return EINVAL;
+  if (shim_bad_clockwait(clock, abs)) return EINVAL;
   return rw_rdlock(PRW(pl), 0, clock, abs);
 }
 SHIM_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *pl) {
@@ -449,7 +449,7 @@ SHIM_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *pl, const struct ti
 SHIM_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *pl, clockid_t clock,
                                            const struct timespec *abs) {
   SHIM_ENTER(pthread_rwlock_clockwrlock, pl, clock, abs);
-  if (shim_null(abs) || (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC)) return EINVAL;
+  if (shim_bad_clockwait(clock, abs)) return EINVAL;
   return rw_wrlock(PRW(pl), 0, clock, abs);
 }
 

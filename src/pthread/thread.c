@@ -91,7 +91,7 @@ static int timed_join(pthread_t t, void **ret, clockid_t clock, const struct tim
   int rc = ito__pt_check((ito_thread_t)t);
   if (rc) return rc;
   if (abs && shim_bad_time(abs)) return EINVAL;
-  if (clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC) return EINVAL;
+  if (!shim_clock_ok(clock)) return EINVAL;
   for (;;) {
     rc = ito__pt_tryjoin((ito_thread_t)t, ret);
     if (rc != EBUSY) return rc;
