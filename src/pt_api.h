@@ -104,6 +104,14 @@ ITO_PT_API void *ito__pt_wq_take_tag(void **head, void **tail, int tag, int *n);
 ITO_PT_API int ito__pt_wq_head_tag(void *const *head);
 /* After releasing the lock: wakes a list from ito__pt_wq_take*. */
 ITO_PT_API void ito__pt_wq_wake(void *list);
+/* A lock word (0 free, 1 locked, 2 locked and maybe waited on) with a wait
+ * queue, as ito_mutex_t keeps them: the contended lock (after the caller's
+ * own compare-and-swap from 0 to 1 failed), with an optional deadline
+ * (0, ETIMEDOUT, or EINVAL for a malformed abs), and the unlocker's wake
+ * once its exchange to 0 returned 2. */
+ITO_PT_API int ito__pt_lock_slow(int *state, int *qlock, void **head, void **tail,
+                                 clockid_t clock, const struct timespec *abs);
+ITO_PT_API void ito__pt_unlock_wake(int *qlock, void **head, void **tail);
 ITO_PT_API void ito__pt_lock(int *qlock);
 ITO_PT_API void ito__pt_unlock(int *qlock);
 

@@ -313,41 +313,66 @@ int ito_mutex_trylock(ito_mutex_t *m) {
                                                                                                 : EBUSY;
 }
 
-static int lock_slow(ito_mutex_t *m) {
+/* The contended half of a lock word (0 free, 1 locked, 2 locked and maybe
+ * waited on) with its wait queue: ito_mutex_t here, and the mutexes of
+ * libito-pthread.so, which keep the same word and queue in glibc's layout.
+ * Spin briefly; then, under the queue lock, exchange the word to 2: a
+ * previous 0 means acquired, otherwise queue and retry when woken. A
+ * deadline (abs on clock, NULL: none) gives ETIMEDOUT, after one last try. */
+static int word_lock_slow(int *state, int *qlock, void **head, void **tail, clockid_t clock,
+                          const struct timespec *abs) {
   for (int i = 0; i < 64; i++) {
     int c = 0;
-    if (LOAD_RLX(&m->state) == 0 &&
-        __atomic_compare_exchange_n(&m->state, &c, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+    if (LOAD_RLX(state) == 0 &&
+        __atomic_compare_exchange_n(state, &c, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
       return 0;
     cpu_relax();
   }
+  if (bad_time(abs)) return EINVAL;
   for (;;) {
-    spin_lock(&m->qlock);
+    spin_lock(qlock);
     /* 2: locked and maybe waited on; the unlocker then wakes one waiter */
-    if (__atomic_exchange_n(&m->state, 2, __ATOMIC_ACQUIRE) == 0) {
-      spin_unlock(&m->qlock);
+    if (__atomic_exchange_n(state, 2, __ATOMIC_ACQUIRE) == 0) {
+      spin_unlock(qlock);
       return 0;
     }
-    wq_wait(&m->qlock, &m->head, &m->tail, 0, CLOCK_MONOTONIC, NULL, NULL, NULL);
+    if (wq_wait(qlock, head, tail, 0, clock, abs, NULL, NULL) == ETIMEDOUT) {
+      int c = 0;
+      return __atomic_compare_exchange_n(state, &c, 2, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)
+                 ? 0
+                 : ETIMEDOUT;
+    }
   }
+}
+
+/* The unlocker found the word at 2: wake the oldest waiter, which retries. */
+static void word_unlock_wake(int *qlock, void **head, void **tail) {
+  spin_lock(qlock);
+  waiter *wt = q_pop(head, tail);
+  spin_unlock(qlock);
+  if (wt) ito__make_ready(wt);
+}
+
+int ito__pt_lock_slow(int *state, int *qlock, void **head, void **tail, clockid_t clock,
+                      const struct timespec *abs) {
+  return word_lock_slow(state, qlock, head, tail, clock, abs);
+}
+
+void ito__pt_unlock_wake(int *qlock, void **head, void **tail) {
+  word_unlock_wake(qlock, head, tail);
 }
 
 int ito_mutex_lock(ito_mutex_t *m) {
   int c = 0;
   if (LIKELY(__atomic_compare_exchange_n(&m->state, &c, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)))
     return 0;
-  return lock_slow(m);
+  return word_lock_slow(&m->state, &m->qlock, &m->head, &m->tail, CLOCK_MONOTONIC, NULL);
 }
 
 int ito_mutex_unlock(ito_mutex_t *m) {
   int old = __atomic_exchange_n(&m->state, 0, __ATOMIC_RELEASE);
   if (UNLIKELY(old == 0)) return EPERM;
-  if (old == 2) {
-    spin_lock(&m->qlock);
-    waiter *wt = q_pop(&m->head, &m->tail);
-    spin_unlock(&m->qlock);
-    if (wt) ito__make_ready(wt);
-  }
+  if (old == 2) word_unlock_wake(&m->qlock, &m->head, &m->tail);
   return 0;
 }
 

@@ -36,35 +36,15 @@ _Static_assert(offsetof(struct pt_mutex, kind) == 16, "the kind stays at glibc's
 
 #define PM(m) ((struct pt_mutex *)(void *)(m))
 
-static int acquire_slow(struct pt_mutex *m, clockid_t clock, const struct timespec *abs) {
-  for (int i = 0; i < 64; i++) {
-    if (__atomic_load_n(&m->state, __ATOMIC_RELAXED) == 0 && cas(&m->state, 0, 1)) return 0;
-    relax();
-  }
-  if (abs && shim_bad_time(abs)) return EINVAL;
-  for (;;) {
-    ito__pt_lock(&m->qlock);
-    if (__atomic_exchange_n(&m->state, 2, __ATOMIC_ACQUIRE) == 0) {
-      ito__pt_unlock(&m->qlock);
-      return 0;
-    }
-    if (ito__pt_wq_wait(&m->qlock, &m->head, &m->tail, 0, clock, abs, NULL, NULL) == ETIMEDOUT)
-      return cas(&m->state, 0, 2) ? 0 : ETIMEDOUT;
-  }
-}
-
+/* The contended halves are the runtime's, shared with ito_mutex_t. */
 static inline int acquire(struct pt_mutex *m, clockid_t clock, const struct timespec *abs) {
   if (LIKELY(cas(&m->state, 0, 1))) return 0;
-  return acquire_slow(m, clock, abs);
+  return ito__pt_lock_slow(&m->state, &m->qlock, &m->head, &m->tail, clock, abs);
 }
 
 static inline void release(struct pt_mutex *m) {
-  if (UNLIKELY(__atomic_exchange_n(&m->state, 0, __ATOMIC_RELEASE) == 2)) {
-    ito__pt_lock(&m->qlock);
-    void *w = ito__pt_wq_take(&m->head, &m->tail, 1);
-    ito__pt_unlock(&m->qlock);
-    ito__pt_wq_wake(w);
-  }
+  if (UNLIKELY(__atomic_exchange_n(&m->state, 0, __ATOMIC_RELEASE) == 2))
+    ito__pt_unlock_wake(&m->qlock, &m->head, &m->tail);
 }
 
 static inline uint64_t self_id(void) { return (uint64_t)shim_self(); }
