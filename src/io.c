@@ -291,6 +291,19 @@ static void load_timeouts(struct fdrec *r, int fd) {
   spin_unlock(&r->lock);
 }
 
+/* A thread is about to park on readiness: it is counted in io_waiters, and
+ * the first one, if every worker sleeps on its futex and nobody holds the
+ * poll role, wakes one, which takes the role when it sleeps again (add, then
+ * read Z: the pair of G1's read, docs/io.md invariant 4). */
+static void waiter_arrives(void) {
+  if (__atomic_fetch_add(&ito__io_waiters, 1, __ATOMIC_SEQ_CST) == 0) {
+    uint64_t x = __atomic_load_n(&ito__rt_idle.v, __ATOMIC_SEQ_CST) & ~IDLE_SYM;
+    if ((x & (IDLE_SYM - 1)) && !LOAD_RLX(&ito__rt.io_poller)) ito__wake_one(NULL);
+  }
+}
+
+static void waiter_leaves(void) { __atomic_fetch_sub(&ito__io_waiters, 1, __ATOMIC_RELEASE); }
+
 /* The caller's call would block: park until a readiness event newer than
  * seen (or a close, or the deadline). 0: try again; EBADF: closed; ETIMEDOUT;
  * ENOTSUP: the fd cannot be polled (call libc). */
@@ -311,15 +324,10 @@ static int park(struct fdrec *r, int fd, uint32_t gen, int dir, unsigned seen,
     spin_unlock(&r->lock);
     return 0;
   }
-  if (__atomic_fetch_add(&ito__io_waiters, 1, __ATOMIC_SEQ_CST) == 0) {
-    /* the first waiter: if everybody sleeps on a futex, wake one, which
-     * takes the poll-sleeper role when it sleeps again (docs/idle.md) */
-    uint64_t x = __atomic_load_n(&ito__rt_idle.v, __ATOMIC_SEQ_CST) & ~IDLE_SYM;
-    if ((x & (IDLE_SYM - 1)) && !LOAD_RLX(&ito__rt.io_poller)) ito__wake_one(NULL);
-  }
+  waiter_arrives();
   int rc = ito__pt_wq_wait(&r->lock, &r->head[dir], &r->tail[dir], dir, CLOCK_MONOTONIC,
                            deadline, NULL, NULL);
-  __atomic_fetch_sub(&ito__io_waiters, 1, __ATOMIC_RELEASE);
+  waiter_leaves();
   if (__atomic_load_n(&r->gen, __ATOMIC_ACQUIRE) != gen) return EBADF;
   return rc;
 }
@@ -357,6 +365,8 @@ struct op {
 };
 enum { OP_READV, OP_WRITEV, OP_RECV, OP_SEND, OP_RECVMSG, OP_SENDMSG, OP_ACCEPT };
 
+static int is_write(int kind) { return kind == OP_WRITEV || kind == OP_SEND || kind == OP_SENDMSG; }
+
 static ssize_t once_(struct op *o, int type);
 /* Returns the result, or -1 with the error in *err. */
 static __attribute__((noinline)) ssize_t once(struct op *o, int type, int *err) {
@@ -375,26 +385,12 @@ static ssize_t once_(struct op *o, int type) {
         return SYS(SYS_sendto, fd, o->buf, o->len, o->flags | MSG_DONTWAIT, o->addr,
                    o->alen ? *o->alen : 0);
       case OP_READV:
-      case OP_RECVMSG: {
-        struct msghdr m, *mp = o->msg;
-        if (o->kind == OP_READV) {
-          memset(&m, 0, sizeof m);
-          m.msg_iov = o->iov;
-          m.msg_iovlen = (size_t)o->iovcnt;
-          mp = &m;
-        }
-        return SYS(SYS_recvmsg, fd, mp, o->flags | MSG_DONTWAIT);
-      }
+      case OP_RECVMSG:
       case OP_WRITEV:
-      case OP_SENDMSG: {
-        struct msghdr m, *mp = o->msg;
-        if (o->kind == OP_WRITEV) {
-          memset(&m, 0, sizeof m);
-          m.msg_iov = o->iov;
-          m.msg_iovlen = (size_t)o->iovcnt;
-          mp = &m;
-        }
-        return SYS(SYS_sendmsg, fd, mp, o->flags | MSG_DONTWAIT);
+      case OP_SENDMSG: { /* on a socket, readv and writev are recvmsg and sendmsg */
+        struct msghdr m = {.msg_iov = o->iov, .msg_iovlen = (size_t)o->iovcnt};
+        return SYS(is_write(o->kind) ? SYS_sendmsg : SYS_recvmsg, fd, o->msg ? o->msg : &m,
+                   o->flags | MSG_DONTWAIT);
       }
       case OP_ACCEPT:
         return SYS(SYS_accept4, fd, o->addr, o->alen, o->flags);
@@ -443,7 +439,6 @@ static ssize_t plain(struct op *o) {
   return -1;
 }
 
-static int is_write(int kind) { return kind == OP_WRITEV || kind == OP_SEND || kind == OP_SENDMSG; }
 
 /* Makes the call; while it would block, parks. */
 static ssize_t io_call(struct op *o) {
@@ -671,7 +666,7 @@ int ito_connect(int fd, const struct sockaddr *addr, socklen_t alen) {
   return 0;
 }
 
-static void wake_lists(void *lists[2]) { /* keeps errno: wakes make no failing call */
+static void wake_lists(void *lists[2]) {
   for (int k = 0; k < 2; k++)
     if (lists[k]) ito__pt_wq_wake(lists[k]);
 }
@@ -700,7 +695,9 @@ int ito_close(int fd) {
     }
     spin_unlock(&r->lock);
   }
-  return (int)SYS(SYS_close, fd) ? (wake_lists(lists), -1) : (wake_lists(lists), 0);
+  int rc = (int)SYS(SYS_close, fd);
+  wake_lists(lists); /* errno stays close's: waking makes no failing call */
+  return rc;
 }
 
 /* ---- poll ----------------------------------------------------------------------- */
@@ -777,16 +774,13 @@ int ito_poll(struct pollfd *fds, nfds_t n, int timeout_ms) {
       spin_unlock(&r->lock);
     }
     if (!stale && hung) {
-      if (__atomic_fetch_add(&ito__io_waiters, 1, __ATOMIC_SEQ_CST) == 0) {
-        uint64_t x = __atomic_load_n(&ito__rt_idle.v, __ATOMIC_SEQ_CST) & ~IDLE_SYM;
-        if ((x & (IDLE_SYM - 1)) && !LOAD_RLX(&ito__rt.io_poller)) ito__wake_one(NULL);
-      }
+      waiter_arrives();
       spin_lock(&g.qlock);
       if (!__atomic_load_n(&g.fired, __ATOMIC_ACQUIRE))
         ito__pt_wq_wait(&g.qlock, &g.head, &g.tail, 0, CLOCK_MONOTONIC, dl, NULL, NULL);
       else
         spin_unlock(&g.qlock);
-      __atomic_fetch_sub(&ito__io_waiters, 1, __ATOMIC_RELEASE);
+      waiter_leaves();
     }
     for (nfds_t i = 0; i < n; i++) { /* off every record before g goes away */
       struct fdrec *r = rec_of(fds[i].fd);
