@@ -115,20 +115,6 @@ struct call {
   int rc;
 };
 
-static void deadline_in(clockid_t clock, long ms, struct timespec *t) {
-  clock_gettime(clock, t);
-  t->tv_sec += ms / 1000;
-  t->tv_nsec += (ms % 1000) * 1000000L;
-  if (t->tv_nsec >= 1000000000L) {
-    t->tv_sec++;
-    t->tv_nsec -= 1000000000L;
-  }
-}
-
-static int ts_before(const struct timespec *a, const struct timespec *b) {
-  return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
-}
-
 static void *do_call(void *arg) {
   struct call *c = arg;
   struct timespec deadline, now;

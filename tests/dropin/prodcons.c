@@ -80,22 +80,6 @@ static void *consumer(void *arg) {
 }
 
 /* ---- timed waits */
-static int ts_before(const struct timespec *a, const struct timespec *b) {
-  return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
-}
-
-static struct timespec deadline_in(clockid_t clock, long ms) {
-  struct timespec t;
-  clock_gettime(clock, &t);
-  t.tv_sec += ms / 1000;
-  t.tv_nsec += (ms % 1000) * 1000000L;
-  if (t.tv_nsec >= 1000000000L) {
-    t.tv_sec++;
-    t.tv_nsec -= 1000000000L;
-  }
-  return t;
-}
-
 enum wait_kind { TIMEDWAIT, CLOCKWAIT };
 
 /* Waits on an empty queue for `cond` until a deadline 50 ms ahead on
@@ -103,7 +87,8 @@ enum wait_kind { TIMEDWAIT, CLOCKWAIT };
  * is still empty, so it waits again. Checks that it did not return before
  * the deadline. */
 static int wait_idle(const char *what, pthread_cond_t *cond, enum wait_kind kind, clockid_t clock) {
-  struct timespec deadline = deadline_in(clock, 50);
+  struct timespec deadline;
+  deadline_in(clock, 50, &deadline);
   int rc;
   pthread_mutex_lock(&q_lock);
   do {

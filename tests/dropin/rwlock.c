@@ -129,21 +129,10 @@ static void release(struct holder *h) {
   must("pthread_join holder", pthread_join(h->thread, NULL));
 }
 
-static void deadline_in(clockid_t clock, long ms, struct timespec *t) {
-  clock_gettime(clock, t);
-  t->tv_sec += ms / 1000;
-  t->tv_nsec += (ms % 1000) * 1000000L;
-  if (t->tv_nsec >= 1000000000L) {
-    t->tv_sec++;
-    t->tv_nsec -= 1000000000L;
-  }
-}
-
 static void check_not_early(const char *what, int rc, clockid_t clock, const struct timespec *deadline) {
   struct timespec now;
   clock_gettime(clock, &now);
-  if (rc == ETIMEDOUT && (now.tv_sec < deadline->tv_sec ||
-                          (now.tv_sec == deadline->tv_sec && now.tv_nsec < deadline->tv_nsec)))
+  if (rc == ETIMEDOUT && ts_before(&now, deadline))
     FAIL("%s returned ETIMEDOUT before its deadline", what);
 }
 

@@ -70,15 +70,11 @@ int main(void) {
   sem_init(&s, 0, 0);
   int rc = sem_trywait(&s);
   printf("sem_trywait on 0: %s\n", rc == -1 && errno == EAGAIN ? "EAGAIN" : "unexpected");
-  struct timespec a, d;
-  clock_gettime(CLOCK_REALTIME, &a);
-  d = a;
-  d.tv_nsec += 30 * 1000000;
-  if (d.tv_nsec >= 1000000000L) d.tv_sec++, d.tv_nsec -= 1000000000L;
+  struct timespec d, b;
+  deadline_in(CLOCK_REALTIME, 30, &d);
   rc = sem_timedwait(&s, &d);
-  struct timespec b;
   clock_gettime(CLOCK_REALTIME, &b);
-  if (b.tv_sec < d.tv_sec || (b.tv_sec == d.tv_sec && b.tv_nsec < d.tv_nsec)) FAIL("sem_timedwait returned early");
+  if (ts_before(&b, &d)) FAIL("sem_timedwait returned early");
   printf("sem_timedwait on 0: %s\n", rc == -1 && errno == ETIMEDOUT ? "ETIMEDOUT" : "unexpected");
   sem_post(&s);
   sem_post(&s);
