@@ -108,6 +108,7 @@ static void fiber_reset(fiber *f) {
   f->next = NULL;
   f->sp = NULL;
   f->thread = NULL;
+  f->ctx = NULL;
   f->asan_fake = NULL;
   f->create_worker = NULL;
 }

@@ -115,7 +115,8 @@ typedef struct ithread {
 
 enum { TS_RUNNING = 0, TS_EXITING = 1, TS_DONE = 2, TS_CLAIMED = 3 };
 #define JOINER_DETACHED ((waiter *)1)
-enum { TH_ROOT = 1, TH_DETACHED = 2 };
+/* TH_ANON: detached from birth and never handed out (ito__pt_spawn) */
+enum { TH_ROOT = 1, TH_DETACHED = 2, TH_ANON = 4 };
 
 /* ---- fibers: a stack and a saved context ------------------------------- */
 typedef struct __attribute__((aligned(64))) fiber {
@@ -125,6 +126,8 @@ typedef struct __attribute__((aligned(64))) fiber {
   char *map;                /* start of the mapping (guard page first), NULL: not ours */
   size_t maplen;
   ithread *thread;          /* the lightweight thread this fiber runs for */
+  void *ctx;                /* a layer's word for the code on this stack (ito__pt_ctx):
+                               libito-omp.so keeps its current task here */
   struct fiber *next;       /* ready queue / free list */
   waiter w;                 /* used while blocked */
   void *asan_fake;
@@ -418,6 +421,7 @@ static inline fiber *fiber_get(worker *w) {
     w->free_fibers = f->next;
     w->nfree_fibers--;
     f->create_worker = NULL;
+    f->ctx = NULL;
     return f;
   }
 #endif

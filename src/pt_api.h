@@ -59,6 +59,27 @@ struct ito_pt_attr {
 };
 ITO_PT_API int ito__pt_create(ito_thread_t *out, const struct ito_pt_attr *a, void *(*fn)(void *),
                               void *arg);
+/* A detached task for libito-omp.so: fn runs on a copy of size bytes of
+ * arg (aligned to align; made by cpy(dst, arg) when cpy is given), at once
+ * on a fresh stack when the caller is an ito thread (the caller's
+ * continuation can be stolen meanwhile), else queued. The new stack's
+ * context word (ito__pt_ctx) starts as ctx, or as the copy's address when
+ * ctx is ITO_PT_CTX_COPY. 0 or EAGAIN (no memory: nothing ran). */
+#define ITO_PT_CTX_COPY ((void *)1)
+ITO_PT_API int ito__pt_spawn(void (*fn)(void *), const void *arg, size_t size, size_t align,
+                             void (*cpy)(void *, void *), void *ctx);
+/* The context word of the code running now: one per stack, NULL on a fresh
+ * one; a stolen fork continuation starts with NULL. NULL (no word) on a
+ * thread that is not an ito thread. */
+ITO_PT_API void **ito__pt_ctx(void);
+/* Entries in the calling worker's deque that thieves may still take (an
+ * estimate: it reads the two ends without the thieves' lock); 0 on a
+ * thread that is not an ito thread. */
+ITO_PT_API int ito__pt_stealable(void);
+/* The worker count to use when ITO_NUM_WORKERS is not set (at most the
+ * usable CPUs); call before the runtime starts. 0: the usable CPUs. */
+ITO_PT_API void ito__pt_default_workers(int n);
+
 /* Is h a live handle of a thread that is not the root? 0, ESRCH (stale
  * handle) or EINVAL (the root: it cannot be joined). */
 ITO_PT_API int ito__pt_check(ito_thread_t h);

@@ -162,9 +162,13 @@ static int usable_cpus(void) {
   return n;
 }
 
+static int default_workers;
+void ito__pt_default_workers(int n) { default_workers = n; }
+
 static void read_env(void) {
   const char *v;
   ito__rt.nworkers = usable_cpus();
+  if (default_workers > 0 && default_workers < ito__rt.nworkers) ito__rt.nworkers = default_workers;
   if ((v = env("ITO_NUM_WORKERS")))
     ito__rt.nworkers = (int)parse_int("ITO_NUM_WORKERS", v, 1, MAX_WORKERS);
   ito__rt.stack_size = DEFAULT_STACK;

@@ -203,6 +203,10 @@ static inline void drop_detach_ref(ithread *t) {
 /* Runs once the ended thread's fiber is left (a post-switch action or the
  * scheduler's), so that whoever sees DONE may free the fiber at once. */
 static inline void thread_done(ithread *t) {
+  if (t->flags & TH_ANON) { /* nobody holds a handle: nothing to tell */
+    thread_release(t);
+    return;
+  }
   __atomic_store_n(&t->sync, TS_EXITING, __ATOMIC_RELAXED);
   owner_barrier();
   waiter *j = __atomic_load_n(&t->joiner, __ATOMIC_ACQUIRE);
@@ -594,4 +598,98 @@ int ito__pt_create(ito_thread_t *out, const struct ito_pt_attr *a, void *(*fn)(v
   if (!rc) __atomic_fetch_add(&pt_created, 1, __ATOMIC_RELAXED);
   ito__restore_thread_state(&save);
   return rc;
+}
+
+/* ---- detached spawns for libito-omp.so ------------------------------------------
+ * A task runs fn on a copy of its argument. On the fast path (an ito thread
+ * with room in its deque) the copy sits at the top of the child's own stack,
+ * below it a small closure for spawn_entry, and the child starts work-first
+ * like ito_create's; otherwise the copy is on the heap and the child queued. */
+struct spawn_closure {
+  void (*fn)(void *);
+  void *data;
+  void *heap; /* freed after fn returns (the slow path's copy) */
+};
+
+static void *spawn_entry(void *p) {
+  struct spawn_closure *c = p;
+  void (*fn)(void *) = c->fn;
+  void *heap = c->heap;
+  fn(c->data);
+  free(heap);
+  return NULL;
+}
+
+static void copy_arg(void *dst, const void *arg, size_t size, void (*cpy)(void *, void *)) {
+  if (cpy)
+    cpy(dst, (void *)arg);
+  else if (size)
+    memcpy(dst, arg, size);
+}
+
+static inline void mark_anon(ithread *t) {
+  t->joiner = JOINER_DETACHED;
+  t->detach_refs = 1;
+  t->flags = TH_DETACHED | TH_ANON;
+}
+
+int ito__pt_spawn(void (*fn)(void *), const void *arg, size_t size, size_t align,
+                  void (*cpy)(void *, void *), void *ctx) {
+  if (UNLIKELY(__atomic_load_n(&ito__rt.state, __ATOMIC_ACQUIRE) != 2)) ito__ensure();
+  if (align < 16) align = 16;
+  worker *w = cur_worker();
+  uint64_t tail = w ? atomic_load_explicit(&w->tail, memory_order_relaxed) : 0;
+  if (LIKELY(w && w->cur && parkable(w) && size <= 4096 && align <= 4096 &&
+             ((tail & (DEQUE_MARGIN - 1)) != 0 || !deque_full(w, tail)))) {
+    fiber *f = fiber_get(w);
+    if (!f) return EAGAIN;
+    uintptr_t top = (uintptr_t)f->hi & ~(uintptr_t)15;
+    void *data = (void *)((top - size) & ~(uintptr_t)(align - 1));
+    struct spawn_closure *c =
+        (struct spawn_closure *)(((uintptr_t)data - sizeof *c) & ~(uintptr_t)15);
+    copy_arg(data, arg, size, cpy);
+    c->fn = fn;
+    c->data = data;
+    c->heap = NULL;
+    ithread *t = &f->th; /* fresh: see thread_release */
+    f->thread = t;
+    f->ctx = ctx == ITO_PT_CTX_COPY ? data : ctx;
+    mark_anon(t);
+    live_add(w, 1);
+    san_enter(f);
+    ito__spawn_on(&f->start, c, create_body, f, (void *)spawn_entry, c);
+    return 0;
+  }
+  /* the closure and the copy on the heap, the child queued (or run by a
+   * worker when the caller is not an ito thread) */
+  size_t off = (sizeof(struct spawn_closure) + align - 1) & ~(align - 1);
+  char *blk = aligned_alloc(align, (off + size + align - 1) & ~(align - 1));
+  if (!blk) return EAGAIN;
+  struct spawn_closure *c = (struct spawn_closure *)blk;
+  copy_arg(blk + off, arg, size, cpy);
+  c->fn = fn;
+  c->data = blk + off;
+  c->heap = blk;
+  fiber *f = ito__fiber_alloc(w);
+  if (!f) {
+    free(blk);
+    return EAGAIN;
+  }
+  f->ctx = ctx == ITO_PT_CTX_COPY ? c->data : ctx;
+  ithread *t;
+  int pinned = w && w->cur && !parkable(w);
+  return create_on(f, spawn_entry, c, &t, 1, NULL, pinned || size > 4096 || align > 4096);
+}
+
+void **ito__pt_ctx(void) {
+  worker *w = cur_worker();
+  return w && w->cur ? &w->cur->ctx : NULL;
+}
+
+int ito__pt_stealable(void) {
+  worker *w = cur_worker();
+  if (!w || !w->cur) return 0;
+  uint64_t t = atomic_load_explicit(&w->tail, memory_order_relaxed);
+  uint64_t h = atomic_load_explicit(&w->head, memory_order_relaxed);
+  return t > h ? (int)(t - h < 1000000 ? t - h : 1000000) : 0;
 }

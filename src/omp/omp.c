@@ -1,0 +1,397 @@
+/* libito-omp.so: the environment, the current task, the waits every part
+ * uses, and the omp_* user API. docs/openmp.md. */
+#include "omp_int.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+struct omp_global omp_g;
+
+void ito_omp_fatal(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("ito-omp: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+  fflush(stderr);
+  _exit(2);
+}
+
+/* ---- the environment ------------------------------------------------------------- */
+
+static const char *env(const char *name) {
+  const char *v = getenv(name);
+  return (v && *v) ? v : NULL;
+}
+
+/* A decimal integer in [lo, hi] followed by nothing but blanks; 0 on failure. */
+static int parse_long(const char *s, const char **rest, long lo, long hi, long *out) {
+  while (*s == ' ' || *s == '\t') s++;
+  if (!(*s >= '0' && *s <= '9') && *s != '-' && *s != '+') return 0;
+  errno = 0;
+  char *end;
+  long v = strtol(s, &end, 10);
+  if (errno || end == s || v < lo || v > hi) return 0;
+  while (*end == ' ' || *end == '\t') end++;
+  *rest = end;
+  *out = v;
+  return 1;
+}
+
+static void bad_env(const char *name, const char *v, const char *expected) {
+  ito_omp_fatal("%s=%s is not valid: expected %s. Fix or unset the variable.", name, v, expected);
+}
+
+static int parse_bool(const char *name, const char *v) {
+  if (!strcasecmp(v, "true") || !strcmp(v, "1")) return 1;
+  if (!strcasecmp(v, "false") || !strcmp(v, "0")) return 0;
+  bad_env(name, v, "true or false");
+  return 0;
+}
+
+static void parse_num_threads(const char *v) {
+  const char *p = v;
+  omp_g.nlist = 0;
+  for (;;) {
+    long n;
+    const char *rest;
+    if (!parse_long(p, &rest, 1, INT_MAX, &n) || omp_g.nlist == 16)
+      bad_env("OMP_NUM_THREADS", v, "a positive number of threads, or a comma-separated list of "
+                                    "at most 16 of them (one per nesting level)");
+    omp_g.list[omp_g.nlist++] = (int)n;
+    if (*rest == 0) break;
+    if (*rest != ',') bad_env("OMP_NUM_THREADS", v, "positive numbers separated by commas");
+    p = rest + 1;
+  }
+}
+
+static void parse_schedule(const char *v) {
+  const char *expected =
+      "[monotonic:|nonmonotonic:]static|dynamic|guided|auto[,chunk] with a positive chunk";
+  const char *p = v;
+  int mono = 0;
+  if (!strncasecmp(p, "monotonic:", 10)) {
+    mono = 1;
+    p += 10;
+  } else if (!strncasecmp(p, "nonmonotonic:", 13)) {
+    p += 13;
+  }
+  static const struct { const char *name; int kind; } kinds[] = {
+      {"static", SCHED_STATIC}, {"dynamic", SCHED_DYNAMIC}, {"guided", SCHED_GUIDED},
+      {"auto", SCHED_AUTO}};
+  int kind = -1;
+  size_t len = 0;
+  for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+    size_t l = strlen(kinds[i].name);
+    if (!strncasecmp(p, kinds[i].name, l) && (p[l] == 0 || p[l] == ',' || p[l] == ' ')) {
+      kind = kinds[i].kind;
+      len = l;
+    }
+  }
+  if (kind < 0) bad_env("OMP_SCHEDULE", v, expected);
+  p += len;
+  while (*p == ' ') p++;
+  long chunk = 0;
+  if (*p == ',') {
+    const char *rest;
+    if (!parse_long(p + 1, &rest, 1, LONG_MAX, &chunk) || *rest) bad_env("OMP_SCHEDULE", v, expected);
+  } else if (*p) {
+    bad_env("OMP_SCHEDULE", v, expected);
+  }
+  /* a static schedule is monotonic; gcc's runtime reports OMP_SCHEDULE=static so */
+  if (kind == SCHED_STATIC) mono = 1;
+  omp_g.init.sched = kind | (mono ? (int)SCHED_MONOTONIC : 0);
+  omp_g.init.chunk = chunk;
+}
+
+static long env_int(const char *name, long lo, long hi, const char *expected, long dflt) {
+  const char *v = env(name);
+  if (!v) return dflt;
+  long x;
+  const char *rest;
+  if (!parse_long(v, &rest, lo, hi, &x) || *rest) bad_env(name, v, expected);
+  return x;
+}
+
+static int usable_cpus(void) {
+  cpu_set_t set;
+  int n = 0;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) n = CPU_COUNT(&set);
+  if (n <= 0) n = (int)sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? n : 1;
+}
+
+/* OMP_STACKSIZE and OMP_WAIT_POLICY are handed to the runtime's own
+ * variables when those are not set. */
+static void pass_stacksize(void) {
+  const char *v = env("OMP_STACKSIZE");
+  if (!v || env("ITO_STACK_SIZE")) return;
+  char *end;
+  errno = 0;
+  unsigned long long x = strtoull(v, &end, 10);
+  unsigned long long mul = 1024; /* OpenMP's default unit is KiB */
+  if (*end == 'B' || *end == 'b') mul = 1, end++;
+  else if (*end == 'K' || *end == 'k') mul = 1ULL << 10, end++;
+  else if (*end == 'M' || *end == 'm') mul = 1ULL << 20, end++;
+  else if (*end == 'G' || *end == 'g') mul = 1ULL << 30, end++;
+  if (errno || end == v || *end || v[0] == '-' || x == 0 || x > (1ULL << 40) / mul)
+    bad_env("OMP_STACKSIZE", v, "a size with an optional B, K, M or G suffix (K if none)");
+  char buf[32];
+  snprintf(buf, sizeof buf, "%llu", x * mul);
+  setenv("ITO_STACK_SIZE", buf, 0);
+}
+
+static void pass_wait_policy(void) {
+  const char *v = env("OMP_WAIT_POLICY");
+  if (!v) return;
+  if (strcasecmp(v, "active") && strcasecmp(v, "passive"))
+    bad_env("OMP_WAIT_POLICY", v, "active or passive");
+  if (!env("ITO_WAIT_POLICY")) setenv("ITO_WAIT_POLICY", v, 0);
+}
+
+__attribute__((constructor)) static void read_env(void) {
+  omp_g.nprocs = usable_cpus();
+  omp_g.init.nthreads = omp_g.nprocs;
+  omp_g.init.sched = SCHED_DYNAMIC;
+  omp_g.init.chunk = 1;
+  omp_g.init.dyn = 0;
+  const char *v;
+  if ((v = env("OMP_NUM_THREADS"))) {
+    parse_num_threads(v);
+    omp_g.init.nthreads = omp_g.list[0];
+  }
+  if ((v = env("OMP_SCHEDULE"))) parse_schedule(v);
+  if ((v = env("OMP_DYNAMIC"))) omp_g.init.dyn = parse_bool("OMP_DYNAMIC", v);
+  /* Nesting: off unless asked for (OMP_NESTED, OMP_MAX_ACTIVE_LEVELS, or a
+   * list of team sizes), as gcc 12's runtime does. */
+  omp_g.max_active_levels = omp_g.nlist > 1 ? MAX_LEVELS : 1;
+  if ((v = env("OMP_NESTED"))) omp_g.max_active_levels = parse_bool("OMP_NESTED", v) ? MAX_LEVELS : 1;
+  omp_g.max_active_levels =
+      (int)env_int("OMP_MAX_ACTIVE_LEVELS", 0, INT_MAX, "a number of levels, 0 or more",
+                   omp_g.max_active_levels);
+  if (omp_g.max_active_levels > MAX_LEVELS) omp_g.max_active_levels = MAX_LEVELS;
+  omp_g.thread_limit =
+      (int)env_int("OMP_THREAD_LIMIT", 1, INT_MAX, "a positive number of threads", INT_MAX);
+  if ((v = env("OMP_CANCELLATION")) && parse_bool("OMP_CANCELLATION", v))
+    fprintf(stderr, "ito-omp: OMP_CANCELLATION=%s: cancellation is not supported; cancel "
+                    "constructs are ignored (docs/openmp.md)\n", v);
+  pass_stacksize();
+  pass_wait_policy();
+  /* as many workers as the outermost team wants, at most the usable CPUs
+   * (ITO_NUM_WORKERS overrides) */
+  if (omp_g.nlist) ito__pt_default_workers(omp_g.list[0]);
+}
+
+/* ---- the current task ---------------------------------------------------------------
+ * An ito thread keeps it in its stack's context word; a thread outside the
+ * runtime in a thread-local. Code with no task yet is an initial task: the
+ * program's (one for all ito threads that have none) or, on other OS
+ * threads, one per thread. */
+static task root_initial;
+static __thread task *os_cur;
+static __thread task os_initial;
+static _Atomic int started;
+
+static void init_initial(task *t) {
+  memset(t, 0, sizeof *t);
+  t->kind = TASK_INITIAL;
+  t->icv = omp_g.init;
+}
+
+__attribute__((constructor)) static void init_root(void) { init_initial(&root_initial); }
+
+void ito_omp_start(void) {
+  if (atomic_load_explicit(&started, memory_order_acquire)) return;
+  int rc = ito_init();
+  if (rc) ito_omp_fatal("cannot start the runtime (%s)", strerror(rc));
+  atomic_store_explicit(&started, 1, memory_order_release);
+}
+
+task *ito_omp_cur(void) {
+  void **slot = ito__pt_ctx();
+  if (LIKELY(slot)) return *slot ? (task *)*slot : &root_initial;
+  if (!atomic_load_explicit(&started, memory_order_acquire)) {
+    ito_omp_start(); /* on the main thread this makes it the root ito thread */
+    slot = ito__pt_ctx();
+    if (slot) return *slot ? (task *)*slot : &root_initial;
+  }
+  if (os_cur) return os_cur;
+  if (os_initial.kind != TASK_INITIAL || !os_initial.icv.nthreads) init_initial(&os_initial);
+  return &os_initial;
+}
+
+void ito_omp_set_cur(task *t) {
+  void **slot = ito__pt_ctx();
+  if (slot)
+    *slot = t == &root_initial ? NULL : t;
+  else
+    os_cur = t == &os_initial ? NULL : t;
+}
+
+/* ---- waits -------------------------------------------------------------------------- */
+
+static inline uint64_t half_of(uint64_t bit) {
+  return bit == KID_WAIT_RUN ? KID_RUN_MASK : KID_ALIVE_MASK;
+}
+
+void ito_omp_word_wait(_Atomic uint64_t *word, uint64_t wait_bit, int *qlock, void **head,
+                       void **tail) {
+  uint64_t mask = half_of(wait_bit);
+  if (!(atomic_load_explicit(word, memory_order_acquire) & mask)) return;
+  ito__pt_lock(qlock);
+  uint64_t v = atomic_fetch_or_explicit(word, wait_bit, memory_order_acq_rel);
+  while (v & mask) {
+    /* whoever brings the half to zero sees the bit and wakes us under qlock */
+    ito__pt_wq_wait(qlock, head, tail, 0, CLOCK_MONOTONIC, NULL, NULL, NULL);
+    ito__pt_lock(qlock);
+    v = atomic_fetch_or_explicit(word, wait_bit, memory_order_acq_rel);
+  }
+  atomic_fetch_and_explicit(word, ~wait_bit, memory_order_relaxed);
+  ito__pt_unlock(qlock);
+}
+
+void ito_omp_kids_sub(_Atomic uint64_t *word, uint64_t d, int *qlock, void **head, void **tail) {
+  uint64_t old = atomic_fetch_sub_explicit(word, d, memory_order_acq_rel);
+  uint64_t v = old - d;
+  int wake = ((old & KID_WAIT_RUN) && (d & KID_RUN_MASK) && !(v & KID_RUN_MASK)) ||
+             ((old & KID_WAIT_ALIVE) && (d & KID_ALIVE_MASK) && !(v & KID_ALIVE_MASK));
+  if (!wake) return;
+  /* the owner is parked (or parking under qlock) and cannot leave before
+   * this wake: it set the bit while the half was not zero */
+  ito__pt_lock(qlock);
+  void *list = ito__pt_wq_take(head, tail, -1);
+  ito__pt_unlock(qlock);
+  ito__pt_wq_wake(list);
+}
+
+void ito_omp_wait_kids(task *t, uint64_t wait_bit) {
+  ito_omp_word_wait(&t->kids, wait_bit, &t->qlock, &t->qhead, &t->qtail);
+}
+
+void ito_omp_team_wait(team *tm, int (*pred)(void *), void *arg) {
+  if (pred(arg)) return;
+  ito__pt_lock(&tm->cq_lock);
+  atomic_fetch_add_explicit(&tm->cq_waiters, 1, memory_order_seq_cst);
+  while (!pred(arg)) {
+    ito__pt_wq_wait(&tm->cq_lock, &tm->cq_head, &tm->cq_tail, 0, CLOCK_MONOTONIC, NULL, NULL, NULL);
+    ito__pt_lock(&tm->cq_lock);
+  }
+  atomic_fetch_sub_explicit(&tm->cq_waiters, 1, memory_order_relaxed);
+  ito__pt_unlock(&tm->cq_lock);
+}
+
+void ito_omp_team_notify(team *tm) {
+  /* A waiter counts itself (a locked read-modify-write) before it tests its
+   * predicate; the fence orders the caller's change before this read, so a
+   * zero here means no waiter can miss the change. */
+  atomic_thread_fence(memory_order_seq_cst);
+  if (!atomic_load_explicit(&tm->cq_waiters, memory_order_relaxed)) return;
+  ito__pt_lock(&tm->cq_lock);
+  void *list = ito__pt_wq_take(&tm->cq_head, &tm->cq_tail, -1);
+  ito__pt_unlock(&tm->cq_lock);
+  ito__pt_wq_wake(list);
+}
+
+/* ---- the user API ------------------------------------------------------------------- */
+
+OMP_API int omp_get_thread_num(void) { return (int)ito_omp_cur()->id; }
+OMP_API int omp_get_num_threads(void) {
+  team *tm = ito_omp_cur()->team;
+  return tm ? (int)tm->n : 1;
+}
+OMP_API int omp_get_max_threads(void) { return ito_omp_cur()->icv.nthreads; }
+OMP_API void omp_set_num_threads(int n) { ito_omp_cur()->icv.nthreads = n > 0 ? n : 1; }
+OMP_API int omp_in_parallel(void) {
+  team *tm = ito_omp_cur()->team;
+  return tm && tm->active_level > 0;
+}
+OMP_API int omp_get_level(void) {
+  team *tm = ito_omp_cur()->team;
+  return tm ? tm->level : 0;
+}
+OMP_API int omp_get_active_level(void) {
+  team *tm = ito_omp_cur()->team;
+  return tm ? tm->active_level : 0;
+}
+
+/* The task at nesting level `level` on the way out from t (level 0: the
+ * initial task), or NULL. */
+static task *ancestor(task *t, int level) {
+  int cur = t->team ? t->team->level : 0;
+  if (level < 0 || level > cur) return NULL;
+  while (t->team && t->team->level > level) t = t->team->encountering;
+  return t;
+}
+OMP_API int omp_get_ancestor_thread_num(int level) {
+  task *t = ancestor(ito_omp_cur(), level);
+  return t ? (int)t->id : -1;
+}
+OMP_API int omp_get_team_size(int level) {
+  task *t = ancestor(ito_omp_cur(), level);
+  return t ? (t->team ? (int)t->team->n : 1) : -1;
+}
+
+OMP_API void omp_set_dynamic(int v) { ito_omp_cur()->icv.dyn = v != 0; }
+OMP_API int omp_get_dynamic(void) { return ito_omp_cur()->icv.dyn; }
+OMP_API void omp_set_nested(int v) {
+  if (v && omp_g.max_active_levels == 1) omp_g.max_active_levels = MAX_LEVELS;
+  if (!v) omp_g.max_active_levels = 1;
+}
+OMP_API int omp_get_nested(void) { return omp_g.max_active_levels > 1; }
+OMP_API void omp_set_max_active_levels(int n) {
+  if (n >= 0) omp_g.max_active_levels = n > MAX_LEVELS ? MAX_LEVELS : n;
+}
+OMP_API int omp_get_max_active_levels(void) { return omp_g.max_active_levels; }
+OMP_API int omp_get_supported_active_levels(void) { return MAX_LEVELS; }
+OMP_API int omp_get_thread_limit(void) { return omp_g.thread_limit; }
+OMP_API int omp_get_num_procs(void) { return omp_g.nprocs; }
+OMP_API int omp_in_final(void) { return ito_omp_cur()->final_; }
+OMP_API int omp_get_cancellation(void) { return 0; }
+OMP_API int omp_get_proc_bind(void) { return 0; /* omp_proc_bind_false */ }
+OMP_API int omp_get_num_places(void) { return 0; }
+OMP_API int omp_get_place_num(void) { return -1; }
+OMP_API int omp_get_partition_num_places(void) { return 0; }
+OMP_API int omp_get_max_task_priority(void) { return 0; }
+OMP_API int omp_get_num_devices(void) { return 0; }
+OMP_API int omp_get_default_device(void) { return 0; }
+OMP_API void omp_set_default_device(int d) { (void)d; }
+OMP_API int omp_get_initial_device(void) { return 0; }
+OMP_API int omp_get_device_num(void) { return 0; }
+OMP_API int omp_is_initial_device(void) { return 1; }
+OMP_API int omp_get_num_teams(void) { return 1; }
+OMP_API int omp_get_team_num(void) { return 0; }
+
+OMP_API void omp_set_schedule(int kind, int chunk) {
+  task *t = ito_omp_cur();
+  int k = kind & ~(int)SCHED_MONOTONIC;
+  if (k < SCHED_STATIC || k > SCHED_AUTO) return; /* not a schedule kind: ignored */
+  t->icv.sched = kind;
+  t->icv.chunk = chunk > 0 ? chunk : 0;
+}
+OMP_API void omp_get_schedule(int *kind, int *chunk) {
+  task *t = ito_omp_cur();
+  *kind = t->icv.sched;
+  long c = t->icv.chunk;
+  if (!c) c = (t->icv.sched & ~(int)SCHED_MONOTONIC) == SCHED_STATIC ? 0 : 1;
+  *chunk = (int)c;
+}
+
+OMP_API double omp_get_wtime(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+OMP_API double omp_get_wtick(void) {
+  struct timespec ts;
+  clock_getres(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}

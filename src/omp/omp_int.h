@@ -1,0 +1,193 @@
+/* libito-omp.so: the GNU OpenMP runtime ABI (what gcc -fopenmp emits) on
+ * ito's lightweight threads. Every team member and every explicit task is a
+ * lightweight thread; waiting parks it and its worker runs other work.
+ * Design and invariants: docs/openmp.md. Private to the library. */
+#ifndef ITO_OMP_INT_H
+#define ITO_OMP_INT_H
+
+#define _GNU_SOURCE
+#include <ito/ito.h>
+
+#include "../pt_api.h"
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define OMP_API __attribute__((visibility("default")))
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* ---- internal control variables ------------------------------------------ */
+enum { SCHED_RUNTIME = 0, SCHED_STATIC = 1, SCHED_DYNAMIC = 2, SCHED_GUIDED = 3, SCHED_AUTO = 4 };
+#define SCHED_MONOTONIC 0x80000000u
+
+/* The ICVs a task carries (its data environment). */
+struct icv {
+  int nthreads;      /* nthreads-var: the size of the next team */
+  int sched;         /* run-sched-var kind (SCHED_*, maybe | SCHED_MONOTONIC) */
+  long chunk;        /* run-sched-var chunk (0: the kind's default) */
+  int dyn;           /* dyn-var */
+};
+
+/* Process-wide settings, read from the environment at load. */
+struct omp_global {
+  struct icv init;            /* the initial task's ICVs */
+  int nlist;                  /* OMP_NUM_THREADS entries (nthreads-var per level) */
+  int list[16];
+  int max_active_levels;      /* max-active-levels-var */
+  int thread_limit;           /* thread-limit-var */
+  int nprocs;                 /* CPUs usable by the process */
+};
+extern struct omp_global omp_g;
+
+#define MAX_LEVELS 255        /* omp_get_supported_active_levels */
+
+/* ---- tasks -------------------------------------------------------------------
+ * A task's kids word counts its children: the low half those whose code has
+ * not finished (what taskwait waits for), the high half those not yet over
+ * with all their descendants (what a barrier, the end of a region and the
+ * task's own end wait for). One waiter bit per half: the task sets it
+ * (under its qlock) before it parks, and whoever brings that half to zero
+ * with the bit set wakes it. docs/openmp.md, "Counting". */
+#define KID_RUN 1ULL
+#define KID_ALIVE (1ULL << 32)
+#define KID_BOTH (KID_RUN | KID_ALIVE)
+#define KID_WAIT_RUN (1ULL << 31)
+#define KID_WAIT_ALIVE (1ULL << 63)
+#define KID_RUN_MASK 0x7FFFFFFFULL
+#define KID_ALIVE_MASK (0x7FFFFFFFULL << 32)
+
+enum { TASK_INITIAL, TASK_IMPLICIT, TASK_EXPLICIT, TASK_INLINE };
+
+struct team;
+struct ws;
+struct taskgroup;
+struct deptab;
+struct dnode;
+
+typedef struct task {
+  struct task *parent;          /* the creating task (implicit tasks: the encountering task) */
+  struct team *team;            /* the team it binds to; NULL: outside any region */
+  unsigned id;                  /* omp_get_thread_num() */
+  unsigned char kind;           /* TASK_* */
+  unsigned char final_;         /* final task: its children run at once */
+  _Atomic uint64_t kids;
+  int qlock;                    /* the task's own wait queue */
+  void *qhead, *qtail;
+  struct taskgroup *tg;         /* innermost taskgroup open in this task */
+  struct taskgroup *ingroup;    /* the taskgroup it was created in (counted there) */
+  struct deptab *deps;          /* dependences among its children */
+  struct dnode *node;           /* its own dependence node, or NULL */
+  struct icv icv;
+  /* implicit tasks only: the work-sharing state of this member */
+  unsigned ws_seq;              /* work shares entered */
+  struct ws *ws;                /* the current one */
+  struct team *solo;            /* initial tasks: the team of one of orphaned work shares */
+  unsigned long ws_k;           /* static schedules: chunks taken */
+  unsigned long ord_lo, ord_hi; /* ordered loops: the chunk held ([lo, hi) iteration indices) */
+  /* explicit tasks */
+  void (*fn)(void *);
+  void *data;
+  void *heap;                   /* a block to free once the task is over */
+} task;
+
+struct taskgroup {
+  struct taskgroup *prev;
+  _Atomic uint64_t count;       /* tasks created in it not yet over (KID_ALIVE units) */
+};
+
+/* ---- teams ------------------------------------------------------------------- */
+#define NWS 8 /* work shares a member may be ahead of the slowest one */
+
+struct ws {
+  _Atomic unsigned long avail;  /* the work-share number this slot may hold next */
+  _Atomic unsigned long ready;  /* number + 1 once initialised for it */
+  _Atomic unsigned left;        /* members that left it */
+  int lock;
+  /* a loop, in iteration indices [0, niter) */
+  unsigned long long start, incr, end;
+  unsigned long niter, chunk;
+  int kind;                     /* SCHED_STATIC, _DYNAMIC, _GUIDED */
+  int ordered;
+  _Atomic unsigned long next;   /* dynamic, guided, sections: first index not handed out */
+  _Atomic unsigned long ord_turn; /* ordered: the first index whose ordered part may run */
+  void *_Atomic copy;           /* single copyprivate */
+  _Atomic int copy_set;
+} __attribute__((aligned(64)));
+
+typedef struct team {
+  unsigned n;
+  int combined;                 /* work share 0 was made with the team (combined construct) */
+  int level, active_level;
+  task *encountering;           /* the task that encountered the parallel construct */
+  void (*fn)(void *);
+  void *data;
+  /* the end of the region: members not yet over, waiter bit as in kids */
+  _Atomic uint64_t left;
+  int qlock;                    /* the master's wait at the end */
+  void *qhead, *qtail;
+  /* barrier */
+  _Atomic unsigned bar_arrived;
+  _Atomic unsigned bar_phase;
+  int bar_lock;
+  void *bar_head, *bar_tail;
+  /* waits on work-share state (ordered turns, copyprivate, a busy slot) */
+  int cq_lock;
+  void *cq_head, *cq_tail;
+  _Atomic int cq_waiters;
+  struct ws ws[NWS];
+} team;
+
+/* ---- omp.c: current task, waits ------------------------------------------------ */
+task *ito_omp_cur(void);
+void ito_omp_set_cur(task *t);
+void ito_omp_start(void);
+void ito_omp_fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+/* waits until the kids half selected by wait_bit (KID_WAIT_RUN or
+ * KID_WAIT_ALIVE) is zero */
+void ito_omp_wait_kids(task *t, uint64_t wait_bit);
+/* subtracts d from *word (a kids-style word of owner's queue) and wakes the
+ * owner if it waits on that half and the half became zero */
+void ito_omp_kids_sub(_Atomic uint64_t *word, uint64_t d, int *qlock, void **head, void **tail);
+/* waits until the half of *word selected by wait_bit is zero */
+void ito_omp_word_wait(_Atomic uint64_t *word, uint64_t wait_bit, int *qlock, void **head,
+                       void **tail);
+/* the team's condition queue: wait until pred(arg), and wake all waiters */
+void ito_omp_team_wait(team *tm, int (*pred)(void *), void *arg);
+void ito_omp_team_notify(team *tm);
+
+/* ---- team.c ---------------------------------------------------------------------- */
+void ito_omp_barrier(task *me);
+/* work shares: enter the next one (returns it; *first: the caller must
+ * initialise it, then call ito_omp_ws_publish) and leave it */
+team *ito_omp_ws_team(task *me);
+struct ws *ito_omp_ws_enter(task *me, int *first);
+void ito_omp_ws_publish(task *me, struct ws *w);
+void ito_omp_ws_leave(task *me);
+/* a parallel region: fn(data) run by a team; init(ws, arg) prepares the
+ * first work share before any member runs (combined constructs) */
+void ito_omp_parallel(void (*fn)(void *), void *data, unsigned nthreads, unsigned flags,
+                      void (*init)(struct ws *, void *), void *init_arg);
+
+void ito_omp_ordered_wait(task *me);
+void ito_omp_ordered_pass(task *me);
+
+void ito_omp_parallel_start_ws(void (*fn)(void *), void *data, unsigned nthreads,
+                               void (*init)(struct ws *, void *), void *arg);
+
+OMP_API void GOMP_barrier(void);
+
+/* ---- loop.c ---------------------------------------------------------------------- */
+void ito_omp_loop_init(struct ws *w, bool up, unsigned long long start, unsigned long long end,
+                       unsigned long long incr, int kind, unsigned long chunk, int ordered,
+                       unsigned n);
+/* the runtime schedule of the current task, resolved */
+void ito_omp_runtime_sched(int *kind, unsigned long *chunk);
+
+/* ---- task.c ---------------------------------------------------------------------- */
+/* frees the dependence table of a task whose children are all over */
+void ito_omp_deptab_free(task *t);
+
+#endif

@@ -1,0 +1,516 @@
+/* libito-omp.so: explicit tasks, taskwait, taskgroup, dependences and
+ * taskloop. docs/openmp.md. */
+#include "omp_int.h"
+
+#include <alloca.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Stealable continuations on the worker's deque from which on tasks run
+ * inline (docs/openmp.md, "The cut-off"). */
+#define INLINE_DEPTH 8
+
+#define TASK_FLAG_FINAL 2
+#define TASK_FLAG_UP 256
+#define TASK_FLAG_GRAINSIZE 512
+#define TASK_FLAG_IF 1024
+#define TASK_FLAG_NOGROUP 2048
+#define TASK_FLAG_REDUCTION 4096
+
+/* ---- dependences ------------------------------------------------------------------
+ * A task with depend clauses gets a node. Its creator's table maps each
+ * address to the last task with out/inout on it and the in tasks since;
+ * a new task gets an edge from each of those not yet done. npred counts, in
+ * KID_ALIVE units, the predecessors not done plus one for the creator while
+ * it adds edges; whoever brings it to zero starts the task (or wakes the
+ * creator waiting for an undeferred one). */
+struct dnode {
+  int lock;
+  int done;                    /* the task's code finished: no more edges to it */
+  _Atomic int refs;            /* the task, and table entries naming it */
+  _Atomic uint64_t npred;
+  struct dnode **succ;
+  unsigned nsucc, csucc;
+  task *t;                     /* a deferred task to start when npred reaches 0 */
+  int qlock;                   /* an undeferred task's creator waits here */
+  void *qhead, *qtail;
+};
+
+struct dentry {
+  void *addr;
+  struct dnode *last_out;
+  struct dnode **readers;
+  unsigned nreaders, creaders;
+};
+
+struct deptab {
+  struct dentry *e;
+  size_t cap, used;
+};
+
+static void node_unref(struct dnode *n) {
+  if (atomic_fetch_sub_explicit(&n->refs, 1, memory_order_acq_rel) == 1) {
+    free(n->succ);
+    free(n);
+  }
+}
+
+static struct dentry *lookup(struct deptab *tab, void *addr) {
+  if (2 * (tab->used + 1) > tab->cap) {
+    size_t cap = tab->cap ? 2 * tab->cap : 64;
+    struct dentry *e = calloc(cap, sizeof *e);
+    if (!e) ito_omp_fatal("out of memory for task dependences");
+    for (size_t i = 0; i < tab->cap; i++) {
+      if (!tab->e[i].addr) continue;
+      size_t h = ((uintptr_t)tab->e[i].addr >> 3) * 0x9E3779B97F4A7C15ULL >> 20;
+      while (e[h & (cap - 1)].addr) h++;
+      e[h & (cap - 1)] = tab->e[i];
+    }
+    free(tab->e);
+    tab->e = e;
+    tab->cap = cap;
+  }
+  size_t h = ((uintptr_t)addr >> 3) * 0x9E3779B97F4A7C15ULL >> 20;
+  for (;; h++) {
+    struct dentry *d = &tab->e[h & (tab->cap - 1)];
+    if (d->addr == addr) return d;
+    if (!d->addr) {
+      d->addr = addr;
+      tab->used++;
+      return d;
+    }
+  }
+}
+
+static void deptab_free(struct deptab *tab) {
+  for (size_t i = 0; i < tab->cap; i++) {
+    struct dentry *d = &tab->e[i];
+    if (!d->addr) continue;
+    if (d->last_out) node_unref(d->last_out);
+    for (unsigned r = 0; r < d->nreaders; r++) node_unref(d->readers[r]);
+    free(d->readers);
+  }
+  free(tab->e);
+  free(tab);
+}
+
+void ito_omp_deptab_free(task *t) {
+  deptab_free(t->deps);
+  t->deps = NULL;
+}
+
+static void add_edge(struct dnode *p, struct dnode *n) {
+  if (p == n) return;
+  ito__pt_lock(&p->lock);
+  if (!p->done) {
+    if (p->nsucc == p->csucc) {
+      p->csucc = p->csucc ? 2 * p->csucc : 4;
+      p->succ = realloc(p->succ, p->csucc * sizeof *p->succ);
+      if (!p->succ) ito_omp_fatal("out of memory for task dependences");
+    }
+    p->succ[p->nsucc++] = n;
+    atomic_fetch_add_explicit(&n->npred, KID_ALIVE, memory_order_relaxed);
+  }
+  ito__pt_unlock(&p->lock);
+}
+
+static void reader_add(struct dentry *d, struct dnode *n) {
+  if (d->nreaders == d->creaders) {
+    d->creaders = d->creaders ? 2 * d->creaders : 4;
+    d->readers = realloc(d->readers, d->creaders * sizeof *d->readers);
+    if (!d->readers) ito_omp_fatal("out of memory for task dependences");
+  }
+  atomic_fetch_add_explicit(&n->refs, 1, memory_order_relaxed);
+  d->readers[d->nreaders++] = n;
+}
+
+/* gcc's depend array: {n, n_out, addr...} with out/inout first, or (when
+ * depend[0] is 0) {0, n, n_out, n_mutexinoutset, n_in, addr...} and then
+ * depobj entries, each pointing to {addr, kind}. */
+enum { DEP_IN = 1, DEP_OUT = 2 };
+
+static void dep_at(void **depend, size_t i, void **addr, int *kind) {
+  if (depend[0]) {
+    size_t nout = (size_t)(uintptr_t)depend[1];
+    *addr = depend[2 + i];
+    *kind = i < nout ? DEP_OUT : DEP_IN;
+    return;
+  }
+  size_t nout = (size_t)(uintptr_t)depend[2], nmut = (size_t)(uintptr_t)depend[3],
+         nin = (size_t)(uintptr_t)depend[4];
+  if (i < nout + nmut + nin) {
+    *addr = depend[5 + i];
+    /* mutexinoutset runs as inout: ordered in creation order, which is one
+     * of the orders the clause allows */
+    *kind = i < nout + nmut ? DEP_OUT : DEP_IN;
+    return;
+  }
+  void **obj = depend[5 + i];
+  *addr = obj[0];
+  *kind = (uintptr_t)obj[1] == DEP_IN ? DEP_IN : DEP_OUT;
+}
+
+static size_t dep_count(void **depend) {
+  return (size_t)(uintptr_t)(depend[0] ? depend[0] : depend[1]);
+}
+
+/* Registers a node for a task of parent with these dependences; returns it
+ * with the creator's unit still in npred. */
+static struct dnode *dep_register(task *parent, void **depend) {
+  struct dnode *n = calloc(1, sizeof *n);
+  if (!n) ito_omp_fatal("out of memory for task dependences");
+  atomic_store_explicit(&n->refs, 1, memory_order_relaxed);
+  atomic_store_explicit(&n->npred, KID_ALIVE, memory_order_relaxed);
+  if (!parent->deps) {
+    parent->deps = calloc(1, sizeof *parent->deps);
+    if (!parent->deps) ito_omp_fatal("out of memory for task dependences");
+  }
+  size_t cnt = dep_count(depend);
+  for (size_t i = 0; i < cnt; i++) {
+    void *addr;
+    int kind;
+    dep_at(depend, i, &addr, &kind);
+    struct dentry *d = lookup(parent->deps, addr);
+    if (kind == DEP_IN) {
+      if (d->last_out) add_edge(d->last_out, n);
+      reader_add(d, n);
+      continue;
+    }
+    if (d->nreaders) {
+      for (unsigned r = 0; r < d->nreaders; r++) {
+        add_edge(d->readers[r], n);
+        node_unref(d->readers[r]);
+      }
+      d->nreaders = 0;
+    } else if (d->last_out) {
+      add_edge(d->last_out, n);
+    }
+    if (d->last_out) node_unref(d->last_out);
+    atomic_fetch_add_explicit(&n->refs, 1, memory_order_relaxed);
+    d->last_out = n;
+  }
+  return n;
+}
+
+static void task_start_deferred(task *t);
+
+/* One predecessor (or the creator) is done with n. */
+static void dep_release(struct dnode *n) {
+  if (n->t) {
+    if (atomic_fetch_sub_explicit(&n->npred, KID_ALIVE, memory_order_acq_rel) == KID_ALIVE)
+      task_start_deferred(n->t);
+  } else {
+    ito_omp_kids_sub(&n->npred, KID_ALIVE, &n->qlock, &n->qhead, &n->qtail);
+  }
+}
+
+/* The task's code finished: its successors lose a predecessor. */
+static void dep_complete(struct dnode *n) {
+  ito__pt_lock(&n->lock);
+  n->done = 1;
+  struct dnode **succ = n->succ;
+  unsigned ns = n->nsucc;
+  n->succ = NULL;
+  n->nsucc = n->csucc = 0;
+  ito__pt_unlock(&n->lock);
+  for (unsigned i = 0; i < ns; i++) dep_release(succ[i]);
+  free(succ);
+  node_unref(n);
+}
+
+/* Waits for the predecessors of an undeferred node (the creator's unit
+ * dropped here). */
+static void dep_wait(struct dnode *n) {
+  ito_omp_kids_sub(&n->npred, KID_ALIVE, &n->qlock, &n->qhead, &n->qtail);
+  ito_omp_word_wait(&n->npred, KID_WAIT_ALIVE, &n->qlock, &n->qhead, &n->qtail);
+}
+
+/* ---- the life of a task ---------------------------------------------------------- */
+
+/* An explicit task's fields (the work-sharing ones are for implicit tasks
+ * only and stay as they are). */
+static inline void task_init(task *t, task *parent, int final_) {
+  t->parent = parent;
+  t->team = parent->team;
+  t->id = parent->id;
+  t->kind = TASK_EXPLICIT;
+  t->final_ = (unsigned char)(final_ || parent->final_);
+  atomic_store_explicit(&t->kids, 0, memory_order_relaxed);
+  t->qlock = 0;
+  t->qhead = t->qtail = NULL;
+  t->tg = NULL;
+  t->ingroup = parent->tg;
+  t->deps = NULL;
+  t->node = NULL;
+  t->icv = parent->icv;
+  t->ws = NULL;
+  t->solo = NULL;
+  t->heap = NULL;
+}
+
+/* Counts a new deferred child in its parent and taskgroup. */
+static void count_child(task *parent) {
+  atomic_fetch_add_explicit(&parent->kids, KID_BOTH, memory_order_relaxed);
+  if (parent->tg) atomic_fetch_add_explicit(&parent->tg->count, KID_ALIVE, memory_order_relaxed);
+}
+
+/* The task's code returned: dependences, then the parent's taskwait, then
+ * (once its own children are over) its lifetime in taskgroup and parent. */
+static void task_finish(task *t) {
+  if (t->node) dep_complete(t->node);
+  task *p = t->parent;
+  uint64_t k = atomic_load_explicit(&t->kids, memory_order_acquire);
+  if ((k & (KID_RUN_MASK | KID_ALIVE_MASK)) == 0 && !t->ingroup && !t->deps) {
+    ito_omp_kids_sub(&p->kids, KID_BOTH, &p->qlock, &p->qhead, &p->qtail);
+    return;
+  }
+  ito_omp_kids_sub(&p->kids, KID_RUN, &p->qlock, &p->qhead, &p->qtail);
+  ito_omp_wait_kids(t, KID_WAIT_ALIVE);
+  if (t->deps) {
+    deptab_free(t->deps);
+    t->deps = NULL;
+  }
+  if (t->ingroup) ito_omp_kids_sub(&t->ingroup->count, KID_ALIVE, &p->qlock, &p->qhead, &p->qtail);
+  ito_omp_kids_sub(&p->kids, KID_ALIVE, &p->qlock, &p->qhead, &p->qtail);
+}
+
+/* Entry of a task whose task and data are on its own stack. */
+static void task_entry(void *arg) {
+  task *t = arg; /* already the current task (ITO_PT_CTX_COPY) */
+  t->fn(t->data);
+  task_finish(t);
+}
+
+/* Entry of a task kept on the heap (it waited for dependences). */
+static void heap_task_entry(void *arg) {
+  task *t = *(task **)arg;
+  ito_omp_set_cur(t);
+  t->fn(t->data);
+  void *heap = t->heap;
+  task_finish(t);
+  free(heap);
+}
+
+static void task_start_deferred(task *t) {
+  if (ito__pt_spawn(heap_task_entry, &t, sizeof t, _Alignof(task *), NULL, NULL))
+    ito_omp_fatal("out of memory starting a task");
+}
+
+/* What the copy made by ito__pt_spawn is built from. */
+struct create {
+  task *parent;
+  int final_;
+  void (*fn)(void *);
+  void *data;
+  void (*cpyfn)(void *, void *);
+  size_t size, off;
+  int bounds;                 /* taskloop: write lo, hi into the copy's first two words */
+  unsigned long long lo, hi;
+};
+
+static inline void copy_data(void *dst, struct create *c) {
+  if (c->cpyfn)
+    c->cpyfn(dst, c->data);
+  else
+    memcpy(dst, c->data, c->size);
+  if (c->bounds) {
+    ((unsigned long long *)dst)[0] = c->lo;
+    ((unsigned long long *)dst)[1] = c->hi;
+  }
+}
+
+static void build_child(void *dst, void *arg) {
+  struct create *c = arg;
+  task *t = dst;
+  task_init(t, c->parent, c->final_);
+  t->fn = c->fn;
+  t->data = (char *)dst + c->off;
+  copy_data(t->data, c);
+}
+
+static inline size_t data_off(size_t align) {
+  if (align < _Alignof(task)) align = _Alignof(task);
+  return (sizeof(task) + align - 1) & ~(align - 1);
+}
+
+/* Runs the task now, in the caller's frame (undeferred, final, or no
+ * memory for a stack). */
+static void run_inline(struct create *c, size_t align, struct dnode *node) {
+  task t;
+  task_init(&t, c->parent, c->final_);
+  t.kind = TASK_INLINE;
+  t.ingroup = NULL; /* over before the taskgroup can end */
+  void *data = c->data;
+  if (c->cpyfn || c->bounds) {
+    if (align < 16) align = 16;
+    char *buf = alloca(c->size + align);
+    data = (void *)(((uintptr_t)buf + align - 1) & ~(uintptr_t)(align - 1));
+    copy_data(data, c);
+  }
+  if (node) dep_wait(node);
+  /* the task runs on this stack, so its context word stays this one */
+  void **slot = ito__pt_ctx();
+  void *saved = NULL;
+  if (slot) {
+    saved = *slot;
+    *slot = &t;
+  } else {
+    ito_omp_set_cur(&t);
+  }
+  c->fn(data);
+  if (node) dep_complete(node);
+  if (atomic_load_explicit(&t.kids, memory_order_relaxed)) ito_omp_wait_kids(&t, KID_WAIT_ALIVE);
+  if (t.deps) deptab_free(t.deps);
+  if (slot)
+    *slot = saved;
+  else
+    ito_omp_set_cur(c->parent);
+}
+
+static void create_task(struct create *c, size_t align, bool deferred, void **depend) {
+  task *parent = c->parent;
+  if (!deferred || parent->final_) {
+    run_inline(c, align, depend ? dep_register(parent, depend) : NULL);
+    return;
+  }
+  c->off = data_off(align);
+  size_t a = align > _Alignof(task) ? align : _Alignof(task);
+  if (depend) {
+    struct dnode *n = dep_register(parent, depend);
+    char *blk = aligned_alloc(a < 64 ? 64 : a, (c->off + c->size + 63) & ~(size_t)63);
+    if (!blk) ito_omp_fatal("out of memory for a task");
+    build_child(blk, c);
+    task *t = (task *)blk;
+    t->heap = blk;
+    t->node = n;
+    n->t = t;
+    count_child(parent);
+    dep_release(n); /* the creator's unit: starts it if nothing comes before */
+    return;
+  }
+  count_child(parent);
+  if (ito__pt_spawn(task_entry, c, c->off + c->size, a, build_child, ITO_PT_CTX_COPY)) {
+    /* no memory for a stack: run it here, uncounted */
+    atomic_fetch_sub_explicit(&parent->kids, KID_BOTH, memory_order_relaxed);
+    if (parent->tg) atomic_fetch_sub_explicit(&parent->tg->count, KID_ALIVE, memory_order_relaxed);
+    run_inline(c, align, NULL);
+  }
+}
+
+OMP_API void GOMP_task(void (*fn)(void *), void *data, void (*cpyfn)(void *, void *),
+                       long arg_size, long arg_align, bool if_clause, unsigned flags,
+                       void **depend, int priority, void *detach) {
+  (void)priority; /* a hint; tasks start in creation order */
+  if (UNLIKELY(detach)) ito_omp_fatal("GOMP_task: the detach clause is not supported");
+  task *parent = ito_omp_cur();
+  size_t align = arg_align > 0 ? (size_t)arg_align : 1;
+  struct create c = {parent, (flags & TASK_FLAG_FINAL) != 0, fn, data, cpyfn,
+                     (size_t)arg_size, data_off(align), 0, 0, 0};
+  if (LIKELY(if_clause && !(flags & 8) && !parent->final_)) {
+    /* The common case: deferred, no dependences. While this worker's deque
+     * already holds INLINE_DEPTH continuations idle workers can take, the
+     * child runs here as a call (an undeferred task: the cut-off of
+     * docs/openmp.md); otherwise it starts at once on its own stack and
+     * this continuation may be stolen meanwhile. */
+    if (ito__pt_stealable() >= INLINE_DEPTH) {
+      run_inline(&c, align, NULL);
+      return;
+    }
+    count_child(parent);
+    if (LIKELY(!ito__pt_spawn(task_entry, &c, c.off + c.size,
+                              align > _Alignof(task) ? align : _Alignof(task), build_child,
+                              ITO_PT_CTX_COPY)))
+      return;
+    atomic_fetch_sub_explicit(&parent->kids, KID_BOTH, memory_order_relaxed);
+    if (parent->tg) atomic_fetch_sub_explicit(&parent->tg->count, KID_ALIVE, memory_order_relaxed);
+    run_inline(&c, align, NULL);
+    return;
+  }
+  create_task(&c, align, if_clause, (flags & 8) ? depend : NULL);
+}
+
+OMP_API void GOMP_taskwait(void) { ito_omp_wait_kids(ito_omp_cur(), KID_WAIT_RUN); }
+
+OMP_API void GOMP_taskwait_depend(void **depend) {
+  task *t = ito_omp_cur();
+  struct dnode *n = dep_register(t, depend);
+  dep_wait(n);
+  dep_complete(n);
+}
+
+OMP_API void GOMP_taskyield(void) { ito_yield(); }
+
+OMP_API void GOMP_taskgroup_start(void) {
+  task *t = ito_omp_cur();
+  struct taskgroup *g = malloc(sizeof *g);
+  if (!g) ito_omp_fatal("out of memory for a taskgroup");
+  g->prev = t->tg;
+  atomic_store_explicit(&g->count, 0, memory_order_relaxed);
+  t->tg = g;
+}
+
+OMP_API void GOMP_taskgroup_end(void) {
+  task *t = ito_omp_cur();
+  struct taskgroup *g = t->tg;
+  if (!g) ito_omp_fatal("GOMP_taskgroup_end without GOMP_taskgroup_start");
+  ito_omp_word_wait(&g->count, KID_WAIT_ALIVE, &t->qlock, &t->qhead, &t->qtail);
+  t->tg = g->prev;
+  free(g);
+}
+
+/* ---- taskloop ----------------------------------------------------------------------- */
+
+static void taskloop(void (*fn)(void *), void *data, void (*cpyfn)(void *, void *),
+                     long arg_size, long arg_align, unsigned flags, unsigned long num_tasks,
+                     bool up, unsigned long long start, unsigned long long end,
+                     unsigned long long step, bool is_signed) {
+  if (flags & TASK_FLAG_REDUCTION) ito_omp_fatal("GOMP_taskloop with reductions is not supported");
+  unsigned long long d;
+  bool empty = up ? (is_signed ? (long long)start >= (long long)end : start >= end)
+                  : (is_signed ? (long long)start <= (long long)end : start <= end);
+  unsigned long long a = up ? step : -step;
+  d = up ? end - start : start - end;
+  unsigned long long niter = empty ? 0 : d / a + (d % a != 0);
+  task *parent = ito_omp_cur();
+  bool group = !(flags & TASK_FLAG_NOGROUP);
+  if (group) GOMP_taskgroup_start();
+  if (niter) {
+    unsigned long long ntasks;
+    if (flags & TASK_FLAG_GRAINSIZE) {
+      ntasks = num_tasks ? niter / num_tasks : niter;
+      if (!ntasks) ntasks = 1;
+    } else if (num_tasks) {
+      ntasks = num_tasks < niter ? num_tasks : niter;
+    } else {
+      unsigned long long want = 4ULL * (unsigned long long)ito_num_workers();
+      ntasks = want < niter ? want : niter;
+    }
+    unsigned long long q = niter / ntasks, r = niter % ntasks, at = 0;
+    for (unsigned long long i = 0; i < ntasks; i++) {
+      unsigned long long len = q + (i < r);
+      struct create c = {parent, (flags & TASK_FLAG_FINAL) != 0, fn, data, cpyfn,
+                         (size_t)arg_size, 0, 1, start + at * step, 0};
+      at += len;
+      c.hi = at == niter ? end : start + at * step;
+      create_task(&c, arg_align > 0 ? (size_t)arg_align : 1, (flags & TASK_FLAG_IF) != 0, NULL);
+    }
+  }
+  if (group) GOMP_taskgroup_end();
+}
+
+OMP_API void GOMP_taskloop(void (*fn)(void *), void *data, void (*cpyfn)(void *, void *),
+                           long arg_size, long arg_align, unsigned flags, unsigned long num_tasks,
+                           int priority, long start, long end, long step) {
+  (void)priority;
+  taskloop(fn, data, cpyfn, arg_size, arg_align, flags, num_tasks, step > 0,
+           (unsigned long long)start, (unsigned long long)end, (unsigned long long)step, true);
+}
+
+OMP_API void GOMP_taskloop_ull(void (*fn)(void *), void *data, void (*cpyfn)(void *, void *),
+                               long arg_size, long arg_align, unsigned flags,
+                               unsigned long num_tasks, int priority, unsigned long long start,
+                               unsigned long long end, unsigned long long step) {
+  (void)priority;
+  taskloop(fn, data, cpyfn, arg_size, arg_align, flags, num_tasks, (flags & TASK_FLAG_UP) != 0,
+           start, end, step, false);
+}

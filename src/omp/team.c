@@ -1,0 +1,399 @@
+/* libito-omp.so: parallel regions, barriers, work shares, single, critical,
+ * atomic, ordered, sections. docs/openmp.md. */
+#include "omp_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- team members ---------------------------------------------------------------
+ * The encountering task runs member 0 itself; members [1, n) are started by
+ * halving: a starter of [lo, hi) spawns [mid, hi) and keeps [lo, mid), so
+ * the team is out after log2(n) spawns and idle workers steal the halves. */
+struct mstart {
+  team *tm;
+  unsigned lo, hi;
+};
+
+static void member_entry(void *p);
+
+static void split(team *tm, unsigned lo, unsigned hi) {
+  while (hi - lo > 1) {
+    unsigned mid = lo + (hi - lo) / 2;
+    struct mstart s = {tm, mid, hi};
+    int rc = ito__pt_spawn(member_entry, &s, sizeof s, _Alignof(struct mstart), NULL, NULL);
+    if (rc) ito_omp_fatal("cannot start a member of a team of %u threads (out of memory)", tm->n);
+    hi = mid;
+  }
+}
+
+static void implicit_init(task *t, team *tm, unsigned id) {
+  task *enc = tm->encountering;
+  memset(t, 0, sizeof *t);
+  t->parent = enc;
+  t->team = tm;
+  t->id = id;
+  t->kind = TASK_IMPLICIT;
+  t->icv = enc->icv;
+  if (tm->level < omp_g.nlist) t->icv.nthreads = omp_g.list[tm->level];
+}
+
+/* The end of a member's part: its tasks are over (the region ends with a
+ * barrier), then it counts itself out. */
+static void member_done(team *tm, task *t) {
+  ito_omp_wait_kids(t, KID_WAIT_ALIVE);
+  if (t->deps) ito_omp_deptab_free(t);
+  ito_omp_kids_sub(&tm->left, KID_ALIVE, &tm->qlock, &tm->qhead, &tm->qtail);
+}
+
+static void member_entry(void *p) {
+  struct mstart s = *(struct mstart *)p;
+  split(s.tm, s.lo, s.hi);
+  task t;
+  implicit_init(&t, s.tm, s.lo);
+  if (s.tm->combined) t.ws_seq = 1, t.ws = &s.tm->ws[0]; /* made with the team */
+  ito_omp_set_cur(&t);
+  s.tm->fn(s.tm->data);
+  member_done(s.tm, &t);
+}
+
+static unsigned team_size(task *enc, unsigned nthreads) {
+  int active = enc->team ? enc->team->active_level : 0;
+  if (active >= omp_g.max_active_levels) return 1;
+  long n = nthreads ? (long)nthreads : enc->icv.nthreads;
+  if (n > omp_g.thread_limit) n = omp_g.thread_limit;
+  if (n > 65536) n = 65536;
+  return n < 1 ? 1 : (unsigned)n;
+}
+
+static void team_init(team *tm, task *enc, unsigned n, void (*fn)(void *), void *data) {
+  memset(tm, 0, sizeof *tm);
+  tm->n = n;
+  tm->encountering = enc;
+  tm->level = (enc->team ? enc->team->level : 0) + 1;
+  tm->active_level = (enc->team ? enc->team->active_level : 0) + (n > 1);
+  tm->fn = fn;
+  tm->data = data;
+  atomic_store_explicit(&tm->left, (uint64_t)(n - 1) * KID_ALIVE, memory_order_relaxed);
+  for (unsigned k = 0; k < NWS; k++) atomic_store_explicit(&tm->ws[k].avail, k, memory_order_relaxed);
+}
+
+/* Starts the team; the caller then runs member 0 (t, already current). */
+static void team_begin(team *tm, task *t, void (*init)(struct ws *, void *), void *init_arg) {
+  implicit_init(t, tm, 0);
+  if (init) {
+    init(&tm->ws[0], init_arg);
+    atomic_store_explicit(&tm->ws[0].ready, 1, memory_order_release);
+    tm->combined = 1;
+    t->ws_seq = 1;
+    t->ws = &tm->ws[0];
+  }
+  split(tm, 0, tm->n);
+  ito_omp_set_cur(t);
+}
+
+static void team_end(team *tm, task *t) {
+  ito_omp_wait_kids(t, KID_WAIT_ALIVE);
+  if (t->deps) ito_omp_deptab_free(t);
+  ito_omp_word_wait(&tm->left, KID_WAIT_ALIVE, &tm->qlock, &tm->qhead, &tm->qtail);
+  ito_omp_set_cur(tm->encountering);
+}
+
+void ito_omp_parallel(void (*fn)(void *), void *data, unsigned nthreads, unsigned flags,
+                      void (*init)(struct ws *, void *), void *init_arg) {
+  (void)flags; /* proc_bind: workers are not bound to places (docs/openmp.md) */
+  task *enc = ito_omp_cur();
+  team tm;
+  task t;
+  team_init(&tm, enc, team_size(enc, nthreads), fn, data);
+  team_begin(&tm, &t, init, init_arg);
+  fn(data);
+  team_end(&tm, &t);
+}
+
+OMP_API void GOMP_parallel(void (*fn)(void *), void *data, unsigned nthreads, unsigned flags) {
+  ito_omp_parallel(fn, data, nthreads, flags, NULL, NULL);
+}
+
+/* The ABI before gcc 4.9: the master calls fn itself between the two. The
+ * team and member 0's task are on the heap. */
+struct old_region {
+  team tm;
+  task t;
+};
+
+void ito_omp_parallel_start_ws(void (*fn)(void *), void *data, unsigned nthreads,
+                               void (*init)(struct ws *, void *), void *arg) {
+  task *enc = ito_omp_cur();
+  struct old_region *r = aligned_alloc(64, sizeof *r);
+  if (!r) ito_omp_fatal("out of memory starting a parallel region");
+  team_init(&r->tm, enc, team_size(enc, nthreads), fn, data);
+  team_begin(&r->tm, &r->t, init, arg);
+}
+
+OMP_API void GOMP_parallel_start(void (*fn)(void *), void *data, unsigned nthreads) {
+  ito_omp_parallel_start_ws(fn, data, nthreads, NULL, NULL);
+}
+
+OMP_API void GOMP_parallel_end(void) {
+  task *t = ito_omp_cur();
+  if (t->kind != TASK_IMPLICIT || t->id != 0)
+    ito_omp_fatal("GOMP_parallel_end called outside a region started by GOMP_parallel_start");
+  struct old_region *r = (struct old_region *)((char *)t - offsetof(struct old_region, t));
+  team_end(&r->tm, &r->t);
+  free(r);
+}
+
+/* ---- barrier -------------------------------------------------------------------- */
+
+void ito_omp_barrier(task *me) {
+  team *tm = me->team;
+  /* the tasks this member made are over first: together, all of the team's */
+  ito_omp_wait_kids(me, KID_WAIT_ALIVE);
+  if (!tm || tm->n == 1) return;
+  unsigned phase = atomic_load_explicit(&tm->bar_phase, memory_order_acquire);
+  if (atomic_fetch_add_explicit(&tm->bar_arrived, 1, memory_order_acq_rel) == tm->n - 1) {
+    atomic_store_explicit(&tm->bar_arrived, 0, memory_order_relaxed);
+    ito__pt_lock(&tm->bar_lock);
+    atomic_store_explicit(&tm->bar_phase, phase + 1, memory_order_release);
+    void *list = ito__pt_wq_take(&tm->bar_head, &tm->bar_tail, -1);
+    ito__pt_unlock(&tm->bar_lock);
+    ito__pt_wq_wake(list);
+    return;
+  }
+  ito__pt_lock(&tm->bar_lock);
+  while (atomic_load_explicit(&tm->bar_phase, memory_order_acquire) == phase) {
+    ito__pt_wq_wait(&tm->bar_lock, &tm->bar_head, &tm->bar_tail, 0, CLOCK_MONOTONIC, NULL, NULL,
+                    NULL);
+    ito__pt_lock(&tm->bar_lock);
+  }
+  ito__pt_unlock(&tm->bar_lock);
+}
+
+OMP_API void GOMP_barrier(void) { ito_omp_barrier(ito_omp_cur()); }
+OMP_API bool GOMP_barrier_cancel(void) {
+  GOMP_barrier();
+  return false;
+}
+
+/* ---- work shares -----------------------------------------------------------------
+ * Slot k of the team's ring holds work shares k, k + NWS, ...: a member
+ * entering number s waits until the slot is free for s (the members of
+ * s - NWS have all left), the first one in initialises it. */
+struct slot_wait {
+  struct ws *w;
+  unsigned long want;
+};
+static int slot_free(void *p) {
+  struct slot_wait *s = p;
+  return atomic_load_explicit(&s->w->avail, memory_order_acquire) == s->want;
+}
+
+/* Work shares outside any region bind to a team of one, kept per initial task. */
+team *ito_omp_ws_team(task *me) {
+  if (LIKELY(me->team)) return me->team;
+  if (!me->solo) {
+    team *tm = aligned_alloc(64, sizeof *tm);
+    if (!tm) ito_omp_fatal("out of memory for a work share");
+    team_init(tm, me, 1, NULL, NULL);
+    tm->level = tm->active_level = 0;
+    me->solo = tm;
+  }
+  return me->solo;
+}
+
+struct ws *ito_omp_ws_enter(task *me, int *first) {
+  team *tm = ito_omp_ws_team(me);
+  unsigned long s = me->ws_seq++;
+  struct ws *w = &tm->ws[s % NWS];
+  me->ws = w;
+  me->ws_k = 0;
+  me->ord_lo = me->ord_hi = 0;
+  if (UNLIKELY(atomic_load_explicit(&w->avail, memory_order_acquire) != s)) {
+    struct slot_wait sw = {w, s};
+    ito_omp_team_wait(tm, slot_free, &sw);
+  }
+  *first = 0;
+  if (atomic_load_explicit(&w->ready, memory_order_acquire) == s + 1) return w;
+  ito__pt_lock(&w->lock);
+  if (atomic_load_explicit(&w->ready, memory_order_acquire) == s + 1) {
+    ito__pt_unlock(&w->lock);
+    return w;
+  }
+  *first = 1; /* returns holding w->lock: the caller initialises, then publishes */
+  return w;
+}
+
+void ito_omp_ws_publish(task *me, struct ws *w) {
+  atomic_store_explicit(&w->ready, me->ws_seq, memory_order_release); /* s + 1 */
+  ito__pt_unlock(&w->lock);
+}
+
+void ito_omp_ws_leave(task *me) {
+  team *tm = ito_omp_ws_team(me);
+  struct ws *w = me->ws;
+  if (!w) return;
+  me->ws = NULL;
+  if (atomic_fetch_add_explicit(&w->left, 1, memory_order_acq_rel) == tm->n - 1) {
+    atomic_store_explicit(&w->left, 0, memory_order_relaxed);
+    atomic_store_explicit(&w->copy_set, 0, memory_order_relaxed);
+    atomic_store_explicit(&w->avail, me->ws_seq - 1 + NWS, memory_order_release);
+    ito_omp_team_notify(tm);
+  }
+}
+
+/* ---- single ---------------------------------------------------------------------- */
+
+OMP_API bool GOMP_single_start(void) {
+  task *me = ito_omp_cur();
+  if (!me->team || me->team->n == 1) return true;
+  int first;
+  struct ws *w = ito_omp_ws_enter(me, &first);
+  if (first) ito_omp_ws_publish(me, w);
+  ito_omp_ws_leave(me);
+  return first;
+}
+
+static int copy_ready(void *p) {
+  return atomic_load_explicit(&((struct ws *)p)->copy_set, memory_order_acquire);
+}
+
+OMP_API void *GOMP_single_copy_start(void) {
+  task *me = ito_omp_cur();
+  if (!me->team || me->team->n == 1) return NULL;
+  int first;
+  struct ws *w = ito_omp_ws_enter(me, &first);
+  if (first) {
+    ito_omp_ws_publish(me, w);
+    return NULL; /* runs the single, then GOMP_single_copy_end */
+  }
+  ito_omp_team_wait(me->team, copy_ready, w);
+  void *data = atomic_load_explicit(&w->copy, memory_order_acquire);
+  ito_omp_ws_leave(me);
+  return data;
+}
+
+OMP_API void GOMP_single_copy_end(void *data) {
+  task *me = ito_omp_cur();
+  if (!me->team || me->team->n == 1) return;
+  struct ws *w = me->ws;
+  atomic_store_explicit(&w->copy, data, memory_order_relaxed);
+  atomic_store_explicit(&w->copy_set, 1, memory_order_release);
+  ito_omp_team_notify(me->team);
+  ito_omp_ws_leave(me);
+  /* gcc follows this with a barrier, so data outlives every reader */
+}
+
+/* ---- critical and atomic ------------------------------------------------------------ */
+
+static ito_mutex_t default_critical = ITO_MUTEX_INITIALIZER;
+static ito_mutex_t atomic_lock = ITO_MUTEX_INITIALIZER;
+
+OMP_API void GOMP_critical_start(void) { ito_mutex_lock(&default_critical); }
+OMP_API void GOMP_critical_end(void) { ito_mutex_unlock(&default_critical); }
+OMP_API void GOMP_atomic_start(void) { ito_mutex_lock(&atomic_lock); }
+OMP_API void GOMP_atomic_end(void) { ito_mutex_unlock(&atomic_lock); }
+
+/* A named critical section: gcc hands a pointer-sized variable per name,
+ * zero at first; its mutex is made on first use and never freed. */
+static ito_mutex_t *named_mutex(void **pptr) {
+  ito_mutex_t *m = __atomic_load_n((ito_mutex_t **)pptr, __ATOMIC_ACQUIRE);
+  if (LIKELY(m)) return m;
+  ito_mutex_t *fresh = malloc(sizeof *fresh);
+  if (!fresh) ito_omp_fatal("out of memory for a named critical section");
+  ito_mutex_init(fresh);
+  if (__atomic_compare_exchange_n((ito_mutex_t **)pptr, &m, fresh, 0, __ATOMIC_ACQ_REL,
+                                  __ATOMIC_ACQUIRE))
+    return fresh;
+  free(fresh);
+  return m;
+}
+OMP_API void GOMP_critical_name_start(void **pptr) { ito_mutex_lock(named_mutex(pptr)); }
+OMP_API void GOMP_critical_name_end(void **pptr) { ito_mutex_unlock(named_mutex(pptr)); }
+
+/* ---- sections -------------------------------------------------------------------- */
+
+static void sections_init(struct ws *w, void *arg) {
+  unsigned count = *(unsigned *)arg;
+  memset((char *)w + offsetof(struct ws, start), 0, sizeof *w - offsetof(struct ws, start));
+  w->niter = count;
+  w->chunk = 1;
+  w->kind = SCHED_DYNAMIC;
+}
+
+static unsigned sections_take(task *me) {
+  struct ws *w = me->ws;
+  unsigned long i = atomic_fetch_add_explicit(&w->next, 1, memory_order_relaxed);
+  return i < w->niter ? (unsigned)i + 1 : 0;
+}
+
+OMP_API unsigned GOMP_sections_start(unsigned count) {
+  task *me = ito_omp_cur();
+  int first;
+  struct ws *w = ito_omp_ws_enter(me, &first);
+  if (first) {
+    sections_init(w, &count);
+    ito_omp_ws_publish(me, w);
+  }
+  return sections_take(me);
+}
+
+OMP_API unsigned GOMP_sections2_start(unsigned count, uintptr_t *reductions, void **mem) {
+  if (reductions || (mem && *mem))
+    ito_omp_fatal("GOMP_sections2_start with task reductions is not supported");
+  return GOMP_sections_start(count);
+}
+
+OMP_API unsigned GOMP_sections_next(void) { return sections_take(ito_omp_cur()); }
+
+OMP_API void GOMP_sections_end_nowait(void) { ito_omp_ws_leave(ito_omp_cur()); }
+OMP_API void GOMP_sections_end(void) {
+  GOMP_sections_end_nowait();
+  GOMP_barrier();
+}
+OMP_API bool GOMP_sections_end_cancel(void) {
+  GOMP_sections_end();
+  return false;
+}
+
+OMP_API void GOMP_parallel_sections(void (*fn)(void *), void *data, unsigned nthreads,
+                                    unsigned count, unsigned flags) {
+  ito_omp_parallel(fn, data, nthreads, flags, sections_init, &count);
+}
+
+OMP_API void GOMP_parallel_sections_start(void (*fn)(void *), void *data, unsigned nthreads,
+                                          unsigned count) {
+  ito_omp_parallel_start_ws(fn, data, nthreads, sections_init, &count);
+}
+
+/* ---- ordered ------------------------------------------------------------------------ */
+
+struct turn_wait {
+  struct ws *w;
+  unsigned long lo;
+};
+static int my_turn(void *p) {
+  struct turn_wait *t = p;
+  return atomic_load_explicit(&t->w->ord_turn, memory_order_acquire) == t->lo;
+}
+
+/* Waits until the chunk [ord_lo, ord_hi) the member holds is the next in
+ * order (every chunk before it has passed its turn on). */
+void ito_omp_ordered_wait(task *me) {
+  struct ws *w = me->ws;
+  if (!w || !me->team || me->team->n == 1) return; /* alone: always its turn */
+  struct turn_wait tw = {w, me->ord_lo};
+  ito_omp_team_wait(me->team, my_turn, &tw);
+}
+
+/* The chunk is done: pass the turn on (after its own turn came). */
+void ito_omp_ordered_pass(task *me) {
+  struct ws *w = me->ws;
+  if (!w || !w->ordered || me->ord_lo == me->ord_hi || !me->team || me->team->n == 1) return;
+  ito_omp_ordered_wait(me);
+  atomic_store_explicit(&w->ord_turn, me->ord_hi, memory_order_release);
+  me->ord_lo = me->ord_hi;
+  ito_omp_team_notify(me->team);
+}
+
+OMP_API void GOMP_ordered_start(void) { ito_omp_ordered_wait(ito_omp_cur()); }
+OMP_API void GOMP_ordered_end(void) {}
