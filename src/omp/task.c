@@ -311,7 +311,7 @@ struct create {
 static inline void copy_data(void *dst, struct create *c) {
   if (c->cpyfn)
     c->cpyfn(dst, c->data);
-  else
+  else if (c->size) /* a task with no data may come with data == NULL */
     memcpy(dst, c->data, c->size);
   if (c->bounds) {
     ((unsigned long long *)dst)[0] = c->lo;
