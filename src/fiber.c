@@ -109,6 +109,7 @@ static void fiber_reset(fiber *f) {
   f->sp = NULL;
   f->thread = NULL;
   f->ctx = NULL;
+  f->home = NULL;
   f->asan_fake = NULL;
   f->create_worker = NULL;
 }

@@ -128,6 +128,9 @@ typedef struct __attribute__((aligned(64))) fiber {
   ithread *thread;          /* the lightweight thread this fiber runs for */
   void *ctx;                /* a layer's word for the code on this stack (ito__pt_ctx):
                                libito-omp.so keeps its current task here */
+  struct worker *home;      /* non-NULL: runs only on this worker (ito__pt_home); when
+                               ready it goes to the home's mail, never to a queue
+                               thieves take from, and its creates queue the child */
   struct fiber *next;       /* ready queue / free list */
   waiter w;                 /* used while blocked */
   void *asan_fake;
@@ -238,6 +241,7 @@ static inline int deque_full(const worker *w, uint64_t t) {
 typedef struct runtime {
   int state;                        /* 0 off, 1 starting, 2 running, 3 stopping */
   int nworkers;
+  int homes;                        /* some fiber has had a home worker (ito__pt_home) */
   worker **workers;
   size_t stack_size;                /* usable bytes per fiber stack */
   int bind;
@@ -422,6 +426,7 @@ static inline fiber *fiber_get(worker *w) {
     w->nfree_fibers--;
     f->create_worker = NULL;
     f->ctx = NULL;
+    f->home = NULL;
     return f;
   }
 #endif

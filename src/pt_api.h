@@ -68,6 +68,17 @@ ITO_PT_API int ito__pt_create(ito_thread_t *out, const struct ito_pt_attr *a, vo
 #define ITO_PT_CTX_COPY ((void *)1)
 ITO_PT_API int ito__pt_spawn(void (*fn)(void *), const void *arg, size_t size, size_t align,
                              void (*cpy)(void *, void *), void *ctx);
+/* The same, queued for worker `home` (0 <= home < ito_num_workers(), else
+ * EINVAL), where the task stays: see ito__pt_home. */
+ITO_PT_API int ito__pt_spawn_home(int home, void (*fn)(void *), const void *arg, size_t size,
+                                  size_t align, void (*cpy)(void *, void *), void *ctx);
+/* Gives the calling ito thread a home worker (moving it there): from then
+ * on it runs only there. It parks and is woken as before, but waits for its
+ * home to take it; its creates queue the child rather than run it first
+ * (which would let its own continuation be stolen). A fork continuation
+ * (ito_tg_fork) taken by a thief still moves. home < 0 clears the home.
+ * 0, ESRCH (not an ito thread) or EINVAL. */
+ITO_PT_API int ito__pt_home(int home);
 /* The context word of the code running now: one per stack, NULL on a fresh
  * one; a stolen fork continuation starts with NULL. NULL (no word) on a
  * thread that is not an ito thread. */

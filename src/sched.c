@@ -122,7 +122,39 @@ static worker *target_worker(void) {
   return ito__rt.workers[i % (unsigned)ito__rt.nworkers];
 }
 
+/* A fiber with a home goes to the home's mail, which only the home runs. */
+static void mail_to(worker *to, fiber *f) {
+  spin_lock(&to->mail_lock);
+  f->next = to->mail;
+  STORE_RLX(&to->mail, f); /* read without the lock (run_local, scan_all) */
+  spin_unlock(&to->mail_lock);
+  ito__wake_worker(to);
+}
+
 void ito__ready_list(fiber *first, fiber *last, int n) {
+  if (UNLIKELY(LOAD_RLX(&ito__rt.homes))) {
+    /* take the fibers with a home out of the list */
+    fiber *keep = NULL, *keep_last = NULL, *f = first;
+    int kept = 0;
+    while (f) {
+      fiber *next = f == last ? NULL : f->next;
+      if (f->home) {
+        mail_to(f->home, f);
+      } else {
+        if (keep_last)
+          keep_last->next = f;
+        else
+          keep = f;
+        keep_last = f;
+        kept++;
+      }
+      f = next;
+    }
+    if (!kept) return;
+    first = keep;
+    last = keep_last;
+    n = kept;
+  }
   worker *t = target_worker();
   rq_push(t, first, last, n);
   publish_check(t, 1);
@@ -307,6 +339,10 @@ static void sched_entry(void *arg) {
       break;
     case ACT_YIELD:
       ito__take_records_of(w, from);
+      if (UNLIKELY(from->home)) {
+        mail_to(from->home, from);
+        break;
+      }
       rq_push(w, from, from, 1);
       publish_check(w, 1);
       break;
@@ -327,16 +363,10 @@ static void sched_entry(void *arg) {
     case ACT_EXIT:
       ito__thread_done(from->thread);
       break;
-    case ACT_MIGRATE: {
-      worker *to = a;
+    case ACT_MIGRATE:
       ito__take_records_of(w, from);
-      spin_lock(&to->mail_lock);
-      from->next = to->mail;
-      STORE_RLX(&to->mail, from); /* read without the lock (run_local, scan_all) */
-      spin_unlock(&to->mail_lock);
-      ito__wake_worker(to);
+      mail_to(a, from);
       break;
-    }
     default:
       break;
   }

@@ -311,7 +311,7 @@ static int create_on(fiber *f, void *(*fn)(void *), void *arg, ithread **out, in
   live_add(w, 1);
   *out = t;
   if (hout) *hout = ito__handle(t); /* before the child runs: it may read it */
-  if (queue || !w || !w->cur) {
+  if (queue || !w || !w->cur || w->cur->home) { /* a creator with a home must not move */
     ito__ready(f);
     return 0;
   }
@@ -392,7 +392,7 @@ int ito_create(void *(*fn)(void *), void *arg, ito_thread_t *out) {
   if (!fn) return EINVAL;
   if (UNLIKELY(__atomic_load_n(&ito__rt.state, __ATOMIC_ACQUIRE) != 2)) ito__ensure();
   worker *w = cur_worker();
-  if (UNLIKELY(!w || !w->cur)) {
+  if (UNLIKELY(!w || !w->cur || w->cur->home)) {
     ithread *t;
     return ito__create_internal(fn, arg, &t, 0, out);
   }
@@ -577,7 +577,7 @@ int ito__pt_create(ito_thread_t *out, const struct ito_pt_attr *a, void *(*fn)(v
   ito__save_thread_state(&save);
   int rc;
   worker *w = cur_worker();
-  int pinned = w && w->cur && !parkable(w);
+  int pinned = w && w->cur && (!parkable(w) || w->cur->home); /* must not move: queue the child */
   if (!pinned && (!a || (!a->stackaddr && !a->detached && a->stacksize <= ito__rt.stack_size))) {
     rc = ito_create(fn, arg, out);
   } else {
@@ -633,13 +633,14 @@ static inline void mark_anon(ithread *t) {
   t->flags = TH_DETACHED | TH_ANON;
 }
 
-int ito__pt_spawn(void (*fn)(void *), const void *arg, size_t size, size_t align,
-                  void (*cpy)(void *, void *), void *ctx) {
+static inline int spawn(void (*fn)(void *), const void *arg, size_t size, size_t align,
+                        void (*cpy)(void *, void *), void *ctx, int home) {
   if (UNLIKELY(__atomic_load_n(&ito__rt.state, __ATOMIC_ACQUIRE) != 2)) ito__ensure();
   if (align < 16) align = 16;
   worker *w = cur_worker();
   uint64_t tail = w ? atomic_load_explicit(&w->tail, memory_order_relaxed) : 0;
-  if (LIKELY(w && w->cur && parkable(w) && size <= 4096 && align <= 4096 &&
+  if (LIKELY(home < 0 && w && w->cur && parkable(w) && !w->cur->home && size <= 4096 &&
+             align <= 4096 &&
              ((tail & (DEQUE_MARGIN - 1)) != 0 || !deque_full(w, tail)))) {
     fiber *f = fiber_get(w);
     if (!f) return EAGAIN;
@@ -676,9 +677,41 @@ int ito__pt_spawn(void (*fn)(void *), const void *arg, size_t size, size_t align
     return EAGAIN;
   }
   f->ctx = ctx == ITO_PT_CTX_COPY ? c->data : ctx;
+  if (home >= 0) {
+    f->home = ito__rt.workers[home];
+    __atomic_store_n(&ito__rt.homes, 1, __ATOMIC_RELAXED);
+  }
   ithread *t;
   int pinned = w && w->cur && !parkable(w);
-  return create_on(f, spawn_entry, c, &t, 1, NULL, pinned || size > 4096 || align > 4096);
+  return create_on(f, spawn_entry, c, &t, 1, NULL,
+                   pinned || home >= 0 || size > 4096 || align > 4096);
+}
+
+int ito__pt_spawn(void (*fn)(void *), const void *arg, size_t size, size_t align,
+                  void (*cpy)(void *, void *), void *ctx) {
+  return spawn(fn, arg, size, align, cpy, ctx, -1);
+}
+
+int ito__pt_spawn_home(int home, void (*fn)(void *), const void *arg, size_t size, size_t align,
+                       void (*cpy)(void *, void *), void *ctx) {
+  if (UNLIKELY(__atomic_load_n(&ito__rt.state, __ATOMIC_ACQUIRE) != 2)) ito__ensure();
+  if (home < 0 || home >= ito__rt.nworkers) return EINVAL;
+  return spawn(fn, arg, size, align, cpy, ctx, home);
+}
+
+int ito__pt_home(int home) {
+  worker *w = cur_worker();
+  if (!w || !w->cur) return ESRCH;
+  if (home >= ito__rt.nworkers) return EINVAL;
+  if (home < 0) {
+    w->cur->home = NULL;
+    return 0;
+  }
+  worker *to = ito__rt.workers[home];
+  w->cur->home = to;
+  __atomic_store_n(&ito__rt.homes, 1, __ATOMIC_RELAXED);
+  if (to != w) ito__suspend(ACT_MIGRATE, to, NULL, NULL);
+  return 0;
 }
 
 void **ito__pt_ctx(void) {

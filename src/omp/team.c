@@ -77,6 +77,25 @@ static void team_init(team *tm, task *enc, unsigned n, void (*fn)(void *), void 
   for (unsigned k = 0; k < NWS; k++) atomic_store_explicit(&tm->ws[k].avail, k, memory_order_relaxed);
 }
 
+/* An outermost team on ito threads with no more members than workers is
+ * bound: the encountering thread keeps its worker for good and member i
+ * lives on the i-th worker after it, so threadprivate variables (the
+ * workers' thread-local storage) are per member and persist between such
+ * regions, as OpenMP promises (docs/openmp.md, "threadprivate"). */
+static int bind_team(team *tm) {
+  if (tm->level != 1 || tm->n < 2 || tm->encountering->kind != TASK_INITIAL) return -1;
+  int w = ito_worker_id();
+  if (w < 0 || !ito__pt_ctx() || (int)tm->n > ito_num_workers()) return -1;
+  static _Atomic int home0 = -1; /* the initial thread's worker, kept from the first region */
+  int h = atomic_load_explicit(&home0, memory_order_relaxed);
+  if (h < 0 || h != w) {
+    if (ito__pt_home(w)) return -1;
+    atomic_store_explicit(&home0, w, memory_order_relaxed);
+    h = w;
+  }
+  return h;
+}
+
 /* Starts the team; the caller then runs member 0 (t, already current). */
 static void team_begin(team *tm, task *t, void (*init)(struct ws *, void *), void *init_arg) {
   implicit_init(t, tm, 0);
@@ -87,7 +106,18 @@ static void team_begin(team *tm, task *t, void (*init)(struct ws *, void *), voi
     t->ws_seq = 1;
     t->ws = &tm->ws[0];
   }
-  split(tm, 0, tm->n);
+  int h = bind_team(tm);
+  if (h >= 0) {
+    int nw = ito_num_workers();
+    for (unsigned i = 1; i < tm->n; i++) {
+      struct mstart s = {tm, i, i + 1};
+      if (ito__pt_spawn_home((h + (int)i) % nw, member_entry, &s, sizeof s,
+                             _Alignof(struct mstart), NULL, NULL))
+        ito_omp_fatal("cannot start a member of a team of %u threads (out of memory)", tm->n);
+    }
+  } else {
+    split(tm, 0, tm->n);
+  }
   ito_omp_set_cur(t);
 }
 
