@@ -626,12 +626,15 @@ void ito__sched_loop(worker *w) {
       ito__run_entry(w, e, w, NULL);
       continue; /* the entry was a cancelled record */
     }
+    /* timers before the ready queue: a thread that yields in a loop goes
+     * back to the ready queue and would otherwise starve a sleeper on a
+     * worker with nothing else to do */
+    if (timers_armed()) ito__timers_run();
     fiber *f = rq_pop(w);
     if (f) {
       found_work(w);
       run_fiber(w, f);
     }
-    if (timers_armed()) ito__timers_run();
     if (UNLIKELY(LOAD_RLX(&ito__io_waiters)) && ito__io_poll()) continue; /* made threads ready */
     if (atomic_load_explicit(&ito__rt.stop, memory_order_acquire) && w->native_sp)
       ito__worker_stop(w);

@@ -168,6 +168,32 @@ static void test_yield(void) {
   CHECK(ya + yb >= PP_ROUNDS);
 }
 
+/* A thread yielding in a loop must not starve a thread sleeping on a timer
+ * (on one worker the yielder is always ready). */
+static atomic_int sleeper_done;
+static void *sleeper_fn(void *p) {
+  struct timespec d = {0, 10 * 1000 * 1000};
+  CHECK_EQ(ito_nanosleep(&d), 0);
+  atomic_store(&sleeper_done, 1);
+  return p;
+}
+
+static void test_yield_sleeper(void) {
+  atomic_store(&sleeper_done, 0);
+  ito_thread_t t = spawn(sleeper_fn, NULL);
+  struct timespec t0, now;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  long yields = 0;
+  while (!atomic_load(&sleeper_done)) {
+    CHECK_EQ(ito_yield(), 0);
+    yields++;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    CHECK(now.tv_sec - t0.tv_sec < 10); /* the sleeper never ran: starved */
+  }
+  join(t);
+  CHECK(yields > 0);
+}
+
 /* ---- mutex ------------------------------------------------------------ */
 static ito_mutex_t static_mu = ITO_MUTEX_INITIALIZER;
 static long static_counter;
@@ -547,6 +573,7 @@ int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "yield") == 0) {
     test_init(1);
     test_yield();
+    test_yield_sleeper();
     CHECK_EQ(ito_finalize(), 0);
     puts("test_api_c yield: OK");
     return 0;
@@ -564,6 +591,7 @@ int main(int argc, char **argv) {
   test_detach();
   test_exit();
   test_yield();
+  test_yield_sleeper();
   test_mutex();
   test_cond();
   test_clock_and_sleep();
