@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -23,6 +24,9 @@
 
 #ifndef RWF_NOWAIT
 #define RWF_NOWAIT 0x00000008
+#endif
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1U << 2)
 #endif
 
 /* ---- fd records ----------------------------------------------------------------
@@ -37,13 +41,25 @@ struct fdrec {
   uint32_t gen;
   int type;             /* FD_*, found with fstat once per generation */
   int registered;       /* in the epoll set (EPOLLET, both directions) */
-  int shim_nb;          /* ito set O_NONBLOCK on the file (a listener) */
-  int timeo_known;
+  int shim_nb;          /* ito set O_NONBLOCK on the file (a listener): the kernel's flag is
+                         * then not the program's, and user_nb is the only record of it */
+  int user_nb;          /* the program's O_NONBLOCK (its view of the file) */
+  unsigned view;        /* view_epoch when user_nb and timeo_ns were learned; 0: never */
   unsigned seq[2];      /* readiness events seen, per direction */
   void *head[2], *tail[2];
   long long timeo_ns[2]; /* SO_RCVTIMEO, SO_SNDTIMEO; 0: none */
   struct pollnode *polls[2]; /* ito_poll callers watching this fd, per direction */
 };
+
+/* O_NONBLOCK and the socket timeouts belong to the open file, which other
+ * numbers may share (dup, dup2, inherited fds), so a record cannot know
+ * when another number's fcntl or setsockopt changed them. Every change the
+ * runtime hears of (the shim's fcntl F_SETFL, ioctl FIONBIO and
+ * setsockopt, ito_setsockopt) bumps this epoch, and a record whose view is
+ * older learns it again at its next call that would block: one F_GETFL and
+ * two getsockopt, on the slow path only. Starts at 1: a record's 0 is
+ * "never learned". */
+static unsigned view_epoch = 1;
 
 /* ito_poll: one node per watched fd and direction, all pointing at one
  * group; the first event fires the group (fired, by CAS) and wakes its
@@ -97,6 +113,13 @@ static struct fdrec *rec_of(int fd) {
     if (!c) return NULL;
   }
   return &c[fd % CHUNK];
+}
+
+/* The record of fd if its chunk exists (never allocates). */
+static struct fdrec *rec_peek(int fd) {
+  if (fd < 0 || fd >= CHUNK * NCHUNKS) return NULL;
+  struct fdrec *c = __atomic_load_n(&chunks[fd / CHUNK], __ATOMIC_ACQUIRE);
+  return c ? &c[fd % CHUNK] : NULL;
 }
 
 /* ---- the epoll instance, the eventfd, the poll sleeper --------------------------- */
@@ -174,7 +197,10 @@ int ito__io_fd_is_ours(int fd) { return fd >= 0 && (fd == ep || fd == efd); }
 
 void ito__io_kick(void) { /* wakes the poll sleeper (docs/idle.md) */
   uint64_t one = 1;
-  SYS(SYS_write, efd, &one, sizeof one);
+  /* a lost kick is a lost wake-up: retry on EINTR, although a write to a
+   * non-blocking eventfd never sleeps and so is never interrupted today */
+  while (SYS(SYS_write, efd, &one, sizeof one) < 0 && errno == EINTR) {
+  }
 }
 
 /* Takes the waiters of the fds that became ready; returns how many threads
@@ -184,8 +210,9 @@ static int dispatch(struct epoll_event *ev, int n) {
   for (int i = 0; i < n; i++) {
     uint64_t d = ev[i].data.u64;
     if (d == EFD_TAG) {
-      uint64_t v;
-      SYS(SYS_read, efd, &v, sizeof v); /* drain: a stale count only costs a loop */
+      uint64_t v; /* drain: a stale count only costs a loop; so does an EINTR, since the
+                   * eventfd is level-triggered and the next epoll_wait reports it again */
+      SYS(SYS_read, efd, &v, sizeof v);
       continue;
     }
     struct fdrec *r = rec_of((int)(d & 0xFFFFFFFFu));
@@ -216,7 +243,8 @@ static int dispatch(struct epoll_event *ev, int n) {
 }
 
 /* A worker looking for work (or every 61st scheduling pass): one poll that
- * does not wait, by one worker at a time. */
+ * does not wait, by one worker at a time. An EINTR (or any error) returns
+ * 0 events: the readiness stays on epoll's ready list for the next poll. */
 int ito__io_poll(void) {
   if (LOAD_ACQ(&ep) < 0 || !spin_trylock(&poll_lock)) return 0;
   struct epoll_event ev[64];
@@ -226,7 +254,11 @@ int ito__io_poll(void) {
 }
 
 /* The poll sleeper: waits in epoll_wait until readiness, its eventfd, or
- * timeout_ns (-1: none). Returns the threads it made ready. */
+ * timeout_ns (-1: none). Returns the threads it made ready. A signal
+ * handled on this OS thread ends the wait with EINTR: 0 threads, and
+ * idle_sleep (sched.c) scans, checks its wake word and the next timer, and
+ * waits again; nothing is lost, since the events stay queued in epoll and
+ * the eventfd is level-triggered. */
 int ito__io_sleep(long timeout_ns) {
   struct epoll_event ev[64];
   int n;
@@ -274,21 +306,47 @@ static int register_locked(struct fdrec *r, int fd) {
   return 0;
 }
 
-/* SO_RCVTIMEO and SO_SNDTIMEO, read once per generation of the fd. */
-static void load_timeouts(struct fdrec *r, int fd) {
+/* Learns the program's view of fd's file (O_NONBLOCK; on a socket
+ * SO_RCVTIMEO and SO_SNDTIMEO) into r, for generation gen; returns whether
+ * the program made the file non-blocking. Where ito holds O_NONBLOCK
+ * itself (shim_nb) the kernel's flag says nothing, and user_nb, kept by
+ * ito__pt_setfl and ito__pt_fionbio, stays. The epoch is read before the
+ * calls: a change made meanwhile bumps it again, and the next wait learns
+ * once more. */
+static int learn_view(struct fdrec *r, int fd, uint32_t gen, int type) {
   static const int opt[2] = {SO_RCVTIMEO, SO_SNDTIMEO};
+  unsigned e = __atomic_load_n(&view_epoch, __ATOMIC_ACQUIRE);
+  long fl = SYS(SYS_fcntl, fd, F_GETFL);
   long long ns[2] = {0, 0};
-  for (int k = 0; k < 2; k++) {
+  for (int k = 0; k < 2 && type == FD_SOCKET; k++) {
     struct timeval tv = {0, 0};
     socklen_t len = sizeof tv;
     if (SYS(SYS_getsockopt, fd, SOL_SOCKET, opt[k], &tv, &len) == 0)
       ns[k] = (long long)tv.tv_sec * 1000000000LL + tv.tv_usec * 1000LL;
   }
   spin_lock(&r->lock);
-  STORE_RLX(&r->timeo_ns[0], ns[0]);
-  STORE_RLX(&r->timeo_ns[1], ns[1]);
-  STORE_RLX(&r->timeo_known, 1);
+  if (r->gen == gen) {
+    if (!r->shim_nb) STORE_RLX(&r->user_nb, fl >= 0 && (fl & O_NONBLOCK));
+    STORE_RLX(&r->timeo_ns[0], ns[0]);
+    STORE_RLX(&r->timeo_ns[1], ns[1]);
+    __atomic_store_n(&r->view, e, __ATOMIC_RELEASE);
+  }
+  int nb = r->shim_nb ? r->user_nb : fl >= 0 && (fl & O_NONBLOCK);
   spin_unlock(&r->lock);
+  return nb;
+}
+
+/* A call would block (or is about to, for accept and connect): did the
+ * program make the file non-blocking? Then it gets EAGAIN (libc's call),
+ * never a park. Also brings r's timeouts up to date. Under the shim the
+ * learned view is kept current by its fcntl and ioctl; a native program
+ * changes O_NONBLOCK with fcntl(2), which the runtime does not see, so
+ * there the flag is asked for at every wait (one F_GETFL), as before. */
+static int view_nonblocking(struct fdrec *r, int fd, uint32_t gen, int type) {
+  if (LOAD_ACQ(&r->view) != LOAD_ACQ(&view_epoch)) return learn_view(r, fd, gen, type);
+  if (ito__pt_mode || LOAD_RLX(&r->shim_nb)) return LOAD_RLX(&r->user_nb);
+  long fl = SYS(SYS_fcntl, fd, F_GETFL);
+  return fl >= 0 && (fl & O_NONBLOCK);
 }
 
 /* A thread is about to park on readiness: it is counted in io_waiters, and
@@ -339,14 +397,6 @@ static void deadline_after(struct timespec *d, long long ns) {
   long long t = d->tv_nsec + ns;
   d->tv_sec += (time_t)(t / 1000000000LL);
   d->tv_nsec = (long)(t % 1000000000LL);
-}
-
-/* Did the program itself make the file non-blocking? Then a call that
- * would block returns EAGAIN, as in libc. */
-static int user_nonblocking(struct fdrec *r, int fd) {
-  if (LOAD_RLX(&r->shim_nb)) return 0;
-  long fl = SYS(SYS_fcntl, fd, F_GETFL);
-  return fl >= 0 && (fl & O_NONBLOCK);
 }
 
 /* One call, made non-blocking for this call only: MSG_DONTWAIT on sockets,
@@ -401,8 +451,9 @@ static ssize_t once_(struct op *o, int type) {
   if (LOAD_RLX(&pipe_nowait) > 0)
     return SYS(rd ? SYS_preadv2 : SYS_pwritev2, fd, o->iov, o->iovcnt, -1L, 0L, RWF_NOWAIT);
   struct pollfd p = {fd, (short)(rd ? POLLIN : POLLOUT), 0};
-  if (sys_poll(&p, 1, 0) == 0) {
-    errno = EAGAIN;
+  long ready = sys_poll(&p, 1, 0);
+  if (ready <= 0) { /* an error (EINTR: the caller tries again) must not reach the plain call */
+    if (ready == 0) errno = EAGAIN;
     return -1;
   }
   /* ready: the plain call, which blocks the worker only if another reader
@@ -440,10 +491,24 @@ static ssize_t plain(struct op *o) {
 }
 
 
+/* An OS thread that may not park (an outside thread, a pinned one) accepts
+ * on a listener ito made non-blocking (shim_nb): the program sees a
+ * blocking listener, so it gets libc's blocking accept, as poll and retry. */
+static ssize_t accept_outside(struct fdrec *r, struct op *o) {
+  for (;;) {
+    ssize_t k = plain(o);
+    if (k >= 0 || errno != EAGAIN || !LOAD_RLX(&r->shim_nb) || LOAD_RLX(&r->user_nb)) return k;
+    struct pollfd p = {o->fd, POLLIN, 0};
+    sys_poll(&p, 1, -1); /* EINTR too: try again, as under SA_RESTART */
+  }
+}
+
 /* Makes the call; while it would block, parks. */
 static ssize_t io_call(struct op *o) {
   struct fdrec *r;
-  if (!io_thread() || !(r = rec_of(o->fd))) return plain(o);
+  if (!io_thread())
+    return o->kind == OP_ACCEPT && (r = rec_peek(o->fd)) ? accept_outside(r, o) : plain(o);
+  if (!(r = rec_of(o->fd))) return plain(o);
   uint32_t gen;
   int type = fd_type(r, o->fd, &gen);
   if (type == FD_OTHER || (type == FD_PIPE && o->kind != OP_READV && o->kind != OP_WRITEV) ||
@@ -454,23 +519,30 @@ static ssize_t io_call(struct op *o) {
   struct timespec deadline, *dl = NULL;
   if (o->kind == OP_ACCEPT && !LOAD_RLX(&r->shim_nb)) {
     /* accept has no per-call flag: the listener itself becomes
-     * non-blocking, unless the program made it so (then libc's behaviour) */
+     * non-blocking, unless the program made it so (then libc's behaviour);
+     * user_nb keeps the program's view from now on */
+    if (view_nonblocking(r, o->fd, gen, type)) return plain(o);
     long fl = SYS(SYS_fcntl, o->fd, F_GETFL);
-    if (fl < 0 || (fl & O_NONBLOCK)) return plain(o);
-    SYS(SYS_fcntl, o->fd, F_SETFL, fl | O_NONBLOCK);
-    STORE_RLX(&r->shim_nb, 1);
+    if (fl < 0) return plain(o);
+    spin_lock(&r->lock);
+    if (r->gen == gen && !r->shim_nb) {
+      STORE_RLX(&r->user_nb, 0);
+      STORE_RLX(&r->shim_nb, 1);
+      SYS(SYS_fcntl, o->fd, F_SETFL, fl | O_NONBLOCK);
+    }
+    spin_unlock(&r->lock);
   }
-  if (type == FD_SOCKET && !LOAD_RLX(&r->timeo_known)) load_timeouts(r, o->fd);
   for (;;) {
     unsigned seen = __atomic_load_n(&r->seq[dir], __ATOMIC_ACQUIRE);
     int err;
     ssize_t k = once(o, type, &err);
     if (k >= 0) return k;
+    if (err == EINTR) continue; /* a call that does not wait was interrupted: again */
     if (err != EAGAIN) {
       set_errno(err);
       return -1;
     }
-    if (o->kind != OP_ACCEPT && user_nonblocking(r, o->fd)) {
+    if (view_nonblocking(r, o->fd, gen, type)) { /* the program's own O_NONBLOCK */
       set_errno(EAGAIN);
       return -1;
     }
@@ -621,7 +693,8 @@ int ito_connect(int fd, const struct sockaddr *addr, socklen_t alen) {
   struct fdrec *r;
   if (!io_thread() || !(r = rec_of(fd))) return (int)SYS(SYS_connect, fd, addr, alen);
   uint32_t gen;
-  if (fd_type(r, fd, &gen) != FD_SOCKET) return (int)SYS(SYS_connect, fd, addr, alen);
+  if (fd_type(r, fd, &gen) != FD_SOCKET || view_nonblocking(r, fd, gen, FD_SOCKET))
+    return (int)SYS(SYS_connect, fd, addr, alen);
   long fl = SYS(SYS_fcntl, fd, F_GETFL);
   if (fl < 0 || (fl & O_NONBLOCK)) return (int)SYS(SYS_connect, fd, addr, alen);
   unsigned seen = __atomic_load_n(&r->seq[WR], __ATOMIC_ACQUIRE);
@@ -633,8 +706,7 @@ int ito_connect(int fd, const struct sockaddr *addr, socklen_t alen) {
     errno = err;
     return rc;
   }
-  if (!LOAD_RLX(&r->timeo_known)) load_timeouts(r, fd);
-  struct timespec deadline, *dl = NULL;
+  struct timespec deadline, *dl = NULL; /* SO_SNDTIMEO: learned by view_nonblocking */
   if (LOAD_RLX(&r->timeo_ns[WR])) {
     deadline_after(&deadline, LOAD_RLX(&r->timeo_ns[WR]));
     dl = &deadline;
@@ -671,6 +743,38 @@ static void wake_lists(void *lists[2]) {
     if (lists[k]) ito__pt_wq_wake(lists[k]);
 }
 
+/* Appends list b to list a (waiter lists from ito__pt_wq_take and
+ * fire_polls: a waiter's first word is its link). */
+static void *chain(void *a, void *b) {
+  if (!a) return b;
+  void *x = a;
+  while (*(void **)x) x = *(void **)x;
+  *(void **)x = b;
+  return a;
+}
+
+/* r locked: its number will name another file, or none (close, dup2 or
+ * dup3 onto it, close_range): a new generation, with nothing known about
+ * the file; the threads parked on it and the ito_poll groups watching it
+ * go into lists[], to be woken once the number is closed. They find the
+ * new generation and return EBADF without touching the number, which may
+ * already name another file (docs/io.md, invariant 2). */
+static void forget_locked(struct fdrec *r, void *lists[2]) {
+  __atomic_store_n(&r->gen, r->gen + 1, __ATOMIC_RELEASE);
+  r->type = FD_UNKNOWN;
+  r->registered = 0;
+  STORE_RLX(&r->shim_nb, 0);
+  STORE_RLX(&r->user_nb, 0);
+  __atomic_store_n(&r->view, 0, __ATOMIC_RELEASE);
+  STORE_RLX(&r->timeo_ns[0], 0);
+  STORE_RLX(&r->timeo_ns[1], 0);
+  for (int k = 0; k < 2; k++) {
+    void *l = ito__pt_wq_take(&r->head[k], &r->tail[k], -1);
+    if (r->polls[k]) l = fire_polls(r->polls[k], l); /* they see POLLNVAL */
+    lists[k] = chain(l, lists[k]);
+  }
+}
+
 /* Threads parked on fd are woken and get EBADF; the number may be reused
  * at once (docs/dropin.md section 7.6). */
 int ito_close(int fd) {
@@ -682,22 +786,193 @@ int ito_close(int fd) {
   void *lists[2] = {NULL, NULL};
   if (r) {
     spin_lock(&r->lock);
-    __atomic_store_n(&r->gen, r->gen + 1, __ATOMIC_RELEASE);
-    r->type = FD_UNKNOWN;
-    r->registered = 0;
-    STORE_RLX(&r->shim_nb, 0);
-    STORE_RLX(&r->timeo_known, 0);
-    STORE_RLX(&r->timeo_ns[0], 0);
-    STORE_RLX(&r->timeo_ns[1], 0);
-    for (int k = 0; k < 2; k++) {
-      lists[k] = ito__pt_wq_take(&r->head[k], &r->tail[k], -1);
-      if (r->polls[k]) lists[k] = fire_polls(r->polls[k], lists[k]); /* they see POLLNVAL */
-    }
+    forget_locked(r, lists);
     spin_unlock(&r->lock);
   }
   int rc = (int)SYS(SYS_close, fd);
   wake_lists(lists); /* errno stays close's: waking makes no failing call */
   return rc;
+}
+
+/* ---- the program's view of its fds ------------------------------------------------
+ * What libito-pthread.so's fcntl, ioctl, dup, dup2, dup3, close_range,
+ * closefrom and setsockopt do besides the call itself (docs/io.md, "The
+ * program's view"). Each makes the real call with syscall(2), so the shim's
+ * interposers never see it. */
+
+/* Copies the O_NONBLOCK view of oldfd's record to newfd's (a new number for
+ * the same file): where ito holds the flag (a listener, shim_nb), the
+ * kernel's flag would tell the new number "non-blocking", and its accept
+ * would give EAGAIN to a program that never asked for it. newfd's record
+ * starts a new generation if reset (dup and F_DUPFD: the number was free,
+ * so threads still parked on it were left there by a close the runtime did
+ * not see, and get EBADF; dup2 and dup3 reset it before their call). */
+static void dup_view(int oldfd, int newfd, int reset) {
+  struct fdrec *o = rec_peek(oldfd), *n = rec_of(newfd);
+  if (!n) return;
+  int shim_nb = 0, user_nb = 0;
+  if (o) {
+    spin_lock(&o->lock);
+    shim_nb = o->shim_nb;
+    user_nb = o->user_nb;
+    spin_unlock(&o->lock);
+  }
+  void *lists[2] = {NULL, NULL};
+  spin_lock(&n->lock);
+  if (reset) forget_locked(n, lists);
+  if (shim_nb) {
+    STORE_RLX(&n->shim_nb, 1);
+    STORE_RLX(&n->user_nb, user_nb);
+  }
+  spin_unlock(&n->lock);
+  wake_lists(lists);
+}
+
+/* fcntl(F_GETFL) as the program sees it: O_NONBLOCK is the program's where
+ * ito holds the kernel's flag. */
+int ito__pt_getfl(int fd) {
+  long fl = SYS(SYS_fcntl, fd, F_GETFL);
+  struct fdrec *r = rec_peek(fd);
+  if (fl < 0 || !r || !LOAD_RLX(&r->shim_nb)) return (int)fl;
+  spin_lock(&r->lock);
+  if (r->shim_nb) fl = r->user_nb ? fl | O_NONBLOCK : fl & ~O_NONBLOCK;
+  spin_unlock(&r->lock);
+  return (int)fl;
+}
+
+/* The view may have changed for every number of the file: records learn it
+ * again at their next wait. */
+static void view_changed(void) {
+  if (__atomic_add_fetch(&view_epoch, 1, __ATOMIC_ACQ_REL) == 0) /* 0 is "never learned" */
+    __atomic_add_fetch(&view_epoch, 1, __ATOMIC_ACQ_REL);
+}
+
+/* fcntl(F_SETFL): where ito holds O_NONBLOCK the kernel keeps it and the
+ * program's choice goes to user_nb; elsewhere the call as made. Either way
+ * the records learn the flag again before their next park. */
+int ito__pt_setfl(int fd, int flags) {
+  struct fdrec *r = rec_peek(fd);
+  if (r) spin_lock(&r->lock); /* against accept's taking of the flag (shim_nb) */
+  int held = r && r->shim_nb;
+  long rc = SYS(SYS_fcntl, fd, F_SETFL, held ? flags | O_NONBLOCK : flags);
+  if (rc == 0 && held) STORE_RLX(&r->user_nb, (flags & O_NONBLOCK) != 0);
+  if (r) spin_unlock(&r->lock);
+  if (rc == 0) view_changed();
+  return (int)rc;
+}
+
+/* ioctl(FIONBIO, on): the same as F_SETFL with O_NONBLOCK set or cleared. */
+int ito__pt_fionbio(int fd, const int *on) {
+  static const int one = 1;
+  struct fdrec *r = rec_peek(fd);
+  if (r) spin_lock(&r->lock);
+  int held = r && r->shim_nb;
+  long rc = SYS(SYS_ioctl, fd, FIONBIO, held ? &one : on);
+  if (rc == 0 && held) STORE_RLX(&r->user_nb, *on != 0);
+  if (r) spin_unlock(&r->lock);
+  if (rc == 0) view_changed();
+  return (int)rc;
+}
+
+/* dup (cmd 0) and fcntl's F_DUPFD and F_DUPFD_CLOEXEC: the new number gets
+ * the old one's O_NONBLOCK view. */
+int ito__pt_dupfd(int oldfd, int cmd, int minfd) {
+  int fd = (int)(cmd ? SYS(SYS_fcntl, oldfd, cmd, minfd) : SYS(SYS_dup, oldfd));
+  if (fd >= 0) dup_view(oldfd, fd, 1);
+  return fd;
+}
+
+/* dup2 (dup2 set: flags unused, oldfd == newfd allowed) and dup3: newfd is
+ * closed as by ito_close (its parked threads wake with EBADF), then names
+ * oldfd's file. The runtime's epoll and eventfd cannot be replaced. */
+int ito__pt_dup3(int oldfd, int newfd, int flags, int dup2) {
+  if (ito__io_fd_is_ours(newfd)) {
+    errno = EBADF;
+    return -1;
+  }
+  if (oldfd == newfd) {
+    if (!dup2) {
+      errno = EINVAL;
+      return -1;
+    }
+    return SYS(SYS_fcntl, oldfd, F_GETFD) < 0 ? -1 : newfd; /* dup2's check of oldfd */
+  }
+  /* a dup2 that fails closes nothing: refuse a bad oldfd (or flags) before
+   * the record of newfd is reset and its threads woken */
+  if (SYS(SYS_fcntl, oldfd, F_GETFD) < 0) return -1;
+  if (flags & ~O_CLOEXEC) {
+    errno = EINVAL;
+    return -1;
+  }
+  struct fdrec *r = rec_of(newfd);
+  void *lists[2] = {NULL, NULL};
+  if (r) {
+    spin_lock(&r->lock);
+    forget_locked(r, lists);
+    spin_unlock(&r->lock);
+  }
+  int fd = (int)SYS(SYS_dup3, oldfd, newfd, flags);
+  int err = errno;
+  wake_lists(lists);
+  if (fd >= 0) dup_view(oldfd, fd, 0); /* reset above, before the number changed file */
+  errno = err; /* no park above: errno is still this OS thread's */
+  return fd;
+}
+
+/* close_range(first, last, flags) without CLOSE_RANGE_CLOEXEC: every record
+ * in the range is reset as by ito_close, and the runtime's epoll and eventfd
+ * are left open (the range is closed around them). Returns 0 or -1. */
+int ito__pt_close_range(unsigned first, unsigned last, int flags) {
+  if (first > last || (flags & CLOSE_RANGE_CLOEXEC)) /* errors, or nothing is closed */
+    return (int)SYS(SYS_close_range, first, last, flags);
+  void *lists[2] = {NULL, NULL};
+  unsigned hi = last < (unsigned)(CHUNK * NCHUNKS) ? last : CHUNK * NCHUNKS - 1;
+  for (unsigned c = first / CHUNK; first < (unsigned)(CHUNK * NCHUNKS) && c <= hi / CHUNK; c++) {
+    struct fdrec *chunk = __atomic_load_n(&chunks[c], __ATOMIC_ACQUIRE);
+    if (!chunk) continue;
+    for (unsigned fd = c * CHUNK; fd < (c + 1) * CHUNK; fd++) {
+      if (fd < first || fd > hi || ito__io_fd_is_ours((int)fd)) continue;
+      struct fdrec *r = &chunk[fd % CHUNK];
+      spin_lock(&r->lock);
+      forget_locked(r, lists);
+      spin_unlock(&r->lock);
+    }
+  }
+  /* the range minus ep and efd (at most three pieces) */
+  long rc = 0;
+  int err = 0;
+  for (unsigned a = first;;) {
+    int ours = -1; /* the lowest of ep and efd in [a, last] */
+    for (int k = 0; k < 2; k++) {
+      int x = k ? efd : ep;
+      if (x >= 0 && (unsigned)x >= a && (unsigned)x <= last && (ours < 0 || x < ours)) ours = x;
+    }
+    unsigned b = ours < 0 ? last : (unsigned)ours - 1;
+    if ((ours < 0 || (unsigned)ours > a) && SYS(SYS_close_range, a, b, flags) != 0 && !rc) {
+      rc = -1;
+      err = errno;
+    }
+    if (ours < 0 || (unsigned)ours == last) break;
+    a = (unsigned)ours + 1;
+  }
+  wake_lists(lists);
+  if (rc) errno = err;
+  return (int)rc;
+}
+
+/* setsockopt, with the socket timeouts seen by the next wait on any number
+ * of the file. */
+int ito_setsockopt(int fd, int level, int opt, const void *val, socklen_t len) {
+  long rc = SYS(SYS_setsockopt, fd, level, opt, val, len);
+  if (rc == 0 && level == SOL_SOCKET &&
+      (opt == SO_RCVTIMEO || opt == SO_SNDTIMEO
+#ifdef SO_RCVTIMEO_NEW
+       || opt == SO_RCVTIMEO_NEW || opt == SO_SNDTIMEO_NEW || opt == SO_RCVTIMEO_OLD ||
+       opt == SO_SNDTIMEO_OLD
+#endif
+       ))
+    view_changed();
+  return (int)rc;
 }
 
 /* ---- poll ----------------------------------------------------------------------- */
@@ -711,6 +986,15 @@ static void unlink_node(struct fdrec *r, int d, struct pollnode *n) {
 }
 
 #define POLL_STACK 64
+
+/* Milliseconds from now to the monotonic deadline d, rounded up; 0 once
+ * it has passed. */
+static int ms_left(const struct timespec *d) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  long long ns = (long long)(d->tv_sec - now.tv_sec) * 1000000000LL + (d->tv_nsec - now.tv_nsec);
+  return ns <= 0 ? 0 : (int)((ns + 999999) / 1000000);
+}
 
 /* libc's poll, but an ito thread parks while nothing is ready: one node per
  * fd and direction on the records, one group, the first event wakes it;
@@ -790,8 +1074,10 @@ int ito_poll(struct pollfd *fds, nfds_t n, int timeout_ms) {
         if (nodes[2 * i + d].g == &g) unlink_node(r, d, &nodes[2 * i + d]);
       spin_unlock(&r->lock);
     }
-    if (!hung) { /* nothing epoll can watch: libc's poll decides */
-      rc = (int)sys_poll(fds, n, dl ? timeout_ms : -1);
+    if (!hung) { /* nothing epoll can watch: libc's poll decides, for the time left; a
+                  * signal does not cut it short, as no wait of a parked thread is */
+      while ((rc = (int)sys_poll(fds, n, dl ? ms_left(&deadline) : -1)) < 0 && errno == EINTR) {
+      }
       break;
     }
     if (dl) {

@@ -151,6 +151,32 @@ ITO_PT_API void ito__pt_unlock(int *qlock);
  * thread parks on a timer. 0 or EINVAL. */
 ITO_PT_API int ito__pt_sleep_until(clockid_t clock, const struct timespec *abstime);
 
+/* ---- the program's view of its fds (src/io.c, docs/io.md) ----------------
+ * The shim's fcntl, ioctl, dup, dup2, dup3, close_range and closefrom: the
+ * call itself (made with syscall(2)), plus what the fd records need. All
+ * return as libc does: the result, or -1 with errno. */
+
+/* F_GETFL, with the program's O_NONBLOCK where ito holds the kernel's flag
+ * (a listener the runtime made non-blocking for accept). */
+ITO_PT_API int ito__pt_getfl(int fd);
+/* F_SETFL; there the program's O_NONBLOCK is recorded and the kernel's
+ * flag kept. Every record learns O_NONBLOCK and the timeouts again before
+ * its next park (the file may have other numbers). */
+ITO_PT_API int ito__pt_setfl(int fd, int flags);
+/* ioctl(fd, FIONBIO, on), likewise. */
+ITO_PT_API int ito__pt_fionbio(int fd, const int *on);
+/* dup (cmd 0), fcntl F_DUPFD and F_DUPFD_CLOEXEC (cmd, minfd): the new
+ * number's record starts afresh with the old one's O_NONBLOCK view. */
+ITO_PT_API int ito__pt_dupfd(int oldfd, int cmd, int minfd);
+/* dup2 (dup2 nonzero) and dup3: newfd is closed as by ito_close (threads
+ * parked on it wake with EBADF) before it names oldfd's file; EBADF for the
+ * runtime's own descriptors. */
+ITO_PT_API int ito__pt_dup3(int oldfd, int newfd, int flags, int dup2);
+/* close_range: every closed number as by ito_close; the runtime's own
+ * descriptors stay open. CLOSE_RANGE_CLOEXEC closes nothing and is passed
+ * on as it is. */
+ITO_PT_API int ito__pt_close_range(unsigned first, unsigned last, int flags);
+
 /* The C++ runtime's per-thread exception globals (__cxa_get_globals): kept
  * per lightweight thread across every switch. The runtime looks the
  * function up at start; the shim hands it again after a dlopen. */

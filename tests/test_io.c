@@ -1,8 +1,10 @@
 /* Blocking I/O that parks the thread (src/io.c): many readers on pipes
  * woken in random order, close with parked threads, partial transfers with
- * checksums, timeouts, connect/accept, and readiness waking a worker that
- * sleeps in epoll_wait. With one worker a call that blocked the worker
- * instead of parking would hang (ctest's timeout). */
+ * checksums, timeouts, connect/accept, readiness waking a worker that
+ * sleeps in epoll_wait, O_NONBLOCK and socket timeouts set after an fd was
+ * first waited on, and all of it again under a 1 ms SIGALRM without
+ * SA_RESTART. With one worker a call that blocked the worker instead of
+ * parking would hang (ctest's timeout). */
 #define _GNU_SOURCE
 #include "check.h"
 
@@ -10,12 +12,15 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -306,9 +311,133 @@ static void test_poll(void) {
   for (int i = 0; i < 3; i++) ito_close(pp[i][0]), ito_close(pp[i][1]);
 }
 
+/* ---- 8. the program's view: O_NONBLOCK and timeouts set after a first wait -------- */
+static int vp[2];
+
+/* errno after a call that parked: read in a function of its own, since the
+ * thread may have moved to another OS thread and __errno_location is const
+ * (docs/api.md, the hazard of reading errno across a blocking call). */
+static __attribute__((noinline)) int errno_now(void) { return errno; }
+static volatile int view_step;
+
+/* The waits below sleep rather than ito_yield: a yield re-enters the
+ * scheduler at the top of its loop, which runs the yielding thread again
+ * before it ever reaches the timers, so on one worker a yield loop starves
+ * a thread asleep on a timer (as of this writing). */
+static void ms_sleep(long ms) {
+  struct timespec d = {ms / 1000, (ms % 1000) * 1000000L};
+  ito_nanosleep(&d);
+}
+
+/* Waits once on vp[0] (the runtime learns the fd's view then), then reads
+ * again after the main thread changed the view: EAGAIN at once. */
+static void *view_reader(void *p) {
+  int sock = (int)(intptr_t)p;
+  char c;
+  __atomic_store_n(&view_step, 1, __ATOMIC_RELEASE);
+  CHECK_EQ(ito_read(vp[0], &c, 1), 1); /* parks: nothing written yet */
+  while (__atomic_load_n(&view_step, __ATOMIC_ACQUIRE) != 2) ms_sleep(1);
+  /* O_NONBLOCK (pipe) or SO_RCVTIMEO (socket) is set now; a stale view
+   * would park until the main thread's late byte and return it */
+  CHECK_EQ(ito_read(vp[0], &c, 1), -1);
+  CHECK_EQ(errno_now(), EAGAIN);
+  __atomic_store_n(&view_step, 3, __ATOMIC_RELEASE);
+  while (__atomic_load_n(&view_step, __ATOMIC_ACQUIRE) != 4) ms_sleep(1);
+  /* cleared again: parks until the byte */
+  CHECK_EQ(ito_read(vp[0], &c, 1), 1);
+  CHECK(c == 'z');
+  (void)sock;
+  return NULL;
+}
+
+static void test_view(int sock) {
+  if (sock)
+    CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, vp) == 0);
+  else
+    CHECK(pipe(vp) == 0);
+  view_step = 0;
+  ito_thread_t t;
+  CHECK_EQ(ito_create(view_reader, (void *)(intptr_t)sock, &t), 0);
+  while (__atomic_load_n(&view_step, __ATOMIC_ACQUIRE) != 1) ms_sleep(1);
+  ms_sleep(20); /* most likely parked now */
+  CHECK_EQ(ito_write(vp[1], "a", 1), 1);
+  int fl = fcntl(vp[0], F_GETFL);
+  struct timeval tv = {0, 20000}, none = {0, 0};
+  if (sock) /* through ito_setsockopt: the runtime sees the change */
+    CHECK_EQ(ito_setsockopt(vp[0], SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv), 0);
+  else /* a plain fcntl: natively the runtime asks for the flag at each wait */
+    CHECK_EQ(fcntl(vp[0], F_SETFL, fl | O_NONBLOCK), 0);
+  __atomic_store_n(&view_step, 2, __ATOMIC_RELEASE);
+  /* a stale view parks the reader: this byte (long after 20 ms) would end it */
+  for (int i = 0; i < 200 && __atomic_load_n(&view_step, __ATOMIC_ACQUIRE) != 3; i++) ms_sleep(10);
+  if (__atomic_load_n(&view_step, __ATOMIC_ACQUIRE) != 3) CHECK_EQ(ito_write(vp[1], "!", 1), 1);
+  while (__atomic_load_n(&view_step, __ATOMIC_ACQUIRE) != 3) ms_sleep(1);
+  if (sock)
+    CHECK_EQ(ito_setsockopt(vp[0], SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none), 0);
+  else
+    CHECK_EQ(fcntl(vp[0], F_SETFL, fl), 0);
+  __atomic_store_n(&view_step, 4, __ATOMIC_RELEASE);
+  ms_sleep(30); /* longer than the old timeout: a stale one would give EAGAIN */
+  CHECK_EQ(ito_write(vp[1], "z", 1), 1);
+  CHECK_EQ(ito_join(t, NULL), 0);
+  ito_close(vp[0]), ito_close(vp[1]);
+}
+
+/* A program-nonblocking pipe and socket: EAGAIN, never a park. */
+static void *nonblocking_calls(void *p) {
+  (void)p;
+  int q[2], s[2];
+  char c;
+  CHECK(pipe2(q, O_NONBLOCK) == 0);
+  CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, s) == 0);
+  CHECK_EQ(ito_read(q[0], &c, 1), -1);
+  CHECK_EQ(errno_now(), EAGAIN);
+  CHECK_EQ(ito_recv(s[0], &c, 1, 0), -1);
+  CHECK_EQ(errno_now(), EAGAIN);
+  int l = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  CHECK(bind(l, (struct sockaddr *)&a, sizeof a) == 0 && listen(l, 4) == 0);
+  CHECK_EQ(ito_accept(l, NULL, NULL), -1);
+  CHECK_EQ(errno_now(), EAGAIN);
+  CHECK(fcntl(l, F_GETFL) & O_NONBLOCK);
+  ito_close(q[0]), ito_close(q[1]), ito_close(s[0]), ito_close(s[1]), ito_close(l);
+  return NULL;
+}
+
+/* ---- 9. EINTR: everything above under a 1 ms SIGALRM without SA_RESTART ----------- */
+static long alarms;
+static void on_alarm(int sig) {
+  (void)sig;
+  __atomic_fetch_add(&alarms, 1, __ATOMIC_RELAXED);
+}
+
+static void start_alarms(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_alarm;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0; /* no SA_RESTART: the runtime's waits get EINTR */
+  CHECK(sigaction(SIGALRM, &sa, NULL) == 0);
+  struct itimerval it = {{0, 1000}, {0, 1000}};
+  CHECK(setitimer(ITIMER_REAL, &it, NULL) == 0);
+}
+
+static void stop_alarms(void) {
+  while (__atomic_load_n(&alarms, __ATOMIC_RELAXED) < 5) ms_sleep(1);
+  struct itimerval off = {{0, 0}, {0, 0}};
+  CHECK(setitimer(ITIMER_REAL, &off, NULL) == 0);
+  fprintf(stderr, "io eintr: %ld signals handled\n", __atomic_load_n(&alarms, __ATOMIC_RELAXED));
+}
+
 int main(int argc, char **argv) {
   CHECK_EQ(ito_init(), 0);
   const char *only = argc > 1 ? argv[1] : "all";
+  int eintr = !strcmp(only, "eintr");
+  if (eintr) {
+    only = "all";
+    start_alarms();
+  }
   if (!strcmp(only, "all") || !strcmp(only, "pipes")) test_pipes();
   if (!strcmp(only, "all") || !strcmp(only, "close")) test_close();
   if (!strcmp(only, "all") || !strcmp(only, "partial")) {
@@ -327,6 +456,17 @@ int main(int argc, char **argv) {
   if (!strcmp(only, "all") || !strcmp(only, "tcp")) test_tcp();
   if (!strcmp(only, "all") || !strcmp(only, "wake")) test_wake_sleeper();
   if (!strcmp(only, "all") || !strcmp(only, "poll")) test_poll();
+  if (!strcmp(only, "all") || !strcmp(only, "view")) {
+    test_view(0);
+    test_view(1);
+    ito_thread_t t;
+    CHECK_EQ(ito_create(nonblocking_calls, NULL, &t), 0);
+    CHECK_EQ(ito_join(t, NULL), 0);
+  }
+  if (eintr) {
+    stop_alarms();
+    only = "eintr";
+  }
   printf("io %s: passed\n", only);
   return 0;
 }

@@ -121,9 +121,11 @@ ITO_API int ito_setspecific(ito_key_t key, const void *value);
  * that would block parks the calling ito thread until epoll reports the fd
  * ready; its worker runs other work. Other files, plain OS threads and fds
  * the program made non-blocking get libc's behaviour. SO_RCVTIMEO and
- * SO_SNDTIMEO are honoured (read when the fd is first waited on). Close
- * such fds with ito_close: threads parked on them wake with EBADF. Writes to
- * a stream send everything (parking as needed), as blocking writes do.
+ * SO_SNDTIMEO are honoured (read when the fd is first waited on; set them
+ * with ito_setsockopt for a change to be seen later). Close such fds with
+ * ito_close: threads parked on them wake with EBADF. Writes to a stream send
+ * everything (parking as needed), as blocking writes do. A signal never
+ * interrupts a parked thread (the calls behave as under SA_RESTART).
  * See docs/io.md. */
 ITO_API ssize_t ito_read(int fd, void *buf, size_t n);
 ITO_API ssize_t ito_write(int fd, const void *buf, size_t n);
@@ -141,6 +143,9 @@ ITO_API int ito_accept(int fd, struct sockaddr *addr, socklen_t *alen);
 ITO_API int ito_accept4(int fd, struct sockaddr *addr, socklen_t *alen, int flags);
 ITO_API int ito_connect(int fd, const struct sockaddr *addr, socklen_t alen);
 ITO_API int ito_close(int fd);
+/* libc's setsockopt; a change of SO_RCVTIMEO or SO_SNDTIMEO is seen by the
+ * next wait on the socket (through any of its numbers). */
+ITO_API int ito_setsockopt(int fd, int level, int opt, const void *val, socklen_t len);
 /* libc's poll; an ito thread parks until one of the fds is ready or the
  * timeout passes. */
 struct pollfd;

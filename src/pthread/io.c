@@ -2,8 +2,16 @@
  * thread that may park, the calls are the runtime's ito_* calls, which park
  * the thread instead of blocking its worker; anywhere else, libc's. close
  * always goes through ito_close, so that threads parked on the fd wake with
- * EBADF and the runtime's own descriptors cannot be closed under it. */
+ * EBADF and the runtime's own descriptors cannot be closed under it; so do
+ * dup2, dup3, close_range and closefrom, which close too. fcntl, ioctl and
+ * setsockopt keep the runtime's view of what the program set on a file
+ * (O_NONBLOCK, the socket timeouts) current, from every thread (docs/io.md,
+ * "The program's view"). */
 #include "shim.h"
+
+#include <fcntl.h>
+#include <stdarg.h>
+#include <sys/ioctl.h>
 
 #define IO_CALL(name, ito_call, ...)                    \
   do {                                                  \
@@ -42,11 +50,15 @@ SHIM_EXPORT ssize_t recvmsg(int fd, struct msghdr *m, int flags) {
 SHIM_EXPORT ssize_t sendmsg(int fd, const struct msghdr *m, int flags) {
   IO_CALL(sendmsg, ito_sendmsg, fd, m, flags);
 }
+/* accept from any thread: on a listener the runtime made non-blocking, a
+ * thread that cannot park must still block, as the program asked. */
 SHIM_EXPORT int accept(int fd, struct sockaddr *a, socklen_t *l) {
-  IO_CALL(accept, ito_accept, fd, a, l);
+  SHIM_ENTER(accept, fd, a, l);
+  return ito_accept(fd, a, l);
 }
 SHIM_EXPORT int accept4(int fd, struct sockaddr *a, socklen_t *l, int flags) {
-  IO_CALL(accept4, ito_accept4, fd, a, l, flags);
+  SHIM_ENTER(accept4, fd, a, l, flags);
+  return ito_accept4(fd, a, l, flags);
 }
 SHIM_EXPORT int connect(int fd, const struct sockaddr *a, socklen_t l) {
   IO_CALL(connect, ito_connect, fd, a, l);
@@ -55,6 +67,95 @@ SHIM_EXPORT int connect(int fd, const struct sockaddr *a, socklen_t l) {
 SHIM_EXPORT int close(int fd) {
   SHIM_ENTER(close, fd);
   return ito_close(fd);
+}
+
+/* ---- the program's view of its files ------------------------------------------- */
+
+/* fcntl and fcntl64 (the name glibc's headers give it under
+ * _FILE_OFFSET_BITS=64): the flags and the dups go through the runtime,
+ * every other command to libc. The argument is read as a pointer, as libc
+ * itself reads it: an int and a long travel in the same register. */
+static int fcntl_view(int fd, int cmd, void *arg, int (*real)(int, int, ...)) {
+  switch (cmd) {
+    case F_GETFL: return ito__pt_getfl(fd);
+    case F_SETFL: return ito__pt_setfl(fd, (int)(intptr_t)arg);
+    case F_DUPFD:
+    case F_DUPFD_CLOEXEC: return ito__pt_dupfd(fd, cmd, (int)(intptr_t)arg);
+    default: return real(fd, cmd, arg);
+  }
+}
+
+SHIM_EXPORT int fcntl(int fd, int cmd, ...) {
+  va_list ap;
+  va_start(ap, cmd);
+  void *arg = va_arg(ap, void *);
+  va_end(ap);
+  SHIM_ENTER(fcntl, fd, cmd, arg);
+  return fcntl_view(fd, cmd, arg, shim_real.fcntl);
+}
+SHIM_EXPORT int fcntl64(int fd, int cmd, ...) {
+  va_list ap;
+  va_start(ap, cmd);
+  void *arg = va_arg(ap, void *);
+  va_end(ap);
+  SHIM_ENTER(fcntl64, fd, cmd, arg);
+  return fcntl_view(fd, cmd, arg, shim_real.fcntl64);
+}
+
+SHIM_EXPORT int ioctl(int fd, unsigned long req, ...) {
+  va_list ap;
+  va_start(ap, req);
+  void *arg = va_arg(ap, void *);
+  va_end(ap);
+  SHIM_ENTER(ioctl, fd, req, arg);
+  if (req == FIONBIO) return ito__pt_fionbio(fd, arg);
+  return shim_real.ioctl(fd, req, arg);
+}
+
+SHIM_EXPORT int setsockopt(int fd, int level, int opt, const void *val, socklen_t len) {
+  SHIM_ENTER(setsockopt, fd, level, opt, val, len);
+  return ito_setsockopt(fd, level, opt, val, len);
+}
+
+SHIM_EXPORT int dup(int fd) {
+  SHIM_ENTER(dup, fd);
+  return ito__pt_dupfd(fd, 0, 0);
+}
+SHIM_EXPORT int dup2(int oldfd, int newfd) {
+  SHIM_ENTER(dup2, oldfd, newfd);
+  return ito__pt_dup3(oldfd, newfd, 0, 1);
+}
+SHIM_EXPORT int dup3(int oldfd, int newfd, int flags) {
+  SHIM_ENTER(dup3, oldfd, newfd, flags);
+  return ito__pt_dup3(oldfd, newfd, flags, 0);
+}
+
+/* CLOSE_RANGE_UNSHARE gives the calling OS thread a file table of its own:
+ * on a worker, every ito thread that runs there later would see other
+ * files than the rest. An OS thread that is not a worker may (nothing of
+ * the runtime's changes for the others). */
+SHIM_EXPORT int close_range(unsigned first, unsigned last, int flags) {
+  SHIM_ENTER(close_range, first, last, flags);
+  if (flags & CLOSE_RANGE_UNSHARE) {
+    if (ito_self()) {
+      errno = REFUSE("close_range", "CLOSE_RANGE_UNSHARE on an ito thread",
+                     "call it in a child process, or close without unsharing", ENOTSUP);
+      return -1;
+    }
+    return shim_real.close_range(first, last, flags);
+  }
+  return ito__pt_close_range(first, last, flags);
+}
+
+/* glibc's closefrom calls its own close_range, past the shim: here the
+ * runtime's descriptors stay open. Without close_range (Linux before 5.9),
+ * one close per number. */
+SHIM_EXPORT void closefrom(int lowfd) {
+  SHIM_ENTER(closefrom, lowfd);
+  if (lowfd < 0) lowfd = 0;
+  if (ito__pt_close_range((unsigned)lowfd, ~0U, 0) == 0) return;
+  long max = sysconf(_SC_OPEN_MAX);
+  for (long fd = lowfd; fd < max; fd++) ito_close((int)fd);
 }
 
 /* What _FORTIFY_SOURCE makes of read, recv and recvfrom: the buffer-size

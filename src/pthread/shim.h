@@ -120,8 +120,17 @@
   X(accept4, int, (int, struct sockaddr *, socklen_t *, int))                                    \
   X(connect, int, (int, const struct sockaddr *, socklen_t))                                     \
   X(close, int, (int))                                                                           \
+  X(fcntl, int, (int, int, ...))                                                                 \
+  X(fcntl64, int, (int, int, ...))                                                               \
+  X(ioctl, int, (int, unsigned long, ...))                                                       \
+  X(dup, int, (int))                                                                             \
+  X(dup2, int, (int, int))                                                                       \
+  X(dup3, int, (int, int, int))                                                                  \
+  X(close_range, int, (unsigned, unsigned, int))                                                 \
+  X(closefrom, void, (int))                                                                      \
+  X(setsockopt, int, (int, int, int, const void *, socklen_t))                                   \
   X(poll, int, (struct pollfd *, nfds_t, int))                                                   \
-  X(__poll_chk, int, (struct pollfd *, nfds_t, int, size_t))                                                                           \
+  X(__poll_chk, int, (struct pollfd *, nfds_t, int, size_t))                                    \
   X(__read_chk, ssize_t, (int, void *, size_t, size_t))                                          \
   X(__recv_chk, ssize_t, (int, void *, size_t, size_t, int))                                     \
   X(__recvfrom_chk, ssize_t, (int, void *, size_t, size_t, int, struct sockaddr *, socklen_t *)) \

@@ -3,7 +3,7 @@
 # section 6): every call that takes a thread, mutex, condition variable,
 # rwlock, barrier, spinlock, once or key must be interposed, or be in the
 # pass-through list below with its reason. A new glibc export fails the test
-# until it is handled or listed.
+# until it is handled or listed. Then checks the I/O interposers by name.
 #   coverage.sh LIBITO_PTHREAD_SO
 set -euo pipefail
 shim=$1
@@ -49,4 +49,20 @@ for f in "${theirs[@]}"; do
   fi
 done
 echo "coverage: ${#theirs[@]} pthread calls in $libc: $handled interposed, $passed pass through (listed), $missing unhandled"
-[ "$missing" -eq 0 ]
+
+# The I/O and descriptor calls docs/io.md says the shim interposes: an
+# interposer left out of the version script would be local, and libc's call
+# would run unseen (a parked thread never woken by dup2, a listener's view
+# wrong).
+io_calls=(read write readv writev recv send recvfrom sendto recvmsg sendmsg accept accept4
+          connect close poll __poll_chk __read_chk __recv_chk __recvfrom_chk
+          fcntl fcntl64 ioctl setsockopt dup dup2 dup3 close_range closefrom)
+io_missing=0
+for f in "${io_calls[@]}"; do
+  if ! grep -qx -- "$f" <<<"$mine"; then
+    echo "coverage: $f is not exported by $shim"
+    io_missing=$((io_missing + 1))
+  fi
+done
+echo "coverage: ${#io_calls[@]} I/O and descriptor calls: $((${#io_calls[@]} - io_missing)) interposed, $io_missing missing"
+[ "$missing" -eq 0 ] && [ "$io_missing" -eq 0 ]

@@ -58,6 +58,14 @@ static inline const char *code_name(int rc) {
   }
 }
 
+/* errno as set by the call just made. Under libito-pthread.so a call that
+ * parks may resume the thread on another OS thread, and since
+ * __errno_location is a const function the compiler may read errno through
+ * an address it computed before the call, in the old thread's TLS
+ * (docs/dropin.md section 5, hazard (b)); a function of its own computes it
+ * afresh. */
+__attribute__((noinline, unused)) static int errno_now(void) { return errno; }
+
 /* A pthread call that must succeed. */
 static inline void must(const char *label, int rc) {
   if (rc != 0) FAIL("%s gave %s", label, code_name(rc));
