@@ -20,6 +20,11 @@ was built it runs
   idle_cpu, wake, alternate, policy, shutdown
               the idle-worker benchmarks of seed 003 (bench/idle_bench.py),
               at the largest worker count
+  omp_fib, omp_qsort, omp_matmul, omp_jacobi, omp_sparselu
+              the OpenMP programs of bench/omp/ (bench/omp/omp_bench.py), one
+              gcc -fopenmp binary each, under libgomp, LLVM's libomp and
+              libito-omp.so (LD_PRELOAD) at each worker count; the ito runs are
+              skipped, with a note, while libito-omp.so is missing
   echo        only with --bench echo (not in the default set: it needs about
               2 x 10,000 file descriptors): echo/run_echo.py with
               echo/echo_threads natively (pthreads) and under
@@ -55,6 +60,9 @@ import idle_bench
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "echo"))
 import run_echo  # noqa: E402  (bench/echo/run_echo.py: the echo driver and its CSV columns)
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "omp"))
+import omp_bench  # noqa: E402  (bench/omp/omp_bench.py: the OpenMP runs and their report part)
 
 SYSTEMS = ["serial", "ito", "ito_thread", "tbb", "gomp", "iomp"]
 # Kernels: benchmarks built like fib whose CSV is
@@ -93,7 +101,7 @@ KERNELS = {
 }
 BIN_PAPER = {("1", "23000"): "18", ("2", "750"): "10"}  # (K, A) -> the paper's n
 BENCHES = (["fib", "spawn_loop", "create_p", "migration", "spreading"] + list(KERNELS) +
-           ["million"] + idle_bench.BENCHES)
+           ["million"] + idle_bench.BENCHES + omp_bench.BENCHES)
 # Run only when named with --bench (docs/dropin.md, section 9).
 OPTIONAL_BENCHES = ["echo"]
 ECHO_COLS = run_echo.CSV_COLS
@@ -142,7 +150,7 @@ def parse_args(argv):
     p.add_argument("--workers", type=parse_workers,
                    help="worker counts for fib and the kernels, e.g. 1,2 (default 1..nproc; --quick: 1,2)")
     p.add_argument("--quick", action="store_true",
-                   help="tiny parameters (fib 20, nqueens 8, quicksort 100000, uts depth 6, bin 5,1,23000 and 4,2,750, million 1000, 2 reps): a smoke test")
+                   help="tiny parameters (fib 20, nqueens 8, quicksort 100000, uts depth 6, bin 5,1,23000 and 4,2,750, million 1000, the OpenMP programs likewise, 2 reps): a smoke test")
     p.add_argument("--out", default=os.path.join(ROOT, "results"),
                    help="where the CSVs and REPORT.md go (default: results/)")
     p.add_argument("--bindir", default=os.path.join(ROOT, "build", "bench"),
@@ -162,6 +170,7 @@ def parse_args(argv):
                                   "(default: next to libito.so, the parent of --bindir)")
     p.add_argument("--timeout", type=float,
                    help="seconds one benchmark run may take (default 900, --quick 120)")
+    omp_bench.add_args(p)
     a = p.parse_args(argv)
     a.benches = a.bench or BENCHES
     if a.workers is None:
@@ -196,6 +205,7 @@ def parse_args(argv):
     a.echo_conns, a.echo_warmup, a.echo_duration = ECHO_ARGS[a.quick]
     if a.echo_conns_arg is not None:
         a.echo_conns = a.echo_conns_arg
+    omp_bench.finish_args(a, p)
     return a
 
 
@@ -1056,6 +1066,8 @@ def write_report(args, out, results, runner, started, skipped):
 
     rep.extend(idle_bench.section(sys.modules[__name__], args, results, runner))
 
+    rep.extend(omp_bench.section(sys.modules[__name__], args, results, runner))
+
     if "echo" in results:
         rep.extend(with_others(runner, "echo", echo_section(results["echo"], runner)))
 
@@ -1280,6 +1292,9 @@ def main(argv):
     idle_plan, idle_skipped = idle_bench.plan(args, sys.modules[__name__])
     plan.extend(idle_plan)
     skipped.extend(idle_skipped)
+    omp_plan, omp_skipped = omp_bench.plan(args, sys.modules[__name__])
+    plan.extend(omp_plan)
+    skipped.extend(omp_skipped)
 
     if skipped:
         print(f"run.py: not built, skipped: {', '.join(skipped)}", flush=True)
@@ -1291,6 +1306,10 @@ def main(argv):
     results = {b: [] for b in args.benches if b not in idle_bench.BENCHES}
     results.update({k: [] for k in idle_bench.result_keys(args.benches)})
     for bench, what, cmd, env, cols, nrows, *fields in plan:
+        if bench in omp_bench.BENCHES:  # its own runner: keeps runs that did not finish
+            results[bench].extend(omp_bench.execute(sys.modules[__name__], runner, bench, what,
+                                                    cmd, env, nrows, fields[1]))
+            continue
         rows = runner.run(what, cmd, env, cols, nrows, bench)
         if fields and fields[0]:  # e.g. a pseudo-system (ito_active runs ito's binary)
             for r in rows:
@@ -1314,6 +1333,7 @@ def main(argv):
     cols.update(idle_bench.CSV_COLS)
     cols["policy_bin"] = kernel_cols("bin") + ["round"]
     cols["echo"] = ECHO_COLS
+    cols.update(omp_bench.CSV_COLS)
     for bench, rows in results.items():
         write_csv(os.path.join(out, f"{bench}.csv"), cols[bench], rows)
     write_report(args, out, results, runner, started, skipped)
