@@ -24,7 +24,7 @@ echo "== install $build into $prefix"
 "$cmake" --install "$build" --prefix "$prefix" >"$scratch/install.log" 2>&1 \
   || { cat "$scratch/install.log" >&2; fail "cmake --install failed"; }
 
-for f in include/ito/ito.h include/ito/ito.hpp lib/libito.so lib/libito.a lib/libito-pthread.so \
+for f in include/ito/ito.h include/ito/ito.hpp lib/libito.so lib/libito.a lib/libito-pthread.so lib/libito-omp.so \
          lib/pkgconfig/ito.pc lib/cmake/ito/itoConfig.cmake \
          lib/cmake/ito/itoConfigVersion.cmake lib/cmake/ito/itoTargets.cmake; do
   [ -e "$prefix/$f" ] || fail "$f missing from the installed tree"
@@ -77,6 +77,25 @@ printf '%s\n' "$out"
 grep -qF "pthread prog: sum=499500" <<<"$out" || fail "pthread_prog preloaded printed a wrong sum"
 grep -qE "ito-pthread: [1-9][0-9]* threads ran as ito threads" <<<"$out" \
   || fail "the preloaded libito-pthread.so ran no thread as an ito thread"
+
+echo "== the installed libito-omp.so runs a gcc -fopenmp program, preloaded and linked"
+omp_expect="omp prog: members=3 sum=499500 fib=6765"
+if "$cc" -O2 -fopenmp -o "$scratch/omp-prog" "$here/omp_prog.c" 2>/dev/null; then
+  run_and_check "omp_prog with libgomp" "$omp_expect" "$scratch/omp-prog"
+  out=$(LD_PRELOAD="$prefix/lib/libito-omp.so" LD_DEBUG=bindings timeout 120 \
+        "$scratch/omp-prog" 2>"$scratch/omp-bind.log") || fail "omp_prog preloaded failed"
+  grep -qF "$omp_expect" <<<"$out" || fail "omp_prog preloaded printed '$out'"
+  grep -qE "to $prefix/lib/libito-omp.so.*GOMP_parallel" "$scratch/omp-bind.log" \
+    || fail "GOMP_parallel was not bound to the preloaded libito-omp.so"
+  # linked instead of libgomp: compiled with -fopenmp, linked without it
+  "$cc" -O2 -fopenmp -c -o "$scratch/omp-prog.o" "$here/omp_prog.c" \
+    && "$cc" -o "$scratch/omp-prog-ito" "$scratch/omp-prog.o" -L"$prefix/lib" -lito-omp \
+         -Wl,-rpath,"$prefix/lib" || fail "linking omp_prog with -lito-omp failed"
+  if ldd "$scratch/omp-prog-ito" | grep -q libgomp; then fail "omp_prog linked with -lito-omp needs libgomp"; fi
+  run_and_check "omp_prog linked with libito-omp" "$omp_expect" "$scratch/omp-prog-ito"
+else
+  echo "(the compiler has no -fopenmp: OpenMP part skipped)"
+fi
 
 # The exported symbols (docs/dropin.md section 10): libito.so exports the
 # public ABI under ITO_0.1 and the shim's entry points under ITO_PRIVATE_0.1,
