@@ -2,6 +2,7 @@
  * long and unsigned long long iteration variables. docs/openmp.md. */
 #include "omp_int.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 typedef unsigned long long ull;
@@ -37,7 +38,7 @@ struct loop_args {
   int ordered;
 };
 
-static void loop_init(struct ws *w, void *p) {
+static void loop_init(struct ws *w, void *p, unsigned nth) {
   struct loop_args *a = p;
   memset((char *)w + offsetof(struct ws, start), 0, sizeof *w - offsetof(struct ws, start));
   w->start = a->start;
@@ -48,6 +49,60 @@ static void loop_init(struct ws *w, void *p) {
   w->chunk = a->chunk;
   if (w->kind != SCHED_STATIC && w->chunk == 0) w->chunk = 1;
   w->ordered = a->ordered;
+  if (w->kind == SCHED_SPLIT) {
+    /* each member starts with the block static would give it */
+    w->ranges = aligned_alloc(64, nth * sizeof *w->ranges);
+    if (!w->ranges) ito_omp_fatal("out of memory for a work-sharing loop");
+    unsigned long q = w->niter / nth, r = w->niter % nth;
+    for (unsigned i = 0; i < nth; i++) {
+      unsigned long lo = i < r ? i * (q + 1) : r * (q + 1) + (i - r) * q;
+      w->ranges[i].lock = 0;
+      w->ranges[i].lo = lo;
+      w->ranges[i].hi = lo + q + (i < r);
+    }
+  }
+}
+
+/* Nonmonotonic dynamic: a member takes chunks from the front of its own
+ * range; when it is empty it takes the back half of another member's
+ * (halving down to the chunk), which becomes its own. A member that took
+ * the loop's last chunk stops there (take). */
+static bool take_split(struct ws *w, unsigned nth, unsigned id, unsigned long *i0,
+                       unsigned long *i1) {
+  struct range *mine = &w->ranges[id];
+  unsigned long c = w->chunk;
+  ito__pt_lock(&mine->lock);
+  if (mine->lo < mine->hi) {
+    *i0 = mine->lo;
+    *i1 = mine->hi - mine->lo > c ? mine->lo + c : mine->hi;
+    mine->lo = *i1;
+    ito__pt_unlock(&mine->lock);
+    return true;
+  }
+  ito__pt_unlock(&mine->lock);
+  for (unsigned k = 1; k < nth; k++) {
+    struct range *v = &w->ranges[(id + k) % nth];
+    if (__atomic_load_n(&v->lo, __ATOMIC_RELAXED) >= __atomic_load_n(&v->hi, __ATOMIC_RELAXED))
+      continue;
+    ito__pt_lock(&v->lock);
+    unsigned long left = v->hi > v->lo ? v->hi - v->lo : 0;
+    if (!left) {
+      ito__pt_unlock(&v->lock);
+      continue;
+    }
+    unsigned long take = left <= c ? left : left / 2 < c ? c : left / 2;
+    unsigned long a = v->hi - take, b = v->hi;
+    v->hi = a;
+    ito__pt_unlock(&v->lock);
+    *i0 = a;
+    *i1 = b - a > c ? a + c : b;
+    ito__pt_lock(&mine->lock);
+    mine->lo = *i1;
+    mine->hi = b;
+    ito__pt_unlock(&mine->lock);
+    return true;
+  }
+  return false;
 }
 
 /* The member's next chunk [*i0, *i1) of iteration indices. */
@@ -56,6 +111,13 @@ static bool take(task *me, struct ws *w, unsigned long *i0, unsigned long *i1) {
   team *tm = ito_omp_ws_team(me);
   unsigned nth = tm->n, id = me->id;
   switch (w->kind) {
+    case SCHED_SPLIT:
+      /* gcc's lastprivate code copies out in the member whose last chunk
+       * ends the loop: so whoever takes that chunk takes no other after it */
+      if (me->ws_k) return false;
+      if (!take_split(w, nth, id, i0, i1)) return false;
+      if (*i1 == n) me->ws_k = 1;
+      return true;
     case SCHED_STATIC:
       if (w->chunk == 0) { /* one block per member, the first niter % nth one longer */
         if (me->ws_k++) return false;
@@ -119,7 +181,7 @@ static bool start(struct loop_args *a, ull *istart, ull *iend) {
   int first;
   struct ws *w = ito_omp_ws_enter(me, &first);
   if (first) {
-    loop_init(w, a);
+    loop_init(w, a, ito_omp_ws_team(me)->n);
     ito_omp_ws_publish(me, w);
   }
   if (!istart) return true;
@@ -148,7 +210,7 @@ static bool next_l(long *istart, long *iend) {
 LOOP_L(static, SCHED_STATIC, 0)
 LOOP_L(dynamic, SCHED_DYNAMIC, 0)
 LOOP_L(guided, SCHED_GUIDED, 0)
-LOOP_L(nonmonotonic_dynamic, SCHED_DYNAMIC, 0)
+LOOP_L(nonmonotonic_dynamic, SCHED_SPLIT, 0)
 LOOP_L(nonmonotonic_guided, SCHED_GUIDED, 0)
 LOOP_L(ordered_static, SCHED_STATIC, 1)
 LOOP_L(ordered_dynamic, SCHED_DYNAMIC, 1)
@@ -219,7 +281,7 @@ static bool start_u(bool up, ull s, ull e, ull incr, int kind, ull chunk, int or
 LOOP_U(static, SCHED_STATIC, 0)
 LOOP_U(dynamic, SCHED_DYNAMIC, 0)
 LOOP_U(guided, SCHED_GUIDED, 0)
-LOOP_U(nonmonotonic_dynamic, SCHED_DYNAMIC, 0)
+LOOP_U(nonmonotonic_dynamic, SCHED_SPLIT, 0)
 LOOP_U(nonmonotonic_guided, SCHED_GUIDED, 0)
 LOOP_U(ordered_static, SCHED_STATIC, 1)
 LOOP_U(ordered_dynamic, SCHED_DYNAMIC, 1)
@@ -291,7 +353,7 @@ static void parallel_loop(void (*fn)(void *), void *data, unsigned nthreads, lon
 PARALLEL_LOOP(static, SCHED_STATIC)
 PARALLEL_LOOP(dynamic, SCHED_DYNAMIC)
 PARALLEL_LOOP(guided, SCHED_GUIDED)
-PARALLEL_LOOP(nonmonotonic_dynamic, SCHED_DYNAMIC)
+PARALLEL_LOOP(nonmonotonic_dynamic, SCHED_SPLIT)
 PARALLEL_LOOP(nonmonotonic_guided, SCHED_GUIDED)
 
 #define PARALLEL_LOOP_RUNTIME(name)                                                            \

@@ -21,6 +21,14 @@
 
 /* ---- internal control variables ------------------------------------------ */
 enum { SCHED_RUNTIME = 0, SCHED_STATIC = 1, SCHED_DYNAMIC = 2, SCHED_GUIDED = 3, SCHED_AUTO = 4 };
+/* Internal: nonmonotonic dynamic, by halving (loop.c) */
+#define SCHED_SPLIT 5
+
+/* A member's part of a split loop: [lo, hi) iteration indices. */
+struct range {
+  int lock;
+  unsigned long lo, hi;
+} __attribute__((aligned(64)));
 #define SCHED_MONOTONIC 0x80000000u
 
 /* The ICVs a task carries (its data environment). */
@@ -113,6 +121,7 @@ struct ws {
   int ordered;
   _Atomic unsigned long next;   /* dynamic, guided, sections: first index not handed out */
   _Atomic unsigned long ord_turn; /* ordered: the first index whose ordered part may run */
+  struct range *ranges;         /* SCHED_SPLIT: one per member, freed by the last to leave */
   void *_Atomic copy;           /* single copyprivate */
   _Atomic int copy_set;
 } __attribute__((aligned(64)));
@@ -169,13 +178,13 @@ void ito_omp_ws_leave(task *me);
 /* a parallel region: fn(data) run by a team; init(ws, arg) prepares the
  * first work share before any member runs (combined constructs) */
 void ito_omp_parallel(void (*fn)(void *), void *data, unsigned nthreads, unsigned flags,
-                      void (*init)(struct ws *, void *), void *init_arg);
+                      void (*init)(struct ws *, void *, unsigned), void *init_arg);
 
 void ito_omp_ordered_wait(task *me);
 void ito_omp_ordered_pass(task *me);
 
 void ito_omp_parallel_start_ws(void (*fn)(void *), void *data, unsigned nthreads,
-                               void (*init)(struct ws *, void *), void *arg);
+                               void (*init)(struct ws *, void *, unsigned), void *arg);
 
 OMP_API void GOMP_barrier(void);
 

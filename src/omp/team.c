@@ -97,10 +97,10 @@ static int bind_team(team *tm) {
 }
 
 /* Starts the team; the caller then runs member 0 (t, already current). */
-static void team_begin(team *tm, task *t, void (*init)(struct ws *, void *), void *init_arg) {
+static void team_begin(team *tm, task *t, void (*init)(struct ws *, void *, unsigned), void *init_arg) {
   implicit_init(t, tm, 0);
   if (init) {
-    init(&tm->ws[0], init_arg);
+    init(&tm->ws[0], init_arg, tm->n);
     atomic_store_explicit(&tm->ws[0].ready, 1, memory_order_release);
     tm->combined = 1;
     t->ws_seq = 1;
@@ -129,7 +129,7 @@ static void team_end(team *tm, task *t) {
 }
 
 void ito_omp_parallel(void (*fn)(void *), void *data, unsigned nthreads, unsigned flags,
-                      void (*init)(struct ws *, void *), void *init_arg) {
+                      void (*init)(struct ws *, void *, unsigned), void *init_arg) {
   (void)flags; /* proc_bind: workers are not bound to places (docs/openmp.md) */
   task *enc = ito_omp_cur();
   team tm;
@@ -152,7 +152,7 @@ struct old_region {
 };
 
 void ito_omp_parallel_start_ws(void (*fn)(void *), void *data, unsigned nthreads,
-                               void (*init)(struct ws *, void *), void *arg) {
+                               void (*init)(struct ws *, void *, unsigned), void *arg) {
   task *enc = ito_omp_cur();
   struct old_region *r = aligned_alloc(64, sizeof *r);
   if (!r) ito_omp_fatal("out of memory starting a parallel region");
@@ -265,6 +265,8 @@ void ito_omp_ws_leave(task *me) {
   me->ws = NULL;
   if (atomic_fetch_add_explicit(&w->left, 1, memory_order_acq_rel) == tm->n - 1) {
     atomic_store_explicit(&w->left, 0, memory_order_relaxed);
+    free(w->ranges); /* a split loop's (loop.c); nobody else is in it now */
+    w->ranges = NULL;
     atomic_store_explicit(&w->copy_set, 0, memory_order_relaxed);
     atomic_store_explicit(&w->avail, me->ws_seq - 1 + NWS, memory_order_release);
     ito_omp_team_notify(tm);
@@ -342,7 +344,8 @@ OMP_API void GOMP_critical_name_end(void **pptr) { ito_mutex_unlock(named_mutex(
 
 /* ---- sections -------------------------------------------------------------------- */
 
-static void sections_init(struct ws *w, void *arg) {
+static void sections_init(struct ws *w, void *arg, unsigned n) {
+  (void)n;
   unsigned count = *(unsigned *)arg;
   memset((char *)w + offsetof(struct ws, start), 0, sizeof *w - offsetof(struct ws, start));
   w->niter = count;
@@ -361,7 +364,7 @@ OMP_API unsigned GOMP_sections_start(unsigned count) {
   int first;
   struct ws *w = ito_omp_ws_enter(me, &first);
   if (first) {
-    sections_init(w, &count);
+    sections_init(w, &count, me->team ? me->team->n : 1);
     ito_omp_ws_publish(me, w);
   }
   return sections_take(me);
