@@ -203,7 +203,9 @@ static inline void drop_detach_ref(ithread *t) {
 /* Runs once the ended thread's fiber is left (a post-switch action or the
  * scheduler's), so that whoever sees DONE may free the fiber at once. */
 static inline void thread_done(ithread *t) {
-  if (t->flags & TH_ANON) { /* nobody holds a handle: nothing to tell */
+  /* TH_ANON is set at birth and never changes, but ito_detach may store to
+   * the flags of a handle's thread as it ends: read them atomically */
+  if (__atomic_load_n(&t->flags, __ATOMIC_RELAXED) & TH_ANON) { /* nobody to tell */
     thread_release(t);
     return;
   }
