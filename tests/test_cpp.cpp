@@ -447,6 +447,98 @@ static void test_from_plain_thread() {
   CHECK_EQ(results[2], 100L);
 }
 
+// Dependences: task_group::run(deps, f) orders children as OpenMP's depend.
+static void test_dependences() {
+  // an inout chain: each task must see the previous one's step
+  {
+    ito::task_group g;
+    long value = 0, bad = 0;
+    for (long i = 0; i < 2000; i++)
+      g.run({ito::inout(value)}, [&value, &bad, i] {
+        if (value != i) bad++;
+        value = i + 1;
+      });
+    g.wait();
+    CHECK_EQ(value, 2000);
+    CHECK_EQ(bad, 0);
+  }
+  // writer, readers, writer: the readers see the first value, the second
+  // writer waits for all of them
+  for (int round = 0; round < 50; round++) {
+    ito::task_group g;
+    int v = 0;
+    std::atomic<int> readers_ok{0}, readers_done{0};
+    int seen_by_writer = -1;
+    g.run({ito::out(v)}, [&] { v = 7; });
+    for (int r = 0; r < 8; r++)
+      g.run({ito::in(v)}, [&] {
+        if (v == 7) readers_ok++;
+        readers_done++;
+      });
+    g.run({ito::out(v)}, [&] {
+      seen_by_writer = readers_done.load();
+      v = 8;
+    });
+    g.wait();
+    CHECK_EQ(readers_ok.load(), 8);
+    CHECK_EQ(seen_by_writer, 8);
+    CHECK_EQ(v, 8);
+  }
+  // a 2-D wavefront: cell (i, j) after (i-1, j) and (i, j-1)
+  {
+    constexpr int N = 24;
+    static long cell[N][N];
+    ito::task_group g;
+    for (int i = 0; i < N; i++)
+      for (int j = 0; j < N; j++) {
+        auto body = [i, j] {
+          long up = i ? cell[i - 1][j] : 1, left = j ? cell[i][j - 1] : 1;
+          cell[i][j] = (i && j) ? (up + left) % 1000003 : 1;
+        };
+        if (i && j)
+          g.run({ito::in(cell[i - 1][j]), ito::in(cell[i][j - 1]), ito::out(cell[i][j])}, body);
+        else if (i)
+          g.run({ito::in(cell[i - 1][j]), ito::out(cell[i][j])}, body);
+        else if (j)
+          g.run({ito::in(cell[i][j - 1]), ito::out(cell[i][j])}, body);
+        else
+          g.run({ito::out(cell[i][j])}, body);
+      }
+    g.wait();
+    long want[N][N];
+    for (int i = 0; i < N; i++)
+      for (int j = 0; j < N; j++)
+        want[i][j] = (i && j) ? (want[i - 1][j] + want[i][j - 1]) % 1000003 : 1;
+    for (int i = 0; i < N; i++)
+      for (int j = 0; j < N; j++) CHECK_EQ(cell[i][j], want[i][j]);
+  }
+  // a task that throws still releases its successors; wait() rethrows
+  {
+    ito::task_group g;
+    int x = 0;
+    bool after_ran = false, caught = false;
+    g.run({ito::out(x)}, [] { throw std::runtime_error("dep task"); });
+    g.run({ito::in(x)}, [&] { after_ran = true; });
+    try {
+      g.wait();
+    } catch (const std::runtime_error &) {
+      caught = true;
+    }
+    CHECK(caught);
+    CHECK(after_ran);
+  }
+  // move-only closures
+  {
+    ito::task_group g;
+    int x = 0;
+    auto p = std::make_unique<int>(5);
+    g.run({ito::out(x)}, [&x, q = std::move(p)] { x = *q; });
+    g.wait();
+    CHECK_EQ(x, 5);
+  }
+  puts("dependences: ok");
+}
+
 int main() {
   setvbuf(stdout, nullptr, _IOLBF, 0);  // progress survives a crash
   test_from_plain_thread();
@@ -462,6 +554,7 @@ int main() {
   test_mutex();
   test_condition_variable();
   test_timed_waits();
+  test_dependences();
   puts("test_cpp: OK");
   return 0;
 }

@@ -13,8 +13,12 @@
 #include <exception>
 #include <mutex>
 #include <new>
+#include <atomic>
+#include <initializer_list>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
+#include <vector>
 
 #if defined(__GNUC__)
 #define ITO_ALWAYS_INLINE inline __attribute__((always_inline))
@@ -39,6 +43,114 @@ __attribute__((noinline)) std::exception_ptr call_catching(F &f) noexcept {
 }
 }  // namespace detail
 
+// A dependence of a task run by task_group::run(deps, f): the task starts
+// only after every earlier task of the same group that names the same
+// address with a conflicting kind has finished (in after out/inout; out and
+// inout after in, out and inout), as OpenMP's depend clause.
+enum class dep_kind { in = 1, out = 2, inout = 3 };
+struct dep {
+  const void *addr;
+  dep_kind kind;
+};
+template <class T>
+constexpr dep in(const T &x) noexcept { return {static_cast<const void *>(&x), dep_kind::in}; }
+template <class T>
+constexpr dep out(T &x) noexcept { return {static_cast<const void *>(&x), dep_kind::out}; }
+template <class T>
+constexpr dep inout(T &x) noexcept { return {static_cast<const void *>(&x), dep_kind::inout}; }
+
+namespace detail {
+// One task with dependences (docs/api.md, "Dependences"). npred counts the
+// predecessors not done plus one for the creator while it adds edges;
+// whoever brings it to zero calls start. A done node takes no more edges.
+struct dep_node {
+  std::atomic<int> npred{1};
+  std::atomic<int> refs{1};  // the task, and table entries naming it
+  std::atomic_flag lock = ATOMIC_FLAG_INIT;
+  bool done = false;
+  std::vector<dep_node *> succ;
+  void (*start)(dep_node *) = nullptr;  // spawns the task (task_group::start_dep)
+  void *box = nullptr;                   // the task's closure, for start
+
+  void acquire() noexcept {
+    while (lock.test_and_set(std::memory_order_acquire)) ito_yield();
+  }
+  void release() noexcept { lock.clear(std::memory_order_release); }
+  void unref() noexcept {
+    if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+  // Adds the edge pred -> this unless pred is done (or this itself).
+  void after(dep_node *pred) {
+    if (pred == this) return;
+    pred->acquire();
+    if (!pred->done) {
+      pred->succ.push_back(this);
+      npred.fetch_add(1, std::memory_order_relaxed);
+    }
+    pred->release();
+  }
+  // One predecessor (or the creator) is done with this node.
+  void predecessor_done() {
+    if (npred.fetch_sub(1, std::memory_order_acq_rel) == 1) start(this);
+  }
+  // The task finished: its successors lose a predecessor.
+  void finish() {
+    acquire();
+    done = true;
+    std::vector<dep_node *> s = std::move(succ);
+    release();
+    for (dep_node *n : s) n->predecessor_done();
+    unref();
+  }
+};
+
+// The last out/inout task of each address and the in tasks since.
+class dep_table {
+ public:
+  dep_table() = default;
+  dep_table(const dep_table &) = delete;
+  dep_table &operator=(const dep_table &) = delete;
+  ~dep_table() {
+    for (auto &kv : map_) {
+      if (kv.second.last_out) kv.second.last_out->unref();
+      for (dep_node *r : kv.second.readers) r->unref();
+    }
+  }
+  dep_node *add(std::initializer_list<dep> deps) {
+    dep_node *n = new dep_node;
+    for (const dep &d : deps) {
+      entry &e = map_[d.addr];
+      if (d.kind == dep_kind::in) {
+        if (e.last_out) n->after(e.last_out);
+        n->refs.fetch_add(1, std::memory_order_relaxed);
+        e.readers.push_back(n);
+        continue;
+      }
+      if (!e.readers.empty()) {
+        for (dep_node *r : e.readers) {
+          n->after(r);
+          r->unref();
+        }
+        e.readers.clear();
+      } else if (e.last_out) {
+        n->after(e.last_out);
+      }
+      if (e.last_out) e.last_out->unref();
+      n->refs.fetch_add(1, std::memory_order_relaxed);
+      e.last_out = n;
+    }
+    return n;
+  }
+
+ private:
+  struct entry {
+    dep_node *last_out = nullptr;
+    std::vector<dep_node *> readers;
+  };
+  std::unordered_map<const void *, entry> map_;
+};
+}  // namespace detail
+
 inline int num_workers() { return ito_num_workers(); }
 inline int worker_id() { return ito_worker_id(); }
 
@@ -53,14 +165,30 @@ inline int worker_id() { return ito_worker_id(); }
 // between a run() and the matching wait().
 class task_group {
  public:
-  ITO_ALWAYS_INLINE task_group() noexcept : error_(nullptr) {
+  ITO_ALWAYS_INLINE task_group() noexcept : error_(nullptr), deps_(nullptr) {
     ito_tg_init_inline_(&tg_, __builtin_frame_address(0));
   }
   task_group(const task_group &) = delete;
   task_group &operator=(const task_group &) = delete;
   ITO_ALWAYS_INLINE ~task_group() noexcept(false) {
     if (ito_tg_busy_(&tg_)) ito_tg_join_(&tg_, __builtin_frame_address(0));
+    delete deps_;
     if (error_) rethrow_error(!std::uncaught_exceptions());
+  }
+
+  // Runs f as a child once the earlier children of this group it depends on
+  // (by deps: ito::in(x), ito::out(x), ito::inout(x)) have finished. A child
+  // that throws still counts as finished for its successors. Children with
+  // dependences get a thread of their own (they are meant to be coarse);
+  // run(deps, ...) must be called by one thread at a time for a group.
+  template <class F>
+  void run(std::initializer_list<dep> deps, F &&f) {
+    using B = dep_box<std::decay_t<F>>;
+    if (!deps_) deps_ = new detail::dep_table;
+    detail::dep_node *n = deps_->add(deps);
+    n->box = new B{std::forward<F>(f), n, this};
+    n->start = &start_dep<B>;
+    n->predecessor_done();  // the creator's unit: starts it if nothing comes before
   }
 
   template <class F>
@@ -131,6 +259,29 @@ class task_group {
   }
 
  private:
+  // A task with dependences, started by its creator or by its last
+  // predecessor (itself a child, so the group cannot finish in between):
+  // the slow path, a thread of its own. The node is finished even if fn
+  // throws (invoke_heap records the exception).
+  template <class Fn>
+  struct dep_box {
+    Fn fn_;
+    detail::dep_node *n;
+    task_group *g;
+    void fn() {
+      struct finish_guard {
+        detail::dep_node *n;
+        ~finish_guard() { n->finish(); }
+      } guard{n};
+      fn_();
+    }
+  };
+  template <class B>
+  static void start_dep(detail::dep_node *n) {
+    B *b = static_cast<B *>(n->box);
+    ito_tg_spawn_(&b->g->tg_, &invoke_heap<B>, b, 0);
+  }
+
   // The first exception a child threw; the others are dropped.
   __attribute__((noinline)) void record(std::exception_ptr e) noexcept {
     std::exception_ptr *p = new (std::nothrow) std::exception_ptr(std::move(e));
@@ -188,6 +339,7 @@ class task_group {
 
   ito_tg_t tg_;  // first: of() relies on it
   std::exception_ptr *error_;
+  detail::dep_table *deps_;  // made by the first run(deps, f)
 };
 static_assert(std::is_standard_layout_v<task_group>, "task_group::of needs a standard layout");
 
