@@ -1000,6 +1000,15 @@ static int ms_left(const struct timespec *d) {
  * fd and direction on the records, one group, the first event wakes it;
  * then libc's poll with no wait computes revents. A spurious wake (the
  * readiness was taken by someone else) waits again for the time left. */
+/* A poll that does not wait. A signal may land even there; the parked
+ * thread's calls are not interrupted (docs/io.md invariant 5): again. */
+static int poll_now(struct pollfd *fds, nfds_t n) {
+  int rc;
+  while ((rc = (int)sys_poll(fds, n, 0)) < 0 && errno == EINTR) {
+  }
+  return rc;
+}
+
 int ito_poll(struct pollfd *fds, nfds_t n, int timeout_ms) {
   if (!io_thread() || n == 0) return (int)sys_poll(fds, n, timeout_ms);
   struct timespec deadline, *dl = NULL;
@@ -1027,7 +1036,7 @@ int ito_poll(struct pollfd *fds, nfds_t n, int timeout_ms) {
       struct fdrec *r = rec_of(fds[i].fd);
       for (int d = 0; d < 2; d++) seen[2 * i + d] = r ? LOAD_ACQ(&r->seq[d]) : 0;
     }
-    rc = (int)sys_poll(fds, n, 0);
+    rc = poll_now(fds, n);
     if (rc != 0 || timeout_ms == 0) break;
     struct pollgroup g = {0, 0, NULL, NULL};
     int stale = 0, hung = 0;
@@ -1085,7 +1094,7 @@ int ito_poll(struct pollfd *fds, nfds_t n, int timeout_ms) {
       clock_gettime(CLOCK_MONOTONIC, &now);
       if (now.tv_sec > deadline.tv_sec ||
           (now.tv_sec == deadline.tv_sec && now.tv_nsec >= deadline.tv_nsec)) {
-        rc = (int)sys_poll(fds, n, 0);
+        rc = poll_now(fds, n);
         break;
       }
     }
