@@ -13,22 +13,6 @@
 
 #ifndef DROPIN_PROG
 #error "define DROPIN_PROG (the program's name) before including dropin.h"
-/* *t = now on clock plus ms milliseconds. */
-static inline void deadline_in(clockid_t clock, long ms, struct timespec *t) {
-  clock_gettime(clock, t);
-  t->tv_sec += ms / 1000;
-  t->tv_nsec += (ms % 1000) * 1000000L;
-  if (t->tv_nsec >= 1000000000L) {
-    t->tv_sec++;
-    t->tv_nsec -= 1000000000L;
-  }
-}
-
-/* Is a earlier than b? */
-static inline int ts_before(const struct timespec *a, const struct timespec *b) {
-  return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
-}
-
 #endif
 
 #define FAIL(...)                                                \
