@@ -775,6 +775,14 @@ static void forget_locked(struct fdrec *r, void *lists[2]) {
   }
 }
 
+/* The same for a record that may be absent, taking its lock. */
+static void forget(struct fdrec *r, void *lists[2]) {
+  if (!r) return;
+  spin_lock(&r->lock);
+  forget_locked(r, lists);
+  spin_unlock(&r->lock);
+}
+
 /* Threads parked on fd are woken and get EBADF; the number may be reused
  * at once (docs/dropin.md section 7.6). */
 int ito_close(int fd) {
@@ -782,13 +790,8 @@ int ito_close(int fd) {
     errno = EBADF;
     return -1;
   }
-  struct fdrec *r = rec_of(fd);
   void *lists[2] = {NULL, NULL};
-  if (r) {
-    spin_lock(&r->lock);
-    forget_locked(r, lists);
-    spin_unlock(&r->lock);
-  }
+  forget(rec_of(fd), lists);
   int rc = (int)SYS(SYS_close, fd);
   wake_lists(lists); /* errno stays close's: waking makes no failing call */
   return rc;
@@ -904,13 +907,8 @@ int ito__pt_dup3(int oldfd, int newfd, int flags, int dup2) {
     errno = EINVAL;
     return -1;
   }
-  struct fdrec *r = rec_of(newfd);
   void *lists[2] = {NULL, NULL};
-  if (r) {
-    spin_lock(&r->lock);
-    forget_locked(r, lists);
-    spin_unlock(&r->lock);
-  }
+  forget(rec_of(newfd), lists);
   int fd = (int)SYS(SYS_dup3, oldfd, newfd, flags);
   int err = errno;
   wake_lists(lists);
@@ -932,10 +930,7 @@ int ito__pt_close_range(unsigned first, unsigned last, int flags) {
     if (!chunk) continue;
     for (unsigned fd = c * CHUNK; fd < (c + 1) * CHUNK; fd++) {
       if (fd < first || fd > hi || ito__io_fd_is_ours((int)fd)) continue;
-      struct fdrec *r = &chunk[fd % CHUNK];
-      spin_lock(&r->lock);
-      forget_locked(r, lists);
-      spin_unlock(&r->lock);
+      forget(&chunk[fd % CHUNK], lists);
     }
   }
   /* the range minus ep and efd (at most three pieces) */
