@@ -405,24 +405,12 @@ OMP_API void GOMP_task(void (*fn)(void *), void *data, void (*cpyfn)(void *, voi
   task *parent = ito_omp_cur();
   size_t align = arg_align > 0 ? (size_t)arg_align : 1;
   struct create c = {parent, (flags & TASK_FLAG_FINAL) != 0, fn, data, cpyfn,
-                     (size_t)arg_size, data_off(align), 0, 0, 0};
-  if (LIKELY(if_clause && !(flags & 8) && !parent->final_)) {
-    /* The common case: deferred, no dependences. While this worker's deque
-     * already holds INLINE_DEPTH continuations idle workers can take, the
-     * child runs here as a call (an undeferred task: the cut-off of
-     * docs/openmp.md); otherwise it starts at once on its own stack and
-     * this continuation may be stolen meanwhile. */
-    if (ito__pt_stealable() >= INLINE_DEPTH) {
-      run_inline(&c, align, NULL);
-      return;
-    }
-    count_child(parent);
-    if (LIKELY(!ito__pt_spawn(task_entry, &c, c.off + c.size,
-                              align > _Alignof(task) ? align : _Alignof(task), build_child,
-                              ITO_PT_CTX_COPY)))
-      return;
-    atomic_fetch_sub_explicit(&parent->kids, KID_BOTH, memory_order_relaxed);
-    if (parent->tg) atomic_fetch_sub_explicit(&parent->tg->count, KID_ALIVE, memory_order_relaxed);
+                     (size_t)arg_size, 0, 0, 0, 0};
+  /* The cut-off (docs/openmp.md): while this worker's deque already holds
+   * INLINE_DEPTH continuations idle workers can take, a deferrable task
+   * without dependences runs here as a call (an undeferred task). */
+  if (LIKELY(if_clause && !(flags & 8) && !parent->final_) &&
+      ito__pt_stealable() >= INLINE_DEPTH) {
     run_inline(&c, align, NULL);
     return;
   }
