@@ -158,6 +158,8 @@ static void pass_wait_policy(void) {
   if (!env("ITO_WAIT_POLICY")) setenv("ITO_WAIT_POLICY", v, 0);
 }
 
+static void init_root(void);
+
 __attribute__((constructor)) static void read_env(void) {
   omp_g.nprocs = usable_cpus();
   omp_g.init.nthreads = omp_g.nprocs;
@@ -189,6 +191,7 @@ __attribute__((constructor)) static void read_env(void) {
   /* as many workers as the outermost team wants, at most the usable CPUs
    * (ITO_NUM_WORKERS overrides) */
   if (omp_g.nlist) ito__pt_default_workers(omp_g.list[0]);
+  init_root(); /* the program's initial task starts with these ICVs */
 }
 
 /* ---- the current task ---------------------------------------------------------------
@@ -207,7 +210,8 @@ static void init_initial(task *t) {
   t->icv = omp_g.init;
 }
 
-__attribute__((constructor)) static void init_root(void) { init_initial(&root_initial); }
+static void init_root(void) { init_initial(&root_initial); }
+
 
 void ito_omp_start(void) {
   if (atomic_load_explicit(&started, memory_order_acquire)) return;
