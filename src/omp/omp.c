@@ -263,18 +263,21 @@ void ito_omp_word_wait(_Atomic uint64_t *word, uint64_t wait_bit, int *qlock, vo
   ito__pt_unlock(qlock);
 }
 
-void ito_omp_kids_sub(_Atomic uint64_t *word, uint64_t d, int *qlock, void **head, void **tail) {
+int ito_omp_kids_sub(_Atomic uint64_t *word, uint64_t d, int *qlock, void **head, void **tail) {
   uint64_t old = atomic_fetch_sub_explicit(word, d, memory_order_acq_rel);
   uint64_t v = old - d;
+  int zero = ((d & KID_RUN_MASK) && !(v & KID_RUN_MASK)) ||
+             ((d & KID_ALIVE_MASK) && !(v & KID_ALIVE_MASK));
   int wake = ((old & KID_WAIT_RUN) && (d & KID_RUN_MASK) && !(v & KID_RUN_MASK)) ||
              ((old & KID_WAIT_ALIVE) && (d & KID_ALIVE_MASK) && !(v & KID_ALIVE_MASK));
-  if (!wake) return;
+  if (!wake) return zero;
   /* the owner is parked (or parking under qlock) and cannot leave before
    * this wake: it set the bit while the half was not zero */
   ito__pt_lock(qlock);
   void *list = ito__pt_wq_take(head, tail, -1);
   ito__pt_unlock(qlock);
   ito__pt_wq_wake(list);
+  return zero;
 }
 
 void ito_omp_wait_kids(task *t, uint64_t wait_bit) {

@@ -158,8 +158,9 @@ void ito_omp_fatal(const char *fmt, ...) __attribute__((noreturn, format(printf,
  * KID_WAIT_ALIVE) is zero */
 void ito_omp_wait_kids(task *t, uint64_t wait_bit);
 /* subtracts d from *word (a kids-style word of owner's queue) and wakes the
- * owner if it waits on that half and the half became zero */
-void ito_omp_kids_sub(_Atomic uint64_t *word, uint64_t d, int *qlock, void **head, void **tail);
+ * owner if it waits on that half and the half became zero; returns whether
+ * a half d touched became zero (this caller brought it there) */
+int ito_omp_kids_sub(_Atomic uint64_t *word, uint64_t d, int *qlock, void **head, void **tail);
 /* waits until the half of *word selected by wait_bit is zero */
 void ito_omp_word_wait(_Atomic uint64_t *word, uint64_t wait_bit, int *qlock, void **head,
                        void **tail);

@@ -194,14 +194,14 @@ static struct dnode *dep_register(task *parent, void **depend) {
 
 static void task_start_deferred(task *t);
 
-/* One predecessor (or the creator) is done with n. */
+/* One predecessor (or the creator) is done with n. Whoever brings npred to
+ * zero starts a deferred task; n->t is read only then: the creator stores
+ * it before its own unit goes, so a predecessor that reads it earlier may
+ * find it unset yet still be the one to bring the count to zero. An
+ * undeferred task's creator (n->t NULL) is woken by the count. */
 static void dep_release(struct dnode *n) {
-  if (n->t) {
-    if (atomic_fetch_sub_explicit(&n->npred, KID_ALIVE, memory_order_acq_rel) == KID_ALIVE)
-      task_start_deferred(n->t);
-  } else {
-    ito_omp_kids_sub(&n->npred, KID_ALIVE, &n->qlock, &n->qhead, &n->qtail);
-  }
+  if (ito_omp_kids_sub(&n->npred, KID_ALIVE, &n->qlock, &n->qhead, &n->qtail) && n->t)
+    task_start_deferred(n->t);
 }
 
 /* The task's code finished: its successors lose a predecessor. */
