@@ -3,7 +3,7 @@
  * kept across a park, tagged wait queues, sleeps on both clocks. */
 #define _GNU_SOURCE
 #include "check.h"
-#include "../src/pt_api.h"
+#include "../src/dropin/ito_dropin.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -19,16 +19,16 @@ static void *ret_arg(void *p) { return p; }
 
 static void test_handles(void) {
   ito_thread_t t;
-  CHECK_EQ(ito__pt_create(&t, NULL, ret_arg, (void *)7), 0);
+  CHECK_EQ(ito__dropin_create(&t, NULL, ret_arg, (void *)7), 0);
   CHECK((t >> 63) == 1); /* glibc's pthread_t never has bit 63 */
-  CHECK_EQ(ito__pt_check(t), 0);
+  CHECK_EQ(ito__dropin_check(t), 0);
   void *r = NULL;
   CHECK_EQ(ito_join(t, &r), 0);
   CHECK(r == (void *)7);
-  CHECK_EQ(ito__pt_check(t), ESRCH); /* stale */
-  CHECK_EQ(ito__pt_check(ito_self()), EINVAL); /* the root cannot be joined */
-  CHECK_EQ(ito__pt_check(0x7f0000001000ULL), ESRCH); /* bit 63 clear: not ours */
-  CHECK(ito__pt_is_root());
+  CHECK_EQ(ito__dropin_check(t), ESRCH); /* stale */
+  CHECK_EQ(ito__dropin_check(ito_self()), EINVAL); /* the root cannot be joined */
+  CHECK_EQ(ito__dropin_check(0x7f0000001000ULL), ESRCH); /* bit 63 clear: not ours */
+  CHECK(ito__dropin_is_root());
 }
 
 static void *big_frame(void *p) {
@@ -43,7 +43,7 @@ static void *where(void *p) {
   char *lo = p;
   void *slo;
   size_t ssz;
-  CHECK_EQ(ito__pt_stack(&slo, &ssz), 0);
+  CHECK_EQ(ito__dropin_stack(&slo, &ssz), 0);
   CHECK((char *)&local >= (char *)slo && (char *)&local < (char *)slo + ssz);
   return (void *)(uintptr_t)((char *)&local >= lo && (char *)&local < lo + (256 << 10));
 }
@@ -58,10 +58,10 @@ static void *tryjoin_target(void *p) {
 
 static void test_create_attrs(void) {
   /* a stack larger than the pool's */
-  struct ito_pt_attr a = {1u << 20, NULL, 0};
+  struct ito_dropin_attr a = {1u << 20, NULL, 0};
   ito_thread_t t;
   for (int round = 0; round < 3; round++) { /* the stack is reused after the first */
-    CHECK_EQ(ito__pt_create(&t, &a, big_frame, NULL), 0);
+    CHECK_EQ(ito__dropin_create(&t, &a, big_frame, NULL), 0);
     void *r;
     CHECK_EQ(ito_join(t, &r), 0);
     CHECK(r == (void *)1);
@@ -69,28 +69,28 @@ static void test_create_attrs(void) {
   /* the caller's memory */
   char *buf = mmap(NULL, 256 << 10, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   CHECK(buf != MAP_FAILED);
-  struct ito_pt_attr u = {256 << 10, buf, 0};
-  CHECK_EQ(ito__pt_create(&t, &u, where, buf), 0);
+  struct ito_dropin_attr u = {256 << 10, buf, 0};
+  CHECK_EQ(ito__dropin_create(&t, &u, where, buf), 0);
   void *inside;
   CHECK_EQ(ito_join(t, &inside), 0);
   CHECK(inside == (void *)1);
-  struct ito_pt_attr tiny = {4096, buf, 0};
-  CHECK_EQ(ito__pt_create(&t, &tiny, where, buf), EINVAL);
+  struct ito_dropin_attr tiny = {4096, buf, 0};
+  CHECK_EQ(ito__dropin_create(&t, &tiny, where, buf), EINVAL);
   munmap(buf, 256 << 10);
   /* detached: a join is refused */
-  struct ito_pt_attr d = {0, NULL, 1};
-  CHECK_EQ(ito__pt_create(&t, &d, ret_arg, NULL), 0);
+  struct ito_dropin_attr d = {0, NULL, 1};
+  CHECK_EQ(ito__dropin_create(&t, &d, ret_arg, NULL), 0);
   CHECK(ito_join(t, NULL) != 0);
   /* tryjoin: EBUSY while it runs, then its result */
   flag = 0;
-  CHECK_EQ(ito__pt_create(&t, NULL, tryjoin_target, NULL), 0);
-  CHECK_EQ(ito__pt_tryjoin(t, NULL), EBUSY);
+  CHECK_EQ(ito__dropin_create(&t, NULL, tryjoin_target, NULL), 0);
+  CHECK_EQ(ito__dropin_tryjoin(t, NULL), EBUSY);
   ito_mutex_lock(&mu);
   flag = 1;
   ito_cond_signal(&cv);
   ito_mutex_unlock(&mu);
   void *r = NULL;
-  while (ito__pt_tryjoin(t, &r) == EBUSY) ito_yield();
+  while (ito__dropin_tryjoin(t, &r) == EBUSY) ito_yield();
   CHECK(r == (void *)3);
 }
 
@@ -100,9 +100,9 @@ static int pinned_worker_before, pinned_worker_after, pinned_tid_before, pinned_
 
 static void *pinned_waiter(void *p) {
   (void)p;
-  ito__pt_pin();
-  ito__pt_pin(); /* nests */
-  CHECK(!ito__pt_can_park());
+  ito__dropin_pin();
+  ito__dropin_pin(); /* nests */
+  CHECK(!ito__dropin_can_park());
   pinned_worker_before = ito_worker_id();
   pinned_tid_before = gettid();
   ito_mutex_lock(&held); /* blocks the worker, stays on this OS thread */
@@ -110,10 +110,10 @@ static void *pinned_waiter(void *p) {
   pinned_worker_after = ito_worker_id();
   pinned_tid_after = gettid();
   ito_mutex_unlock(&held);
-  ito__pt_unpin();
-  CHECK(!ito__pt_can_park());
-  ito__pt_unpin();
-  CHECK(ito__pt_can_park());
+  ito__dropin_unpin();
+  CHECK(!ito__dropin_can_park());
+  ito__dropin_unpin();
+  CHECK(ito__dropin_can_park());
   return NULL;
 }
 
@@ -157,10 +157,10 @@ static void *errno_clobber(void *p) {
 static void test_errno_and_pin(void) {
   flag = 0;
   ito_thread_t a, b;
-  CHECK_EQ(ito__pt_create(&a, NULL, errno_waiter, NULL), 0);
+  CHECK_EQ(ito__dropin_create(&a, NULL, errno_waiter, NULL), 0);
   while (!flag) ito_yield();
   set_errno(99);
-  CHECK_EQ(ito__pt_create(&b, NULL, errno_clobber, NULL), 0);
+  CHECK_EQ(ito__dropin_create(&b, NULL, errno_clobber, NULL), 0);
   void *r;
   CHECK_EQ(ito_join(a, &r), 0);
   CHECK_EQ((intptr_t)r, 4321);
@@ -172,7 +172,7 @@ static void test_errno_and_pin(void) {
   int holding = 0;
   CHECK_EQ(pthread_create(&holder, NULL, hold_then_release, &holding), 0);
   while (!__atomic_load_n(&holding, __ATOMIC_ACQUIRE)) ito_yield();
-  CHECK_EQ(ito__pt_create(&a, NULL, pinned_waiter, NULL), 0);
+  CHECK_EQ(ito__dropin_create(&a, NULL, pinned_waiter, NULL), 0);
   CHECK_EQ(ito_join(a, NULL), 0);
   CHECK_EQ(pthread_join(holder, NULL), 0);
   CHECK_EQ(pinned_worker_before, pinned_worker_after);
@@ -186,8 +186,8 @@ static int woke[4];
 
 static void *tagged(void *p) {
   intptr_t i = (intptr_t)p;
-  ito__pt_lock(&qlock);
-  CHECK_EQ(ito__pt_wq_wait(&qlock, &qhead, &qtail, i == 2 ? 2 : 1, CLOCK_MONOTONIC, NULL, NULL,
+  ito__dropin_lock(&qlock);
+  CHECK_EQ(ito__dropin_wq_wait(&qlock, &qhead, &qtail, i == 2 ? 2 : 1, CLOCK_MONOTONIC, NULL, NULL,
                            NULL),
            0);
   __atomic_store_n(&woke[i], 1, __ATOMIC_RELEASE);
@@ -196,34 +196,34 @@ static void *tagged(void *p) {
 
 static int queued(void) {
   int n = 0;
-  ito__pt_lock(&qlock);
+  ito__dropin_lock(&qlock);
   for (void *w = qhead; w; w = *(void **)w) n++; /* a waiter starts with its link */
-  ito__pt_unlock(&qlock);
+  ito__dropin_unlock(&qlock);
   return n;
 }
 
 static void test_tags(void) {
   ito_thread_t t[4];
   for (intptr_t i = 0; i < 4; i++) { /* tags 1 1 2 1 in this order */
-    CHECK_EQ(ito__pt_create(&t[i], NULL, tagged, (void *)i), 0);
+    CHECK_EQ(ito__dropin_create(&t[i], NULL, tagged, (void *)i), 0);
     while (queued() != i + 1) ito_yield();
   }
-  ito__pt_lock(&qlock);
-  CHECK_EQ(ito__pt_wq_head_tag(&qhead), 1);
+  ito__dropin_lock(&qlock);
+  CHECK_EQ(ito__dropin_wq_head_tag(&qhead), 1);
   int n = 0;
-  void *list = ito__pt_wq_take_tag(&qhead, &qtail, 1, &n);
+  void *list = ito__dropin_wq_take_tag(&qhead, &qtail, 1, &n);
   CHECK_EQ(n, 2);
-  CHECK_EQ(ito__pt_wq_head_tag(&qhead), 2);
-  ito__pt_unlock(&qlock);
-  ito__pt_wq_wake(list);
+  CHECK_EQ(ito__dropin_wq_head_tag(&qhead), 2);
+  ito__dropin_unlock(&qlock);
+  ito__dropin_wq_wake(list);
   CHECK_EQ(ito_join(t[0], NULL), 0);
   CHECK_EQ(ito_join(t[1], NULL), 0);
   CHECK(!__atomic_load_n(&woke[2], __ATOMIC_ACQUIRE));
-  ito__pt_lock(&qlock);
-  list = ito__pt_wq_take(&qhead, &qtail, -1);
-  CHECK_EQ(ito__pt_wq_head_tag(&qhead), -1);
-  ito__pt_unlock(&qlock);
-  ito__pt_wq_wake(list);
+  ito__dropin_lock(&qlock);
+  list = ito__dropin_wq_take(&qhead, &qtail, -1);
+  CHECK_EQ(ito__dropin_wq_head_tag(&qhead), -1);
+  ito__dropin_unlock(&qlock);
+  ito__dropin_wq_wake(list);
   CHECK_EQ(ito_join(t[2], NULL), 0);
   CHECK_EQ(ito_join(t[3], NULL), 0);
 }
@@ -237,15 +237,15 @@ static void *timed(void *p) {
   if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
   int lock = 0;
   void *h = NULL, *tl = NULL;
-  ito__pt_lock(&lock);
-  CHECK_EQ(ito__pt_wq_wait(&lock, &h, &tl, 0, clk, &until, NULL, NULL), ETIMEDOUT);
+  ito__dropin_lock(&lock);
+  CHECK_EQ(ito__dropin_wq_wait(&lock, &h, &tl, 0, clk, &until, NULL, NULL), ETIMEDOUT);
   clock_gettime(clk, &now);
   CHECK(now.tv_sec > until.tv_sec || (now.tv_sec == until.tv_sec && now.tv_nsec >= until.tv_nsec));
   CHECK(h == NULL && tl == NULL);
   clock_gettime(clk, &until);
   until.tv_nsec += 20 * 1000000;
   if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
-  CHECK_EQ(ito__pt_sleep_until(clk, &until), 0);
+  CHECK_EQ(ito__dropin_sleep_until(clk, &until), 0);
   clock_gettime(clk, &now);
   CHECK(now.tv_sec > until.tv_sec || (now.tv_sec == until.tv_sec && now.tv_nsec >= until.tv_nsec));
   return NULL;
@@ -255,17 +255,17 @@ static void *os_timed(void *p) { return timed(p); }
 
 static void test_timeouts(void) {
   ito_thread_t a, b;
-  CHECK_EQ(ito__pt_create(&a, NULL, timed, (void *)(intptr_t)CLOCK_REALTIME), 0);
-  CHECK_EQ(ito__pt_create(&b, NULL, timed, (void *)(intptr_t)CLOCK_MONOTONIC), 0);
+  CHECK_EQ(ito__dropin_create(&a, NULL, timed, (void *)(intptr_t)CLOCK_REALTIME), 0);
+  CHECK_EQ(ito__dropin_create(&b, NULL, timed, (void *)(intptr_t)CLOCK_MONOTONIC), 0);
   CHECK_EQ(ito_join(a, NULL), 0);
   CHECK_EQ(ito_join(b, NULL), 0);
   pthread_t os;
   CHECK_EQ(pthread_create(&os, NULL, os_timed, (void *)(intptr_t)CLOCK_MONOTONIC), 0);
   CHECK_EQ(pthread_join(os, NULL), 0);
   struct timespec t = {0, 0};
-  CHECK_EQ(ito__pt_sleep_until(CLOCK_PROCESS_CPUTIME_ID, &t), EINVAL);
+  CHECK_EQ(ito__dropin_sleep_until(CLOCK_PROCESS_CPUTIME_ID, &t), EINVAL);
   t.tv_nsec = 1000000000L;
-  CHECK_EQ(ito__pt_sleep_until(CLOCK_MONOTONIC, &t), EINVAL);
+  CHECK_EQ(ito__dropin_sleep_until(CLOCK_MONOTONIC, &t), EINVAL);
 }
 
 int main(void) {
@@ -275,7 +275,7 @@ int main(void) {
   test_errno_and_pin();
   test_tags();
   test_timeouts();
-  CHECK_EQ(ito__pt_live(), 0);
-  printf("pt_api: all passed (%lu threads made through ito__pt_create)\n", ito__pt_created());
+  CHECK_EQ(ito__dropin_live(), 0);
+  printf("pt_api: all passed (%lu threads made through ito__dropin_create)\n", ito__dropin_created());
   return 0;
 }

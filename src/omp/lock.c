@@ -24,7 +24,7 @@ static unsigned free_head;      /* index + 1 of a free entry, 0: none */
 static int table_lock;
 
 static unsigned entry_new(void) {
-  ito__pt_lock(&table_lock);
+  ito__dropin_lock(&table_lock);
   unsigned idx;
   if (free_head) {
     idx = free_head - 1;
@@ -32,13 +32,13 @@ static unsigned entry_new(void) {
   } else {
     idx = nentries;
     if (idx / CHUNK >= MAX_CHUNKS) {
-      ito__pt_unlock(&table_lock);
+      ito__dropin_unlock(&table_lock);
       ito_omp_fatal("too many OpenMP locks alive at once (%u)", idx);
     }
     if (!chunks[idx / CHUNK]) {
       struct entry *c = calloc(CHUNK, sizeof *c);
       if (!c) {
-        ito__pt_unlock(&table_lock);
+        ito__dropin_unlock(&table_lock);
         ito_omp_fatal("out of memory for an OpenMP lock");
       }
       __atomic_store_n(&chunks[idx / CHUNK], c, __ATOMIC_RELEASE);
@@ -46,16 +46,16 @@ static unsigned entry_new(void) {
     __atomic_store_n(&nentries, nentries + 1, __ATOMIC_RELEASE);
   }
   ito_mutex_init(&chunks[idx / CHUNK][idx % CHUNK].m);
-  ito__pt_unlock(&table_lock);
+  ito__dropin_unlock(&table_lock);
   return idx + 1;
 }
 
 static void entry_free(unsigned id) {
-  ito__pt_lock(&table_lock);
+  ito__dropin_lock(&table_lock);
   unsigned idx = id - 1;
   chunks[idx / CHUNK][idx % CHUNK].next_free = free_head;
   free_head = id;
-  ito__pt_unlock(&table_lock);
+  ito__dropin_unlock(&table_lock);
 }
 
 static ito_mutex_t *mutex_of(unsigned id, const char *fn) {

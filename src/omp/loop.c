@@ -71,35 +71,35 @@ static bool take_split(struct ws *w, unsigned nth, unsigned id, unsigned long *i
                        unsigned long *i1) {
   struct range *mine = &w->ranges[id];
   unsigned long c = w->chunk;
-  ito__pt_lock(&mine->lock);
+  ito__dropin_lock(&mine->lock);
   if (mine->lo < mine->hi) {
     *i0 = mine->lo;
     *i1 = mine->hi - mine->lo > c ? mine->lo + c : mine->hi;
     mine->lo = *i1;
-    ito__pt_unlock(&mine->lock);
+    ito__dropin_unlock(&mine->lock);
     return true;
   }
-  ito__pt_unlock(&mine->lock);
+  ito__dropin_unlock(&mine->lock);
   for (unsigned k = 1; k < nth; k++) {
     struct range *v = &w->ranges[(id + k) % nth];
     if (__atomic_load_n(&v->lo, __ATOMIC_RELAXED) >= __atomic_load_n(&v->hi, __ATOMIC_RELAXED))
       continue;
-    ito__pt_lock(&v->lock);
+    ito__dropin_lock(&v->lock);
     unsigned long left = v->hi > v->lo ? v->hi - v->lo : 0;
     if (!left) {
-      ito__pt_unlock(&v->lock);
+      ito__dropin_unlock(&v->lock);
       continue;
     }
     unsigned long take = left <= c ? left : left / 2 < c ? c : left / 2;
     unsigned long a = v->hi - take, b = v->hi;
     v->hi = a;
-    ito__pt_unlock(&v->lock);
+    ito__dropin_unlock(&v->lock);
     *i0 = a;
     *i1 = b - a > c ? a + c : b;
-    ito__pt_lock(&mine->lock);
+    ito__dropin_lock(&mine->lock);
     mine->lo = *i1;
     mine->hi = b;
-    ito__pt_unlock(&mine->lock);
+    ito__dropin_unlock(&mine->lock);
     return true;
   }
   return false;

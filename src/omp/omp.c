@@ -190,7 +190,7 @@ __attribute__((constructor)) static void read_env(void) {
   pass_wait_policy();
   /* as many workers as the outermost team wants, at most the usable CPUs
    * (ITO_NUM_WORKERS overrides) */
-  if (omp_g.nlist) ito__pt_default_workers(omp_g.list[0]);
+  if (omp_g.nlist) ito__dropin_default_workers(omp_g.list[0]);
   init_root(); /* the program's initial task starts with these ICVs */
 }
 
@@ -221,11 +221,11 @@ void ito_omp_start(void) {
 }
 
 task *ito_omp_cur(void) {
-  void **slot = ito__pt_ctx();
+  void **slot = ito__dropin_ctx();
   if (LIKELY(slot)) return *slot ? (task *)*slot : &root_initial;
   if (!atomic_load_explicit(&started, memory_order_acquire)) {
     ito_omp_start(); /* on the main thread this makes it the root ito thread */
-    slot = ito__pt_ctx();
+    slot = ito__dropin_ctx();
     if (slot) return *slot ? (task *)*slot : &root_initial;
   }
   if (os_cur) return os_cur;
@@ -234,7 +234,7 @@ task *ito_omp_cur(void) {
 }
 
 void ito_omp_set_cur(task *t) {
-  void **slot = ito__pt_ctx();
+  void **slot = ito__dropin_ctx();
   if (slot)
     *slot = t == &root_initial ? NULL : t;
   else
@@ -251,16 +251,16 @@ void ito_omp_word_wait(_Atomic uint64_t *word, uint64_t wait_bit, int *qlock, vo
                        void **tail) {
   uint64_t mask = half_of(wait_bit);
   if (!(atomic_load_explicit(word, memory_order_acquire) & mask)) return;
-  ito__pt_lock(qlock);
+  ito__dropin_lock(qlock);
   uint64_t v = atomic_fetch_or_explicit(word, wait_bit, memory_order_acq_rel);
   while (v & mask) {
     /* whoever brings the half to zero sees the bit and wakes us under qlock */
-    ito__pt_wq_wait(qlock, head, tail, 0, CLOCK_MONOTONIC, NULL, NULL, NULL);
-    ito__pt_lock(qlock);
+    ito__dropin_wq_wait(qlock, head, tail, 0, CLOCK_MONOTONIC, NULL, NULL, NULL);
+    ito__dropin_lock(qlock);
     v = atomic_fetch_or_explicit(word, wait_bit, memory_order_acq_rel);
   }
   atomic_fetch_and_explicit(word, ~wait_bit, memory_order_relaxed);
-  ito__pt_unlock(qlock);
+  ito__dropin_unlock(qlock);
 }
 
 int ito_omp_kids_sub(_Atomic uint64_t *word, uint64_t d, int *qlock, void **head, void **tail) {
@@ -273,10 +273,10 @@ int ito_omp_kids_sub(_Atomic uint64_t *word, uint64_t d, int *qlock, void **head
   if (!wake) return zero;
   /* the owner is parked (or parking under qlock) and cannot leave before
    * this wake: it set the bit while the half was not zero */
-  ito__pt_lock(qlock);
-  void *list = ito__pt_wq_take(head, tail, -1);
-  ito__pt_unlock(qlock);
-  ito__pt_wq_wake(list);
+  ito__dropin_lock(qlock);
+  void *list = ito__dropin_wq_take(head, tail, -1);
+  ito__dropin_unlock(qlock);
+  ito__dropin_wq_wake(list);
   return zero;
 }
 
@@ -286,14 +286,14 @@ void ito_omp_wait_kids(task *t, uint64_t wait_bit) {
 
 void ito_omp_team_wait(team *tm, int (*pred)(void *), void *arg) {
   if (pred(arg)) return;
-  ito__pt_lock(&tm->cq_lock);
+  ito__dropin_lock(&tm->cq_lock);
   atomic_fetch_add_explicit(&tm->cq_waiters, 1, memory_order_seq_cst);
   while (!pred(arg)) {
-    ito__pt_wq_wait(&tm->cq_lock, &tm->cq_head, &tm->cq_tail, 0, CLOCK_MONOTONIC, NULL, NULL, NULL);
-    ito__pt_lock(&tm->cq_lock);
+    ito__dropin_wq_wait(&tm->cq_lock, &tm->cq_head, &tm->cq_tail, 0, CLOCK_MONOTONIC, NULL, NULL, NULL);
+    ito__dropin_lock(&tm->cq_lock);
   }
   atomic_fetch_sub_explicit(&tm->cq_waiters, 1, memory_order_relaxed);
-  ito__pt_unlock(&tm->cq_lock);
+  ito__dropin_unlock(&tm->cq_lock);
 }
 
 void ito_omp_team_notify(team *tm) {
@@ -302,10 +302,10 @@ void ito_omp_team_notify(team *tm) {
    * zero here means no waiter can miss the change. */
   atomic_thread_fence(memory_order_seq_cst);
   if (!atomic_load_explicit(&tm->cq_waiters, memory_order_relaxed)) return;
-  ito__pt_lock(&tm->cq_lock);
-  void *list = ito__pt_wq_take(&tm->cq_head, &tm->cq_tail, -1);
-  ito__pt_unlock(&tm->cq_lock);
-  ito__pt_wq_wake(list);
+  ito__dropin_lock(&tm->cq_lock);
+  void *list = ito__dropin_wq_take(&tm->cq_head, &tm->cq_tail, -1);
+  ito__dropin_unlock(&tm->cq_lock);
+  ito__dropin_wq_wake(list);
 }
 
 /* ---- the user API ------------------------------------------------------------------- */

@@ -8,7 +8,7 @@
 #define _GNU_SOURCE
 #include <ito/ito.h>
 
-#include "../pt_api.h"
+#include "../dropin/ito_dropin.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>

@@ -101,7 +101,7 @@ void ito_omp_deptab_free(task *t) {
 
 static void add_edge(struct dnode *p, struct dnode *n) {
   if (p == n) return;
-  ito__pt_lock(&p->lock);
+  ito__dropin_lock(&p->lock);
   if (!p->done) {
     if (p->nsucc == p->csucc) {
       p->csucc = p->csucc ? 2 * p->csucc : 4;
@@ -111,7 +111,7 @@ static void add_edge(struct dnode *p, struct dnode *n) {
     p->succ[p->nsucc++] = n;
     atomic_fetch_add_explicit(&n->npred, KID_ALIVE, memory_order_relaxed);
   }
-  ito__pt_unlock(&p->lock);
+  ito__dropin_unlock(&p->lock);
 }
 
 static void reader_add(struct dentry *d, struct dnode *n) {
@@ -206,13 +206,13 @@ static void dep_release(struct dnode *n) {
 
 /* The task's code finished: its successors lose a predecessor. */
 static void dep_complete(struct dnode *n) {
-  ito__pt_lock(&n->lock);
+  ito__dropin_lock(&n->lock);
   n->done = 1;
   struct dnode **succ = n->succ;
   unsigned ns = n->nsucc;
   n->succ = NULL;
   n->nsucc = n->csucc = 0;
-  ito__pt_unlock(&n->lock);
+  ito__dropin_unlock(&n->lock);
   for (unsigned i = 0; i < ns; i++) dep_release(succ[i]);
   free(succ);
   node_unref(n);
@@ -276,7 +276,7 @@ static void task_finish(task *t) {
 
 /* Entry of a task whose task and data are on its own stack. */
 static void task_entry(void *arg) {
-  task *t = arg; /* already the current task (ITO_PT_CTX_COPY) */
+  task *t = arg; /* already the current task (ITO_DROPIN_CTX_COPY) */
   t->fn(t->data);
   task_finish(t);
 }
@@ -292,11 +292,11 @@ static void heap_task_entry(void *arg) {
 }
 
 static void task_start_deferred(task *t) {
-  if (ito__pt_spawn(heap_task_entry, &t, sizeof t, _Alignof(task *), NULL, NULL))
+  if (ito__dropin_spawn(heap_task_entry, &t, sizeof t, _Alignof(task *), NULL, NULL))
     ito_omp_fatal("out of memory starting a task");
 }
 
-/* What the copy made by ito__pt_spawn is built from. */
+/* What the copy made by ito__dropin_spawn is built from. */
 struct create {
   task *parent;
   int final_;
@@ -349,7 +349,7 @@ static void run_inline(struct create *c, size_t align, struct dnode *node) {
   }
   if (node) dep_wait(node);
   /* the task runs on this stack, so its context word stays this one */
-  void **slot = ito__pt_ctx();
+  void **slot = ito__dropin_ctx();
   void *saved = NULL;
   if (slot) {
     saved = *slot;
@@ -389,7 +389,7 @@ static void create_task(struct create *c, size_t align, bool deferred, void **de
     return;
   }
   count_child(parent);
-  if (ito__pt_spawn(task_entry, c, c->off + c->size, a, build_child, ITO_PT_CTX_COPY)) {
+  if (ito__dropin_spawn(task_entry, c, c->off + c->size, a, build_child, ITO_DROPIN_CTX_COPY)) {
     /* no memory for a stack: run it here, uncounted */
     atomic_fetch_sub_explicit(&parent->kids, KID_BOTH, memory_order_relaxed);
     if (parent->tg) atomic_fetch_sub_explicit(&parent->tg->count, KID_ALIVE, memory_order_relaxed);
@@ -410,7 +410,7 @@ OMP_API void GOMP_task(void (*fn)(void *), void *data, void (*cpyfn)(void *, voi
    * INLINE_DEPTH continuations idle workers can take, a deferrable task
    * without dependences runs here as a call (an undeferred task). */
   if (LIKELY(if_clause && !(flags & 8) && !parent->final_) &&
-      ito__pt_stealable() >= INLINE_DEPTH) {
+      ito__dropin_stealable() >= INLINE_DEPTH) {
     run_inline(&c, align, NULL);
     return;
   }

@@ -20,7 +20,7 @@ static void split(team *tm, unsigned lo, unsigned hi) {
   while (hi - lo > 1) {
     unsigned mid = lo + (hi - lo) / 2;
     struct mstart s = {tm, mid, hi};
-    int rc = ito__pt_spawn(member_entry, &s, sizeof s, _Alignof(struct mstart), NULL, NULL);
+    int rc = ito__dropin_spawn(member_entry, &s, sizeof s, _Alignof(struct mstart), NULL, NULL);
     if (rc) ito_omp_fatal("cannot start a member of a team of %u threads (out of memory)", tm->n);
     hi = mid;
   }
@@ -85,11 +85,11 @@ static void team_init(team *tm, task *enc, unsigned n, void (*fn)(void *), void 
 static int bind_team(team *tm) {
   if (tm->level != 1 || tm->n < 2 || tm->encountering->kind != TASK_INITIAL) return -1;
   int w = ito_worker_id();
-  if (w < 0 || !ito__pt_ctx() || (int)tm->n > ito_num_workers()) return -1;
+  if (w < 0 || !ito__dropin_ctx() || (int)tm->n > ito_num_workers()) return -1;
   static _Atomic int home0 = -1; /* the initial thread's worker, kept from the first region */
   int h = atomic_load_explicit(&home0, memory_order_relaxed);
   if (h < 0 || h != w) {
-    if (ito__pt_home(w)) return -1;
+    if (ito__dropin_home(w)) return -1;
     atomic_store_explicit(&home0, w, memory_order_relaxed);
     h = w;
   }
@@ -111,7 +111,7 @@ static void team_begin(team *tm, task *t, void (*init)(struct ws *, void *, unsi
     int nw = ito_num_workers();
     for (unsigned i = 1; i < tm->n; i++) {
       struct mstart s = {tm, i, i + 1};
-      if (ito__pt_spawn_home((h + (int)i) % nw, member_entry, &s, sizeof s,
+      if (ito__dropin_spawn_home((h + (int)i) % nw, member_entry, &s, sizeof s,
                              _Alignof(struct mstart), NULL, NULL))
         ito_omp_fatal("cannot start a member of a team of %u threads (out of memory)", tm->n);
     }
@@ -183,20 +183,20 @@ void ito_omp_barrier(task *me) {
   unsigned phase = atomic_load_explicit(&tm->bar_phase, memory_order_acquire);
   if (atomic_fetch_add_explicit(&tm->bar_arrived, 1, memory_order_acq_rel) == tm->n - 1) {
     atomic_store_explicit(&tm->bar_arrived, 0, memory_order_relaxed);
-    ito__pt_lock(&tm->bar_lock);
+    ito__dropin_lock(&tm->bar_lock);
     atomic_store_explicit(&tm->bar_phase, phase + 1, memory_order_release);
-    void *list = ito__pt_wq_take(&tm->bar_head, &tm->bar_tail, -1);
-    ito__pt_unlock(&tm->bar_lock);
-    ito__pt_wq_wake(list);
+    void *list = ito__dropin_wq_take(&tm->bar_head, &tm->bar_tail, -1);
+    ito__dropin_unlock(&tm->bar_lock);
+    ito__dropin_wq_wake(list);
     return;
   }
-  ito__pt_lock(&tm->bar_lock);
+  ito__dropin_lock(&tm->bar_lock);
   while (atomic_load_explicit(&tm->bar_phase, memory_order_acquire) == phase) {
-    ito__pt_wq_wait(&tm->bar_lock, &tm->bar_head, &tm->bar_tail, 0, CLOCK_MONOTONIC, NULL, NULL,
+    ito__dropin_wq_wait(&tm->bar_lock, &tm->bar_head, &tm->bar_tail, 0, CLOCK_MONOTONIC, NULL, NULL,
                     NULL);
-    ito__pt_lock(&tm->bar_lock);
+    ito__dropin_lock(&tm->bar_lock);
   }
-  ito__pt_unlock(&tm->bar_lock);
+  ito__dropin_unlock(&tm->bar_lock);
 }
 
 OMP_API void GOMP_barrier(void) { ito_omp_barrier(ito_omp_cur()); }
@@ -244,9 +244,9 @@ struct ws *ito_omp_ws_enter(task *me, int *first) {
   }
   *first = 0;
   if (atomic_load_explicit(&w->ready, memory_order_acquire) == s + 1) return w;
-  ito__pt_lock(&w->lock);
+  ito__dropin_lock(&w->lock);
   if (atomic_load_explicit(&w->ready, memory_order_acquire) == s + 1) {
-    ito__pt_unlock(&w->lock);
+    ito__dropin_unlock(&w->lock);
     return w;
   }
   *first = 1; /* returns holding w->lock: the caller initialises, then publishes */
@@ -255,7 +255,7 @@ struct ws *ito_omp_ws_enter(task *me, int *first) {
 
 void ito_omp_ws_publish(task *me, struct ws *w) {
   atomic_store_explicit(&w->ready, me->ws_seq, memory_order_release); /* s + 1 */
-  ito__pt_unlock(&w->lock);
+  ito__dropin_unlock(&w->lock);
 }
 
 void ito_omp_ws_leave(task *me) {

@@ -44,7 +44,7 @@ static void *resolve(const char *name) {
 static void verify_report(void) {
   char buf[128];
   int n = snprintf(buf, sizeof buf, "ito-pthread: %lu threads ran as ito threads\n",
-                   ito__pt_created());
+                   ito__dropin_created());
   if (n > 0) {
     ssize_t r = write(2, buf, (size_t)n);
     (void)r;
@@ -99,8 +99,8 @@ void shim_init(void) {
   if (!off) {
     if (ito_key_create(&shim_cleanup_key, NULL) || ito_key_create(&shim_exit_key, NULL))
       die("ito-pthread: cannot create its thread-specific keys\n");
-    ito__pt_os_install(&os);
-    ito__pt_mode_on();
+    ito__dropin_os_install(&os);
+    ito__dropin_mode_on();
     /* the program's main thread keeps its own id when the runtime adopts
      * it as the root thread */
     if (syscall(SYS_gettid) == getpid()) shim_main_id = shim_real.pthread_self();
@@ -114,7 +114,7 @@ __attribute__((constructor)) static void shim_ctor(void) { shim_init(); }
 pthread_t shim_self(void) {
   ito_thread_t h = ito_self();
   if (!h) return shim_real.pthread_self();
-  if (ito__pt_is_root() && shim_main_id) return shim_main_id;
+  if (ito__dropin_is_root() && shim_main_id) return shim_main_id;
   return (pthread_t)h;
 }
 

@@ -16,7 +16,7 @@
 #define IO_CALL(name, ito_call, ...)                    \
   do {                                                  \
     SHIM_ENTER(name, __VA_ARGS__);                      \
-    if (!ito__pt_can_park()) return shim_real.name(__VA_ARGS__); \
+    if (!ito__dropin_can_park()) return shim_real.name(__VA_ARGS__); \
     return ito_call(__VA_ARGS__);                       \
   } while (0)
 
@@ -77,10 +77,10 @@ SHIM_EXPORT int close(int fd) {
  * itself reads it: an int and a long travel in the same register. */
 static int fcntl_view(int fd, int cmd, void *arg, int (*real)(int, int, ...)) {
   switch (cmd) {
-    case F_GETFL: return ito__pt_getfl(fd);
-    case F_SETFL: return ito__pt_setfl(fd, (int)(intptr_t)arg);
+    case F_GETFL: return ito__dropin_getfl(fd);
+    case F_SETFL: return ito__dropin_setfl(fd, (int)(intptr_t)arg);
     case F_DUPFD:
-    case F_DUPFD_CLOEXEC: return ito__pt_dupfd(fd, cmd, (int)(intptr_t)arg);
+    case F_DUPFD_CLOEXEC: return ito__dropin_dupfd(fd, cmd, (int)(intptr_t)arg);
     default: return real(fd, cmd, arg);
   }
 }
@@ -108,7 +108,7 @@ SHIM_EXPORT int ioctl(int fd, unsigned long req, ...) {
   void *arg = va_arg(ap, void *);
   va_end(ap);
   SHIM_ENTER(ioctl, fd, req, arg);
-  if (req == FIONBIO) return ito__pt_fionbio(fd, arg);
+  if (req == FIONBIO) return ito__dropin_fionbio(fd, arg);
   return shim_real.ioctl(fd, req, arg);
 }
 
@@ -119,15 +119,15 @@ SHIM_EXPORT int setsockopt(int fd, int level, int opt, const void *val, socklen_
 
 SHIM_EXPORT int dup(int fd) {
   SHIM_ENTER(dup, fd);
-  return ito__pt_dupfd(fd, 0, 0);
+  return ito__dropin_dupfd(fd, 0, 0);
 }
 SHIM_EXPORT int dup2(int oldfd, int newfd) {
   SHIM_ENTER(dup2, oldfd, newfd);
-  return ito__pt_dup3(oldfd, newfd, 0, 1);
+  return ito__dropin_dup3(oldfd, newfd, 0, 1);
 }
 SHIM_EXPORT int dup3(int oldfd, int newfd, int flags) {
   SHIM_ENTER(dup3, oldfd, newfd, flags);
-  return ito__pt_dup3(oldfd, newfd, flags, 0);
+  return ito__dropin_dup3(oldfd, newfd, flags, 0);
 }
 
 /* CLOSE_RANGE_UNSHARE gives the calling OS thread a file table of its own:
@@ -144,7 +144,7 @@ SHIM_EXPORT int close_range(unsigned first, unsigned last, int flags) {
     }
     return shim_real.close_range(first, last, flags);
   }
-  return ito__pt_close_range(first, last, flags);
+  return ito__dropin_close_range(first, last, flags);
 }
 
 /* glibc's closefrom calls its own close_range, past the shim: here the
@@ -153,7 +153,7 @@ SHIM_EXPORT int close_range(unsigned first, unsigned last, int flags) {
 SHIM_EXPORT void closefrom(int lowfd) {
   SHIM_ENTER(closefrom, lowfd);
   if (lowfd < 0) lowfd = 0;
-  if (ito__pt_close_range((unsigned)lowfd, ~0U, 0) == 0) return;
+  if (ito__dropin_close_range((unsigned)lowfd, ~0U, 0) == 0) return;
   long max = sysconf(_SC_OPEN_MAX);
   for (long fd = lowfd; fd < max; fd++) ito_close((int)fd);
 }
@@ -162,18 +162,18 @@ SHIM_EXPORT void closefrom(int lowfd) {
  * check is libc's (it aborts), the call ours. */
 SHIM_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen) {
   SHIM_ENTER(__read_chk, fd, buf, n, buflen);
-  if (n > buflen || !ito__pt_can_park()) return shim_real.__read_chk(fd, buf, n, buflen);
+  if (n > buflen || !ito__dropin_can_park()) return shim_real.__read_chk(fd, buf, n, buflen);
   return ito_read(fd, buf, n);
 }
 SHIM_EXPORT ssize_t __recv_chk(int fd, void *buf, size_t n, size_t buflen, int flags) {
   SHIM_ENTER(__recv_chk, fd, buf, n, buflen, flags);
-  if (n > buflen || !ito__pt_can_park()) return shim_real.__recv_chk(fd, buf, n, buflen, flags);
+  if (n > buflen || !ito__dropin_can_park()) return shim_real.__recv_chk(fd, buf, n, buflen, flags);
   return ito_recv(fd, buf, n, flags);
 }
 SHIM_EXPORT ssize_t __recvfrom_chk(int fd, void *buf, size_t n, size_t buflen, int flags,
                                    struct sockaddr *a, socklen_t *l) {
   SHIM_ENTER(__recvfrom_chk, fd, buf, n, buflen, flags, a, l);
-  if (n > buflen || !ito__pt_can_park())
+  if (n > buflen || !ito__dropin_can_park())
     return shim_real.__recvfrom_chk(fd, buf, n, buflen, flags, a, l);
   return ito_recvfrom(fd, buf, n, flags, a, l);
 }
@@ -183,7 +183,7 @@ SHIM_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout) {
 }
 SHIM_EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen) {
   SHIM_ENTER(__poll_chk, fds, n, timeout, fdslen);
-  if (fdslen / sizeof *fds < n || !ito__pt_can_park())
+  if (fdslen / sizeof *fds < n || !ito__dropin_can_park())
     return shim_real.__poll_chk(fds, n, timeout, fdslen);
   return ito_poll(fds, n, timeout);
 }

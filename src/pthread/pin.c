@@ -10,7 +10,7 @@
 
 static int pin_if_ito(void) {
   if (!ito_self()) return 0;
-  ito__pt_pin();
+  ito__dropin_pin();
   return 1;
 }
 
@@ -27,7 +27,7 @@ SHIM_EXPORT int ftrylockfile(FILE *f) {
   SHIM_ENTER(ftrylockfile, f);
   int pinned = pin_if_ito();
   int rc = shim_real.ftrylockfile(f);
-  if (rc != 0 && pinned) ito__pt_unpin();
+  if (rc != 0 && pinned) ito__dropin_unpin();
   return rc;
 }
 
@@ -37,7 +37,7 @@ SHIM_EXPORT void funlockfile(FILE *f) {
     if (shim_state == 2) return shim_real.funlockfile(f);
   }
   shim_real.funlockfile(f);
-  if (ito_self()) ito__pt_unpin();
+  if (ito_self()) ito__dropin_unpin();
 }
 
 /* A library's constructors run under the loader's lock; they may create
@@ -46,12 +46,12 @@ SHIM_EXPORT void *dlopen(const char *file, int mode) {
   SHIM_ENTER(dlopen, file, mode);
   int pinned = pin_if_ito();
   void *h = shim_real.dlopen(file, mode);
-  if (pinned) ito__pt_unpin();
+  if (pinned) ito__dropin_unpin();
   /* the C++ runtime may have come with it: its exception globals follow
    * lightweight threads from now on */
   if (h) {
     void *g = dlsym(RTLD_DEFAULT, "__cxa_get_globals");
-    if (g) ito__pt_set_eh((void *(*)(void))g);
+    if (g) ito__dropin_set_eh((void *(*)(void))g);
   }
   return h;
 }
@@ -60,7 +60,7 @@ SHIM_EXPORT int dlclose(void *h) {
   SHIM_ENTER(dlclose, h);
   int pinned = pin_if_ito();
   int rc = shim_real.dlclose(h);
-  if (pinned) ito__pt_unpin();
+  if (pinned) ito__dropin_unpin();
   return rc;
 }
 
@@ -68,6 +68,6 @@ SHIM_EXPORT int dl_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *)
   SHIM_ENTER(dl_iterate_phdr, cb, arg);
   int pinned = pin_if_ito();
   int rc = shim_real.dl_iterate_phdr(cb, arg);
-  if (pinned) ito__pt_unpin();
+  if (pinned) ito__dropin_unpin();
   return rc;
 }

@@ -48,22 +48,22 @@ SHIM_EXPORT int sem_post(sem_t *s) {
   SHIM_ENTER(sem_post, s);
   if (!ours(s)) return shim_real.sem_post(s);
   struct pt_sem *p = PS(s);
-  ito__pt_lock(&p->qlock);
+  ito__dropin_lock(&p->qlock);
   /* a waiter is handed the count directly */
-  void *w = ito__pt_wq_take(&p->head, &p->tail, 1);
+  void *w = ito__dropin_wq_take(&p->head, &p->tail, 1);
   if (!w) { /* takers decrement without the lock: atomic read-modify-writes only */
     unsigned v = __atomic_load_n(&p->value, __ATOMIC_RELAXED);
     do {
       if (v >= SEM_VALUE_MAX) {
-        ito__pt_unlock(&p->qlock);
+        ito__dropin_unlock(&p->qlock);
         errno = EOVERFLOW;
         return -1;
       }
     } while (!__atomic_compare_exchange_n(&p->value, &v, v + 1, 1, __ATOMIC_RELEASE,
                                           __ATOMIC_RELAXED));
   }
-  ito__pt_unlock(&p->qlock);
-  ito__pt_wq_wake(w);
+  ito__dropin_unlock(&p->qlock);
+  ito__dropin_wq_wake(w);
   return 0;
 }
 
@@ -82,12 +82,12 @@ static int sem_take(struct pt_sem *p, int try, clockid_t clock, const struct tim
   if (take_one(p)) return 0;
   if (try) return EAGAIN;
   if (abs && shim_bad_time(abs)) return EINVAL;
-  ito__pt_lock(&p->qlock);
+  ito__dropin_lock(&p->qlock);
   if (take_one(p)) {
-    ito__pt_unlock(&p->qlock);
+    ito__dropin_unlock(&p->qlock);
     return 0;
   }
-  return ito__pt_wq_wait(&p->qlock, &p->head, &p->tail, 0, clock, abs, NULL, NULL);
+  return ito__dropin_wq_wait(&p->qlock, &p->head, &p->tail, 0, clock, abs, NULL, NULL);
 }
 
 static int sem_result(int rc) {

@@ -6,7 +6,7 @@
 #define ITO_SHIM_H
 
 #define _GNU_SOURCE
-#include "../pt_api.h"
+#include "../dropin/ito_dropin.h"
 
 #include <errno.h>
 #include <link.h>

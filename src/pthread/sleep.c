@@ -6,12 +6,12 @@
 static int sleep_for(long long ns) {
   if (ns <= 0) return ito_yield();
   struct timespec until = shim_deadline(CLOCK_MONOTONIC, ns);
-  return ito__pt_sleep_until(CLOCK_MONOTONIC, &until);
+  return ito__dropin_sleep_until(CLOCK_MONOTONIC, &until);
 }
 
 SHIM_EXPORT int nanosleep(const struct timespec *req, struct timespec *rem) {
   SHIM_ENTER(nanosleep, req, rem);
-  if (!ito__pt_can_park()) return shim_real.nanosleep(req, rem);
+  if (!ito__dropin_can_park()) return shim_real.nanosleep(req, rem);
   if (!req || req->tv_sec < 0 || shim_bad_time(req)) {
     errno = EINVAL;
     return -1;
@@ -24,35 +24,35 @@ SHIM_EXPORT int nanosleep(const struct timespec *req, struct timespec *rem) {
 SHIM_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespec *req,
                                 struct timespec *rem) {
   SHIM_ENTER(clock_nanosleep, clock, flags, req, rem);
-  if (!ito__pt_can_park() || !shim_clock_ok(clock))
+  if (!ito__dropin_can_park() || !shim_clock_ok(clock))
     return shim_real.clock_nanosleep(clock, flags, req, rem);
   if (!req || req->tv_sec < 0 || shim_bad_time(req)) return EINVAL;
-  if (flags & TIMER_ABSTIME) return ito__pt_sleep_until(clock, req);
+  if (flags & TIMER_ABSTIME) return ito__dropin_sleep_until(clock, req);
   long long ns = (long long)req->tv_sec * 1000000000LL + req->tv_nsec;
   if (ns == 0) return ito_yield();
   struct timespec until = shim_deadline(clock, ns);
-  int rc = ito__pt_sleep_until(clock, &until);
+  int rc = ito__dropin_sleep_until(clock, &until);
   if (rem) rem->tv_sec = 0, rem->tv_nsec = 0;
   return rc;
 }
 
 SHIM_EXPORT int usleep(useconds_t us) {
   SHIM_ENTER(usleep, us);
-  if (!ito__pt_can_park()) return shim_real.usleep(us);
+  if (!ito__dropin_can_park()) return shim_real.usleep(us);
   sleep_for((long long)us * 1000);
   return 0;
 }
 
 SHIM_EXPORT unsigned sleep(unsigned s) {
   SHIM_ENTER(sleep, s);
-  if (!ito__pt_can_park()) return shim_real.sleep(s);
+  if (!ito__dropin_can_park()) return shim_real.sleep(s);
   sleep_for((long long)s * 1000000000LL);
   return 0;
 }
 
 SHIM_EXPORT int sched_yield(void) {
   SHIM_ENTER(sched_yield);
-  if (!ito__pt_can_park()) return shim_real.sched_yield();
+  if (!ito__dropin_can_park()) return shim_real.sched_yield();
   return ito_yield();
 }
 
@@ -61,6 +61,6 @@ SHIM_EXPORT int sched_yield(void) {
 SHIM_EXPORT int shim_pthread_yield(void) __asm__("pthread_yield");
 int shim_pthread_yield(void) {
   SHIM_ENTER(pthread_yield);
-  if (!ito__pt_can_park()) return shim_real.sched_yield();
+  if (!ito__dropin_can_park()) return shim_real.sched_yield();
   return ito_yield();
 }

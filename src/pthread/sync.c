@@ -39,12 +39,12 @@ _Static_assert(offsetof(struct pt_mutex, kind) == 16, "the kind stays at glibc's
 /* The contended halves are the runtime's, shared with ito_mutex_t. */
 static inline int acquire(struct pt_mutex *m, clockid_t clock, const struct timespec *abs) {
   if (LIKELY(cas(&m->state, 0, 1))) return 0;
-  return ito__pt_lock_slow(&m->state, &m->qlock, &m->head, &m->tail, clock, abs);
+  return ito__dropin_lock_slow(&m->state, &m->qlock, &m->head, &m->tail, clock, abs);
 }
 
 static inline void release(struct pt_mutex *m) {
   if (UNLIKELY(__atomic_exchange_n(&m->state, 0, __ATOMIC_RELEASE) == 2))
-    ito__pt_unlock_wake(&m->qlock, &m->head, &m->tail);
+    ito__dropin_unlock_wake(&m->qlock, &m->head, &m->tail);
 }
 
 static inline uint64_t self_id(void) { return (uint64_t)shim_self(); }
@@ -229,8 +229,8 @@ static int cond_wait(struct pt_cond *c, struct pt_mutex *m, clockid_t clock,
                      const struct timespec *abs) {
   if (abs && shim_bad_time(abs)) return EINVAL;
   struct cond_unlock u = {m, 0};
-  ito__pt_lock(&c->qlock);
-  int r = ito__pt_wq_wait(&c->qlock, &c->head, &c->tail, 0, clock, abs, cond_release, &u);
+  ito__dropin_lock(&c->qlock);
+  int r = ito__dropin_wq_wait(&c->qlock, &c->head, &c->tail, 0, clock, abs, cond_release, &u);
   if (r == EPERM) return EPERM;
   acquire(m, CLOCK_REALTIME, NULL);
   if (u.depth) {
@@ -261,10 +261,10 @@ SHIM_EXPORT int pthread_cond_clockwait(pthread_cond_t *pc, pthread_mutex_t *pm, 
 
 static int cond_wake(struct pt_cond *c, int n) {
   if (!__atomic_load_n(&c->head, __ATOMIC_RELAXED)) return 0;
-  ito__pt_lock(&c->qlock);
-  void *w = ito__pt_wq_take(&c->head, &c->tail, n);
-  ito__pt_unlock(&c->qlock);
-  ito__pt_wq_wake(w);
+  ito__dropin_lock(&c->qlock);
+  void *w = ito__dropin_wq_take(&c->head, &c->tail, n);
+  ito__dropin_unlock(&c->qlock);
+  ito__dropin_wq_wake(w);
   return 0;
 }
 
@@ -299,15 +299,15 @@ enum { TAG_READ = 1, TAG_WRITE = 2 };
 
 /* Under qlock: the waiters that may now enter, with state set for them. */
 static void *rw_grant(struct pt_rwlock *l) {
-  int tag = ito__pt_wq_head_tag(&l->head);
+  int tag = ito__dropin_wq_head_tag(&l->head);
   if (tag == TAG_WRITE && l->state == 0) {
     l->state = -1;
     l->wwait--;
-    return ito__pt_wq_take(&l->head, &l->tail, 1);
+    return ito__dropin_wq_take(&l->head, &l->tail, 1);
   }
   if (tag == TAG_READ && l->state >= 0) {
     int n;
-    void *w = ito__pt_wq_take_tag(&l->head, &l->tail, TAG_READ, &n);
+    void *w = ito__dropin_wq_take_tag(&l->head, &l->tail, TAG_READ, &n);
     l->state += n;
     return w;
   }
@@ -315,10 +315,10 @@ static void *rw_grant(struct pt_rwlock *l) {
 }
 
 static int rw_rdlock(struct pt_rwlock *l, int try, clockid_t clock, const struct timespec *abs) {
-  ito__pt_lock(&l->qlock);
+  ito__dropin_lock(&l->qlock);
   if (l->state >= 0 && (l->kind != 2 || l->wwait == 0) && l->state < INT_MAX) {
     l->state++;
-    ito__pt_unlock(&l->qlock);
+    ito__dropin_unlock(&l->qlock);
     return 0;
   }
   int rc = 0;
@@ -331,19 +331,19 @@ static int rw_rdlock(struct pt_rwlock *l, int try, clockid_t clock, const struct
   else if (abs && shim_bad_time(abs))
     rc = EINVAL;
   if (rc) {
-    ito__pt_unlock(&l->qlock);
+    ito__dropin_unlock(&l->qlock);
     return rc;
   }
-  return ito__pt_wq_wait(&l->qlock, &l->head, &l->tail, TAG_READ, clock, abs, NULL, NULL);
+  return ito__dropin_wq_wait(&l->qlock, &l->head, &l->tail, TAG_READ, clock, abs, NULL, NULL);
 }
 
 static int rw_wrlock(struct pt_rwlock *l, int try, clockid_t clock, const struct timespec *abs) {
   uint64_t me = self_id();
-  ito__pt_lock(&l->qlock);
+  ito__dropin_lock(&l->qlock);
   if (l->state == 0 && !l->head) {
     l->state = -1;
     __atomic_store_n(&l->owner, me, __ATOMIC_RELAXED);
-    ito__pt_unlock(&l->qlock);
+    ito__dropin_unlock(&l->qlock);
     return 0;
   }
   int rc = 0;
@@ -354,20 +354,20 @@ static int rw_wrlock(struct pt_rwlock *l, int try, clockid_t clock, const struct
   else if (abs && shim_bad_time(abs))
     rc = EINVAL;
   if (rc) {
-    ito__pt_unlock(&l->qlock);
+    ito__dropin_unlock(&l->qlock);
     return rc;
   }
   l->wwait++;
-  if (ito__pt_wq_wait(&l->qlock, &l->head, &l->tail, TAG_WRITE, clock, abs, NULL, NULL) == 0) {
+  if (ito__dropin_wq_wait(&l->qlock, &l->head, &l->tail, TAG_WRITE, clock, abs, NULL, NULL) == 0) {
     __atomic_store_n(&l->owner, me, __ATOMIC_RELAXED);
     return 0;
   }
   /* timed out: readers queued behind this writer may now enter */
-  ito__pt_lock(&l->qlock);
+  ito__dropin_lock(&l->qlock);
   l->wwait--;
   void *w = rw_grant(l);
-  ito__pt_unlock(&l->qlock);
-  ito__pt_wq_wake(w);
+  ito__dropin_unlock(&l->qlock);
+  ito__dropin_wq_wake(w);
   return ETIMEDOUT;
 }
 
@@ -436,19 +436,19 @@ SHIM_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *pl, clockid_t clock
 SHIM_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *pl) {
   SHIM_ENTER(pthread_rwlock_unlock, pl);
   struct pt_rwlock *l = PRW(pl);
-  ito__pt_lock(&l->qlock);
+  ito__dropin_lock(&l->qlock);
   if (l->state == -1) {
     l->state = 0;
     __atomic_store_n(&l->owner, 0, __ATOMIC_RELAXED);
   } else if (l->state > 0) {
     l->state--;
   } else {
-    ito__pt_unlock(&l->qlock);
+    ito__dropin_unlock(&l->qlock);
     return EPERM;
   }
   void *w = l->state == 0 ? rw_grant(l) : NULL;
-  ito__pt_unlock(&l->qlock);
-  ito__pt_wq_wake(w);
+  ito__dropin_unlock(&l->qlock);
+  ito__dropin_wq_wake(w);
   return 0;
 }
 
@@ -495,7 +495,7 @@ SHIM_EXPORT int pthread_spin_lock(pthread_spinlock_t *s) {
   int *p = (int *)s;
   for (unsigned n = 1;; n++) {
     if (__atomic_load_n(p, __ATOMIC_RELAXED) == 0 && cas(p, 0, 1)) return 0;
-    if (n % 1000 == 0 && ito__pt_can_park())
+    if (n % 1000 == 0 && ito__dropin_can_park())
       ito_yield(); /* the holder may be waiting for this worker */
     else
       relax();
@@ -519,10 +519,10 @@ static int once_qlock;
 static void *once_head, *once_tail;
 
 static void once_wake_all(void) {
-  ito__pt_lock(&once_qlock);
-  void *w = ito__pt_wq_take(&once_head, &once_tail, -1);
-  ito__pt_unlock(&once_qlock);
-  ito__pt_wq_wake(w);
+  ito__dropin_lock(&once_qlock);
+  void *w = ito__dropin_wq_take(&once_head, &once_tail, -1);
+  ito__dropin_unlock(&once_qlock);
+  ito__dropin_wq_wake(w);
 }
 
 /* The function left by an exception (or a forced unwind): the once is new
@@ -548,11 +548,11 @@ SHIM_EXPORT int pthread_once(pthread_once_t *o, void (*fn)(void)) {
       once_wake_all();
       return 0;
     }
-    ito__pt_lock(&once_qlock);
+    ito__dropin_lock(&once_qlock);
     if (__atomic_load_n(p, __ATOMIC_ACQUIRE) == 1)
-      ito__pt_wq_wait(&once_qlock, &once_head, &once_tail, 0, CLOCK_MONOTONIC, NULL, NULL, NULL);
+      ito__dropin_wq_wait(&once_qlock, &once_head, &once_tail, 0, CLOCK_MONOTONIC, NULL, NULL, NULL);
     else
-      ito__pt_unlock(&once_qlock);
+      ito__dropin_unlock(&once_qlock);
   }
 }
 

@@ -21,7 +21,7 @@ static size_t default_stacksize(void) {
 }
 
 /* Reads a pthread attribute into the runtime's; 0 or the error to return. */
-static int read_attr(const pthread_attr_t *attr, struct ito_pt_attr *a) {
+static int read_attr(const pthread_attr_t *attr, struct ito_dropin_attr *a) {
   memset(a, 0, sizeof *a);
   if (!attr) return 0;
   int ds = PTHREAD_CREATE_JOINABLE;
@@ -61,11 +61,11 @@ static int read_attr(const pthread_attr_t *attr, struct ito_pt_attr *a) {
 SHIM_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
                                void *(*fn)(void *), void *arg) {
   SHIM_ENTER(pthread_create, thread, attr, fn, arg);
-  struct ito_pt_attr a;
+  struct ito_dropin_attr a;
   int rc = read_attr(attr, &a);
   if (rc) return rc;
   ito_thread_t h;
-  rc = ito__pt_create(&h, attr ? &a : NULL, fn, arg);
+  rc = ito__dropin_create(&h, attr ? &a : NULL, fn, arg);
   if (rc == 0) *thread = (pthread_t)h;
   return rc;
 }
@@ -73,7 +73,7 @@ SHIM_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
 SHIM_EXPORT int pthread_join(pthread_t t, void **ret) {
   SHIM_ENTER(pthread_join, t, ret);
   if (!is_ito(t)) return shim_real.pthread_join(t, ret);
-  int rc = ito__pt_check((ito_thread_t)t);
+  int rc = ito__dropin_check((ito_thread_t)t);
   if (rc) return rc;
   return ito_join((ito_thread_t)t, ret);
 }
@@ -81,19 +81,19 @@ SHIM_EXPORT int pthread_join(pthread_t t, void **ret) {
 SHIM_EXPORT int pthread_tryjoin_np(pthread_t t, void **ret) {
   SHIM_ENTER(pthread_tryjoin_np, t, ret);
   if (!is_ito(t)) return shim_real.pthread_tryjoin_np(t, ret);
-  int rc = ito__pt_check((ito_thread_t)t);
+  int rc = ito__dropin_check((ito_thread_t)t);
   if (rc) return rc;
-  return ito__pt_tryjoin((ito_thread_t)t, ret);
+  return ito__dropin_tryjoin((ito_thread_t)t, ret);
 }
 
 /* Timed joins poll every millisecond (docs/dropin.md section 6). */
 static int timed_join(pthread_t t, void **ret, clockid_t clock, const struct timespec *abs) {
-  int rc = ito__pt_check((ito_thread_t)t);
+  int rc = ito__dropin_check((ito_thread_t)t);
   if (rc) return rc;
   if (abs && shim_bad_time(abs)) return EINVAL;
   if (!shim_clock_ok(clock)) return EINVAL;
   for (;;) {
-    rc = ito__pt_tryjoin((ito_thread_t)t, ret);
+    rc = ito__dropin_tryjoin((ito_thread_t)t, ret);
     if (rc != EBUSY) return rc;
     struct timespec now;
     clock_gettime(clock, &now);
@@ -121,7 +121,7 @@ SHIM_EXPORT int pthread_clockjoin_np(pthread_t t, void **ret, clockid_t clock,
 SHIM_EXPORT int pthread_detach(pthread_t t) {
   SHIM_ENTER(pthread_detach, t);
   if (!is_ito(t)) return shim_real.pthread_detach(t);
-  int rc = ito__pt_check((ito_thread_t)t);
+  int rc = ito__dropin_check((ito_thread_t)t);
   if (rc) return rc;
   return ito_detach((ito_thread_t)t);
 }
@@ -139,10 +139,10 @@ SHIM_EXPORT void pthread_exit(void *value) {
 }
 
 void shim_exit_thread(void *value) {
-  if (ito__pt_is_root()) {
+  if (ito__dropin_is_root()) {
     /* main ends: the process lives on until the other threads are done,
      * then exits with status 0, as glibc does after the last thread */
-    while (ito__pt_live() > 0) {
+    while (ito__dropin_live() > 0) {
       struct timespec ms = {0, 1000000};
       ito_nanosleep(&ms);
     }
@@ -161,7 +161,7 @@ SHIM_EXPORT int pthread_equal(pthread_t a, pthread_t b) { return a == b; }
 SHIM_EXPORT int pthread_kill(pthread_t t, int sig) {
   SHIM_ENTER(pthread_kill, t, sig);
   if (!is_ito(t)) return shim_real.pthread_kill(t, sig);
-  int rc = ito__pt_check((ito_thread_t)t);
+  int rc = ito__dropin_check((ito_thread_t)t);
   if (rc == ESRCH) return ESRCH;
   if (sig == 0) return 0;
   return REFUSE("pthread_kill", "sending a signal to a lightweight thread",
@@ -171,7 +171,7 @@ SHIM_EXPORT int pthread_kill(pthread_t t, int sig) {
 SHIM_EXPORT int pthread_sigqueue(pthread_t t, int sig, const union sigval v) {
   SHIM_ENTER(pthread_sigqueue, t, sig, v);
   if (!is_ito(t)) return shim_real.pthread_sigqueue(t, sig, v);
-  if (ito__pt_check((ito_thread_t)t) == ESRCH) return ESRCH;
+  if (ito__dropin_check((ito_thread_t)t) == ESRCH) return ESRCH;
   if (sig == 0) return 0;
   return REFUSE("pthread_sigqueue", "sending a signal to a lightweight thread",
                 "any worker may run it; use sigqueue(getpid(), ...)", ENOTSUP);
@@ -207,13 +207,13 @@ SHIM_EXPORT void pthread_testcancel(void) {
 SHIM_EXPORT int pthread_getattr_np(pthread_t t, pthread_attr_t *attr) {
   SHIM_ENTER(pthread_getattr_np, t, attr);
   if (!is_ito(t)) return shim_real.pthread_getattr_np(t, attr);
-  int rc = ito__pt_check((ito_thread_t)t);
+  int rc = ito__dropin_check((ito_thread_t)t);
   if (rc == ESRCH) return ESRCH;
   rc = pthread_attr_init(attr);
   if (rc) return rc;
   void *lo;
   size_t size;
-  if ((ito_thread_t)t == ito_self() && ito__pt_stack(&lo, &size) == 0)
+  if ((ito_thread_t)t == ito_self() && ito__dropin_stack(&lo, &size) == 0)
     pthread_attr_setstack(attr, lo, size);
   return 0;
 }
@@ -223,14 +223,14 @@ SHIM_EXPORT int pthread_setname_np(pthread_t t, const char *name) {
   if (!is_ito(t)) return shim_real.pthread_setname_np(t, name);
   if (shim_null(name)) return EINVAL;
   if (strlen(name) > 15) return ERANGE;
-  return ito__pt_check((ito_thread_t)t) == ESRCH ? ESRCH : 0; /* names are not kept */
+  return ito__dropin_check((ito_thread_t)t) == ESRCH ? ESRCH : 0; /* names are not kept */
 }
 
 SHIM_EXPORT int pthread_getname_np(pthread_t t, char *buf, size_t len) {
   SHIM_ENTER(pthread_getname_np, t, buf, len);
   if (!is_ito(t)) return shim_real.pthread_getname_np(t, buf, len);
   if (len < 16) return ERANGE;
-  if (ito__pt_check((ito_thread_t)t) == ESRCH) return ESRCH;
+  if (ito__dropin_check((ito_thread_t)t) == ESRCH) return ESRCH;
   strcpy(buf, "ito");
   return 0;
 }

@@ -98,14 +98,14 @@ else
 fi
 
 # The exported symbols (docs/dropin.md section 10): libito.so exports the
-# public ABI under ITO_0.1 and the shim's entry points under ITO_PRIVATE_0.1,
+# public ABI under ITO_0.1 and the shim's entry points under ITO_DROPIN_0.1,
 # nothing else; the shim's interposers carry no version.
 command -v objdump >/dev/null || fail "objdump not found"
 bad=$(objdump -T "$prefix/lib/libito.so" | awk '$2 == "g" && $0 !~ /\*UND\*/ {
         ver = $(NF-1); name = $NF
         if (name == ver) next  # the version node itself
         if (ver == "ITO_0.1" && name ~ /^ito_[a-z]/) next
-        if (ver == "ITO_PRIVATE_0.1" && name ~ /^ito__pt_/) next
+        if (ver == "ITO_DROPIN_0.1" && name ~ /^ito__dropin_/) next
         print ver, name }')
 [ -z "$bad" ] || fail "libito.so exports symbols outside its version nodes: $bad"
 versioned=$(objdump -T "$prefix/lib/libito-pthread.so" | awk '$0 !~ /\*UND\*/ && $NF ~ /^pthread_create$/ { print $(NF-1) }')

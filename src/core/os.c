@@ -1,5 +1,5 @@
 /* The libc calls of the runtime, through one table (struct ito_os, see
- * src/pt_api.h and docs/dropin.md section 2). Without the shim the table
+ * src/dropin/ito_dropin.h and docs/dropin.md section 2). Without the shim the table
  * holds the link-time addresses, so sanitizer interceptors stay in the
  * path; the shim installs libc's own definitions before the runtime starts,
  * since its interposers would otherwise catch the runtime's calls. */
@@ -23,9 +23,9 @@ struct ito_os ito__os = {
     .sigaction = sigaction,
 };
 
-int ito__pt_mode;
+int ito__dropin_mode;
 
-void ito__pt_os_install(const struct ito_os *os) {
+void ito__dropin_os_install(const struct ito_os *os) {
   if (__atomic_load_n(&ito__rt.state, __ATOMIC_ACQUIRE) != 0)
     ito__fatal("the pthread library was set up after the runtime started; load libito-pthread.so "
                "with LD_PRELOAD or link it before libito");
@@ -44,4 +44,4 @@ void ito__pt_os_install(const struct ito_os *os) {
 #undef TAKE
 }
 
-void ito__pt_mode_on(void) { ito__pt_mode = 1; }
+void ito__dropin_mode_on(void) { ito__dropin_mode = 1; }

@@ -520,11 +520,11 @@ int ito_yield(void) {
   return 0;
 }
 
-/* ---- the pthread library's entry points (src/pt_api.h) -------------------------- */
+/* ---- the pthread library's entry points (src/dropin/ito_dropin.h) -------------------------- */
 
 static unsigned long pt_created;
 
-int ito__pt_check(ito_thread_t h) {
+int ito__dropin_check(ito_thread_t h) {
   ithread *t = ito__thread_of(h);
   if (!t) return ESRCH;
   int fl = __atomic_load_n(&t->flags, __ATOMIC_ACQUIRE);
@@ -533,7 +533,7 @@ int ito__pt_check(ito_thread_t h) {
   return (fl & TH_ROOT) ? EINVAL : 0;
 }
 
-int ito__pt_tryjoin(ito_thread_t h, void **result) {
+int ito__dropin_tryjoin(ito_thread_t h, void **result) {
   ithread *t = ito__thread_of(h);
   if (!t) return ESRCH;
   int s = __atomic_load_n(&t->sync, __ATOMIC_ACQUIRE);
@@ -544,12 +544,12 @@ int ito__pt_tryjoin(ito_thread_t h, void **result) {
   return ito_join(h, result);
 }
 
-int ito__pt_is_root(void) {
+int ito__dropin_is_root(void) {
   worker *w = cur_worker();
   return w && w->cur && w->cur->thread && (w->cur->thread->flags & TH_ROOT);
 }
 
-int ito__pt_stack(void **lo, size_t *size) {
+int ito__dropin_stack(void **lo, size_t *size) {
   worker *w = cur_worker();
   if (!w || !w->cur || !w->cur->thread) return ESRCH;
   fiber *f = fiber_of(w->cur->thread); /* the fiber the thread started on */
@@ -558,20 +558,20 @@ int ito__pt_stack(void **lo, size_t *size) {
   return 0;
 }
 
-long ito__pt_live(void) { return ito__live_threads(); }
-unsigned long ito__pt_created(void) { return __atomic_load_n(&pt_created, __ATOMIC_RELAXED); }
+long ito__dropin_live(void) { return ito__live_threads(); }
+unsigned long ito__dropin_created(void) { return __atomic_load_n(&pt_created, __ATOMIC_RELAXED); }
 
-void ito__pt_pin(void) {
+void ito__dropin_pin(void) {
   worker *w = cur_worker();
   if (w && w->cur && w->cur->thread) w->cur->thread->pin++;
 }
-void ito__pt_unpin(void) {
+void ito__dropin_unpin(void) {
   worker *w = cur_worker();
   if (w && w->cur && w->cur->thread && w->cur->thread->pin > 0) w->cur->thread->pin--;
 }
-int ito__pt_can_park(void) { return parkable(cur_worker()) != NULL; }
+int ito__dropin_can_park(void) { return parkable(cur_worker()) != NULL; }
 
-int ito__pt_create(ito_thread_t *out, const struct ito_pt_attr *a, void *(*fn)(void *),
+int ito__dropin_create(ito_thread_t *out, const struct ito_dropin_attr *a, void *(*fn)(void *),
                    void *arg) {
   if (!fn) return EINVAL;
   if (UNLIKELY(__atomic_load_n(&ito__rt.state, __ATOMIC_ACQUIRE) != 2)) ito__ensure();
@@ -656,7 +656,7 @@ static inline int spawn(void (*fn)(void *), const void *arg, size_t size, size_t
     c->heap = NULL;
     ithread *t = &f->th; /* fresh: see thread_release */
     f->thread = t;
-    f->ctx = ctx == ITO_PT_CTX_COPY ? data : ctx;
+    f->ctx = ctx == ITO_DROPIN_CTX_COPY ? data : ctx;
     mark_anon(t);
     live_add(w, 1);
     san_enter(f);
@@ -678,7 +678,7 @@ static inline int spawn(void (*fn)(void *), const void *arg, size_t size, size_t
     free(blk);
     return EAGAIN;
   }
-  f->ctx = ctx == ITO_PT_CTX_COPY ? c->data : ctx;
+  f->ctx = ctx == ITO_DROPIN_CTX_COPY ? c->data : ctx;
   if (home >= 0) {
     f->home = ito__rt.workers[home];
     __atomic_store_n(&ito__rt.homes, 1, __ATOMIC_RELAXED);
@@ -689,19 +689,19 @@ static inline int spawn(void (*fn)(void *), const void *arg, size_t size, size_t
                    pinned || home >= 0 || size > 4096 || align > 4096);
 }
 
-int ito__pt_spawn(void (*fn)(void *), const void *arg, size_t size, size_t align,
+int ito__dropin_spawn(void (*fn)(void *), const void *arg, size_t size, size_t align,
                   void (*cpy)(void *, void *), void *ctx) {
   return spawn(fn, arg, size, align, cpy, ctx, -1);
 }
 
-int ito__pt_spawn_home(int home, void (*fn)(void *), const void *arg, size_t size, size_t align,
+int ito__dropin_spawn_home(int home, void (*fn)(void *), const void *arg, size_t size, size_t align,
                        void (*cpy)(void *, void *), void *ctx) {
   if (UNLIKELY(__atomic_load_n(&ito__rt.state, __ATOMIC_ACQUIRE) != 2)) ito__ensure();
   if (home < 0 || home >= ito__rt.nworkers) return EINVAL;
   return spawn(fn, arg, size, align, cpy, ctx, home);
 }
 
-int ito__pt_home(int home) {
+int ito__dropin_home(int home) {
   worker *w = cur_worker();
   if (!w || !w->cur) return ESRCH;
   if (home >= ito__rt.nworkers) return EINVAL;
@@ -716,12 +716,12 @@ int ito__pt_home(int home) {
   return 0;
 }
 
-void **ito__pt_ctx(void) {
+void **ito__dropin_ctx(void) {
   worker *w = cur_worker();
   return w && w->cur ? &w->cur->ctx : NULL;
 }
 
-int ito__pt_stealable(void) {
+int ito__dropin_stealable(void) {
   worker *w = cur_worker();
   if (!w || !w->cur) return 0;
   uint64_t t = atomic_load_explicit(&w->tail, memory_order_relaxed);

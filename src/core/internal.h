@@ -5,7 +5,7 @@
 
 #include <ito/ito.h>
 
-#include "pt_api.h"
+#include "../dropin/ito_dropin.h"
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -110,12 +110,12 @@ typedef struct ithread {
   void *arg;
   void *result;
   void **keys;              /* ITO_KEYS_MAX slots, allocated on first set */
-  int pin;                  /* > 0: stays on its OS thread (ito__pt_pin) */
+  int pin;                  /* > 0: stays on its OS thread (ito__dropin_pin) */
 } ithread;
 
 enum { TS_RUNNING = 0, TS_EXITING = 1, TS_DONE = 2, TS_CLAIMED = 3 };
 #define JOINER_DETACHED ((waiter *)1)
-/* TH_ANON: detached from birth and never handed out (ito__pt_spawn) */
+/* TH_ANON: detached from birth and never handed out (ito__dropin_spawn) */
 enum { TH_ROOT = 1, TH_DETACHED = 2, TH_ANON = 4 };
 
 /* ---- fibers: a stack and a saved context ------------------------------- */
@@ -126,9 +126,9 @@ typedef struct __attribute__((aligned(64))) fiber {
   char *map;                /* start of the mapping (guard page first), NULL: not ours */
   size_t maplen;
   ithread *thread;          /* the lightweight thread this fiber runs for */
-  void *ctx;                /* a layer's word for the code on this stack (ito__pt_ctx):
+  void *ctx;                /* a layer's word for the code on this stack (ito__dropin_ctx):
                                libito-omp.so keeps its current task here */
-  struct worker *home;      /* non-NULL: runs only on this worker (ito__pt_home); when
+  struct worker *home;      /* non-NULL: runs only on this worker (ito__dropin_home); when
                                ready it goes to the home's mail, never to a queue
                                thieves take from, and its creates queue the child */
   struct fiber *next;       /* ready queue / free list */
@@ -241,7 +241,7 @@ static inline int deque_full(const worker *w, uint64_t t) {
 typedef struct runtime {
   int state;                        /* 0 off, 1 starting, 2 running, 3 stopping */
   int nworkers;
-  int homes;                        /* some fiber has had a home worker (ito__pt_home) */
+  int homes;                        /* some fiber has had a home worker (ito__dropin_home) */
   worker **workers;
   size_t stack_size;                /* usable bytes per fiber stack */
   int bind;
@@ -316,7 +316,7 @@ static inline worker *cur_worker(void) {
 
 /* os.c */
 extern struct ito_os ito__os HIDDEN;
-extern int ito__pt_mode HIDDEN;
+extern int ito__dropin_mode HIDDEN;
 
 /* The fiber of the calling lightweight thread if it may be suspended, or
  * NULL: on a thread that is not an ito thread, and for a pinned one, whose

@@ -297,7 +297,7 @@ __attribute__((noinline)) void ito__restore_thread_state(const struct ito__switc
   errno = s->err;
 }
 
-void ito__pt_set_eh(void *(*get_globals)(void)) { STORE_RLX(&ito__eh_get, get_globals); }
+void ito__dropin_set_eh(void *(*get_globals)(void)) { STORE_RLX(&ito__eh_get, get_globals); }
 
 void ito__suspend(int action, void *arg, void (*post)(void *), void *post_arg) {
   struct ito__switch_save save;

@@ -5,7 +5,7 @@
  * idle worker sleeps in epoll_wait (the poll sleeper). Design:
  * docs/dropin.md section 7, docs/io.md. */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "../core/internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -84,7 +84,7 @@ static void *fire_polls(struct pollnode *n, void *list) {
     struct pollgroup *g = n->g;
     if (__atomic_exchange_n(&g->fired, 1, __ATOMIC_ACQ_REL)) continue;
     spin_lock(&g->qlock);
-    void *w = ito__pt_wq_take(&g->head, &g->tail, 1);
+    void *w = ito__dropin_wq_take(&g->head, &g->tail, 1);
     spin_unlock(&g->qlock);
     if (w) { /* chain: a waiter's first word is its link */
       *(void **)w = list;
@@ -223,19 +223,19 @@ static int dispatch(struct epoll_event *ev, int n) {
     if (r->gen == (uint32_t)(d >> 32)) {
       if (e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR | EPOLLPRI)) {
         __atomic_store_n(&r->seq[RD], r->seq[RD] + 1, __ATOMIC_RELEASE);
-        lists[RD] = ito__pt_wq_take(&r->head[RD], &r->tail[RD], -1);
+        lists[RD] = ito__dropin_wq_take(&r->head[RD], &r->tail[RD], -1);
         if (r->polls[RD]) lists[RD] = fire_polls(r->polls[RD], lists[RD]);
       }
       if (e & (EPOLLOUT | EPOLLHUP | EPOLLERR)) {
         __atomic_store_n(&r->seq[WR], r->seq[WR] + 1, __ATOMIC_RELEASE);
-        lists[WR] = ito__pt_wq_take(&r->head[WR], &r->tail[WR], -1);
+        lists[WR] = ito__dropin_wq_take(&r->head[WR], &r->tail[WR], -1);
         if (r->polls[WR]) lists[WR] = fire_polls(r->polls[WR], lists[WR]);
       }
     }
     spin_unlock(&r->lock);
     for (int k = 0; k < 2; k++)
       if (lists[k]) {
-        ito__pt_wq_wake(lists[k]);
+        ito__dropin_wq_wake(lists[k]);
         woke++;
       }
   }
@@ -310,7 +310,7 @@ static int register_locked(struct fdrec *r, int fd) {
  * SO_RCVTIMEO and SO_SNDTIMEO) into r, for generation gen; returns whether
  * the program made the file non-blocking. Where ito holds O_NONBLOCK
  * itself (shim_nb) the kernel's flag says nothing, and user_nb, kept by
- * ito__pt_setfl and ito__pt_fionbio, stays. The epoch is read before the
+ * ito__dropin_setfl and ito__dropin_fionbio, stays. The epoch is read before the
  * calls: a change made meanwhile bumps it again, and the next wait learns
  * once more. */
 static int learn_view(struct fdrec *r, int fd, uint32_t gen, int type) {
@@ -344,7 +344,7 @@ static int learn_view(struct fdrec *r, int fd, uint32_t gen, int type) {
  * there the flag is asked for at every wait (one F_GETFL), as before. */
 static int view_nonblocking(struct fdrec *r, int fd, uint32_t gen, int type) {
   if (LOAD_ACQ(&r->view) != LOAD_ACQ(&view_epoch)) return learn_view(r, fd, gen, type);
-  if (ito__pt_mode || LOAD_RLX(&r->shim_nb)) return LOAD_RLX(&r->user_nb);
+  if (ito__dropin_mode || LOAD_RLX(&r->shim_nb)) return LOAD_RLX(&r->user_nb);
   long fl = SYS(SYS_fcntl, fd, F_GETFL);
   return fl >= 0 && (fl & O_NONBLOCK);
 }
@@ -383,7 +383,7 @@ static int park(struct fdrec *r, int fd, uint32_t gen, int dir, unsigned seen,
     return 0;
   }
   waiter_arrives();
-  int rc = ito__pt_wq_wait(&r->lock, &r->head[dir], &r->tail[dir], dir, CLOCK_MONOTONIC,
+  int rc = ito__dropin_wq_wait(&r->lock, &r->head[dir], &r->tail[dir], dir, CLOCK_MONOTONIC,
                            deadline, NULL, NULL);
   waiter_leaves();
   if (__atomic_load_n(&r->gen, __ATOMIC_ACQUIRE) != gen) return EBADF;
@@ -740,10 +740,10 @@ int ito_connect(int fd, const struct sockaddr *addr, socklen_t alen) {
 
 static void wake_lists(void *lists[2]) {
   for (int k = 0; k < 2; k++)
-    if (lists[k]) ito__pt_wq_wake(lists[k]);
+    if (lists[k]) ito__dropin_wq_wake(lists[k]);
 }
 
-/* Appends list b to list a (waiter lists from ito__pt_wq_take and
+/* Appends list b to list a (waiter lists from ito__dropin_wq_take and
  * fire_polls: a waiter's first word is its link). */
 static void *chain(void *a, void *b) {
   if (!a) return b;
@@ -769,7 +769,7 @@ static void forget_locked(struct fdrec *r, void *lists[2]) {
   STORE_RLX(&r->timeo_ns[0], 0);
   STORE_RLX(&r->timeo_ns[1], 0);
   for (int k = 0; k < 2; k++) {
-    void *l = ito__pt_wq_take(&r->head[k], &r->tail[k], -1);
+    void *l = ito__dropin_wq_take(&r->head[k], &r->tail[k], -1);
     if (r->polls[k]) l = fire_polls(r->polls[k], l); /* they see POLLNVAL */
     lists[k] = chain(l, lists[k]);
   }
@@ -833,7 +833,7 @@ static void dup_view(int oldfd, int newfd, int reset) {
 
 /* fcntl(F_GETFL) as the program sees it: O_NONBLOCK is the program's where
  * ito holds the kernel's flag. */
-int ito__pt_getfl(int fd) {
+int ito__dropin_getfl(int fd) {
   long fl = SYS(SYS_fcntl, fd, F_GETFL);
   struct fdrec *r = rec_peek(fd);
   if (fl < 0 || !r || !LOAD_RLX(&r->shim_nb)) return (int)fl;
@@ -853,7 +853,7 @@ static void view_changed(void) {
 /* fcntl(F_SETFL): where ito holds O_NONBLOCK the kernel keeps it and the
  * program's choice goes to user_nb; elsewhere the call as made. Either way
  * the records learn the flag again before their next park. */
-int ito__pt_setfl(int fd, int flags) {
+int ito__dropin_setfl(int fd, int flags) {
   struct fdrec *r = rec_peek(fd);
   if (r) spin_lock(&r->lock); /* against accept's taking of the flag (shim_nb) */
   int held = r && r->shim_nb;
@@ -865,7 +865,7 @@ int ito__pt_setfl(int fd, int flags) {
 }
 
 /* ioctl(FIONBIO, on): the same as F_SETFL with O_NONBLOCK set or cleared. */
-int ito__pt_fionbio(int fd, const int *on) {
+int ito__dropin_fionbio(int fd, const int *on) {
   static const int one = 1;
   struct fdrec *r = rec_peek(fd);
   if (r) spin_lock(&r->lock);
@@ -879,7 +879,7 @@ int ito__pt_fionbio(int fd, const int *on) {
 
 /* dup (cmd 0) and fcntl's F_DUPFD and F_DUPFD_CLOEXEC: the new number gets
  * the old one's O_NONBLOCK view. */
-int ito__pt_dupfd(int oldfd, int cmd, int minfd) {
+int ito__dropin_dupfd(int oldfd, int cmd, int minfd) {
   int fd = (int)(cmd ? SYS(SYS_fcntl, oldfd, cmd, minfd) : SYS(SYS_dup, oldfd));
   if (fd >= 0) dup_view(oldfd, fd, 1);
   return fd;
@@ -888,7 +888,7 @@ int ito__pt_dupfd(int oldfd, int cmd, int minfd) {
 /* dup2 (dup2 set: flags unused, oldfd == newfd allowed) and dup3: newfd is
  * closed as by ito_close (its parked threads wake with EBADF), then names
  * oldfd's file. The runtime's epoll and eventfd cannot be replaced. */
-int ito__pt_dup3(int oldfd, int newfd, int flags, int dup2) {
+int ito__dropin_dup3(int oldfd, int newfd, int flags, int dup2) {
   if (ito__io_fd_is_ours(newfd)) {
     errno = EBADF;
     return -1;
@@ -920,7 +920,7 @@ int ito__pt_dup3(int oldfd, int newfd, int flags, int dup2) {
 /* close_range(first, last, flags) without CLOSE_RANGE_CLOEXEC: every record
  * in the range is reset as by ito_close, and the runtime's epoll and eventfd
  * are left open (the range is closed around them). Returns 0 or -1. */
-int ito__pt_close_range(unsigned first, unsigned last, int flags) {
+int ito__dropin_close_range(unsigned first, unsigned last, int flags) {
   if (first > last || (flags & CLOSE_RANGE_CLOEXEC)) /* errors, or nothing is closed */
     return (int)SYS(SYS_close_range, first, last, flags);
   void *lists[2] = {NULL, NULL};
@@ -1065,7 +1065,7 @@ int ito_poll(struct pollfd *fds, nfds_t n, int timeout_ms) {
       waiter_arrives();
       spin_lock(&g.qlock);
       if (!__atomic_load_n(&g.fired, __ATOMIC_ACQUIRE))
-        ito__pt_wq_wait(&g.qlock, &g.head, &g.tail, 0, CLOCK_MONOTONIC, dl, NULL, NULL);
+        ito__dropin_wq_wait(&g.qlock, &g.head, &g.tail, 0, CLOCK_MONOTONIC, dl, NULL, NULL);
       else
         spin_unlock(&g.qlock);
       waiter_leaves();

@@ -163,7 +163,7 @@ static int usable_cpus(void) {
 }
 
 static int default_workers;
-void ito__pt_default_workers(int n) { default_workers = n; }
+void ito__dropin_default_workers(int n) { default_workers = n; }
 
 static void read_env(void) {
   const char *v;

@@ -1,10 +1,10 @@
 /* The private interface between libito.so and libito-pthread.so (the shim).
  * Not installed. Every function here is exported from libito.so under the
- * version node ITO_PRIVATE_0.1 (src/libito.map), so a shim built from
+ * version node ITO_DROPIN_0.1 (src/libito.map), so a shim built from
  * another version of ito fails at load instead of misbehaving.
  * Design: docs/dropin.md. */
-#ifndef ITO_PT_API_H
-#define ITO_PT_API_H
+#ifndef ITO_DROPIN_API_H
+#define ITO_DROPIN_API_H
 
 #include <ito/ito.h>
 
@@ -14,7 +14,7 @@
 #include <sys/types.h>
 #include <time.h>
 
-#define ITO_PT_API __attribute__((visibility("default")))
+#define ITO_DROPIN_API __attribute__((visibility("default")))
 
 #ifdef __cplusplus
 extern "C" {
@@ -38,12 +38,12 @@ struct ito_os {
   long (*syscall)(long, ...);
   int (*sigaction)(int, const struct sigaction *, struct sigaction *);
 };
-ITO_PT_API void ito__pt_os_install(const struct ito_os *os);
+ITO_DROPIN_API void ito__dropin_os_install(const struct ito_os *os);
 
 /* Pthread mode: the shim is present. The runtime then also starts when a
  * thread that is not a worker first blocks (nothing to do yet) and
  * reports stack overflows naming pthread_attr_setstacksize. */
-ITO_PT_API void ito__pt_mode_on(void);
+ITO_DROPIN_API void ito__dropin_mode_on(void);
 
 /* Creation with pthread attributes. stacksize 0: the runtime's default
  * (ITO_STACK_SIZE); larger than it: a stack of its own, freed when the
@@ -52,25 +52,25 @@ ITO_PT_API void ito__pt_mode_on(void);
  * EINVAL (a stack address region under 16 KiB). The handle is written
  * before the thread runs. Errno and the C++ exception globals of the
  * creator are kept across the call. */
-struct ito_pt_attr {
+struct ito_dropin_attr {
   size_t stacksize;
   void *stackaddr;
   int detached;
 };
-ITO_PT_API int ito__pt_create(ito_thread_t *out, const struct ito_pt_attr *a, void *(*fn)(void *),
+ITO_DROPIN_API int ito__dropin_create(ito_thread_t *out, const struct ito_dropin_attr *a, void *(*fn)(void *),
                               void *arg);
 /* A detached task for libito-omp.so: fn runs on a copy of size bytes of
  * arg (aligned to align; made by cpy(dst, arg) when cpy is given), at once
  * on a fresh stack when the caller is an ito thread (the caller's
  * continuation can be stolen meanwhile), else queued. The new stack's
- * context word (ito__pt_ctx) starts as ctx, or as the copy's address when
- * ctx is ITO_PT_CTX_COPY. 0 or EAGAIN (no memory: nothing ran). */
-#define ITO_PT_CTX_COPY ((void *)1)
-ITO_PT_API int ito__pt_spawn(void (*fn)(void *), const void *arg, size_t size, size_t align,
+ * context word (ito__dropin_ctx) starts as ctx, or as the copy's address when
+ * ctx is ITO_DROPIN_CTX_COPY. 0 or EAGAIN (no memory: nothing ran). */
+#define ITO_DROPIN_CTX_COPY ((void *)1)
+ITO_DROPIN_API int ito__dropin_spawn(void (*fn)(void *), const void *arg, size_t size, size_t align,
                              void (*cpy)(void *, void *), void *ctx);
 /* The same, queued for worker `home` (0 <= home < ito_num_workers(), else
- * EINVAL), where the task stays: see ito__pt_home. */
-ITO_PT_API int ito__pt_spawn_home(int home, void (*fn)(void *), const void *arg, size_t size,
+ * EINVAL), where the task stays: see ito__dropin_home. */
+ITO_DROPIN_API int ito__dropin_spawn_home(int home, void (*fn)(void *), const void *arg, size_t size,
                                   size_t align, void (*cpy)(void *, void *), void *ctx);
 /* Gives the calling ito thread a home worker (moving it there): from then
  * on it runs only there. It parks and is woken as before, but waits for its
@@ -78,40 +78,40 @@ ITO_PT_API int ito__pt_spawn_home(int home, void (*fn)(void *), const void *arg,
  * (which would let its own continuation be stolen). A fork continuation
  * (ito_tg_fork) taken by a thief still moves. home < 0 clears the home.
  * 0, ESRCH (not an ito thread) or EINVAL. */
-ITO_PT_API int ito__pt_home(int home);
+ITO_DROPIN_API int ito__dropin_home(int home);
 /* The context word of the code running now: one per stack, NULL on a fresh
  * one; a stolen fork continuation starts with NULL. NULL (no word) on a
  * thread that is not an ito thread. */
-ITO_PT_API void **ito__pt_ctx(void);
+ITO_DROPIN_API void **ito__dropin_ctx(void);
 /* Entries in the calling worker's deque that thieves may still take (an
  * estimate: it reads the two ends without the thieves' lock); 0 on a
  * thread that is not an ito thread. */
-ITO_PT_API int ito__pt_stealable(void);
+ITO_DROPIN_API int ito__dropin_stealable(void);
 /* The worker count to use when ITO_NUM_WORKERS is not set (at most the
  * usable CPUs); call before the runtime starts. 0: the usable CPUs. */
-ITO_PT_API void ito__pt_default_workers(int n);
+ITO_DROPIN_API void ito__dropin_default_workers(int n);
 
 /* Is h a live handle of a thread that is not the root? 0, ESRCH (stale
  * handle) or EINVAL (the root: it cannot be joined). */
-ITO_PT_API int ito__pt_check(ito_thread_t h);
+ITO_DROPIN_API int ito__dropin_check(ito_thread_t h);
 /* Nonblocking join: EBUSY while the thread runs. */
-ITO_PT_API int ito__pt_tryjoin(ito_thread_t h, void **result);
+ITO_DROPIN_API int ito__dropin_tryjoin(ito_thread_t h, void **result);
 /* Is the caller the root (the program's main thread, adopted)? */
-ITO_PT_API int ito__pt_is_root(void);
+ITO_DROPIN_API int ito__dropin_is_root(void);
 /* The stack of the calling ito thread: [*lo, *lo + *size). 0 or ESRCH. */
-ITO_PT_API int ito__pt_stack(void **lo, size_t *size);
+ITO_DROPIN_API int ito__dropin_stack(void **lo, size_t *size);
 /* Threads other than the root still alive (created and not yet ended). */
-ITO_PT_API long ito__pt_live(void);
-/* Threads made through ito__pt_create since the start. */
-ITO_PT_API unsigned long ito__pt_created(void);
+ITO_DROPIN_API long ito__dropin_live(void);
+/* Threads made through ito__dropin_create since the start. */
+ITO_DROPIN_API unsigned long ito__dropin_created(void);
 
 /* Pinning: while the count is above zero, the calling ito thread stays on
  * its OS thread. Its waits block the worker, it does not yield, and its
  * creates queue the child. Nests. */
-ITO_PT_API void ito__pt_pin(void);
-ITO_PT_API void ito__pt_unpin(void);
+ITO_DROPIN_API void ito__dropin_pin(void);
+ITO_DROPIN_API void ito__dropin_unpin(void);
 /* May the caller park (an ito thread, not pinned)? */
-ITO_PT_API int ito__pt_can_park(void);
+ITO_DROPIN_API int ito__dropin_can_park(void);
 
 /* ---- wait queues in the caller's memory ----------------------------------
  * A queue is a spinlock word and a head and tail pointer anywhere in the
@@ -124,32 +124,32 @@ ITO_PT_API int ito__pt_can_park(void);
  * *qlock and waits until a wake takes it or the deadline (abstime on clock,
  * CLOCK_REALTIME or CLOCK_MONOTONIC; NULL: none) passes. Returns 0 when
  * woken, ETIMEDOUT at the deadline (off the queue either way). */
-ITO_PT_API int ito__pt_wq_wait(int *qlock, void **head, void **tail, int tag, clockid_t clock,
+ITO_DROPIN_API int ito__dropin_wq_wait(int *qlock, void **head, void **tail, int tag, clockid_t clock,
                                const struct timespec *abstime, int (*locked)(void *), void *arg);
 /* Under *qlock: takes up to n waiters (n < 0: all) off the queue and
- * returns them as a list for ito__pt_wq_wake. */
-ITO_PT_API void *ito__pt_wq_take(void **head, void **tail, int n);
+ * returns them as a list for ito__dropin_wq_wake. */
+ITO_DROPIN_API void *ito__dropin_wq_take(void **head, void **tail, int n);
 /* Under *qlock: takes the leading waiters whose tag equals tag; *n gets
  * their number. */
-ITO_PT_API void *ito__pt_wq_take_tag(void **head, void **tail, int tag, int *n);
+ITO_DROPIN_API void *ito__dropin_wq_take_tag(void **head, void **tail, int tag, int *n);
 /* Under *qlock: the first waiter's tag, or -1 for an empty queue. */
-ITO_PT_API int ito__pt_wq_head_tag(void *const *head);
-/* After releasing the lock: wakes a list from ito__pt_wq_take*. */
-ITO_PT_API void ito__pt_wq_wake(void *list);
+ITO_DROPIN_API int ito__dropin_wq_head_tag(void *const *head);
+/* After releasing the lock: wakes a list from ito__dropin_wq_take*. */
+ITO_DROPIN_API void ito__dropin_wq_wake(void *list);
 /* A lock word (0 free, 1 locked, 2 locked and maybe waited on) with a wait
  * queue, as ito_mutex_t keeps them: the contended lock (after the caller's
  * own compare-and-swap from 0 to 1 failed), with an optional deadline
  * (0, ETIMEDOUT, or EINVAL for a malformed abs), and the unlocker's wake
  * once its exchange to 0 returned 2. */
-ITO_PT_API int ito__pt_lock_slow(int *state, int *qlock, void **head, void **tail,
+ITO_DROPIN_API int ito__dropin_lock_slow(int *state, int *qlock, void **head, void **tail,
                                  clockid_t clock, const struct timespec *abs);
-ITO_PT_API void ito__pt_unlock_wake(int *qlock, void **head, void **tail);
-ITO_PT_API void ito__pt_lock(int *qlock);
-ITO_PT_API void ito__pt_unlock(int *qlock);
+ITO_DROPIN_API void ito__dropin_unlock_wake(int *qlock, void **head, void **tail);
+ITO_DROPIN_API void ito__dropin_lock(int *qlock);
+ITO_DROPIN_API void ito__dropin_unlock(int *qlock);
 
 /* Sleeps until abstime on clock (CLOCK_REALTIME or CLOCK_MONOTONIC); an ito
  * thread parks on a timer. 0 or EINVAL. */
-ITO_PT_API int ito__pt_sleep_until(clockid_t clock, const struct timespec *abstime);
+ITO_DROPIN_API int ito__dropin_sleep_until(clockid_t clock, const struct timespec *abstime);
 
 /* ---- the program's view of its fds (src/io.c, docs/io.md) ----------------
  * The shim's fcntl, ioctl, dup, dup2, dup3, close_range and closefrom: the
@@ -158,29 +158,29 @@ ITO_PT_API int ito__pt_sleep_until(clockid_t clock, const struct timespec *absti
 
 /* F_GETFL, with the program's O_NONBLOCK where ito holds the kernel's flag
  * (a listener the runtime made non-blocking for accept). */
-ITO_PT_API int ito__pt_getfl(int fd);
+ITO_DROPIN_API int ito__dropin_getfl(int fd);
 /* F_SETFL; there the program's O_NONBLOCK is recorded and the kernel's
  * flag kept. Every record learns O_NONBLOCK and the timeouts again before
  * its next park (the file may have other numbers). */
-ITO_PT_API int ito__pt_setfl(int fd, int flags);
+ITO_DROPIN_API int ito__dropin_setfl(int fd, int flags);
 /* ioctl(fd, FIONBIO, on), likewise. */
-ITO_PT_API int ito__pt_fionbio(int fd, const int *on);
+ITO_DROPIN_API int ito__dropin_fionbio(int fd, const int *on);
 /* dup (cmd 0), fcntl F_DUPFD and F_DUPFD_CLOEXEC (cmd, minfd): the new
  * number's record starts afresh with the old one's O_NONBLOCK view. */
-ITO_PT_API int ito__pt_dupfd(int oldfd, int cmd, int minfd);
+ITO_DROPIN_API int ito__dropin_dupfd(int oldfd, int cmd, int minfd);
 /* dup2 (dup2 nonzero) and dup3: newfd is closed as by ito_close (threads
  * parked on it wake with EBADF) before it names oldfd's file; EBADF for the
  * runtime's own descriptors. */
-ITO_PT_API int ito__pt_dup3(int oldfd, int newfd, int flags, int dup2);
+ITO_DROPIN_API int ito__dropin_dup3(int oldfd, int newfd, int flags, int dup2);
 /* close_range: every closed number as by ito_close; the runtime's own
  * descriptors stay open. CLOSE_RANGE_CLOEXEC closes nothing and is passed
  * on as it is. */
-ITO_PT_API int ito__pt_close_range(unsigned first, unsigned last, int flags);
+ITO_DROPIN_API int ito__dropin_close_range(unsigned first, unsigned last, int flags);
 
 /* The C++ runtime's per-thread exception globals (__cxa_get_globals): kept
  * per lightweight thread across every switch. The runtime looks the
  * function up at start; the shim hands it again after a dlopen. */
-ITO_PT_API void ito__pt_set_eh(void *(*get_globals)(void));
+ITO_DROPIN_API void ito__dropin_set_eh(void *(*get_globals)(void));
 
 #ifdef __cplusplus
 }

@@ -249,12 +249,12 @@ static int bad_time(const struct timespec *ts) {
   return ts && (ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000L);
 }
 
-int ito__pt_wq_wait(int *qlock, void **head, void **tail, int tag, clockid_t clock,
+int ito__dropin_wq_wait(int *qlock, void **head, void **tail, int tag, clockid_t clock,
                     const struct timespec *abstime, int (*locked)(void *), void *arg) {
   return wq_wait(qlock, head, tail, tag, clock, abstime, locked, arg);
 }
 
-void *ito__pt_wq_take(void **head, void **tail, int n) {
+void *ito__dropin_wq_take(void **head, void **tail, int n) {
   waiter *first = NULL, *last = NULL;
   while (n-- != 0) {
     waiter *wt = q_pop(head, tail);
@@ -269,7 +269,7 @@ void *ito__pt_wq_take(void **head, void **tail, int n) {
   return first;
 }
 
-void *ito__pt_wq_take_tag(void **head, void **tail, int tag, int *n) {
+void *ito__dropin_wq_take_tag(void **head, void **tail, int tag, int *n) {
   waiter *first = NULL, *last = NULL;
   *n = 0;
   while (*head && ((waiter *)*head)->tag == tag) {
@@ -285,14 +285,14 @@ void *ito__pt_wq_take_tag(void **head, void **tail, int tag, int *n) {
   return first;
 }
 
-int ito__pt_wq_head_tag(void *const *head) {
+int ito__dropin_wq_head_tag(void *const *head) {
   waiter *wt = *head;
   return wt ? wt->tag : -1;
 }
 
-void ito__pt_wq_wake(void *list) { wake_all(list); }
-void ito__pt_lock(int *qlock) { spin_lock(qlock); }
-void ito__pt_unlock(int *qlock) { spin_unlock(qlock); }
+void ito__dropin_wq_wake(void *list) { wake_all(list); }
+void ito__dropin_lock(int *qlock) { spin_lock(qlock); }
+void ito__dropin_unlock(int *qlock) { spin_unlock(qlock); }
 
 /* ---- mutex ------------------------------------------------------------------- */
 
@@ -353,12 +353,12 @@ static void word_unlock_wake(int *qlock, void **head, void **tail) {
   if (wt) ito__make_ready(wt);
 }
 
-int ito__pt_lock_slow(int *state, int *qlock, void **head, void **tail, clockid_t clock,
+int ito__dropin_lock_slow(int *state, int *qlock, void **head, void **tail, clockid_t clock,
                       const struct timespec *abs) {
   return word_lock_slow(state, qlock, head, tail, clock, abs);
 }
 
-void ito__pt_unlock_wake(int *qlock, void **head, void **tail) {
+void ito__dropin_unlock_wake(int *qlock, void **head, void **tail) {
   word_unlock_wake(qlock, head, tail);
 }
 
@@ -443,7 +443,7 @@ int ito_cond_broadcast(ito_cond_t *c) {
 /* An ito thread sleeps as a timed wait on a queue nobody wakes: the timer
  * wakes it, and its worker runs other work meanwhile. Any other thread (and
  * a pinned one) sleeps in the kernel. */
-int ito__pt_sleep_until(clockid_t clock, const struct timespec *abstime) {
+int ito__dropin_sleep_until(clockid_t clock, const struct timespec *abstime) {
   if (!abstime || bad_time(abstime)) return EINVAL;
   if (!clock_ok(clock)) return EINVAL;
   if (!parkable(cur_worker())) {
@@ -469,7 +469,7 @@ int ito_nanosleep(const struct timespec *req) {
     until.tv_sec++;
     until.tv_nsec -= 1000000000L;
   }
-  return ito__pt_sleep_until(CLOCK_MONOTONIC, &until);
+  return ito__dropin_sleep_until(CLOCK_MONOTONIC, &until);
 }
 
 /* ---- barrier ------------------------------------------------------------------ */
