@@ -35,9 +35,58 @@ static void *overflow_fn(void *p) {
 
 static void *echo_fn(void *p) { return p; }
 
+/* "noreturn" and "joined": a function forks a child that spins until the
+ * function's continuation has run elsewhere (stolen by the second worker),
+ * then returns without ito_tg_join (the runtime must stop the program) or
+ * after it (all is well). */
+static volatile int continued;
+
+static void spin_child(void *p) {
+  (void)p;
+  while (!continued) {
+  }
+}
+
+static __attribute__((noinline)) void fork_and_return(int join) {
+  ito_tg_t tg;
+  ito_tg_init(&tg);
+  ito_tg_fork(&tg, spin_child, NULL, 0);
+  continued = 1;
+  if (join) ito_tg_join(&tg);
+}
+
+/* "badhandle": handles the runtime never returned, and stale ones. */
+static int bad_handles(void) {
+  static const ito_thread_t forged[] = {0x8000000012345678ULL, 0x8000000000000001ULL,
+                                        0xFFFFFFFFFFFFFFFFULL, 0x8000000100000000ULL,
+                                        0x7FFFFFFFFFFFFFFFULL};
+  for (size_t i = 0; i < sizeof forged / sizeof forged[0]; i++) {
+    int j = ito_join(forged[i], NULL), d = ito_detach(forged[i]);
+    if (j != EINVAL || d != EINVAL) {
+      fprintf(stderr, "child: handle %#llx: join %d, detach %d (expected EINVAL)\n",
+              (unsigned long long)forged[i], j, d);
+      return 3;
+    }
+  }
+  ito_thread_t t;
+  if (ito_join(0, NULL) != ESRCH || ito_create(echo_fn, NULL, &t) != 0 || ito_join(t, NULL) != 0)
+    return 3;
+  if (ito_join(t, NULL) != EINVAL || ito_detach(t) != EINVAL) {
+    fprintf(stderr, "child: a joined thread's handle still joins or detaches\n");
+    return 3;
+  }
+  return 0;
+}
+
 static int child(const char *mode) {
   int rc;
   ito_thread_t t;
+  if (strcmp(mode, "noreturn") == 0 || strcmp(mode, "joined") == 0) {
+    if ((rc = ito_init()) != 0) return 3;
+    fork_and_return(mode[0] == 'j');
+    return 0;
+  }
+  if (strcmp(mode, "badhandle") == 0) return bad_handles();
   if (strcmp(mode, "overflow") == 0) {
     if ((rc = ito_create(overflow_fn, NULL, &t)) != 0) {
       fprintf(stderr, "child: ito_create returned %d\n", rc);
@@ -97,6 +146,27 @@ static const crash_case cases[] = {
     {"init", "ITO_SPIN_US=-5", 1, {"ITO_SPIN_US", NULL}},
     {"implicit", "ITO_SPIN_US=10ms", 1, {"ITO_SPIN_US", NULL}},
     {"init", "ITO_SPIN_US=99999999999", 1, {"ITO_SPIN_US", NULL}},
+    /* sizes: the documented forms only, and the bounds as documented */
+    {"init", "ITO_STACK_SIZE=1G", 0, {NULL, NULL}},
+    {"init", "ITO_STACK_SIZE=64k", 0, {NULL, NULL}},
+    {"init", "ITO_STACK_SIZE=65536", 0, {NULL, NULL}},
+    {"init", "ITO_STACK_SIZE=64KB", 1, {"ITO_STACK_SIZE", "16K to 1G"}},
+    {"init", "ITO_STACK_SIZE=64KiB", 1, {"ITO_STACK_SIZE", "16K to 1G"}},
+    {"init", "ITO_STACK_SIZE=1GiB", 1, {"ITO_STACK_SIZE", NULL}},
+    {"init", "ITO_STACK_SIZE=2G", 1, {"ITO_STACK_SIZE", "16K to 1G"}},
+    /* words in any letter case */
+    {"init", "ITO_DEQUE_FENCE=Symmetric", 0, {NULL, NULL}},
+    {"init", "ITO_STACK_GUARD=ALWAYS", 0, {NULL, NULL}},
+    {"init", "ITO_STACK_GUARD=sometimes", 1, {"ITO_STACK_GUARD", "never"}},
+    {"init", "ITO_DEQUE_FENCE=none", 1, {"ITO_DEQUE_FENCE", "symmetric"}},
+    {"init", "ITO_IO_PIPE_NOWAIT=maybe", 1, {"ITO_IO_PIPE_NOWAIT", NULL}},
+    /* handles the runtime never returned fail with EINVAL, not a crash */
+    {"badhandle", "ITO_NUM_WORKERS=2", 0, {NULL, NULL}},
+#if !defined(__SANITIZE_THREAD__)
+    /* (ThreadSanitizer builds give every child a thread: nothing is stolen) */
+    {"joined", "ITO_NUM_WORKERS=2", 0, {NULL, NULL}},
+    {"noreturn", "ITO_NUM_WORKERS=2", 1, {"returned between ito_tg_fork", "ito_tg_join"}},
+#endif
 };
 
 enum { MAX_ENV = 4096, OUT_MAX = 1 << 16, CHILD_TIMEOUT_MS = 30000 };

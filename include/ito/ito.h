@@ -158,7 +158,9 @@ ITO_API int ito_poll(struct pollfd *fds, unsigned long nfds, int timeout_ms);
  * same function activation for the fast path (ito_tg_init records the frame);
  * forks from other frames take a slower, always-correct path. The function
  * that forks must not return or let an exception escape between a fork and
- * the join. See docs/lazy-tasks.md. */
+ * the join; with ito_tg_init, a return before the join after a steal stops
+ * the program with a message (without a steal nothing is wrong yet). See
+ * docs/lazy-tasks.md. */
 typedef struct ito_tg {
   void *home_fp;        /* frame of the activation that owns the fast path */
   void *home_sp;        /* stack pointer of that frame, set at the first steal */
@@ -167,7 +169,8 @@ typedef struct ito_tg {
    * check reads both with one load (idle: pending 1, stolen 0) */
   int pending;          /* 1 + children of taken forks and slow-path children running */
   int stolen;           /* a continuation of this group was taken */
-  void *waiter;
+  void *waiter;         /* bit 0 set (ito_tg_init): the home frame's return before the
+                           join stops the program with a message */
   void *reserved_[2];
 } ito_tg_t;
 
@@ -200,12 +203,18 @@ static inline void ito_tg_init_inline_(ito_tg_t *tg, void *frame) {
   tg->stolen = 0;
   tg->waiter = 0;
 }
+/* ito_tg_init: also checks that the function does not return before its
+ * join (a C task group has no destructor that would join it). */
+static inline void ito_tg_init_checked_(ito_tg_t *tg, void *frame) {
+  ito_tg_init_inline_(tg, frame);
+  tg->waiter = (void *)1;
+}
 static inline int ito_tg_busy_(ito_tg_t *tg) {
   unsigned long long both = __atomic_load_n((unsigned long long *)&tg->pending, __ATOMIC_ACQUIRE);
   return both != (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? 1ULL : 1ULL << 32);
 }
 
-#define ito_tg_init(tg) ito_tg_init_inline_((tg), __builtin_frame_address(0))
+#define ito_tg_init(tg) ito_tg_init_checked_((tg), __builtin_frame_address(0))
 /* Runs fn on a copy of *arg (size bytes) as a child of tg. */
 #define ito_tg_fork(tg, fn, arg, size)                                        \
   do {                                                                        \

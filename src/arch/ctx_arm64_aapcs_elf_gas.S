@@ -5,12 +5,14 @@
  *   +80 x29 x30(return address)  +96 d8 d9  +112 d10 d11  +128 d12 d13
  *   +144 d14 d15  +160 fpcr  +168 pad
  *
- * Fork record (struct ito_rec in src/internal.h), 192 bytes:
+ * Fork record (struct ito_rec in src/core/record.h), REC_SIZE (192) bytes:
  *   +0..+72 x19-x28  +80 x29  +88 x30 (the continuation's address)
  *   +96 stack pointer of the caller  +104..+160 d8-d15  +168 unused
  *   +176 task group  +184 fiber (set in C)
  * Records do not carry FPCR; full context switches do (docs/lazy-tasks.md).
  */
+
+#include "../core/asm_contract.h"
         .text
 
 /* void *ito__ctx_jump(void **save_sp, void *to_sp, void *arg) */
@@ -80,21 +82,21 @@ ito__ctx_start:
 .endm
 .macro REC_STORE base, sp_value
         REC_REGS stp, stp, \base
-        str     \sp_value, [\base, #96]
+        str     \sp_value, [\base, #(REC_SP*8)]
 .endm
 .macro REC_LOAD base
         REC_REGS ldp, ldp, \base
 .endm
 
 .macro SAVE_REC
-        sub     sp, sp, #192
-        add     x9, sp, #192
+        sub     sp, sp, #REC_SIZE
+        add     x9, sp, #REC_SIZE
         REC_STORE sp, x9
-        str     x0, [sp, #176]
+        str     x0, [sp, #REC_TG]
 .endm
 
 /* ThreadSanitizer builds give every child a lightweight thread of its own
- * (src/lazy.c), so the fork entry points below are C there. */
+ * (src/core/lazy.c), so the fork entry points below are C there. */
 #if !ITO_TSAN
 /* void ito_tg_fork_(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size)
  * Records the caller's continuation and calls ito__fork_c(tg, fn, arg, size,
@@ -109,7 +111,7 @@ ito_tg_fork_:
         mov     x4, sp
         bl      ito__fork_c
         ldr     x30, [sp, #88]
-        add     sp, sp, #192
+        add     sp, sp, #REC_SIZE
         ret
         .size   ito_tg_fork_, .-ito_tg_fork_
 
@@ -143,11 +145,11 @@ ito_tg_fork_r2_:
         .type   ito_tg_join_, %function
         .p2align 4
 ito_tg_join_:
-        add     x10, x0, #24
+        add     x10, x0, #TG_PENDING
         ldar    w9, [x10]                       /* tg->pending */
         cmp     w9, #1
         b.ne    1f
-        ldr     w9, [x0, #28]                   /* tg->stolen */
+        ldr     w9, [x0, #(TG_PENDING+4)]       /* tg->stolen */
         cbnz    w9, 1f
         ret
 1:
@@ -155,7 +157,7 @@ ito_tg_join_:
         mov     x2, sp
         bl      ito__join_c
         ldr     x30, [sp, #88]
-        add     sp, sp, #192
+        add     sp, sp, #REC_SIZE
         ret
         .size   ito_tg_join_, .-ito_tg_join_
 
@@ -207,5 +209,30 @@ ito__spawn_on:
         add     sp, sp, #16
         ret
         .size   ito__spawn_on, .-ito__spawn_on
+
+/* ito__tg_return_trap: a checked task group's home frame returned while a
+ * continuation of the group ran elsewhere (src/core/lazy.c put this
+ * address in the frame's return-address slot). The stack is the home
+ * stack, where a child may still run: move to the worker's scheduler
+ * stack and stop the program with a message. */
+        .globl  ito__tg_return_trap
+        .hidden ito__tg_return_trap
+        .type   ito__tg_return_trap, %function
+        .p2align 4
+ito__tg_return_trap:
+        .cfi_startproc
+        .cfi_undefined x30
+        mrs     x9, tpidr_el0
+        adrp    x10, :gottprel:ito__tls_worker
+        ldr     x10, [x10, #:gottprel_lo12:ito__tls_worker]
+        ldr     x9, [x9, x10]
+        ldr     x9, [x9, #W_SCHED_HI]
+        and     x9, x9, #-16
+        mov     sp, x9
+        mov     x29, #0
+        bl      ito__tg_returned
+        brk     #0
+        .cfi_endproc
+        .size   ito__tg_return_trap, .-ito__tg_return_trap
 
         .section .note.GNU-stack,"",%progbits

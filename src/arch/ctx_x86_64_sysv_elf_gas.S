@@ -4,7 +4,7 @@
  *   +0  mxcsr (4 bytes) | x87 control word (2 bytes) | pad
  *   +8  r15   +16 r14   +24 r13   +32 r12   +40 rbx   +48 rbp   +56 return address
  *
- * Fork record (struct ito_rec in src/lazy.h), 88 bytes:
+ * Fork record (struct ito_rec in src/core/record.h), 88 bytes:
  *   +0 rbx  +8 rbp  +16 r12  +24 r13  +32 r14  +40 r15
  *   +48 stack pointer of the caller after return   +56 return address
  *   +64 unused  +72 task group  +80 fiber (set in C)
@@ -14,6 +14,8 @@
  * by another worker runs with that worker's state (docs/lazy-tasks.md).
  * Full context switches (ito__ctx_jump) do carry it.
  */
+#include "../core/asm_contract.h"
+
         .text
 
 /* void *ito__ctx_jump(void **save_sp, void *to_sp, void *arg)
@@ -78,15 +80,10 @@ ito__ctx_start:
  * The fast path of a fork, whole: record the caller's continuation, copy the
  * argument below the record, publish the record at the tail of the worker's
  * deque, call the child, and take the record back. Only when the record was
- * taken (or in the rare cases below) does it call into C. The worker offsets
- * are checked against struct worker by static assertions in src/lazy.c. */
-#define W_TAIL  0
-#define W_SLOTS 8
-#define W_MASK  16
-#define W_CUR   24
-#define W_FENCE 52
-#define FENCE_WINDOW 64                         /* as in src/internal.h */
-#define W_HEAD  64
+ * taken (or in the rare cases below) does it call into C. The offsets and
+ * constants (W_*, REC_*, DEQUE_MARGIN, FENCE_WINDOW, the idle word's bits)
+ * come from src/core/asm_contract.h, whose values the C structures check
+ * with static assertions. */
 /* Store or load the callee-saved registers of a record at base (the first
  * 48 bytes of struct ito_rec). */
 .macro REC_STORE base
@@ -110,20 +107,20 @@ ito__ctx_start:
  * (src/lazy.c), so the fork entry points below are C there. */
 #if !ITO_TSAN
 /* The record and the worker, common to every fork entry: leaves the record
- * in r12 (the CFA is r12 + 96 from here on) and the worker in rbx. */
+ * in r12 (the CFA is r12 + REC_SIZE + 8 from here on) and the worker in rbx. */
 .macro FORK_SAVE outside
-        subq    $88, %rsp
-        .cfi_adjust_cfa_offset 88
+        subq    $REC_SIZE, %rsp
+        .cfi_adjust_cfa_offset REC_SIZE
         REC_STORE %rsp
         .cfi_rel_offset rbx, 0
         .cfi_rel_offset r12, 16
         .cfi_rel_offset r13, 24
         .cfi_rel_offset r14, 32
-        leaq    96(%rsp), %rax
+        leaq    (REC_SIZE+8)(%rsp), %rax
         movq    %rax, 48(%rsp)
-        movq    88(%rsp), %rax
+        movq    REC_SIZE(%rsp), %rax
         movq    %rax, 56(%rsp)
-        movq    %rdi, 72(%rsp)
+        movq    %rdi, REC_TG(%rsp)
         movq    %rsp, %r12                      /* r12: the record */
         .cfi_def_cfa_register r12
         movq    ito__tls_worker@gottpoff(%rip), %rax
@@ -213,10 +210,10 @@ ito_tg_fork_:
         jb      .Lfork_bytes
 .Lfork_push:
         movq    W_CUR(%rbx), %rax
-        movq    %rax, 80(%r12)                  /* rec->fiber */
+        movq    %rax, REC_FIBER(%r12)                  /* rec->fiber */
         movq    W_TAIL(%rbx), %r13              /* r13: t, this record's index */
-        testl   $4095, %r13d                    /* capacity: checked every 4096 pushes, */
-        jz      .Lfork_capacity                 /* keeping a margin of 4096 entries */
+        testl   $(DEQUE_MARGIN-1), %r13d        /* capacity: checked every DEQUE_MARGIN */
+        jz      .Lfork_capacity                 /* pushes, keeping that many entries free */
 .Lfork_slot:
         movq    W_MASK(%rbx), %rax
         andq    %r13, %rax
@@ -229,7 +226,7 @@ ito_tg_fork_:
         jne     .Lfork_idle
 .Lfork_call:
         movq    %rsi, %rax                      /* the child gets (copy, tg); a child */
-        movq    72(%r12), %rsi                  /* of one parameter ignores tg */
+        movq    REC_TG(%r12), %rsi                  /* of one parameter ignores tg */
         call    *%rax
         /* Take the record back. Whoever takes a record clears its slot (a
          * thief after counting the split, the owner when it pops), and only
@@ -253,47 +250,67 @@ ito_tg_fork_:
         movq    16(%rsp), %r12
         movq    24(%rsp), %r13
         movq    32(%rsp), %r14
-        addq    $88, %rsp
-        .cfi_adjust_cfa_offset -88
+        addq    $REC_SIZE, %rsp
+        .cfi_adjust_cfa_offset -REC_SIZE
         ret
-        .cfi_adjust_cfa_offset 88
+        .cfi_adjust_cfa_offset REC_SIZE
         .cfi_def_cfa_register r12
 .Lfork_fence:
         lock orq $0, (%rsp)                     /* a full fence, cheaper than mfence */
         decl    W_FENCE(%rbx)
         jnz     .Lfork_check
-        movq    %rbx, %rdi                      /* the window ran out */
-        call    ito__fence_expire
+        movq    %rbx, %rdi                      /* the window ran out (the worker's */
+        call    ito__deque_fence_expire         /* address is its deque's) */
         jmp     .Lfork_check
-/* Somebody spins or sleeps, or this is symmetric mode (bit 31 of the idle
- * word, M): then, without membarrier on the sleeper's side, the publisher
- * must fence before it reads the counts (P2 of docs/idle.md). With nobody
- * spinning (S, the high half, is 0) a sleeper must be woken: ito__wake_one
- * rechecks under its lock. */
+/* Somebody spins or sleeps, or this is symmetric mode (M, bit IDLE_BIT_SYM
+ * of the idle word), or a recorder is attached (H, bit IDLE_BIT_HOOKS): with
+ * M, without membarrier on the sleeper's side, the publisher must fence
+ * before it reads the counts (P2 of docs/idle.md); with H the fork reports
+ * itself (ito__fork_hook, docs/hooks.md). With nobody spinning (S, the high
+ * half, is 0) a sleeper must be woken: ito__fork_wake rechecks under its
+ * lock. */
 .Lfork_idle:
         movq    ito__rt_idle(%rip), %rax
-        btrq    $31, %rax                       /* M */
+        btq     $IDLE_BIT_HOOKS, %rax
+        jc      .Lfork_hook
+.Lfork_counts:
+        btrq    $IDLE_BIT_SYM, %rax             /* M */
         jnc     1f
         lock orq $0, (%rsp)
         movq    ito__rt_idle(%rip), %rax
-        btrq    $31, %rax
-1:      testq   %rax, %rax
-        jz      .Lfork_call                     /* only M: nobody idle */
+        btrq    $IDLE_BIT_SYM, %rax
+1:      btrq    $IDLE_BIT_HOOKS, %rax
+        testq   %rax, %rax
+        jz      .Lfork_call                     /* only flags: nobody idle */
         shrq    $32, %rax
         jz      .Lfork_wake
         cmpl    $0, W_FENCE(%rbx)               /* a spinner will try to steal: fence */
         jne     .Lfork_call                     /* our pops for a while, so that it */
-        cmpl    $0, ito__rt_asym_fence(%rip)    /* needs no membarrier */
+        cmpl    $0, ito__asym_fence(%rip)       /* needs no membarrier */
         je      .Lfork_call
         movl    $FENCE_WINDOW, W_FENCE(%rbx)
         jmp     .Lfork_call
+.Lfork_hook:
+        pushq   %rdi
+        pushq   %rsi
+        pushq   %rdx
+        pushq   %rdx                            /* keeps the stack 16-byte aligned */
+        movq    REC_TG(%r12), %rdi                  /* ito__fork_hook(tg, worker) */
+        movq    %rbx, %rsi
+        call    ito__fork_hook
+        popq    %rdx
+        popq    %rdx
+        popq    %rsi
+        popq    %rdi
+        movq    ito__rt_idle(%rip), %rax
+        jmp     .Lfork_counts
 .Lfork_wake:
         pushq   %rdi
         pushq   %rsi
         pushq   %rdx
         pushq   %rdx                            /* keeps the stack 16-byte aligned */
         movq    %rbx, %rdi
-        call    ito__wake_one
+        call    ito__fork_wake
         popq    %rdx
         popq    %rdx
         popq    %rsi
@@ -302,21 +319,21 @@ ito_tg_fork_:
 .Lfork_conflict:
         movq    %rbx, %rdi
         movq    %r13, %rsi
-        call    ito__fork_conflict              /* 1: the record is ours after all */
-        testl   %eax, %eax
+        call    ito__deque_conflict             /* true: the record is ours after all */
+        testb   %al, %al
         jnz     .Lfork_done
 .Lfork_taken:
-        movq    72(%r12), %rdi
+        movq    REC_TG(%r12), %rdi
         call    ito__fork_taken                 /* does not return */
         ud2
 .Lfork_capacity:
         movq    %r13, %rax
         subq    W_HEAD(%rbx), %rax
-        addq    $4096, %rax
+        addq    $DEQUE_MARGIN, %rax
         cmpq    W_MASK(%rbx), %rax
         jbe     .Lfork_slot
         movq    %rsi, %rax                      /* nearly full: run the child serially */
-        movq    72(%r12), %rsi
+        movq    REC_TG(%r12), %rsi
         call    *%rax
         jmp     .Lfork_done
 .Lfork_outside:
@@ -361,22 +378,22 @@ ito_tg_fork_r2_:
         .p2align 4
 ito_tg_join_:
         .cfi_startproc
-        cmpq    $1, 24(%rdi)            /* tg->pending == 1 and tg->stolen == 0 */
+        cmpq    $1, TG_PENDING(%rdi)    /* tg->pending == 1 and tg->stolen == 0 */
         jne     1f
         ret
 1:
-        subq    $88, %rsp
-        .cfi_adjust_cfa_offset 88
+        subq    $REC_SIZE, %rsp
+        .cfi_adjust_cfa_offset REC_SIZE
         REC_STORE %rsp
-        leaq    96(%rsp), %rax
+        leaq    (REC_SIZE+8)(%rsp), %rax
         movq    %rax, 48(%rsp)
-        movq    88(%rsp), %rax
+        movq    REC_SIZE(%rsp), %rax
         movq    %rax, 56(%rsp)
-        movq    %rdi, 72(%rsp)
+        movq    %rdi, REC_TG(%rsp)
         movq    %rsp, %rdx
         call    ito__join_c
-        addq    $88, %rsp
-        .cfi_adjust_cfa_offset -88
+        addq    $REC_SIZE, %rsp
+        .cfi_adjust_cfa_offset -REC_SIZE
         ret
         .cfi_endproc
         .size   ito_tg_join_, .-ito_tg_join_
@@ -445,5 +462,26 @@ ito__spawn_on:
         ret
         .cfi_endproc
         .size   ito__spawn_on, .-ito__spawn_on
+
+/* ito__tg_return_trap: a checked task group's home frame returned while a
+ * continuation of the group ran elsewhere (src/core/lazy.c put this
+ * address in the frame's return-address slot). The stack is the home
+ * stack, where a child may still run: move to the worker's scheduler
+ * stack and stop the program with a message. */
+        .globl  ito__tg_return_trap
+        .hidden ito__tg_return_trap
+        .type   ito__tg_return_trap, @function
+        .p2align 4
+ito__tg_return_trap:
+        .cfi_startproc
+        .cfi_undefined rip
+        movq    ito__tls_worker@gottpoff(%rip), %rax
+        movq    %fs:(%rax), %rax
+        movq    W_SCHED_HI(%rax), %rsp
+        andq    $-16, %rsp
+        call    ito__tg_returned
+        ud2
+        .cfi_endproc
+        .size   ito__tg_return_trap, .-ito__tg_return_trap
 
         .section .note.GNU-stack,"",@progbits

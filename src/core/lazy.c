@@ -1,163 +1,137 @@
-/* Lazy task creation: a fork runs its child at once on the forking stack and
- * publishes only a record of the parent's continuation; a stack and a context
- * switch are paid when somebody takes that record. Design and invariants:
- * docs/lazy-tasks.md. */
+/* Lazy task creation: the C halves of the fork and the join, the taking of
+ * a record, and the slow path where a child gets a thread of its own.
+ * Invariants at the top of lazy.h; design in docs/lazy-tasks.md. */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "lazy.h"
+
+#include "hooks.h"
+#include "sched.h"
+#include "thread.h"
 
 #include <alloca.h>
-#include <stdlib.h>
 #include <string.h>
-
-#if ITO_ASAN
-#include <sanitizer/asan_interface.h>
-#endif
-
-HIDDEN uintptr_t ito__pop_tail(worker *w);
-HIDDEN void ito__run_fiber(worker *w, fiber *f) __attribute__((noreturn));
-HIDDEN void ito__rq_push_front(worker *w, fiber *f);
 
 void ito_tg_init_(ito_tg_t *tg, void *frame) {
   memset(tg, 0, sizeof *tg);
   ito_tg_init_inline_(tg, frame);
 }
 
-/* The taker of a fork record: account for the split and copy the record.
- * Runs while the record is still guaranteed alive (victim's lock held, or
- * the owner itself with the forking fiber not running). */
-static void claim_record(const struct ito_rec *rec, struct ito_rec *copy) {
+/* ---- a return before the join ----------------------------------------------------------
+ * A stolen continuation runs with its stack pointer on a fresh stack while
+ * its frame pointer still addresses the home frame. A function that
+ * returns before its join then takes its return address either through
+ * the frame pointer (an epilogue with `leave`), from the home frame's slot,
+ * or through the stack pointer, from the fresh stack. For a checked group
+ * (ito_tg_init) the first taker puts the address of ito__tg_return_trap
+ * (the assembly), which stops the program with a message, in both places:
+ * in the home frame's slot (kept in tg->reserved_[0] and put back when
+ * the join returns to the home stack), and on the fresh stack, where the
+ * continuation starts low enough for the epilogue to find it at the same
+ * offset from the stack pointer as on the home stack. The slot is 8 bytes
+ * above the frame pointer on both x86-64 and AArch64. While a continuation
+ * of such a group is stolen, a debugger's backtrace stops at the home
+ * frame. C++ task groups need none of this: their destructor joins. */
+HIDDEN void ito__tg_return_trap(void);
+
+/* A checked group carries bit 0 in tg->waiter, whatever waiter the word
+ * holds besides (waiters are aligned). */
+#define TG_CHECKED ((uintptr_t)1)
+static bool checked(const ito_tg_t *tg) { return (uintptr_t)tg->waiter & TG_CHECKED; }
+static waiter *tg_waiter(const ito_tg_t *tg) {
+  return (waiter *)((uintptr_t)tg->waiter & ~TG_CHECKED);
+}
+static void set_tg_waiter(ito_tg_t *tg, waiter *w) {
+  tg->waiter = (void *)((uintptr_t)w | ((uintptr_t)tg->waiter & TG_CHECKED));
+}
+
+static void **home_slot(ito_tg_t *tg) { return (void **)tg->home_fp + 1; }
+
+/* The first taker of a checked group's record: the home frame's slot. */
+static void trap_home(ito_tg_t *tg) {
+  if (!checked(tg)) return;
+  tg->reserved_[0] = *home_slot(tg);
+  *home_slot(tg) = (void *)ito__tg_return_trap;
+}
+
+/* The join is back on the home stack: the true return address. */
+static void untrap_home(ito_tg_t *tg) {
+  if (checked(tg)) *home_slot(tg) = tg->reserved_[0];
+}
+
+/* The stack pointer a continuation of rec starts with on nf: the top, or,
+ * for a checked group, low enough to hold the trap where the epilogue
+ * would look (and what it reads near it). */
+#define TRAP_SLACK 256      /* bytes the epilogue may read above the slot */
+#define TRAP_MAX (64 << 10) /* larger frames go without this half of the check */
+static void *continuation_sp(const ito_tg_t *tg, const struct ito_rec *rec, fiber *nf) {
+  char *top = (char *)((uintptr_t)nf->hi & ~(uintptr_t)15);
+  if (!checked(tg)) return top;
+  uintptr_t sp = (uintptr_t)rec_sp(rec), slot = (uintptr_t)tg->home_fp + 8;
+  if (slot < sp || slot - sp > TRAP_MAX) return top;
+  char *start = top - TRAP_SLACK - ((slot - sp + 8 + 15) & ~(uintptr_t)15);
+  *(void **)(start + (slot - sp)) = (void *)ito__tg_return_trap;
+  return start;
+}
+
+/* Reached from ito__tg_return_trap, on the worker's scheduler stack. */
+HIDDEN void ito__tg_returned(void) __attribute__((noreturn));
+void ito__tg_returned(void) {
+  ito__fatal("a function returned between ito_tg_fork and ito_tg_join after its continuation "
+             "was stolen: its children may still run on its stack. Call ito_tg_join before "
+             "the function returns (docs/lazy-tasks.md).");
+}
+
+/* ---- taking a record --------------------------------------------------------------------- */
+
+void ito__claim_record(const struct ito_rec *rec, fiber *nf) {
   ito_tg_t *tg = rec->tg;
   if (!tg->stolen) {
-    tg->home_sp = (void *)(uintptr_t)rec->regs[REC_SP];
+    tg->home_sp = rec_sp(rec);
     tg->home_fiber = rec->fiber;
     tg->stolen = 1;
+    trap_home(tg);
   }
   __atomic_add_fetch(&tg->pending, 1, __ATOMIC_RELAXED);
-  *copy = *rec;
-}
-
-static fiber *continuation_fiber(worker *w, const struct ito_rec *copy) {
-  fiber *nf = fiber_get(w);
-  if (!nf) ito__fatal("out of memory for a stack to run a stolen continuation on");
-  nf->thread = copy->fiber->thread;
-  nf->start = *copy;
-  nf->sp = NULL; /* run_fiber resumes nf->start */
-  return nf;
-}
-
-/* Runs a deque entry taken from victim (whose steal_lock the caller holds;
- * it is released here). Fibers are resumed; records become continuations.
- * A thief passes the entry's slot, cleared here once the split is counted:
- * the fork's return takes a cleared slot to mean "taken" (docs/scheduler.md). */
-int ito__run_entry(worker *w, uintptr_t e, worker *victim, uintptr_t *slot) {
-  if (e & ENT_FIBER) {
-    if (slot) __atomic_store_n(slot, 0, __ATOMIC_RELEASE);
-    spin_unlock(&victim->steal_lock);
-    found_work(w);
-    ito__run_fiber(w, (fiber *)(e & ~(uintptr_t)ENT_TAGS));
-  }
-  if (e & ENT_CREATE) { /* the creator of a running thread: resume it on its own stack */
-    struct ito_rec copy = *(const struct ito_rec *)(e & ~(uintptr_t)ENT_TAGS);
-    if (slot) __atomic_store_n(slot, 0, __ATOMIC_RELEASE);
-    spin_unlock(&victim->steal_lock);
-    found_work(w);
-    fiber *parent = copy.fiber;
-    w->cur = parent;
-    san_enter(parent);
-    ito__resume(&copy, (void *)(uintptr_t)copy.regs[REC_SP]);
-  }
-  struct ito_rec copy;
-  claim_record((const struct ito_rec *)e, &copy);
-  if (slot) __atomic_store_n(slot, 0, __ATOMIC_RELEASE);
-  spin_unlock(&victim->steal_lock);
-  found_work(w);
-  ito__run_fiber(w, continuation_fiber(w, &copy));
-}
-
-/* Fiber f stops running on w (it blocks or yields): the continuations it
- * published on w are taken now, so that a record is always either in the
- * deque of the worker its fiber runs on, or taken (docs/lazy-tasks.md). */
-void ito__take_records_of(worker *w, fiber *f) {
-  fiber *first = NULL, *last = NULL;
-  for (;;) {
-    uint64_t t = atomic_load_explicit(&w->tail, memory_order_relaxed);
-    if (atomic_load_explicit(&w->head, memory_order_relaxed) >= t) break;
-    /* a peek, racing with thieves: 0 means a thief just took and cleared it */
-    uintptr_t top = __atomic_load_n(&w->slots[(t - 1) & w->mask], __ATOMIC_ACQUIRE);
-    if (!top || (top & ENT_TAGS) || ((const struct ito_rec *)top)->fiber != f) break;
-    uintptr_t e = ito__pop_tail(w);
-    if (!e) break; /* a thief took it */
-    struct ito_rec copy;
-    claim_record((const struct ito_rec *)e, &copy);
-    fiber *nf = continuation_fiber(w, &copy);
-    nf->next = NULL;
-    if (last)
-      last->next = nf;
-    else
-      first = nf;
-    last = nf;
-  }
-  /* youngest first: it is the one work-first order runs next */
-  fiber *rev = NULL;
-  while (first) {
-    fiber *n = first->next;
-    first->next = rev;
-    rev = first;
-    first = n;
-  }
-  if (!rev) return;
-  for (fiber *x = rev; x;) {
-    fiber *n = x->next;
-    ito__rq_push_front(w, x);
-    x = n;
-  }
-  publish_check(w, 1);
+  nf->thread = rec->fiber->thread;
+  nf->start = *rec;
+  nf->start.regs[REC_SP] = (uint64_t)(uintptr_t)continuation_sp(tg, rec, nf);
+  nf->sp = NULL; /* ito__run_fiber resumes nf->start there */
 }
 
 void ito__tg_child_done(ito_tg_t *tg) {
   if (__atomic_sub_fetch(&tg->pending, 1, __ATOMIC_ACQ_REL) == 0) {
-    waiter *wt = tg->waiter;
-    tg->waiter = NULL;
-    ito__make_ready(wt);
+    waiter *wt = tg_waiter(tg);
+    set_tg_waiter(tg, NULL);
+    ito__wake_waiter(wt);
   }
 }
 
-/* ---- the fork ---------------------------------------------------------------- */
-
-_Static_assert(offsetof(worker, tail) == 0, "asm: W_TAIL");
-_Static_assert(offsetof(worker, slots) == 8, "asm: W_SLOTS");
-_Static_assert(offsetof(worker, mask) == 16, "asm: W_MASK");
-_Static_assert(offsetof(worker, cur) == 24, "asm: W_CUR");
-_Static_assert(offsetof(worker, fence_pops) == 52, "asm: W_FENCE");
-_Static_assert(offsetof(worker, head) == 64, "asm: W_HEAD");
-_Static_assert(offsetof(ito_tg_t, pending) == 24 && offsetof(ito_tg_t, stolen) == 28, "asm: tg");
-_Static_assert(offsetof(struct ito_rec, tg) == REC_NREGS * 8, "asm: rec->tg");
-_Static_assert(offsetof(struct ito_rec, fiber) == REC_NREGS * 8 + 8, "asm: rec->fiber");
-
-/* The owner's pop of record t met a thief (head > t): settle it under the
- * steal lock. Returns 1 if the record is still the owner's. */
-HIDDEN int ito__fork_conflict(worker *w, uint64_t t);
-int ito__fork_conflict(worker *w, uint64_t t) {
-  spin_lock(&w->steal_lock);
-  int ours = atomic_load_explicit(&w->head, memory_order_relaxed) <= t;
-  if (!ours) atomic_store_explicit(&w->tail, t + 1, memory_order_relaxed);
-  spin_unlock(&w->steal_lock);
-  return ours;
+bool ito__tg_park(ito_tg_t *tg, fiber *f) {
+  memset(&f->w, 0, sizeof f->w);
+  f->w.fiber = f;
+  set_tg_waiter(tg, &f->w);
+  return __atomic_sub_fetch(&tg->pending, 1, __ATOMIC_ACQ_REL) == 0;
 }
 
-/* The continuation of a fork of tg was taken and runs elsewhere: this child
- * is done, and its stack is left to the continuation (or freed when it is
- * not the group's home stack). */
-HIDDEN void ito__fork_taken(ito_tg_t *tg) __attribute__((noreturn));
-void ito__fork_taken(ito_tg_t *tg) { ito__switch_to_sched(cur_worker(), ACT_ABANDON, tg); }
+/* ---- tracing (docs/hooks.md) --------------------------------------------------------------- */
 
-/* The whole fork in C: used on AArch64, and on x86-64 by a fork on a thread
- * that is not a worker (the assembly fast path covers the rest there).
- * kind 0: fn is an ito_task_fn, fn(copy); 1: an ito_task2_fn, fn(copy, tg);
+/* A recorder is attached: the group's join must reach its hook, so its
+ * pending count carries TG_TRACED until then (hooks.h, invariant 2). Only
+ * the group's strand adds and removes the bias. */
+static void trace_spawn(ito_tg_t *tg, int wid) {
+  if (!(__atomic_load_n(&tg->pending, __ATOMIC_RELAXED) & TG_TRACED))
+    __atomic_add_fetch(&tg->pending, TG_TRACED, __ATOMIC_RELAXED);
+  ito__hook_emit(ITO_EV_SPAWN, wid, tg, 0);
+}
+
+/* The assembly fork's .Lfork_hook (the idle word's H bit). */
+HIDDEN void ito__fork_hook(ito_tg_t *tg, worker *w);
+void ito__fork_hook(ito_tg_t *tg, worker *w) { trace_spawn(tg, w->id); }
+
+/* ---- the fork in C ------------------------------------------------------------------------- */
+/* kind 0: fn is an ito_task_fn, fn(copy); 1: an ito_task2_fn, fn(copy, tg);
  * 2: an ito_task_r2_fn whose closure words came as arg and size,
  * fn(arg, tg, size), nothing copied. */
-static void spawn_child(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size, int two);
-
 static inline void call_child(ito_task_fn fn, void *a, ito_tg_t *tg, int kind, uintptr_t w1) {
   if (kind == 2)
     ((ito_task_r2_fn)(void (*)(void))fn)((uintptr_t)a, tg, w1);
@@ -167,17 +141,40 @@ static inline void call_child(ito_task_fn fn, void *a, ito_tg_t *tg, int kind, u
     fn(a);
 }
 
+static void spawn_child(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size, int kind);
+
+/* The fork's P2 and P3 (docs/idle.md) as the x86-64 assembly does them:
+ * nothing but one load and a branch unless somebody is idle, the mode is
+ * symmetric, or a recorder is attached. */
+static __attribute__((noinline)) void fork_publish_slow(worker *w, ito_tg_t *tg, uint64_t x) {
+  if (x & IDLE_HOOKS) trace_spawn(tg, w->id);
+  x &= ~IDLE_FLAGS;
+  if (!x) return;
+  if (x < IDLE_SPIN_ONE)
+    ito__fork_wake(w);
+  else if (!dq_window_open(&w->dq))
+    dq_expect_thief(&w->dq); /* a spinner will try to steal from us */
+}
+
+/* The continuation of a fork of tg was taken and runs elsewhere: this child
+ * is done, and its stack is left to the continuation (or freed when it is
+ * not the group's home stack). */
+HIDDEN void ito__fork_taken(ito_tg_t *tg) __attribute__((noreturn));
+void ito__fork_taken(ito_tg_t *tg) { ito__switch_to_sched(cur_worker(), ACT_ABANDON, tg); }
+
+/* The whole fork in C: used on AArch64, and on x86-64 by a fork on a thread
+ * that is not a worker (the assembly fast path covers the rest there). */
 HIDDEN void ito__fork_c(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size, struct ito_rec *rec,
-                        int two);
+                        int kind);
 void ito__fork_c(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size, struct ito_rec *rec,
-                 int two) {
+                 int kind) {
   worker *w = cur_worker();
   if (UNLIKELY(!w)) {
-    spawn_child(tg, fn, arg, size, two);
+    spawn_child(tg, fn, arg, size, kind);
     return;
   }
   uintptr_t w1 = 0;
-  if (two == 2) { /* the closure's words are arg and size */
+  if (kind == 2) { /* the closure's words are arg and size */
     w1 = (uintptr_t)size;
     size = 0;
   }
@@ -187,72 +184,68 @@ void ito__fork_c(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size, struct it
     memcpy(a, arg, size);
   }
   rec->fiber = w->cur;
-  uint64_t t = atomic_load_explicit(&w->tail, memory_order_relaxed);
-  if (UNLIKELY(deque_full(w, t))) {
-    call_child(fn, a, tg, two, w1); /* deque full: run the child serially, nothing published */
+  uint64_t t = dq_tail(&w->dq);
+  if (UNLIKELY(dq_full(&w->dq, t))) {
+    call_child(fn, a, tg, kind, w1); /* deque full: run the child serially, nothing published */
     return;
   }
-  w->slots[t & w->mask] = (uintptr_t)rec;
-  atomic_store_explicit(&w->tail, t + 1, memory_order_release);
-  publish_check(w, 0);
+  dq_put(&w->dq, t, (uintptr_t)rec);
+  if (!ito__asym_fence)
+    full_fence();
+  else
+    __asm__ volatile("" ::: "memory");
+  uint64_t x = __atomic_load_n(&ito__rt_idle.v, __ATOMIC_RELAXED) & ~IDLE_SYM;
+  if (UNLIKELY(x)) fork_publish_slow(w, tg, x);
 
-  call_child(fn, a, tg, two, w1);
+  call_child(fn, a, tg, kind, w1);
 
-  if (LIKELY(cur_worker() == w) && atomic_load_explicit(&w->tail, memory_order_relaxed) == t + 1 &&
-      __atomic_load_n(&w->slots[t & w->mask], __ATOMIC_ACQUIRE) == (uintptr_t)rec) {
-    atomic_store_explicit(&w->tail, t, memory_order_relaxed);
-    deque_owner_barrier(w);
-    if (LIKELY(atomic_load_explicit(&w->head, memory_order_relaxed) <= t)) return;
-    if (ito__fork_conflict(w, t)) return;
-  }
+  if (LIKELY(cur_worker() == w) && dq_take_back(&w->dq, t, (uintptr_t)rec)) return;
   ito__fork_taken(tg);
 }
 
-/* ---- the slow path: a child that gets its own lightweight thread ------------ */
-
+/* ---- the slow path: a child that gets a thread of its own -------------------------------------
+ * The thread runs a copy of this box, followed by a copy of the child's
+ * argument, on its own stack (ito__thread_spawn). */
 struct spawn_box {
   ito_tg_t *tg;
   ito_task_fn fn;
-  void *arg;
-  int heap;
-  int two;
+  const void *src; /* the argument (or, kind 2, the closure's first word) */
+  size_t size;     /* bytes of the argument copied after the box */
   uintptr_t w1;
+  int kind;
 };
+#define BOX_SIZE ((sizeof(struct spawn_box) + 15) & ~(size_t)15)
 
-static void *spawn_main(void *p) {
-  struct spawn_box *b = p;
-  ito_tg_t *tg = b->tg;
-  call_child(b->fn, b->arg, tg, b->two, b->w1);
-  if (b->heap) free(b->arg);
-  free(b);
-  ito__tg_child_done(tg);
-  return NULL;
+static void box_copy(void *dst, void *src) {
+  struct spawn_box *b = src;
+  memcpy(dst, b, sizeof *b);
+  if (b->size) memcpy((char *)dst + BOX_SIZE, b->src, b->size);
 }
 
-static void spawn_child(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size, int two) {
-  struct spawn_box *b = malloc(sizeof *b);
-  uintptr_t w1 = 0;
-  if (two == 2) { /* the closure's words are arg and size: keep them as they are */
-    w1 = (uintptr_t)size;
-    size = 0;
+static void box_run(void *p) {
+  struct spawn_box *b = p;
+  void *a = b->size ? (char *)p + BOX_SIZE : (void *)b->src;
+  ito_tg_t *tg = b->tg;
+  call_child(b->fn, a, tg, b->kind, b->w1);
+  ito__tg_child_done(tg);
+}
+
+static void spawn_child(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size, int kind) {
+  struct spawn_box b = {tg, fn, arg, size, 0, kind};
+  if (kind == 2) { /* the closure's words are arg and size: kept as they are */
+    b.w1 = (uintptr_t)size;
+    b.size = 0;
   }
-  void *a = arg;
-  if (size) {
-    a = malloc(size);
-    if (!a || !b) ito__fatal("out of memory spawning a task");
-    memcpy(a, arg, size);
+  if (UNLIKELY(LOAD_RLX(&ito__hooks_on))) {
+    worker *w = cur_worker();
+    trace_spawn(tg, w ? w->id : -1);
   }
-  if (!b) ito__fatal("out of memory spawning a task");
-  b->tg = tg;
-  b->fn = fn;
-  b->arg = a;
-  b->heap = size != 0;
-  b->two = two;
-  b->w1 = w1;
   __atomic_add_fetch(&tg->pending, 1, __ATOMIC_RELAXED);
-  ithread *t;
-  int rc = ito__create_internal(spawn_main, b, &t, 1, NULL);
-  if (rc) ito__fatal("cannot create a thread for a task (error %d)", rc);
+  if (ito__thread_spawn(box_run, &b, BOX_SIZE + b.size, 16, box_copy, NULL, -1) != 0) {
+    /* no memory for a thread: the child runs now, before the caller goes on */
+    __atomic_sub_fetch(&tg->pending, 1, __ATOMIC_RELAXED);
+    call_child(fn, arg, tg, kind, b.w1);
+  }
 }
 
 void ito_tg_spawn_(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size) {
@@ -291,15 +284,17 @@ void ito_tg_join_(ito_tg_t *tg, void *frame) {
 }
 #endif
 
-/* ---- the join ------------------------------------------------------------------ */
+/* ---- the join ---------------------------------------------------------------------------------- */
 
-static void free_fiber_post(void *f) { ito__fiber_free(cur_worker(), f); }
+static void free_fiber_post(void *f) { ito__fiber_free(&cur_worker()->fibers, f); }
 
 HIDDEN void ito__join_c(ito_tg_t *tg, void *frame, struct ito_rec *rec);
 void ito__join_c(ito_tg_t *tg, void *frame, struct ito_rec *rec) {
   worker *w = cur_worker();
-  void *sp = (void *)(uintptr_t)rec->regs[REC_SP];
-  int on_home_stack = tg->stolen && sp == tg->home_sp && w && w->cur != tg->home_fiber;
+  bool traced = __atomic_load_n(&tg->pending, __ATOMIC_RELAXED) & TG_TRACED;
+  if (UNLIKELY(traced)) __atomic_sub_fetch(&tg->pending, TG_TRACED, __ATOMIC_RELAXED);
+  void *sp = rec_sp(rec);
+  bool on_home_stack = tg->stolen && sp == tg->home_sp && w && w->cur != tg->home_fiber;
   if (__atomic_load_n(&tg->pending, __ATOMIC_ACQUIRE) != 1) {
     if (on_home_stack)
       ito__fatal(
@@ -312,32 +307,33 @@ void ito__join_c(ito_tg_t *tg, void *frame, struct ito_rec *rec) {
     } else {
       waiter wt;
       memset(&wt, 0, sizeof wt);
-      tg->waiter = &wt;
-      if (__atomic_sub_fetch(&tg->pending, 1, __ATOMIC_ACQ_REL) != 0) ito__block_os(&wt, CLOCK_MONOTONIC, NULL);
+      set_tg_waiter(tg, &wt);
+      if (__atomic_sub_fetch(&tg->pending, 1, __ATOMIC_ACQ_REL) != 0)
+        ito__block_os(&wt, CLOCK_MONOTONIC, NULL);
     }
     __atomic_store_n(&tg->pending, 1, __ATOMIC_RELAXED);
     w = cur_worker();
   }
+  if (UNLIKELY(traced)) ito__hook_emit(ITO_EV_JOIN, w ? w->id : -1, tg, 0);
   if (!tg->stolen || frame != tg->home_fp) return;
-  /* Back to the home stack: the frame of the joining function lives there and
-   * its epilogue addresses it through the stack pointer. */
+  /* Back to the home stack: the frame of the joining function lives there
+   * and its epilogue addresses it through the stack pointer. */
   fiber *home = tg->home_fiber;
   fiber *f = w->cur;
   tg->stolen = 0;
+  untrap_home(tg);
   if (f == home) return;
   w->cur = home;
   if (on_home_stack) { /* an exception unwound to the home frame; f is dead */
-    ito__fiber_free(w, f);
+    ito__fiber_free(&w->fibers, f);
     return;
   }
   w->post_fn = free_fiber_post;
   w->post_arg = f;
-#if ITO_ASAN
   /* the frames a child left below home_sp when it abandoned this stack never
    * returned, so their redzones are still poisoned */
   if (home->lo && (char *)tg->home_sp > home->lo)
-    ASAN_UNPOISON_MEMORY_REGION(home->lo, (size_t)((char *)tg->home_sp - home->lo));
-  ito__asan_start(NULL, home->lo, (size_t)(home->hi - home->lo));
-#endif
+    ito__asan_unpoison(home->lo, (size_t)((char *)tg->home_sp - home->lo));
+  san_enter(home);
   ito__resume(rec, tg->home_sp);
 }

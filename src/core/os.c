@@ -1,12 +1,23 @@
-/* The libc calls of the runtime, through one table (struct ito_os, see
- * src/dropin/ito_dropin.h and docs/dropin.md section 2). Without the shim the table
- * holds the link-time addresses, so sanitizer interceptors stay in the
- * path; the shim installs libc's own definitions before the runtime starts,
- * since its interposers would otherwise catch the runtime's calls. */
+/* The libc calls of the runtime, through one table (struct ito_os);
+ * futexes; membarrier; the runtime's own descriptors; fatal errors and
+ * failed assertions. Without a drop-in library the table holds the
+ * link-time addresses, so sanitizer interceptors stay in the path; the
+ * pthread library installs libc's own definitions before the runtime
+ * starts, since its interposers would otherwise catch the runtime's calls
+ * (docs/dropin.md, "Reaching libc"). */
 #define _GNU_SOURCE
-#include "internal.h"
+#include "os.h"
 
+#include "runtime.h"
+
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 struct ito_os ito__os = {
@@ -23,12 +34,10 @@ struct ito_os ito__os = {
     .sigaction = sigaction,
 };
 
-int ito__dropin_mode;
-
-void ito__dropin_os_install(const struct ito_os *os) {
-  if (__atomic_load_n(&ito__rt.state, __ATOMIC_ACQUIRE) != 0)
-    ito__fatal("the pthread library was set up after the runtime started; load libito-pthread.so "
-               "with LD_PRELOAD or link it before libito");
+void ito__os_install(const struct ito_os *os) {
+  if (ito__rt_state() != RT_OFF)
+    ito__fatal("a drop-in library was set up after the runtime started; load it with LD_PRELOAD "
+               "or link it before libito");
 #define TAKE(f) if (os->f) ito__os.f = os->f
   TAKE(pthread_create);
   TAKE(pthread_join);
@@ -44,4 +53,95 @@ void ito__dropin_os_install(const struct ito_os *os) {
 #undef TAKE
 }
 
-void ito__dropin_mode_on(void) { ito__dropin_mode = 1; }
+long ito__futex_wait(int *addr, int val, const struct timespec *rel) {
+  return ito__os.syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, rel, NULL, 0);
+}
+long ito__futex_wake(int *addr, int n) {
+  return ito__os.syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
+
+/* ---- membarrier --------------------------------------------------------------------- */
+
+int ito__asym_fence;
+
+bool ito__membarrier_register(void) {
+  return ito__os.syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+}
+
+/* Either the common side's store is visible to the rare side's load after
+ * the call, or the common side's load comes after the barrier it was made
+ * to execute and sees the rare side's store (docs/scheduler.md, "Why the
+ * owner needs no fence"). */
+void ito__heavy_barrier(void) {
+  if (LIKELY(ito__asym_fence))
+    ito__os.syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+  else
+    full_fence();
+}
+
+/* ---- descriptors the runtime owns ------------------------------------------------ */
+
+static int own_fds[ITO_OWN_FDS];
+static int n_own_fds;
+
+void ito__own_fd_add(int fd) {
+  int n = __atomic_load_n(&n_own_fds, __ATOMIC_RELAXED);
+  if (n == ITO_OWN_FDS) ito__fatal("more than %d descriptors of its own", ITO_OWN_FDS);
+  own_fds[n] = fd;
+  __atomic_store_n(&n_own_fds, n + 1, __ATOMIC_RELEASE); /* callers serialise among themselves */
+}
+
+bool ito__own_fd(int fd) {
+  int n = __atomic_load_n(&n_own_fds, __ATOMIC_ACQUIRE);
+  for (int i = 0; i < n; i++)
+    if (own_fds[i] == fd) return true;
+  return false;
+}
+
+int ito__own_fd_first(unsigned lo, unsigned hi) {
+  int n = __atomic_load_n(&n_own_fds, __ATOMIC_ACQUIRE), best = -1;
+  for (int i = 0; i < n; i++) {
+    unsigned x = (unsigned)own_fds[i];
+    if (x >= lo && x <= hi && (best < 0 || x < (unsigned)best)) best = (int)x;
+  }
+  return best;
+}
+
+int ito__own_fd_take(int fd) {
+  int hi = (int)ito__os.syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 1024);
+  if (hi >= 0) {
+    ito__os.syscall(SYS_close, fd);
+    fd = hi;
+  }
+  ito__own_fd_add(fd);
+  return fd;
+}
+
+/* ---- messages -------------------------------------------------------------------------- */
+
+void ito__write_stderr(const char *s, size_t n) {
+  while (n) {
+    ssize_t r = ito__os.write(2, s, n);
+    if (r <= 0) return;
+    s += r;
+    n -= (size_t)r;
+  }
+}
+
+void ito__fatal(const char *fmt, ...) {
+  char buf[1024];
+  int k = snprintf(buf, sizeof buf, "ito: ");
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf + k, sizeof buf - (size_t)k - 1, fmt, ap);
+  va_end(ap);
+  if (n < 0) n = 0;
+  if ((size_t)(k + n) > sizeof buf - 2) n = (int)sizeof buf - 2 - k;
+  buf[k + n] = '\n';
+  ito__write_stderr(buf, (size_t)(k + n + 1));
+  abort();
+}
+
+void ito__assert_fail(const char *file, int line, const char *cond) {
+  ito__fatal("internal error: %s:%d: assertion %s failed", file, line, cond);
+}

@@ -1,8 +1,11 @@
-/* The private interface between libito.so and libito-pthread.so (the shim).
- * Not installed. Every function here is exported from libito.so under the
- * version node ITO_DROPIN_0.1 (src/libito.map), so a shim built from
- * another version of ito fails at load instead of misbehaving.
- * Design: docs/dropin.md. */
+/* The private interface of the drop-in libraries (libito-pthread.so,
+ * libito-omp.so, and the libraries to come): what they need of the runtime
+ * beyond the public C ABI. Not installed. Every function here is exported
+ * from libito.so under the version node ITO_DROPIN_0.1 (src/libito.map),
+ * so a library built from another version of ito fails at load instead of
+ * misbehaving. The entry points are thin: each hands over to the core or
+ * the I/O layer (the files of src/dropin/). Design: docs/dropin.md ("The private
+ * interface"). */
 #ifndef ITO_DROPIN_API_H
 #define ITO_DROPIN_API_H
 
@@ -14,36 +17,60 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "../core/config_row.h"
+#include "../core/event.h"
+#include "../core/os_table.h"
+#include "../core/poll_source.h"
+
 #define ITO_DROPIN_API __attribute__((visibility("default")))
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* The libc functions the runtime calls that the shim interposes. The
- * runtime calls them only through ito__os; it starts out holding the
- * link-time addresses, and the shim installs the real libc definitions
- * before the runtime starts, so that the runtime's own workers are OS
- * threads and its sleeps are the kernel's. */
-struct ito_os {
-  int (*pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
-  int (*pthread_join)(pthread_t, void **);
-  pthread_t (*pthread_self)(void);
-  int (*pthread_getattr_np)(pthread_t, pthread_attr_t *);
-  int (*pthread_setaffinity_np)(pthread_t, size_t, const cpu_set_t *);
-  int (*sched_yield)(void);
-  int (*nanosleep)(const struct timespec *, struct timespec *);
-  int (*clock_nanosleep)(clockid_t, int, const struct timespec *, struct timespec *);
-  ssize_t (*write)(int, const void *, size_t);
-  long (*syscall)(long, ...);
-  int (*sigaction)(int, const struct sigaction *, struct sigaction *);
-};
-ITO_DROPIN_API void ito__dropin_os_install(const struct ito_os *os);
+/* ---- set-up (setup.c) -------------------------------------------------------------------- */
 
-/* Pthread mode: the shim is present. The runtime then also starts when a
- * thread that is not a worker first blocks (nothing to do yet) and
- * reports stack overflows naming pthread_attr_setstacksize. */
-ITO_DROPIN_API void ito__dropin_mode_on(void);
+/* libc's own definitions of the calls the runtime makes that a library
+ * interposes (struct ito_os in src/core/os_table.h): installed before the
+ * runtime starts, so that the runtime's workers are OS threads and its
+ * sleeps are the kernel's. A later call stops the program with a message. */
+ITO_DROPIN_API void ito__dropin_os_install(const struct ito_os *os);
+/* The library interposes fcntl and ioctl, so the runtime sees every change
+ * of O_NONBLOCK and may trust what it learned between changes. */
+ITO_DROPIN_API void ito__dropin_fd_view_tracked(void);
+/* The library's configuration rows: parsed now by the runtime's one
+ * checked parser (a bad value stops the program with one line naming the
+ * variable, and exit status 2), and listed with the runtime's own. */
+ITO_DROPIN_API void ito__dropin_config_read(const struct ito_cfg *rows, int n);
+/* Every configuration row read so far (the runtime's and the libraries'). */
+ITO_DROPIN_API void ito__dropin_config_each(void (*fn)(const struct ito_cfg *row, void *arg),
+                                            void *arg);
+/* The value an ITO_* variable takes when it is not set, checked now
+ * (a bad one names `from`); before the runtime starts. 0, or EINVAL for a
+ * variable the runtime does not read. */
+ITO_DROPIN_API int ito__dropin_config_default(const char *name, const char *text,
+                                              const char *from);
+/* The worker count to use when ITO_NUM_WORKERS is not set (at most the
+ * usable CPUs); before the runtime starts. 0: the usable CPUs. */
+ITO_DROPIN_API void ito__dropin_default_workers(int n);
+/* The C++ runtime's per-thread exception globals (__cxa_get_globals): kept
+ * per lightweight thread across every switch. The runtime looks the
+ * function up at start; a library hands it again after a dlopen. */
+ITO_DROPIN_API void ito__dropin_set_eh(void *(*get_globals)(void));
+/* A recorder of events (docs/hooks.md): fn runs on the worker, must not
+ * block, park or call the runtime. Before the runtime starts: 0, EBUSY
+ * after, EINVAL for NULL or a second recorder. */
+ITO_DROPIN_API int ito__dropin_hooks_attach(void (*fn)(const struct ito_event *e, void *arg),
+                                            void *arg);
+/* A poll source (src/core/poll_source.h, docs/poll.md): 0, EINVAL or
+ * EAGAIN. The source stays registered for the life of the process. */
+ITO_DROPIN_API int ito__dropin_poll_register(struct ito_poll_source *s);
+/* A thread will wait for s (before its last check whether it must), and
+ * no longer waits. */
+ITO_DROPIN_API void ito__dropin_poll_arrive(struct ito_poll_source *s);
+ITO_DROPIN_API void ito__dropin_poll_leave(struct ito_poll_source *s);
+
+/* ---- threads (threads.c) -------------------------------------------------------------------- */
 
 /* Creation with pthread attributes. stacksize 0: the runtime's default
  * (ITO_STACK_SIZE); larger than it: a stack of its own, freed when the
@@ -57,21 +84,45 @@ struct ito_dropin_attr {
   void *stackaddr;
   int detached;
 };
-ITO_DROPIN_API int ito__dropin_create(ito_thread_t *out, const struct ito_dropin_attr *a, void *(*fn)(void *),
-                              void *arg);
-/* A detached task for libito-omp.so: fn runs on a copy of size bytes of
- * arg (aligned to align; made by cpy(dst, arg) when cpy is given), at once
- * on a fresh stack when the caller is an ito thread (the caller's
- * continuation can be stolen meanwhile), else queued. The new stack's
- * context word (ito__dropin_ctx) starts as ctx, or as the copy's address when
- * ctx is ITO_DROPIN_CTX_COPY. 0 or EAGAIN (no memory: nothing ran). */
+ITO_DROPIN_API int ito__dropin_create(ito_thread_t *out, const struct ito_dropin_attr *a,
+                                      void *(*fn)(void *), void *arg);
+/* Is h a live handle of a thread that is not the root? 0, ESRCH (stale
+ * handle) or EINVAL (the root: it cannot be joined). */
+ITO_DROPIN_API int ito__dropin_check(ito_thread_t h);
+/* Nonblocking join: EBUSY while the thread runs. */
+ITO_DROPIN_API int ito__dropin_tryjoin(ito_thread_t h, void **result);
+/* Is the caller the root (the program's main thread, adopted)? */
+ITO_DROPIN_API int ito__dropin_is_root(void);
+/* The stack of the calling ito thread: [*lo, *lo + *size). 0 or ESRCH. */
+ITO_DROPIN_API int ito__dropin_stack(void **lo, size_t *size);
+/* Threads other than the root still alive (created and not yet ended). */
+ITO_DROPIN_API long ito__dropin_live(void);
+/* Threads made through ito__dropin_create since the start. */
+ITO_DROPIN_API unsigned long ito__dropin_created(void);
+/* Pinning: while the count is above zero, the calling ito thread stays on
+ * its OS thread. Its waits block the worker, it does not yield, and its
+ * creates queue the child. Nests. */
+ITO_DROPIN_API void ito__dropin_pin(void);
+ITO_DROPIN_API void ito__dropin_unpin(void);
+/* May the caller park (an ito thread, not pinned)? */
+ITO_DROPIN_API int ito__dropin_can_park(void);
+
+/* ---- tasks (tasks.c) ---------------------------------------------------------------------- */
+
+/* A detached task: fn runs on a copy of size bytes of arg (aligned to
+ * align; made by cpy(dst, arg) when cpy is given), at once on a fresh stack
+ * when the caller is an ito thread (the caller's continuation can be
+ * stolen meanwhile), else queued. The new stack's context word
+ * (ito__dropin_ctx) starts as ctx, or as the copy's address when ctx is
+ * ITO_DROPIN_CTX_COPY. 0 or EAGAIN (no memory: nothing ran). */
 #define ITO_DROPIN_CTX_COPY ((void *)1)
-ITO_DROPIN_API int ito__dropin_spawn(void (*fn)(void *), const void *arg, size_t size, size_t align,
-                             void (*cpy)(void *, void *), void *ctx);
+ITO_DROPIN_API int ito__dropin_spawn(void (*fn)(void *), const void *arg, size_t size,
+                                     size_t align, void (*cpy)(void *, void *), void *ctx);
 /* The same, queued for worker `home` (0 <= home < ito_num_workers(), else
  * EINVAL), where the task stays: see ito__dropin_home. */
-ITO_DROPIN_API int ito__dropin_spawn_home(int home, void (*fn)(void *), const void *arg, size_t size,
-                                  size_t align, void (*cpy)(void *, void *), void *ctx);
+ITO_DROPIN_API int ito__dropin_spawn_home(int home, void (*fn)(void *), const void *arg,
+                                          size_t size, size_t align,
+                                          void (*cpy)(void *, void *), void *ctx);
 /* Gives the calling ito thread a home worker (moving it there): from then
  * on it runs only there. It parks and is woken as before, but waits for its
  * home to take it; its creates queue the child rather than run it first
@@ -87,36 +138,11 @@ ITO_DROPIN_API void **ito__dropin_ctx(void);
  * estimate: it reads the two ends without the thieves' lock); 0 on a
  * thread that is not an ito thread. */
 ITO_DROPIN_API int ito__dropin_stealable(void);
-/* The worker count to use when ITO_NUM_WORKERS is not set (at most the
- * usable CPUs); call before the runtime starts. 0: the usable CPUs. */
-ITO_DROPIN_API void ito__dropin_default_workers(int n);
 
-/* Is h a live handle of a thread that is not the root? 0, ESRCH (stale
- * handle) or EINVAL (the root: it cannot be joined). */
-ITO_DROPIN_API int ito__dropin_check(ito_thread_t h);
-/* Nonblocking join: EBUSY while the thread runs. */
-ITO_DROPIN_API int ito__dropin_tryjoin(ito_thread_t h, void **result);
-/* Is the caller the root (the program's main thread, adopted)? */
-ITO_DROPIN_API int ito__dropin_is_root(void);
-/* The stack of the calling ito thread: [*lo, *lo + *size). 0 or ESRCH. */
-ITO_DROPIN_API int ito__dropin_stack(void **lo, size_t *size);
-/* Threads other than the root still alive (created and not yet ended). */
-ITO_DROPIN_API long ito__dropin_live(void);
-/* Threads made through ito__dropin_create since the start. */
-ITO_DROPIN_API unsigned long ito__dropin_created(void);
-
-/* Pinning: while the count is above zero, the calling ito thread stays on
- * its OS thread. Its waits block the worker, it does not yield, and its
- * creates queue the child. Nests. */
-ITO_DROPIN_API void ito__dropin_pin(void);
-ITO_DROPIN_API void ito__dropin_unpin(void);
-/* May the caller park (an ito thread, not pinned)? */
-ITO_DROPIN_API int ito__dropin_can_park(void);
-
-/* ---- wait queues in the caller's memory ----------------------------------
+/* ---- waits (waits.c) ---------------------------------------------------------------------------
  * A queue is a spinlock word and a head and tail pointer anywhere in the
  * caller's objects. Waiters are lightweight threads (parked) and OS threads
- * (blocked on a futex) side by side, in FIFO order. */
+ * (blocked on a futex) side by side, in FIFO order (src/core/waitq.h). */
 
 /* Called with *qlock held: queues the caller with a tag, calls
  * locked(arg) if given (still under *qlock; a nonzero return takes the
@@ -124,8 +150,9 @@ ITO_DROPIN_API int ito__dropin_can_park(void);
  * *qlock and waits until a wake takes it or the deadline (abstime on clock,
  * CLOCK_REALTIME or CLOCK_MONOTONIC; NULL: none) passes. Returns 0 when
  * woken, ETIMEDOUT at the deadline (off the queue either way). */
-ITO_DROPIN_API int ito__dropin_wq_wait(int *qlock, void **head, void **tail, int tag, clockid_t clock,
-                               const struct timespec *abstime, int (*locked)(void *), void *arg);
+ITO_DROPIN_API int ito__dropin_wq_wait(int *qlock, void **head, void **tail, int tag,
+                                       clockid_t clock, const struct timespec *abstime,
+                                       int (*locked)(void *), void *arg);
 /* Under *qlock: takes up to n waiters (n < 0: all) off the queue and
  * returns them as a list for ito__dropin_wq_wake. */
 ITO_DROPIN_API void *ito__dropin_wq_take(void **head, void **tail, int n);
@@ -142,45 +169,24 @@ ITO_DROPIN_API void ito__dropin_wq_wake(void *list);
  * (0, ETIMEDOUT, or EINVAL for a malformed abs), and the unlocker's wake
  * once its exchange to 0 returned 2. */
 ITO_DROPIN_API int ito__dropin_lock_slow(int *state, int *qlock, void **head, void **tail,
-                                 clockid_t clock, const struct timespec *abs);
+                                         clockid_t clock, const struct timespec *abs);
 ITO_DROPIN_API void ito__dropin_unlock_wake(int *qlock, void **head, void **tail);
 ITO_DROPIN_API void ito__dropin_lock(int *qlock);
 ITO_DROPIN_API void ito__dropin_unlock(int *qlock);
-
 /* Sleeps until abstime on clock (CLOCK_REALTIME or CLOCK_MONOTONIC); an ito
  * thread parks on a timer. 0 or EINVAL. */
 ITO_DROPIN_API int ito__dropin_sleep_until(clockid_t clock, const struct timespec *abstime);
 
-/* ---- the program's view of its fds (src/io.c, docs/io.md) ----------------
- * The shim's fcntl, ioctl, dup, dup2, dup3, close_range and closefrom: the
- * call itself (made with syscall(2)), plus what the fd records need. All
- * return as libc does: the result, or -1 with errno. */
-
-/* F_GETFL, with the program's O_NONBLOCK where ito holds the kernel's flag
- * (a listener the runtime made non-blocking for accept). */
+/* ---- the program's view of its fds (fds.c; src/io/view.h, docs/io.md) -------------------
+ * A library's fcntl, ioctl, dup, dup2, dup3, close_range and closefrom:
+ * the call itself (made with syscall(2)), plus what the fd records need.
+ * All return as libc does: the result, or -1 with errno. */
 ITO_DROPIN_API int ito__dropin_getfl(int fd);
-/* F_SETFL; there the program's O_NONBLOCK is recorded and the kernel's
- * flag kept. Every record learns O_NONBLOCK and the timeouts again before
- * its next park (the file may have other numbers). */
 ITO_DROPIN_API int ito__dropin_setfl(int fd, int flags);
-/* ioctl(fd, FIONBIO, on), likewise. */
 ITO_DROPIN_API int ito__dropin_fionbio(int fd, const int *on);
-/* dup (cmd 0), fcntl F_DUPFD and F_DUPFD_CLOEXEC (cmd, minfd): the new
- * number's record starts afresh with the old one's O_NONBLOCK view. */
 ITO_DROPIN_API int ito__dropin_dupfd(int oldfd, int cmd, int minfd);
-/* dup2 (dup2 nonzero) and dup3: newfd is closed as by ito_close (threads
- * parked on it wake with EBADF) before it names oldfd's file; EBADF for the
- * runtime's own descriptors. */
 ITO_DROPIN_API int ito__dropin_dup3(int oldfd, int newfd, int flags, int dup2);
-/* close_range: every closed number as by ito_close; the runtime's own
- * descriptors stay open. CLOSE_RANGE_CLOEXEC closes nothing and is passed
- * on as it is. */
 ITO_DROPIN_API int ito__dropin_close_range(unsigned first, unsigned last, int flags);
-
-/* The C++ runtime's per-thread exception globals (__cxa_get_globals): kept
- * per lightweight thread across every switch. The runtime looks the
- * function up at start; the shim hands it again after a dlopen. */
-ITO_DROPIN_API void ito__dropin_set_eh(void *(*get_globals)(void));
 
 #ifdef __cplusplus
 }

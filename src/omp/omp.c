@@ -26,12 +26,10 @@ void ito_omp_fatal(const char *fmt, ...) {
   _exit(2);
 }
 
-/* ---- the environment ------------------------------------------------------------- */
-
-static const char *env(const char *name) {
-  const char *v = getenv(name);
-  return (v && *v) ? v : NULL;
-}
+/* ---- the environment -------------------------------------------------------------
+ * Every OMP_* variable is a row of the runtime's configuration table: the
+ * runtime's one checked parser reads them (a bad value stops the program
+ * with one line naming the variable), and the table lists them. */
 
 /* A decimal integer in [lo, hi] followed by nothing but blanks; 0 on failure. */
 static int parse_long(const char *s, const char **rest, long lo, long hi, long *out) {
@@ -47,34 +45,25 @@ static int parse_long(const char *s, const char **rest, long lo, long hi, long *
   return 1;
 }
 
-static void bad_env(const char *name, const char *v, const char *expected) {
-  ito_omp_fatal("%s=%s is not valid: expected %s. Fix or unset the variable.", name, v, expected);
-}
-
-static int parse_bool(const char *name, const char *v) {
-  if (!strcasecmp(v, "true") || !strcmp(v, "1")) return 1;
-  if (!strcasecmp(v, "false") || !strcmp(v, "0")) return 0;
-  bad_env(name, v, "true or false");
-  return 0;
-}
-
-static void parse_num_threads(const char *v) {
+static const char *parse_num_threads(const char *v, void *dst) {
+  (void)dst;
   const char *p = v;
   omp_g.nlist = 0;
   for (;;) {
     long n;
     const char *rest;
     if (!parse_long(p, &rest, 1, INT_MAX, &n) || omp_g.nlist == 16)
-      bad_env("OMP_NUM_THREADS", v, "a positive number of threads, or a comma-separated list of "
-                                    "at most 16 of them (one per nesting level)");
+      return "a positive number of threads, or a comma-separated list of at most 16 of them "
+             "(one per nesting level)";
     omp_g.list[omp_g.nlist++] = (int)n;
-    if (*rest == 0) break;
-    if (*rest != ',') bad_env("OMP_NUM_THREADS", v, "positive numbers separated by commas");
+    if (*rest == 0) return NULL;
+    if (*rest != ',') return "positive numbers separated by commas";
     p = rest + 1;
   }
 }
 
-static void parse_schedule(const char *v) {
+static const char *parse_schedule(const char *v, void *dst) {
+  (void)dst;
   const char *expected =
       "[monotonic:|nonmonotonic:]static|dynamic|guided|auto[,chunk] with a positive chunk";
   const char *p = v;
@@ -97,29 +86,21 @@ static void parse_schedule(const char *v) {
       len = l;
     }
   }
-  if (kind < 0) bad_env("OMP_SCHEDULE", v, expected);
+  if (kind < 0) return expected;
   p += len;
   while (*p == ' ') p++;
   long chunk = 0;
   if (*p == ',') {
     const char *rest;
-    if (!parse_long(p + 1, &rest, 1, LONG_MAX, &chunk) || *rest) bad_env("OMP_SCHEDULE", v, expected);
+    if (!parse_long(p + 1, &rest, 1, LONG_MAX, &chunk) || *rest) return expected;
   } else if (*p) {
-    bad_env("OMP_SCHEDULE", v, expected);
+    return expected;
   }
   /* a static schedule is monotonic; gcc's runtime reports OMP_SCHEDULE=static so */
   if (kind == SCHED_STATIC) mono = 1;
   omp_g.init.sched = kind | (mono ? (int)SCHED_MONOTONIC : 0);
   omp_g.init.chunk = chunk;
-}
-
-static long env_int(const char *name, long lo, long hi, const char *expected, long dflt) {
-  const char *v = env(name);
-  if (!v) return dflt;
-  long x;
-  const char *rest;
-  if (!parse_long(v, &rest, lo, hi, &x) || *rest) bad_env(name, v, expected);
-  return x;
+  return NULL;
 }
 
 static int usable_cpus(void) {
@@ -130,33 +111,36 @@ static int usable_cpus(void) {
   return n > 0 ? n : 1;
 }
 
-/* OMP_STACKSIZE and OMP_WAIT_POLICY are handed to the runtime's own
- * variables when those are not set. */
-static void pass_stacksize(void) {
-  const char *v = env("OMP_STACKSIZE");
-  if (!v || env("ITO_STACK_SIZE")) return;
-  char *end;
-  errno = 0;
-  unsigned long long x = strtoull(v, &end, 10);
-  unsigned long long mul = 1024; /* OpenMP's default unit is KiB */
-  if (*end == 'B' || *end == 'b') mul = 1, end++;
-  else if (*end == 'K' || *end == 'k') mul = 1ULL << 10, end++;
-  else if (*end == 'M' || *end == 'm') mul = 1ULL << 20, end++;
-  else if (*end == 'G' || *end == 'g') mul = 1ULL << 30, end++;
-  if (errno || end == v || *end || v[0] == '-' || x == 0 || x > (1ULL << 40) / mul)
-    bad_env("OMP_STACKSIZE", v, "a size with an optional B, K, M or G suffix (K if none)");
-  char buf[32];
-  snprintf(buf, sizeof buf, "%llu", x * mul);
-  setenv("ITO_STACK_SIZE", buf, 0);
-}
+/* Values of the rows below that need a second look. */
+static int env_dynamic = -1, env_nested = -1, env_cancellation = -1, env_wait = -1;
+static long env_levels = -1, env_limit = -1;
+static size_t env_stack;
+static const struct ito_cfg_choice bool_words[] = {
+    {"true", 1}, {"false", 0}, {"1", 1}, {"0", 0}, {0, 0}};
+static const struct ito_cfg_choice wait_words[] = {{"active", 1}, {"passive", 0}, {0, 0}};
 
-static void pass_wait_policy(void) {
-  const char *v = env("OMP_WAIT_POLICY");
-  if (!v) return;
-  if (strcasecmp(v, "active") && strcasecmp(v, "passive"))
-    bad_env("OMP_WAIT_POLICY", v, "active or passive");
-  if (!env("ITO_WAIT_POLICY")) setenv("ITO_WAIT_POLICY", v, 0);
-}
+static const struct ito_cfg rows[] = {
+    {.name = "OMP_NUM_THREADS", .kind = ITO_CFG_PARSE, .parse = parse_num_threads,
+     .dflt = "the usable CPUs", .what = "team sizes, one per nesting level"},
+    {.name = "OMP_SCHEDULE", .kind = ITO_CFG_PARSE, .parse = parse_schedule, .dflt = "dynamic,1",
+     .what = "the schedule of schedule(runtime) loops"},
+    {.name = "OMP_DYNAMIC", .kind = ITO_CFG_CHOICE, .dst = &env_dynamic, .choices = bool_words,
+     .dflt = "false", .what = "dynamic adjustment of team sizes"},
+    {.name = "OMP_NESTED", .kind = ITO_CFG_CHOICE, .dst = &env_nested, .choices = bool_words,
+     .dflt = "false", .what = "nested parallel regions are active"},
+    {.name = "OMP_MAX_ACTIVE_LEVELS", .kind = ITO_CFG_INT, .dst = &env_levels, .lo = 0,
+     .hi = INT_MAX, .dflt = "1 (the list's length with a list of team sizes)",
+     .what = "nesting levels with more than one thread"},
+    {.name = "OMP_THREAD_LIMIT", .kind = ITO_CFG_INT, .dst = &env_limit, .lo = 1, .hi = INT_MAX,
+     .dflt = "no limit", .what = "threads of all teams together"},
+    {.name = "OMP_CANCELLATION", .kind = ITO_CFG_CHOICE, .dst = &env_cancellation,
+     .choices = bool_words, .dflt = "false", .what = "cancellation (not supported: a warning)"},
+    {.name = "OMP_STACKSIZE", .kind = ITO_CFG_SIZE, .dst = &env_stack, .lo = 16 << 10,
+     .hi = 1L << 30, .flags = ITO_CFG_SIZE_OMP, .dflt = "ITO_STACK_SIZE's",
+     .what = "stack size of every thread and task (ITO_STACK_SIZE when that is not set)"},
+    {.name = "OMP_WAIT_POLICY", .kind = ITO_CFG_CHOICE, .dst = &env_wait, .choices = wait_words,
+     .dflt = "passive", .what = "ITO_WAIT_POLICY when that is not set"},
+};
 
 static void init_root(void);
 
@@ -166,28 +150,29 @@ __attribute__((constructor)) static void read_env(void) {
   omp_g.init.sched = SCHED_DYNAMIC;
   omp_g.init.chunk = 1;
   omp_g.init.dyn = 0;
-  const char *v;
-  if ((v = env("OMP_NUM_THREADS"))) {
-    parse_num_threads(v);
-    omp_g.init.nthreads = omp_g.list[0];
-  }
-  if ((v = env("OMP_SCHEDULE"))) parse_schedule(v);
-  if ((v = env("OMP_DYNAMIC"))) omp_g.init.dyn = parse_bool("OMP_DYNAMIC", v);
+  ito__dropin_config_read(rows, (int)(sizeof rows / sizeof rows[0]));
+  if (omp_g.nlist) omp_g.init.nthreads = omp_g.list[0];
+  if (env_dynamic >= 0) omp_g.init.dyn = env_dynamic;
   /* Nesting: off unless asked for (OMP_NESTED, OMP_MAX_ACTIVE_LEVELS, or a
    * list of team sizes), as gcc 12's runtime does. */
   omp_g.max_active_levels = omp_g.nlist > 1 ? MAX_LEVELS : 1;
-  if ((v = env("OMP_NESTED"))) omp_g.max_active_levels = parse_bool("OMP_NESTED", v) ? MAX_LEVELS : 1;
-  omp_g.max_active_levels =
-      (int)env_int("OMP_MAX_ACTIVE_LEVELS", 0, INT_MAX, "a number of levels, 0 or more",
-                   omp_g.max_active_levels);
+  if (env_nested >= 0) omp_g.max_active_levels = env_nested ? MAX_LEVELS : 1;
+  if (env_levels >= 0) omp_g.max_active_levels = (int)env_levels;
   if (omp_g.max_active_levels > MAX_LEVELS) omp_g.max_active_levels = MAX_LEVELS;
-  omp_g.thread_limit =
-      (int)env_int("OMP_THREAD_LIMIT", 1, INT_MAX, "a positive number of threads", INT_MAX);
-  if ((v = env("OMP_CANCELLATION")) && parse_bool("OMP_CANCELLATION", v))
+  omp_g.thread_limit = env_limit > 0 ? (int)env_limit : INT_MAX;
+  if (env_cancellation == 1)
     fprintf(stderr, "ito-omp: OMP_CANCELLATION=%s: cancellation is not supported; cancel "
-                    "constructs are ignored (docs/openmp.md)\n", v);
-  pass_stacksize();
-  pass_wait_policy();
+                    "constructs are ignored (docs/openmp.md)\n", getenv("OMP_CANCELLATION"));
+  /* OMP_STACKSIZE and OMP_WAIT_POLICY are the runtime's own variables'
+   * defaults */
+  static char stack_text[32]; /* kept: the runtime reads it at each start */
+  if (env_stack) {
+    snprintf(stack_text, sizeof stack_text, "%zu", env_stack);
+    ito__dropin_config_default("ITO_STACK_SIZE", stack_text, "OMP_STACKSIZE");
+  }
+  if (env_wait >= 0)
+    ito__dropin_config_default("ITO_WAIT_POLICY", env_wait ? "active" : "passive",
+                               "OMP_WAIT_POLICY");
   /* as many workers as the outermost team wants, at most the usable CPUs
    * (ITO_NUM_WORKERS overrides) */
   if (omp_g.nlist) ito__dropin_default_workers(omp_g.list[0]);

@@ -1,6 +1,7 @@
 /* Set-up of the shim: libc's definitions, resolved once; the runtime's
- * table of real calls; ITO_PTHREAD and ITO_PTHREAD_VERIFY
- * (docs/dropin.md sections 2 and 3). */
+ * table of real calls; ITO_PTHREAD and ITO_PTHREAD_VERIFY, parsed by the
+ * runtime's configuration table (docs/dropin.md, "Reaching libc" and
+ * "Switching it off"). */
 #include "shim.h"
 
 #include <dlfcn.h>
@@ -16,11 +17,24 @@ ito_key_t shim_cleanup_key, shim_exit_key;
 static int init_lock;
 static int verify;
 
+/* Through libc's write, once resolved: the shim's own write would come
+ * back here while the set-up is not finished. */
 static void die(const char *msg) {
-  ssize_t r = write(2, msg, strlen(msg));
+  ssize_t r = shim_real.write ? shim_real.write(2, msg, strlen(msg))
+                              : (ssize_t)syscall(SYS_write, 2, msg, strlen(msg));
   (void)r;
   _exit(2);
 }
+
+static int on = 1;
+static const struct ito_cfg_choice on_off[] = {{"on", 1}, {"1", 1}, {"off", 0}, {"0", 0}, {0, 0}};
+static const struct ito_cfg_choice zero_one[] = {{"0", 0}, {"1", 1}, {0, 0}};
+static const struct ito_cfg rows[] = {
+    {.name = "ITO_PTHREAD", .kind = ITO_CFG_CHOICE, .dst = &on, .choices = on_off, .dflt = "on",
+     .what = "off: libito-pthread.so forwards every call to libc"},
+    {.name = "ITO_PTHREAD_VERIFY", .kind = ITO_CFG_CHOICE, .dst = &verify, .choices = zero_one,
+     .dflt = "0", .what = "1: libito-pthread.so prints at exit how many threads ran as ito threads"},
+};
 
 /* Functions that exist in more than one version in libc are resolved at
  * the version a program linked today gets: dlsym's choice before glibc
@@ -81,26 +95,15 @@ void shim_init(void) {
       .sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(RTLD_NEXT,
                                                                                     "sigaction"),
   };
-  const char *v = getenv("ITO_PTHREAD");
-  int off = 0;
-  if (v && *v) {
-    if (!strcmp(v, "off") || !strcmp(v, "0"))
-      off = 1;
-    else if (strcmp(v, "on") && strcmp(v, "1"))
-      die("ito-pthread: ITO_PTHREAD has a value that is not valid: expected on or off\n");
-  }
-  v = getenv("ITO_PTHREAD_VERIFY");
-  if (v && *v) {
-    if (!strcmp(v, "1"))
-      verify = 1;
-    else if (strcmp(v, "0"))
-      die("ito-pthread: ITO_PTHREAD_VERIFY has a value that is not valid: expected 0 or 1\n");
-  }
+  /* libc's calls in the runtime's table first: a bad value's message then
+   * goes out through libc's write, not the shim's */
+  ito__dropin_os_install(&os);
+  ito__dropin_config_read(rows, (int)(sizeof rows / sizeof rows[0]));
+  int off = !on;
   if (!off) {
     if (ito_key_create(&shim_cleanup_key, NULL) || ito_key_create(&shim_exit_key, NULL))
       die("ito-pthread: cannot create its thread-specific keys\n");
-    ito__dropin_os_install(&os);
-    ito__dropin_mode_on();
+    ito__dropin_fd_view_tracked();
     /* the program's main thread keeps its own id when the runtime adopts
      * it as the root thread */
     if (syscall(SYS_gettid) == getpid()) shim_main_id = shim_real.pthread_self();

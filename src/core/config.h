@@ -1,0 +1,60 @@
+/* The configuration: every ITO_* variable the runtime reads, parsed from
+ * one table by one checked parser (config.c); the drop-in libraries
+ * register rows of their own (ito__config_read), which the same parser
+ * checks. A bad value stops the program with one line naming the variable,
+ * the value and what is accepted, and exit status 2. README.md's table
+ * lists every row; tests/unit/config_table checks that it does. */
+#ifndef ITO_CORE_CONFIG_H
+#define ITO_CORE_CONFIG_H
+
+#include "base.h"
+#include "config_row.h"
+
+enum { GUARD_AUTO = 0, GUARD_ALWAYS, GUARD_NEVER };
+enum { FENCE_ASYMMETRIC = 0, FENCE_SYMMETRIC };
+enum { WAIT_PASSIVE = 0, WAIT_ACTIVE };
+enum { PIPE_NOWAIT_AUTO = 0, PIPE_NOWAIT_OFF };
+
+#define ITO_MAX_WORKERS 1024
+#define ITO_MIN_STACK (16UL << 10)
+#define ITO_MAX_STACK (1UL << 30)
+#define ITO_DEFAULT_STACK (128UL << 10)
+
+/* The runtime's settings, as of the last start. */
+struct ito_settings {
+  long workers;       /* ITO_NUM_WORKERS (default: the usable CPUs) */
+  size_t stack_size;  /* ITO_STACK_SIZE, rounded up to pages */
+  int bind;           /* ITO_BIND */
+  int stack_guard;    /* ITO_STACK_GUARD: GUARD_* */
+  int deque_fence;    /* ITO_DEQUE_FENCE: FENCE_* */
+  int wait_policy;    /* ITO_WAIT_POLICY: WAIT_* */
+  long spin_us;       /* ITO_SPIN_US */
+  int pipe_nowait;    /* ITO_IO_PIPE_NOWAIT: PIPE_NOWAIT_* */
+};
+extern struct ito_settings ito__cfg HIDDEN;
+
+/* Reads the core's rows from the environment into ito__cfg (at each
+ * start of the runtime). */
+HIDDEN void ito__config_read_core(void);
+/* Parses the variables of rows that are set (checking each), and keeps the
+ * table for ito__config_each. A drop-in library calls it once, from its
+ * constructor. */
+HIDDEN void ito__config_read(const struct ito_cfg *rows, int n);
+/* Every row of every table read so far, in order. */
+HIDDEN void ito__config_each(void (*fn)(const struct ito_cfg *row, void *arg), void *arg);
+/* The value a core row takes when its variable is not set, given by a
+ * drop-in library before the runtime starts (OMP_STACKSIZE gives
+ * ITO_STACK_SIZE's): checked like a value of the variable, but a bad one
+ * names `from`. 0, or EINVAL for an unknown name. */
+HIDDEN int ito__config_default(const char *name, const char *text, const char *from);
+/* The default worker count of a drop-in library (at most the usable
+ * CPUs); 0: the usable CPUs. */
+HIDDEN void ito__config_default_workers(int n);
+/* A bad value: the one-line message and exit status 2. */
+HIDDEN void ito__config_error(const char *name, const char *value, const char *expected)
+    __attribute__((noreturn));
+/* The CPUs the process may use: the affinity mask, capped by a cgroup CPU
+ * quota (v2 cpu.max, v1 cpu.cfs_quota_us). */
+HIDDEN int ito__usable_cpus(void);
+
+#endif

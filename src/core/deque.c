@@ -1,0 +1,94 @@
+/* The work-stealing deque's slower operations: the owner's pop, the
+ * settling of a conflict, the end of a fenced window and the thief's
+ * steal. Invariants at the top of deque.h; the protocol and why the owner
+ * needs no fence are in docs/scheduler.md. */
+#define _GNU_SOURCE
+#include "deque.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+
+int ito__deque_init(struct ito_deque *d, int log2) {
+  memset(d, 0, sizeof *d);
+  d->mask = (1ULL << log2) - 1;
+  void *m = mmap(NULL, sizeof(uintptr_t) << log2, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m == MAP_FAILED) return ENOMEM;
+  d->slots = m;
+  return 0;
+}
+
+void ito__deque_reset(struct ito_deque *d) {
+  ITO_ASSERT(!dq_nonempty(d));
+  /* without membarrier every pop fences, for ever (invariant 4) */
+  d->fence_pops = ito__asym_fence ? 0 : 1 << 30;
+}
+
+/* The window ran out: back to fence-free pops, unless a thief holds the
+ * steal lock (it may be relying on the fence: one more fenced pop, then
+ * try again). Without membarrier the window never closes. */
+void ito__deque_fence_expire(struct ito_deque *d) {
+  int n = 1;
+  if (!ito__asym_fence) {
+    n = 1 << 30;
+  } else if (spin_trylock(&d->steal_lock)) {
+    __atomic_store_n(&d->fence_pops, 0, __ATOMIC_RELAXED);
+    spin_unlock(&d->steal_lock);
+    return;
+  }
+  __atomic_store_n(&d->fence_pops, n, __ATOMIC_RELAXED);
+}
+
+bool ito__deque_conflict(struct ito_deque *d, uint64_t t) {
+  spin_lock(&d->steal_lock);
+  bool ours = atomic_load_explicit(&d->head, memory_order_relaxed) <= t;
+  if (!ours) atomic_store_explicit(&d->tail, t + 1, memory_order_relaxed);
+  spin_unlock(&d->steal_lock);
+  return ours;
+}
+
+/* Owner pop of index t:
+ *     tail = t; barrier (invariant 4); if head <= t: the entry is ours;
+ *     else settle under the lock. */
+uintptr_t ito__deque_pop(struct ito_deque *d) {
+  uint64_t t = dq_tail(d);
+  if (atomic_load_explicit(&d->head, memory_order_relaxed) >= t) return 0;
+  t--;
+  atomic_store_explicit(&d->tail, t, memory_order_relaxed);
+  dq_owner_barrier(d);
+  uintptr_t *slot = &d->slots[t & d->mask];
+  if (!LIKELY(atomic_load_explicit(&d->head, memory_order_relaxed) <= t) &&
+      !ito__deque_conflict(d, t))
+    return 0;
+  uintptr_t e = *slot;
+  ITO_ASSERT(e != 0); /* invariant 1 */
+  __atomic_store_n(slot, 0, __ATOMIC_RELEASE); /* invariant 2 */
+  return e;
+}
+
+/* Thief:
+ *     lock; h = head; head = h + 1; barrier (membarrier, or a fence while
+ *     the owner's window is open); if h + 1 > tail: head = h, unlock, fail;
+ *     the entry at h is ours. */
+uintptr_t ito__deque_steal(struct ito_deque *v, uintptr_t **slotp) {
+  uint64_t h = atomic_load_explicit(&v->head, memory_order_relaxed);
+  if (h >= atomic_load_explicit(&v->tail, memory_order_acquire)) return 0;
+  if (!spin_trylock(&v->steal_lock)) return 0;
+  h = atomic_load_explicit(&v->head, memory_order_relaxed);
+  atomic_store_explicit(&v->head, h + 1, memory_order_relaxed);
+  if (__atomic_load_n(&v->fence_pops, __ATOMIC_ACQUIRE))
+    full_fence(); /* the owner fences its pops now */
+  else
+    ito__heavy_barrier();
+  if (h + 1 > atomic_load_explicit(&v->tail, memory_order_acquire)) {
+    atomic_store_explicit(&v->head, h, memory_order_relaxed);
+    spin_unlock(&v->steal_lock);
+    return 0;
+  }
+  uintptr_t *slot = &v->slots[h & v->mask];
+  uintptr_t e = *slot;
+  ITO_ASSERT(e != 0); /* invariant 1 */
+  *slotp = slot;
+  return e;
+}

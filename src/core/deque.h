@@ -1,0 +1,173 @@
+/* The work-stealing deque: the only C code that touches its fields (the
+ * x86-64 fork does the same in assembly, at the offsets of
+ * asm_contract.h). Design and proofs: docs/scheduler.md, "The deque
+ * protocol".
+ *
+ * Invariants:
+ *  1. Indices grow without bound; entry i is in slot i & mask. The owner
+ *     alone writes tail, with plain stores; thieves write head holding
+ *     steal_lock. An entry in [head, tail) is never 0.
+ *  2. Whoever takes an entry clears its slot: a thief after its accounting
+ *     (dq_steal_done), the owner when it pops (dq_pop). The owner's fork
+ *     that takes its own record back leaves the slot as it is; only that
+ *     frame ever stores that record's address. So a slot that no longer
+ *     holds what its pusher stored was taken by somebody else.
+ *  3. Every pusher keeps DEQUE_MARGIN entries free (dq_full): the fork
+ *     checks capacity only when the tail crosses a multiple of
+ *     DEQUE_MARGIN.
+ *  4. The owner's barrier between its tail store and its head load is a
+ *     compiler barrier while fence_pops is 0, a full fence while it is
+ *     positive; a thief that reads it 0 uses membarrier, one that reads it
+ *     positive a plain fence (the fenced window). Without membarrier every
+ *     pop fences. */
+#ifndef ITO_CORE_DEQUE_H
+#define ITO_CORE_DEQUE_H
+
+#include "asm_contract.h"
+#include "base.h"
+#include "os.h"
+
+#include <stdatomic.h>
+
+/* Entries are tagged words: a fork record (tag 0), a suspended fiber
+ * (ENT_FIBER) or a create record (ENT_CREATE). */
+enum { ENT_FIBER = 1, ENT_CREATE = 2, ENT_TAGS = 3 };
+
+struct ito_deque {
+  /* the owner's line */
+  _Atomic uint64_t tail;
+  uintptr_t *slots;
+  uint64_t mask;
+  int fence_pops; /* > 0: the owner's next pops fence (invariant 4) */
+  char pad1[CACHELINE - 28];
+  /* the thieves' line */
+  _Atomic uint64_t head;
+  int steal_lock;
+  char pad2[CACHELINE - 12];
+};
+
+_Static_assert(offsetof(struct ito_deque, tail) == W_TAIL, "asm: W_TAIL");
+_Static_assert(offsetof(struct ito_deque, slots) == W_SLOTS, "asm: W_SLOTS");
+_Static_assert(offsetof(struct ito_deque, mask) == W_MASK, "asm: W_MASK");
+_Static_assert(offsetof(struct ito_deque, fence_pops) == W_FENCE, "asm: W_FENCE");
+_Static_assert(offsetof(struct ito_deque, head) == W_HEAD, "asm: W_HEAD");
+_Static_assert((DEQUE_MARGIN & (DEQUE_MARGIN - 1)) == 0, "DEQUE_MARGIN is a power of two");
+
+/* Maps 2^log2 slots (touched lazily); 0 or ENOMEM. */
+HIDDEN int ito__deque_init(struct ito_deque *d, int log2);
+/* Before each start of the runtime: empty, and the fence mode set. */
+HIDDEN void ito__deque_reset(struct ito_deque *d);
+
+/* ---- the owner ---------------------------------------------------------------------- */
+
+static inline uint64_t dq_tail(const struct ito_deque *d) {
+  return atomic_load_explicit(&d->tail, memory_order_relaxed);
+}
+/* Pushing at index t would leave fewer than DEQUE_MARGIN entries free. */
+static inline bool dq_full(const struct ito_deque *d, uint64_t t) {
+  return t - atomic_load_explicit(&d->head, memory_order_relaxed) + DEQUE_MARGIN > d->mask;
+}
+/* The capacity check of a push at t as the fork makes it: only when t is a
+ * multiple of DEQUE_MARGIN (invariant 3). */
+static inline bool dq_full_at_margin(const struct ito_deque *d, uint64_t t) {
+  return (t & (DEQUE_MARGIN - 1)) == 0 && dq_full(d, t);
+}
+/* Publishes e at index t (the tail; the caller checked capacity). */
+static inline void dq_put(struct ito_deque *d, uint64_t t, uintptr_t e) {
+  ITO_ASSERT(e != 0 && t == dq_tail(d));
+  d->slots[t & d->mask] = e;
+  atomic_store_explicit(&d->tail, t + 1, memory_order_release);
+}
+/* Publishes e at the tail; false (nothing pushed) if the deque is full. */
+static inline bool dq_push(struct ito_deque *d, uintptr_t e) {
+  uint64_t t = dq_tail(d);
+  if (UNLIKELY(dq_full(d, t))) return false;
+  dq_put(d, t, e);
+  return true;
+}
+
+HIDDEN void ito__deque_fence_expire(struct ito_deque *d);
+/* The owner's barrier between its tail store and its head load (invariant
+ * 4). */
+static inline void dq_owner_barrier(struct ito_deque *d) {
+  int n = __atomic_load_n(&d->fence_pops, __ATOMIC_RELAXED);
+  if (LIKELY(!n)) {
+    __asm__ volatile("" ::: "memory");
+    return;
+  }
+  full_fence();
+  __atomic_store_n(&d->fence_pops, n - 1, __ATOMIC_RELAXED);
+  if (n == 1) ito__deque_fence_expire(d);
+}
+/* The owner expects a thief soon: its next FENCE_WINDOW pops fence, so
+ * that the thief needs a plain fence, not a membarrier. Only the owner
+ * calls it. */
+static inline void dq_expect_thief(struct ito_deque *d) {
+  if (ito__asym_fence) __atomic_store_n(&d->fence_pops, FENCE_WINDOW, __ATOMIC_RELEASE);
+}
+static inline bool dq_window_open(const struct ito_deque *d) {
+  return __atomic_load_n(&d->fence_pops, __ATOMIC_RELAXED) != 0;
+}
+
+/* The owner's pop of index t met a thief (head > t): settles it under the
+ * steal lock. Returns true if entry t is still the owner's (else the deque
+ * is left empty at t + 1). Called by the assembly fork too. */
+HIDDEN bool ito__deque_conflict(struct ito_deque *d, uint64_t t);
+
+/* Takes entry t back if the deque still ends with it (tail t + 1 and slot
+ * t holding e) and no thief takes it now: the return of a fork or a create
+ * to its own record. The slot keeps e (invariant 2). */
+static inline bool dq_take_back(struct ito_deque *d, uint64_t t, uintptr_t e) {
+  if (dq_tail(d) != t + 1 || __atomic_load_n(&d->slots[t & d->mask], __ATOMIC_ACQUIRE) != e)
+    return false;
+  atomic_store_explicit(&d->tail, t, memory_order_relaxed);
+  dq_owner_barrier(d);
+  return atomic_load_explicit(&d->head, memory_order_relaxed) <= t || ito__deque_conflict(d, t);
+}
+
+/* Takes the youngest entry (clearing its slot), or returns 0. */
+HIDDEN uintptr_t ito__deque_pop(struct ito_deque *d);
+/* The youngest entry without taking it, or 0 (racing with thieves: a slot
+ * a thief took reads 0). */
+static inline uintptr_t dq_peek(const struct ito_deque *d) {
+  uint64_t t = dq_tail(d);
+  if (atomic_load_explicit(&d->head, memory_order_relaxed) >= t) return 0;
+  return __atomic_load_n(&d->slots[(t - 1) & d->mask], __ATOMIC_ACQUIRE);
+}
+/* Entries thieves may still take: an estimate, without the lock. */
+static inline uint64_t dq_size(const struct ito_deque *d) {
+  uint64_t t = dq_tail(d), h = atomic_load_explicit(&d->head, memory_order_relaxed);
+  return t > h ? t - h : 0;
+}
+
+/* ---- anybody --------------------------------------------------------------------------- */
+
+/* Does the deque hold an entry? (The sleeper's scan: acquire loads.) */
+static inline bool dq_nonempty(const struct ito_deque *d) {
+  return atomic_load_explicit(&d->head, memory_order_acquire) <
+         atomic_load_explicit(&d->tail, memory_order_acquire);
+}
+
+/* ---- thieves ----------------------------------------------------------------------------- */
+
+/* Takes the oldest entry of v and returns it with v's steal_lock held and
+ * *slot naming its slot; the caller does its accounting (a record is
+ * still alive while the lock is held) and then calls dq_steal_done.
+ * Returns 0 (no lock held) if there was nothing or the lock was busy. */
+HIDDEN uintptr_t ito__deque_steal(struct ito_deque *v, uintptr_t **slot);
+/* The thief cannot use what it took (no stack to run a continuation on):
+ * the entry goes back to the owner, untouched. */
+static inline void dq_steal_undo(struct ito_deque *v) {
+  ITO_ASSERT(spin_held(&v->steal_lock));
+  atomic_store_explicit(&v->head, atomic_load_explicit(&v->head, memory_order_relaxed) - 1,
+                        memory_order_relaxed);
+  spin_unlock(&v->steal_lock);
+}
+static inline void dq_steal_done(struct ito_deque *v, uintptr_t *slot, uintptr_t e) {
+  ITO_ASSERT(spin_held(&v->steal_lock) && *slot == e); /* taken once: by us */
+  (void)e;
+  __atomic_store_n(slot, 0, __ATOMIC_RELEASE); /* invariant 2 */
+  spin_unlock(&v->steal_lock);
+}
+
+#endif

@@ -1,0 +1,117 @@
+/* Fibers: a stack mapping [guard page][stack ...][fiber header] with the
+ * header holding the saved context, the descriptor of the thread that
+ * started on it and that thread's creator record. Per-worker free lists
+ * over a global pool, guard pages while the kernel's mapping limit allows,
+ * overflow reports. Design: docs/fibers.md.
+ *
+ * Invariants:
+ *  1. A fiber is in at most one of: running on a worker (worker.cur), a
+ *     ready queue or mail list (next), a deque entry (ENT_FIBER), a free
+ *     list (next), or parked (its waiter queued, or referenced by a join).
+ *  2. kind never changes; pool fibers (FIBER_POOL) are never unmapped, so a
+ *     stale handle still reads a descriptor; FIBER_USER memory is the
+ *     caller's and is never touched once released.
+ *  3. A free pool fiber's descriptor is fresh (flags 0, RUNNING, no keys,
+ *     no joiner): creation sets only what differs. */
+#ifndef ITO_CORE_FIBER_H
+#define ITO_CORE_FIBER_H
+
+#include "base.h"
+#include "record.h"
+#include "thread.h"
+#include "waitq.h"
+
+struct worker;
+
+/* FIBER_POOL: a pool stack; FIBER_NATIVE: an OS thread's own stack (the
+ * root); FIBER_OWN: a larger stack mapped for one thread, kept on a free
+ * list of its size class once released; FIBER_USER: the caller's memory. */
+enum { FIBER_POOL = 0, FIBER_NATIVE = 1, FIBER_OWN = 2, FIBER_USER = 3 };
+
+typedef struct __attribute__((aligned(64))) fiber {
+  ithread th;               /* the thread started on this fiber, if any */
+  void *sp;                 /* saved stack pointer while not running */
+  char *lo, *hi;            /* usable stack [lo, hi) */
+  char *map;                /* start of the mapping, NULL: not ours */
+  size_t maplen;
+  ithread *thread;          /* the lightweight thread this fiber runs for */
+  void *ctx;                /* a layer's word for the code on this stack (libito-omp.so keeps
+                               its current task here); NULL on a fresh stack */
+  struct worker *home;      /* non-NULL: runs only on this worker (placement) */
+  struct fiber *next;       /* ready queue, mail or free list (invariant 1) */
+  waiter w;                 /* used while parked */
+  void *asan_fake;
+  uint32_t guarded;         /* a PROT_NONE page sits below lo */
+  uint32_t kind;            /* FIBER_* (invariant 2) */
+  uint32_t own_class;       /* FIBER_OWN: log2 of the mapping's size */
+  /* A fiber made by taking a fork record starts by resuming that record.
+   * A fiber started by ito_create keeps here its creator's continuation
+   * (a create record), published at create_idx of create_worker's deque. */
+  struct ito_rec start;
+  struct worker *create_worker;
+  uint64_t create_idx;
+#if ITO_TSAN
+  void *tsan;               /* ThreadSanitizer's context for this stack (docs/fibers.md) */
+  int tsan_dirty;           /* frames were abandoned on it (ito_exit): renew tsan before reuse */
+#endif
+} fiber;
+
+/* The fiber a thread started on (its descriptor is in that header). */
+static inline fiber *fiber_of_thread(ithread *t) {
+  return (fiber *)((char *)t - offsetof(fiber, th));
+}
+
+/* Stack settings, at each start of the runtime. */
+HIDDEN void ito__fiber_setup(size_t stack_size, int guard_mode);
+HIDDEN size_t ito__stack_size(void);
+
+/* A worker's free fibers, kept before they go back to the global pool. */
+#define FIBER_CACHE 64
+struct fiber_cache {
+  fiber *free;
+  int n;
+};
+
+/* A fresh pool fiber (c: the caller's worker cache, or NULL); NULL when out
+ * of memory. */
+HIDDEN fiber *ito__fiber_alloc(struct fiber_cache *c);
+/* Gives f back (canary check, own-stack list, or nothing for FIBER_USER
+ * and FIBER_NATIVE). */
+HIDDEN void ito__fiber_free(struct fiber_cache *c, fiber *f);
+/* A stack larger than the pool's, for one thread (NULL: out of memory). */
+HIDDEN fiber *ito__own_fiber(size_t stack_bytes);
+/* The caller's memory [addr, addr + size) (NULL: too small). */
+HIDDEN fiber *ito__user_fiber(void *addr, size_t size);
+
+/* The common cases of alloc and free, inline: a pop or push on the
+ * worker's own list. */
+static inline fiber *fiber_get(struct fiber_cache *c) {
+#if !ITO_ASAN && !ITO_TSAN
+  fiber *f = c ? c->free : NULL;
+  if (LIKELY(f)) {
+    c->free = f->next;
+    c->n--;
+    f->create_worker = NULL;
+    f->ctx = NULL;
+    f->home = NULL;
+    return f;
+  }
+#endif
+  return ito__fiber_alloc(c);
+}
+static inline void fiber_put(struct fiber_cache *c, fiber *f) {
+  if (LIKELY(c && f->kind == FIBER_POOL && f->guarded && c->n < FIBER_CACHE)) {
+    f->next = c->free;
+    c->free = f;
+    c->n++;
+    return;
+  }
+  ito__fiber_free(c, f);
+}
+
+/* Stack overflow reports: the SIGSEGV handler, on a per-worker alternate
+ * stack. */
+HIDDEN void ito__install_segv(void);
+HIDDEN char *ito__altstack_setup(void);
+
+#endif

@@ -1,0 +1,42 @@
+/* Event hooks: where a recorder (a profiler, a tracer) attaches to see
+ * spawns, steals, joins, creates, parks, resumes, sleeps and wake-ups.
+ * Design and costs: docs/hooks.md.
+ *
+ * Invariants:
+ *  1. A recorder attaches before the runtime starts and stays for the run;
+ *     ito__hooks_on and the idle word's H bit are set at start and not
+ *     changed while the runtime runs.
+ *  2. With no recorder, the fork and join fast paths execute exactly the
+ *     instructions they execute without hooks: the assembly fork reaches
+ *     its hook only through the branch it already takes when the idle word
+ *     is not 0 (H sets a bit of it), and a join reaches its hook only
+ *     through the slow path (a traced group's pending count carries
+ *     TG_TRACED). Every other hook costs one predictable branch.
+ *  3. The recorder's function runs on the worker, inside the scheduler or
+ *     the thread that caused the event: it must not block, park or call
+ *     into the runtime. */
+#ifndef ITO_CORE_HOOKS_H
+#define ITO_CORE_HOOKS_H
+
+#include "base.h"
+#include "event.h"
+
+extern int ito__hooks_on HIDDEN;
+
+/* Attaches a recorder (before the runtime starts: EBUSY after; EINVAL for
+ * NULL or a second one). */
+HIDDEN int ito__hooks_attach(void (*fn)(const struct ito_event *e, void *arg), void *arg);
+HIDDEN void ito__hook_emit(int kind, int worker, const void *obj, long peer);
+
+/* One predictable branch where no recorder is attached. */
+#define HOOK(kind, worker, obj, peer)                                   \
+  do {                                                                  \
+    if (UNLIKELY(LOAD_RLX(&ito__hooks_on))) ito__hook_emit((kind), (worker), (obj), (peer)); \
+  } while (0)
+
+/* A traced task group's pending count carries this bias from its first
+ * fork to its join, so that the join's inline check fails and the join
+ * reaches its hook (invariant 2). Larger than any real count. */
+#define TG_TRACED (1 << 30)
+
+#endif

@@ -1,0 +1,96 @@
+/* Thread-specific data, per lightweight thread: a table of keys with their
+ * destructors, and per thread an array of values allocated at its first
+ * set. An OS thread that is not an ito thread has values of its own.
+ * Design: docs/api.md, "Thread-specific data". */
+#define _GNU_SOURCE
+#include "thread.h"
+
+#include "worker.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+static int key_lock;
+static struct {
+  int used;
+  void (*dtor)(void *);
+} keys[ITO_KEYS_MAX];
+
+int ito_key_create(ito_key_t *key, void (*destructor)(void *)) {
+  if (!key) return EINVAL;
+  spin_lock(&key_lock);
+  for (unsigned i = 0; i < ITO_KEYS_MAX; i++) {
+    if (!keys[i].used) {
+      keys[i].used = 1;
+      keys[i].dtor = destructor;
+      spin_unlock(&key_lock);
+      *key = i;
+      return 0;
+    }
+  }
+  spin_unlock(&key_lock);
+  return EAGAIN;
+}
+
+int ito_key_delete(ito_key_t key) {
+  if (key >= ITO_KEYS_MAX) return EINVAL;
+  spin_lock(&key_lock);
+  int ok = keys[key].used;
+  keys[key].used = 0;
+  keys[key].dtor = NULL;
+  spin_unlock(&key_lock);
+  return ok ? 0 : EINVAL;
+}
+
+/* Values of an OS thread that is not an ito thread. */
+static __thread void **os_keys;
+
+void **ito__take_os_keys(void) {
+  void **k = os_keys;
+  os_keys = NULL;
+  return k;
+}
+
+static void ***key_slots(void) {
+  worker *w = cur_worker();
+  if (w && w->cur && w->cur->thread) return (void ***)&w->cur->thread->keys;
+  return &os_keys;
+}
+
+void *ito_getspecific(ito_key_t key) {
+  if (key >= ITO_KEYS_MAX) return NULL;
+  void **k = *key_slots();
+  return k ? k[key] : NULL;
+}
+
+void *ito_key_getspecific(ito_key_t key) { return ito_getspecific(key); }
+
+int ito_setspecific(ito_key_t key, const void *value) {
+  if (key >= ITO_KEYS_MAX || !LOAD_RLX(&keys[key].used)) return EINVAL;
+  void ***slots = key_slots();
+  if (!*slots) {
+    *slots = calloc(ITO_KEYS_MAX, sizeof(void *));
+    if (!*slots) return ENOMEM;
+  }
+  (*slots)[key] = (void *)value;
+  return 0;
+}
+
+int ito_key_setspecific(ito_key_t key, const void *value) { return ito_setspecific(key, value); }
+
+void ito__run_key_destructors(ithread *t) {
+  for (int round = 0; round < 4 && t->keys; round++) {
+    int any = 0;
+    for (unsigned i = 0; i < ITO_KEYS_MAX; i++) {
+      void *v = t->keys[i];
+      if (!v) continue;
+      t->keys[i] = NULL;
+      void (*d)(void *) = LOAD_RLX(&keys[i].used) ? keys[i].dtor : NULL;
+      if (d) {
+        d(v);
+        any = 1;
+      }
+    }
+    if (!any) break;
+  }
+}

@@ -1,0 +1,26 @@
+/* Start-up and shut-down of the runtime: the workers, the root thread.
+ * Design: docs/architecture.md ("Start-up", "Shut-down").
+ *
+ * Invariants:
+ *  1. state goes OFF -> STARTING -> RUNNING -> STOPPING -> OFF, changed
+ *     only with the init lock held; a failed start goes back to OFF with
+ *     every worker it started stopped again.
+ *  2. While RUNNING, the workers array, their count and the settings do
+ *     not change. */
+#ifndef ITO_CORE_RUNTIME_H
+#define ITO_CORE_RUNTIME_H
+
+#include "base.h"
+
+enum { RT_OFF = 0, RT_STARTING, RT_RUNNING, RT_STOPPING };
+
+extern int ito__rt_state_ HIDDEN;
+static inline int ito__rt_state(void) { return __atomic_load_n(&ito__rt_state_, __ATOMIC_ACQUIRE); }
+static inline bool ito__running(void) { return ito__rt_state() == RT_RUNNING; }
+/* Starts the runtime if it is not running: 0, or EAGAIN / ENOMEM when
+ * workers or their memory could not be made. */
+HIDDEN int ito__ensure(void);
+/* Is the calling ito thread the root (the program's main thread)? */
+HIDDEN bool ito__is_root(void);
+
+#endif

@@ -1,0 +1,98 @@
+/* The context switch and what every switch carries: the registers (the
+ * assembly), errno and the C++ exception globals of the lightweight
+ * thread, and the sanitizers' fiber annotations. Design: docs/fibers.md
+ * ("Sanitizers"), docs/dropin.md ("State that lives in the OS thread").
+ *
+ * Invariants:
+ *  1. Every switch tells AddressSanitizer where it goes (start before,
+ *     finish on arrival) and ThreadSanitizer which context runs next (just
+ *     before).
+ *  2. Work that must follow the switch (releasing the lock that publishes
+ *     the fiber just left) is the target side's: post_fn, run on arrival
+ *     by ito__run_post, after the leaving context is saved.
+ *  3. A lightweight thread that parks keeps its errno and exception
+ *     globals (ito__save_thread_state before, restore after); a fresh
+ *     context starts with none. */
+#ifndef ITO_CORE_SWITCH_H
+#define ITO_CORE_SWITCH_H
+
+#include "base.h"
+#include "fiber.h"
+#include "worker.h"
+
+/* ---- the assembly (src/arch/ctx_*.S) ---------------------------------------------------- */
+/* Saves the caller's context at *save_sp, resumes the one saved at to_sp,
+ * where ito__ctx_jump returns arg. */
+HIDDEN void *ito__ctx_jump(void **save_sp, void *to_sp, void *arg);
+HIDDEN void ito__ctx_start(void);
+
+/* A context at the top of [.., hi) that starts entry(arg) on its first
+ * ito__ctx_jump (arg: the jump's); returns its stack pointer. */
+HIDDEN void *ito__ctx_make(char *hi, void (*entry)(void *));
+
+/* ---- sanitizer annotations (empty without a sanitizer) --------------------------------- */
+HIDDEN void ito__asan_start(void **fake, const void *lo, size_t size);
+HIDDEN void ito__asan_finish(void *fake);
+/* Frames that never returned left their redzones poisoned. */
+HIDDEN void ito__asan_unpoison(const void *lo, size_t size);
+#if ITO_TSAN
+HIDDEN void ito__tsan_to(fiber *f);
+HIDDEN void ito__tsan_to_ctx(void *ctx);
+HIDDEN void *ito__tsan_new_ctx(void);
+HIDDEN void *ito__tsan_current(void);
+HIDDEN void ito__tsan_renew(fiber *f);
+#define TSAN_TO(f) ito__tsan_to(f)
+#define TSAN_TO_CTX(c) ito__tsan_to_ctx(c)
+#else
+#define TSAN_TO(f) ((void)(f))
+#define TSAN_TO_CTX(c) ((void)0) /* c names fields that exist only under ITO_TSAN */
+#endif
+/* Just before a switch: f's stack runs next, the current context is not
+ * kept (a resumption or a first start). */
+static inline void san_enter(fiber *f) {
+#if ITO_ASAN
+  ito__asan_start(NULL, f->lo, (size_t)(f->hi - f->lo));
+#endif
+  TSAN_TO(f);
+}
+
+/* ---- the thread's own state across a switch (invariant 3) ------------------------------ */
+struct ito__switch_save {
+  int err;
+  unsigned eh_uncaught;
+  void *eh_caught;
+};
+/* Saving clears the exception globals for whatever runs next. */
+HIDDEN void ito__save_thread_state(struct ito__switch_save *s);
+HIDDEN void ito__restore_thread_state(const struct ito__switch_save *s);
+/* The C++ runtime's __cxa_get_globals, if loaded (looked up at start; a
+ * drop-in library hands it again after a dlopen). */
+HIDDEN void ito__set_eh(void *(*get_globals)(void));
+HIDDEN void ito__find_eh(void);
+
+/* ---- switching ----------------------------------------------------------------------------- */
+/* Runs the post function the last switch left (invariant 2). */
+static inline void ito__run_post(worker *w) {
+  void (*fn)(void *) = w->post_fn;
+  if (fn) {
+    w->post_fn = NULL;
+    fn(w->post_arg);
+  }
+}
+/* Direct switch between fibers on worker w; from's context is kept unless
+ * from_dying. Returns when from is resumed. */
+HIDDEN void ito__switch(worker *w, fiber *from, fiber *to, int from_dying);
+/* Runs f on w: resumes its saved context, or starts it from its record
+ * (a continuation not yet started). */
+HIDDEN void ito__run_fiber(worker *w, fiber *f) __attribute__((noreturn));
+/* A fresh context at the top of the stack [lo, hi) running entry(arg).
+ * The caller's context is saved at *save_sp, and AddressSanitizer's fake
+ * stack at *fake, unless they are NULL (the caller's context is then
+ * gone). tsan_ctx: ThreadSanitizer's context of that stack. Returns when
+ * the caller is resumed. */
+HIDDEN void ito__enter_fresh(void **save_sp, void **fake, char *lo, char *hi,
+                             void (*entry)(void *), void *arg, void *tsan_ctx);
+/* The landing of ito__resume (the assembly) on its new stack. */
+HIDDEN void ito__arrive(void);
+
+#endif

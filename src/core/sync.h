@@ -1,0 +1,24 @@
+/* The blocking objects' shared parts (sync.c), which the drop-in
+ * libraries' objects use too. Design: docs/sync.md. */
+#ifndef ITO_CORE_SYNC_H
+#define ITO_CORE_SYNC_H
+
+#include <ito/ito.h>
+
+#include "base.h"
+
+/* The clocks timed waits accept: CLOCK_REALTIME and CLOCK_MONOTONIC. */
+HIDDEN bool ito__clock_ok(clockid_t c);
+/* The contended lock of a lock word (0 free, 1 locked, 2 locked and maybe
+ * waited on) with a wait queue, after the caller's own compare-and-swap
+ * from 0 to 1 failed; abs on clock, NULL: no deadline. 0, ETIMEDOUT, or
+ * EINVAL for a malformed abs. */
+HIDDEN int ito__lock_slow(int *state, int *qlock, void **head, void **tail, clockid_t clock,
+                          const struct timespec *abs);
+/* The unlocker's wake, once its exchange to 0 returned 2. */
+HIDDEN void ito__unlock_wake(int *qlock, void **head, void **tail);
+/* Sleeps until abstime on clock; an ito thread parks on a timer. 0 or
+ * EINVAL. */
+HIDDEN int ito__sleep_until(clockid_t clock, const struct timespec *abstime);
+
+#endif

@@ -1,0 +1,90 @@
+/* Lightweight threads: the descriptor, its handles and its life (create,
+ * join, detach, exit). Design: docs/scheduler.md, "Threads".
+ *
+ * Invariants:
+ *  1. sync goes RUNNING -> EXITING -> DONE (by the ending thread, once its
+ *     stack is left) -> CLAIMED (by the joiner, which then releases the
+ *     descriptor). A detached thread is released by the last of its
+ *     references (detach_refs), never claimed.
+ *  2. A release bumps the handle's generation (ito__handle_retire) before
+ *     it resets flags and sync, so a handle that went stale meanwhile
+ *     reads a new generation and fails.
+ *  3. The parking side of a join is never the last to touch the
+ *     descriptor (waiter.parking, detach_refs).
+ *  4. Threads alive = created - ended, each a sum of counters that only
+ *     grow; ito__live_threads reads every ended counter before any created
+ *     one, so a result of 0 means that at one instant no thread other
+ *     than the root was alive (docs/scheduler.md, "Counting threads"). */
+#ifndef ITO_CORE_THREAD_H
+#define ITO_CORE_THREAD_H
+
+#include <ito/ito.h>
+
+#include "base.h"
+#include "waitq.h"
+
+typedef struct ithread {
+  uint32_t idx;             /* its slot in the handle table (handle.h) */
+  int flags;                /* TH_* */
+  int sync;                 /* TS_* */
+  int detach_refs;          /* detached while running: the detacher and the ending thread
+                               each drop one, the last releases the descriptor */
+  waiter *joiner;           /* NULL, a joiner's waiter, or JOINER_DETACHED */
+  void *(*fn)(void *);
+  void *arg;
+  void *result;
+  void **keys;              /* ITO_KEYS_MAX slots, allocated on first set */
+  int pin;                  /* > 0: stays on its OS thread (ito__thread_pin) */
+} ithread;
+
+enum { TS_RUNNING = 0, TS_EXITING = 1, TS_DONE = 2, TS_CLAIMED = 3 };
+#define JOINER_DETACHED ((waiter *)1)
+/* TH_ANON: detached from birth and never handed out (ito__thread_spawn) */
+enum { TH_ROOT = 1, TH_DETACHED = 2, TH_ANON = 4 };
+
+
+/* ---- creation ------------------------------------------------------------------------------ */
+struct fiber;
+/* How a thread starts: at once on the creator's worker (the creator's
+ * continuation can be stolen meanwhile: work first), or queued. */
+struct thread_opts {
+  int detached;
+  int queue;           /* queue the child rather than run it first */
+};
+/* Starts fn(arg) on the fresh fiber f; *out gets the descriptor, *hout
+ * (if not NULL) the handle, before the child runs. */
+HIDDEN int ito__thread_start(struct fiber *f, void *(*fn)(void *), void *arg,
+                             const struct thread_opts *o, ithread **out, ito_thread_t *hout);
+/* A detached thread that runs fn on a copy of size bytes of arg (aligned
+ * to align; made by cpy(dst, arg) when cpy is given): at once on a fresh
+ * stack holding the copy when the caller is an ito thread, else queued
+ * with a heap copy. The new stack's context word starts as ctx, or as the
+ * copy's address when ctx is THREAD_CTX_COPY. home >= 0: the thread lives
+ * on worker home (placement). 0 or EAGAIN. */
+#define THREAD_CTX_COPY ((void *)1)
+HIDDEN int ito__thread_spawn(void (*fn)(void *), const void *arg, size_t size, size_t align,
+                             void (*cpy)(void *, void *), void *ctx, int home);
+/* Threads other than the root still alive (invariant 4). */
+HIDDEN long ito__live_threads(void);
+/* Threads ever counted as created (for the drop-in library's report). */
+HIDDEN unsigned long ito__threads_created(void);
+
+/* ---- for the scheduler ----------------------------------------------------------------------- */
+/* The thread ended and its stack is left: DONE, and its joiner woken (or
+ * the descriptor released). */
+HIDDEN void ito__thread_done(ithread *t);
+/* Descriptor of the root (the program's main thread, adopted). */
+HIDDEN ithread *ito__thread_adopt_root(struct fiber *f);
+
+/* ---- pinning: while pin > 0 the thread stays on its OS thread ------------------------------ */
+HIDDEN void ito__thread_pin(void);
+HIDDEN void ito__thread_unpin(void);
+
+/* ---- thread-specific data (keys.c) ----------------------------------------------------------- */
+/* Values main set before the runtime started (for the root). */
+HIDDEN void **ito__take_os_keys(void);
+/* Destructors of t's values, at its end (until none is left, at most 4
+ * rounds, as POSIX does). */
+HIDDEN void ito__run_key_destructors(ithread *t);
+
+#endif

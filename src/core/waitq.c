@@ -1,0 +1,210 @@
+/* Wait queues and the one wait (invariants at the top of waitq.h). */
+#define _GNU_SOURCE
+#include "waitq.h"
+
+#include "sched.h"
+#include "timer.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* ---- queue operations (the queue's lock held) ------------------------------------ */
+
+static void q_push(void **head, void **tail, waiter *wt) {
+  ITO_ASSERT(!wt->queued);
+  wt->next = NULL;
+  wt->queued = 1;
+  if (*tail)
+    ((waiter *)*tail)->next = wt;
+  else
+    *head = wt;
+  *tail = wt;
+}
+
+static waiter *q_pop(void **head, void **tail) {
+  waiter *wt = *head;
+  if (wt) {
+    ITO_ASSERT(wt->queued);
+    *head = wt->next;
+    if (!*head) *tail = NULL;
+    wt->queued = 0;
+    wt->next = NULL;
+  }
+  return wt;
+}
+
+static void q_remove(void **head, void **tail, waiter *wt) {
+  waiter *prev = NULL;
+  for (waiter *x = *head; x; prev = x, x = x->next) {
+    if (x != wt) continue;
+    if (prev)
+      prev->next = x->next;
+    else
+      *head = x->next;
+    if (*tail == x) *tail = prev;
+    x->queued = 0;
+    return;
+  }
+  ITO_ASSERT(!"a queued waiter is on its queue");
+}
+
+waiter *ito__wq_take(void **head, void **tail, int n) {
+  waiter *first = NULL, *last = NULL;
+  while (n-- != 0) {
+    waiter *wt = q_pop(head, tail);
+    if (!wt) break;
+    if (last)
+      last->next = wt;
+    else
+      first = wt;
+    last = wt;
+  }
+  return first;
+}
+
+waiter *ito__wq_take_tag(void **head, void **tail, int tag, int *n) {
+  waiter *first = NULL, *last = NULL;
+  *n = 0;
+  while (*head && ((waiter *)*head)->tag == tag) {
+    ++*n;
+    waiter *wt = q_pop(head, tail);
+    if (last)
+      last->next = wt;
+    else
+      first = wt;
+    last = wt;
+  }
+  return first;
+}
+
+waiter *ito__wq_last(waiter *list) {
+  while (list && list->next) list = list->next;
+  return list;
+}
+
+/* ---- waking ------------------------------------------------------------------------ */
+
+void ito__wake_waiter(waiter *wt) {
+  ITO_ASSERT(!wt->queued);
+  if (wt->fiber) {
+    ito__ready(wt->fiber);
+  } else {
+    __atomic_store_n(&wt->futex, 1, __ATOMIC_RELEASE);
+    ito__futex_wake(&wt->futex, 1);
+  }
+}
+
+void ito__wq_wake(waiter *list) {
+  fiber *first = NULL, *last = NULL;
+  int n = 0;
+  while (list) {
+    waiter *next = list->next;
+    if (list->fiber) {
+      fiber *f = list->fiber;
+      f->next = NULL;
+      if (last)
+        last->next = f;
+      else
+        first = f;
+      last = f;
+      n++;
+    } else {
+      ito__wake_waiter(list);
+    }
+    list = next;
+  }
+  if (n) ito__ready_list(first, last, n);
+}
+
+void ito__block_os(waiter *wt, clockid_t clock, const struct timespec *abstime) {
+  while (!__atomic_load_n(&wt->futex, __ATOMIC_ACQUIRE)) {
+    struct timespec rel, *relp = NULL;
+    if (abstime) {
+      long long ns = ns_until(clock, abstime);
+      if (ns <= 0) {
+        wt->result = ETIMEDOUT;
+        return;
+      }
+      rel = ns_to_ts(ns);
+      relp = &rel;
+    }
+    ito__futex_wait(&wt->futex, 0, relp);
+  }
+}
+
+/* ---- the one wait ----------------------------------------------------------------------- */
+
+/* A lightweight thread's timed wait: a timer that takes the waiter off its
+ * queue (if a wake did not) and wakes it with ETIMEDOUT. */
+struct wait_timer {
+  struct ito_timer t; /* first */
+  waiter *wt;
+  int *qlock;
+  void **head, **tail;
+};
+
+static void wait_timeout(struct ito_timer *t) {
+  struct wait_timer *wtm = (struct wait_timer *)t;
+  waiter *wt = wtm->wt;
+  spin_lock(wtm->qlock);
+  bool mine = wt->queued;
+  if (mine) {
+    q_remove(wtm->head, wtm->tail, wt);
+    wt->result = ETIMEDOUT;
+  }
+  spin_unlock(wtm->qlock);
+  if (mine) ito__wake_waiter(wt);
+}
+
+/* Parks the calling fiber (whose waiter is queued under *qlock); the
+ * scheduler releases *qlock once the context is saved (invariant 3). */
+static void unlock_post(void *qlock) { spin_unlock(qlock); }
+
+int ito__wq_wait(int *qlock, void **head, void **tail, int tag, clockid_t clock,
+                 const struct timespec *abstime, int (*locked)(void *), void *arg) {
+  ITO_ASSERT(spin_held(qlock));
+  fiber *f = parkable(cur_worker());
+  waiter os_wt, *wt = f ? &f->w : &os_wt; /* a fiber's waiter lives in the fiber */
+  memset(wt, 0, sizeof *wt);
+  wt->fiber = f;
+  wt->tag = tag;
+  q_push(head, tail, wt);
+  if (locked) {
+    int rc = locked(arg);
+    if (rc) {
+      q_remove(head, tail, wt);
+      spin_unlock(qlock);
+      return rc;
+    }
+  }
+  if (!f) { /* an OS thread: the futex wait times out by itself */
+    spin_unlock(qlock);
+    ito__block_os(wt, clock, abstime);
+    if (wt->result == ETIMEDOUT) {
+      /* leave the queue unless a wake took us (invariant 2) */
+      spin_lock(qlock);
+      if (wt->queued) {
+        q_remove(head, tail, wt);
+        spin_unlock(qlock);
+      } else {
+        spin_unlock(qlock);
+        while (!__atomic_load_n(&wt->futex, __ATOMIC_ACQUIRE)) cpu_relax();
+        wt->result = 0;
+      }
+    }
+    return wt->result;
+  }
+  struct wait_timer tm;
+  if (abstime) {
+    memset(&tm, 0, sizeof tm);
+    tm.t.fire = wait_timeout;
+    tm.wt = wt;
+    tm.qlock = qlock;
+    tm.head = head;
+    tm.tail = tail;
+    ito__timer_add(&tm.t, clock, abstime); /* the timer lock nests inside a queue lock only here */
+  }
+  ito__suspend(ACT_BLOCK, NULL, unlock_post, qlock);
+  if (abstime) ito__timer_cancel(&tm.t);
+  return wt->result;
+}

@@ -1,0 +1,104 @@
+/* A worker: one OS thread with its deque, its ready queue, its mail, its
+ * scheduler stack, its free fibers and its idle state. Design:
+ * docs/scheduler.md.
+ *
+ * Invariants:
+ *  1. The deque is the first member, so a worker's address is its deque's
+ *     (the assembly fork passes the worker to deque functions).
+ *  2. A lightweight thread may move to another worker at any call that can
+ *     switch: worker-local state is read through cur_worker(), whose TLS
+ *     read the compiler cannot cache across such a call. */
+#ifndef ITO_CORE_WORKER_H
+#define ITO_CORE_WORKER_H
+
+#include "asm_contract.h"
+#include "base.h"
+#include "deque.h"
+#include "fiber.h"
+#include "idle.h"
+
+#include <pthread.h>
+
+/* A FIFO of fibers any worker may push to or take from. */
+struct ready_queue {
+  int lock;
+  int len;                          /* read without the lock */
+  fiber *head, *tail;
+};
+
+typedef struct worker {
+  struct ito_deque dq;              /* first (invariant 1); two cache lines */
+
+  fiber *cur;                       /* the fiber running on this worker */
+  void (*post_fn)(void *);          /* run right after the next switch lands */
+  void *post_arg;
+  int id;
+  unsigned poll_pass;               /* scheduling passes since poll sources were last polled */
+  uint64_t rng;
+  /* the scheduler context (sched.c) */
+  char *sched_lo, *sched_hi;
+  int sched_action;
+  void *sched_arg;
+  fiber *sched_from;
+  struct fiber_cache fibers;
+  /* counters that only grow (thread.h, invariant 4), this worker's only */
+  unsigned long created, ended;
+  unsigned long steals;             /* successful steals by this worker (for debugging) */
+
+  struct ready_queue rq __attribute__((aligned(CACHELINE))); /* a cache line of its own */
+
+  int mail_lock __attribute__((aligned(CACHELINE)));
+  fiber *mail;                      /* fibers that must run on this worker */
+  struct idler idle;
+  /* the OS thread */
+  pthread_t os;
+  int os_tid;
+  int started;
+  char *altstack;
+  void *native_sp;                  /* the OS thread's own context, while in the scheduler */
+  void *native_lo;
+  size_t native_size;
+#if ITO_TSAN
+  void *sched_tsan;                 /* ThreadSanitizer contexts: the scheduler stack's */
+  void *native_tsan;                /* and the OS thread's own */
+#endif
+} worker;
+
+_Static_assert(offsetof(worker, dq) == 0, "worker: the deque comes first");
+_Static_assert(offsetof(worker, cur) == W_CUR, "asm: W_CUR");
+_Static_assert(offsetof(worker, sched_hi) == W_SCHED_HI, "asm: W_SCHED_HI");
+_Static_assert(offsetof(worker, rq) % CACHELINE == 0, "worker: the ready queue's line");
+
+extern __thread worker *ito__tls_worker HIDDEN;
+
+/* The current worker, read afresh (invariant 2). */
+static inline worker *cur_worker(void) {
+  worker *w;
+#if defined(__x86_64__)
+  __asm__ volatile("movq ito__tls_worker@gottpoff(%%rip), %0\n\tmovq %%fs:(%0), %0"
+                   : "=r"(w));
+#elif defined(__aarch64__)
+  __asm__ volatile(
+      "mrs %0, tpidr_el0\n\t"
+      "adrp x16, :gottprel:ito__tls_worker\n\t"
+      "ldr x16, [x16, #:gottprel_lo12:ito__tls_worker]\n\t"
+      "ldr %0, [%0, x16]"
+      : "=r"(w)
+      :
+      : "x16");
+#else
+  w = *(worker *volatile *)&ito__tls_worker;
+#endif
+  return w;
+}
+
+/* The fiber of the calling lightweight thread if it may be suspended, or
+ * NULL: on a thread that is not an ito thread, and for a pinned one, whose
+ * waits block its OS thread. */
+static inline fiber *parkable(worker *w) {
+  fiber *f = w ? w->cur : NULL;
+  if (f && UNLIKELY(f->thread && f->thread->pin)) return NULL;
+  return f;
+}
+
+#endif

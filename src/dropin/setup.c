@@ -1,0 +1,38 @@
+/* The drop-in libraries' set-up: libc's definitions, configuration rows,
+ * defaults, the exception globals, recorders and poll sources. Each entry
+ * hands over to the core (src/dropin/ito_dropin.h). */
+#define _GNU_SOURCE
+#include "ito_dropin.h"
+
+#include "../core/config.h"
+#include "../core/hooks.h"
+#include "../core/os.h"
+#include "../core/poll.h"
+#include "../core/switch.h"
+#include "../io/io.h"
+
+void ito__dropin_os_install(const struct ito_os *os) { ito__os_install(os); }
+
+void ito__dropin_fd_view_tracked(void) { STORE_RLX(&ito__io_view_tracked, 1); }
+
+void ito__dropin_config_read(const struct ito_cfg *rows, int n) { ito__config_read(rows, n); }
+
+void ito__dropin_config_each(void (*fn)(const struct ito_cfg *row, void *arg), void *arg) {
+  ito__config_each(fn, arg);
+}
+
+int ito__dropin_config_default(const char *name, const char *text, const char *from) {
+  return ito__config_default(name, text, from);
+}
+
+void ito__dropin_default_workers(int n) { ito__config_default_workers(n); }
+
+void ito__dropin_set_eh(void *(*get_globals)(void)) { ito__set_eh(get_globals); }
+
+int ito__dropin_hooks_attach(void (*fn)(const struct ito_event *e, void *arg), void *arg) {
+  return ito__hooks_attach(fn, arg);
+}
+
+int ito__dropin_poll_register(struct ito_poll_source *s) { return ito__poll_register(s); }
+void ito__dropin_poll_arrive(struct ito_poll_source *s) { ito__poll_arrive(s); }
+void ito__dropin_poll_leave(struct ito_poll_source *s) { ito__poll_leave(s); }

@@ -1,0 +1,87 @@
+/* Threads for the pthread library: creation with attributes, handle
+ * checks, the calling thread's stack, counts and pinning
+ * (src/core/thread.h). */
+#define _GNU_SOURCE
+#include "ito_dropin.h"
+
+#include "../core/fiber.h"
+#include "../core/handle.h"
+#include "../core/runtime.h"
+#include "../core/sched.h"
+#include "../core/switch.h"
+#include "../core/thread.h"
+
+#include <errno.h>
+
+static unsigned long created;
+
+int ito__dropin_create(ito_thread_t *out, const struct ito_dropin_attr *a, void *(*fn)(void *),
+                       void *arg) {
+  if (!fn) return EINVAL;
+  int rc = ito__ensure();
+  if (rc) return rc;
+  struct ito__switch_save save; /* the child starts with no caught exceptions */
+  ito__save_thread_state(&save);
+  worker *w = cur_worker();
+  int pinned = w && w->cur && (!parkable(w) || w->cur->home); /* must not move: queue the child */
+  if (!pinned && (!a || (!a->stackaddr && !a->detached && a->stacksize <= ito__stack_size()))) {
+    rc = ito_create(fn, arg, out);
+  } else {
+    fiber *f;
+    if (a && a->stackaddr)
+      f = ito__user_fiber(a->stackaddr, a->stacksize);
+    else if (a && a->stacksize > ito__stack_size())
+      f = ito__own_fiber(a->stacksize);
+    else
+      f = ito__fiber_alloc(w ? &w->fibers : NULL);
+    if (!f) {
+      rc = (a && a->stackaddr) ? EINVAL : EAGAIN;
+    } else {
+      ithread *t;
+      struct thread_opts o = {.detached = a && a->detached, .queue = pinned};
+      rc = ito__thread_start(f, fn, arg, &o, &t, out);
+    }
+  }
+  if (!rc) __atomic_fetch_add(&created, 1, __ATOMIC_RELAXED);
+  ito__restore_thread_state(&save);
+  return rc;
+}
+
+int ito__dropin_check(ito_thread_t h) {
+  ithread *t = ito__thread_of(h);
+  if (!t) return ESRCH;
+  int fl = __atomic_load_n(&t->flags, __ATOMIC_ACQUIRE);
+  if (!ito__still_current(t, h) || __atomic_load_n(&t->sync, __ATOMIC_ACQUIRE) == TS_CLAIMED)
+    return ESRCH;
+  return (fl & TH_ROOT) ? EINVAL : 0;
+}
+
+int ito__dropin_tryjoin(ito_thread_t h, void **result) {
+  ithread *t = ito__thread_of(h);
+  if (!t) return ESRCH;
+  int s = __atomic_load_n(&t->sync, __ATOMIC_ACQUIRE);
+  int fl = __atomic_load_n(&t->flags, __ATOMIC_ACQUIRE);
+  if (s == TS_CLAIMED || (fl & (TH_ROOT | TH_DETACHED)) || !ito__still_current(t, h))
+    return EINVAL;
+  if (__atomic_load_n(&t->joiner, __ATOMIC_RELAXED)) return EINVAL;
+  if (s != TS_DONE) return EBUSY;
+  return ito_join(h, result);
+}
+
+int ito__dropin_is_root(void) { return ito__is_root(); }
+
+int ito__dropin_stack(void **lo, size_t *size) {
+  worker *w = cur_worker();
+  if (!w || !w->cur || !w->cur->thread) return ESRCH;
+  fiber *f = fiber_of_thread(w->cur->thread); /* the fiber the thread started on */
+  *lo = f->lo;
+  *size = (size_t)(f->hi - f->lo);
+  return 0;
+}
+
+long ito__dropin_live(void) { return ito__live_threads(); }
+unsigned long ito__dropin_created(void) { return __atomic_load_n(&created, __ATOMIC_RELAXED); }
+
+void ito__dropin_pin(void) { ito__thread_pin(); }
+void ito__dropin_unpin(void) { ito__thread_unpin(); }
+int ito__dropin_can_park(void) { return parkable(cur_worker()) != NULL; }

@@ -1,0 +1,131 @@
+/* ito_poll: libc's poll, but an ito thread parks while nothing is ready.
+ * Invariants at the top of io.h; design in docs/io.md. */
+#define _GNU_SOURCE
+#include "io.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+/* ---- poll ----------------------------------------------------------------------- */
+
+static void unlink_node(struct fdrec *r, int d, struct pollnode *n) {
+  if (n->prev)
+    n->prev->next = n->next;
+  else
+    r->polls[d] = n->next;
+  if (n->next) n->next->prev = n->prev;
+}
+
+#define POLL_STACK 64
+
+/* Milliseconds from now to the monotonic deadline d, rounded up; 0 once
+ * it has passed. */
+static int ms_left(const struct timespec *d) {
+  return (int)((ns_until(CLOCK_MONOTONIC, d) + 999999) / 1000000);
+}
+
+/* A poll that does not wait. A signal may land even there; the parked
+ * thread's calls are not interrupted (docs/io.md invariant 5): again. */
+static int poll_now(struct pollfd *fds, nfds_t n) {
+  int rc;
+  while ((rc = (int)ito__io_sys_poll(fds, n, 0)) < 0 && errno == EINTR) {
+  }
+  return rc;
+}
+
+/* libc's poll, but an ito thread parks while nothing is ready: one node per
+ * fd and direction on the records, one group, the first event wakes it;
+ * then libc's poll with no wait computes revents. A spurious wake (the
+ * readiness was taken by someone else) waits again for the time left. */
+int ito_poll(struct pollfd *fds, nfds_t n, int timeout_ms) {
+  if (!ito__io_parkable() || n == 0) return (int)ito__io_sys_poll(fds, n, timeout_ms);
+  struct timespec deadline, *dl = NULL;
+  if (timeout_ms > 0) {
+    deadline = deadline_in(CLOCK_MONOTONIC, (long long)timeout_ms * 1000000LL);
+    dl = &deadline;
+  }
+  ito__io_setup();
+  struct pollnode stack_nodes[POLL_STACK * 2], *nodes = stack_nodes;
+  unsigned *seen = NULL, stack_seen[POLL_STACK * 2];
+  if (n > POLL_STACK) {
+    nodes = calloc(n * 2, sizeof *nodes);
+    seen = calloc(n * 2, sizeof *seen);
+    if (!nodes || !seen) {
+      free(nodes == stack_nodes ? NULL : nodes);
+      free(seen);
+      return (int)ito__io_sys_poll(fds, n, timeout_ms); /* blocks the worker, but answers */
+    }
+  } else {
+    seen = stack_seen;
+  }
+  int rc;
+  for (;;) {
+    for (nfds_t i = 0; i < n; i++) {
+      struct fdrec *r = ito__io_rec(fds[i].fd);
+      for (int d = 0; d < 2; d++) seen[2 * i + d] = r ? LOAD_ACQ(&r->seq[d]) : 0;
+    }
+    rc = poll_now(fds, n);
+    if (rc != 0 || timeout_ms == 0) break;
+    struct pollgroup g = {0, 0, NULL, NULL};
+    int stale = 0, hung = 0;
+    for (nfds_t i = 0; i < n; i++) {
+      struct fdrec *r = ito__io_rec(fds[i].fd);
+      if (!r) continue;
+      short ev = fds[i].events;
+      int want[2] = {(ev & (POLLIN | POLLPRI | POLLRDHUP)) != 0, (ev & POLLOUT) != 0};
+      uint32_t gen;
+      ito__io_fd_type(r, fds[i].fd, &gen);
+      spin_lock(&r->lock);
+      if (!r->registered && ito__io_register_locked(r, fds[i].fd) != 0) {
+        spin_unlock(&r->lock);
+        continue; /* cannot be polled by epoll (a regular file is always ready anyway) */
+      }
+      for (int d = 0; d < 2; d++) {
+        struct pollnode *x = &nodes[2 * i + d];
+        x->g = NULL;
+        if (!want[d]) continue;
+        if (LOAD_RLX(&r->seq[d]) != seen[2 * i + d]) stale = 1;
+        x->g = &g;
+        x->prev = NULL;
+        x->next = r->polls[d];
+        if (x->next) x->next->prev = x;
+        r->polls[d] = x;
+        hung++;
+      }
+      spin_unlock(&r->lock);
+    }
+    if (!stale && hung) {
+      ito__io_wait_begin();
+      spin_lock(&g.qlock);
+      if (!__atomic_load_n(&g.fired, __ATOMIC_ACQUIRE))
+        ito__wq_wait(&g.qlock, &g.head, &g.tail, 0, CLOCK_MONOTONIC, dl, NULL, NULL);
+      else
+        spin_unlock(&g.qlock);
+      ito__io_wait_end();
+    }
+    for (nfds_t i = 0; i < n; i++) { /* off every record before g goes away */
+      struct fdrec *r = ito__io_rec(fds[i].fd);
+      if (!r) continue;
+      spin_lock(&r->lock);
+      for (int d = 0; d < 2; d++)
+        if (nodes[2 * i + d].g == &g) unlink_node(r, d, &nodes[2 * i + d]);
+      spin_unlock(&r->lock);
+    }
+    if (!hung) { /* nothing epoll can watch: libc's poll decides, for the time left; a
+                  * signal does not cut it short, as no wait of a parked thread is */
+      while ((rc = (int)ito__io_sys_poll(fds, n, dl ? ms_left(dl) : -1)) < 0 &&
+             errno == EINTR) {
+      }
+      break;
+    }
+    if (dl && ns_until(CLOCK_MONOTONIC, dl) == 0) {
+      rc = poll_now(fds, n);
+      break;
+    }
+  }
+  if (nodes != stack_nodes) {
+    free(nodes);
+    free(seen);
+  }
+  return rc;
+}

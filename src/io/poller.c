@@ -1,0 +1,150 @@
+/* The I/O layer's epoll instance, which is a poll source of the core
+ * (src/core/poll.h): registering fds, taking the waiters of fds that
+ * became ready, and parking a thread on a record. Invariants at the top of
+ * io.h; design in docs/io.md. */
+#define _GNU_SOURCE
+#include "io.h"
+
+#include "../core/config.h"
+#include "../core/poll.h"
+#include "../core/worker.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+
+#ifndef RWF_NOWAIT
+#define RWF_NOWAIT 0x00000008
+#endif
+
+static int ep = -1;
+static int setup_lock, poll_lock;
+static bool pipe_nowait; /* RWF_NOWAIT works on pipes (Linux 6.4 and later) */
+
+static int io_poll(void *arg);
+static struct ito_poll_source io_source = {.name = "epoll", .poll = io_poll};
+
+static bool probe_pipe_nowait(void) {
+  if (ito__cfg.pipe_nowait == PIPE_NOWAIT_OFF) return false;
+  int p[2];
+  if (SYS(SYS_pipe2, p, O_CLOEXEC) != 0) return false;
+  char c;
+  struct iovec iov = {&c, 1};
+  long r = SYS(SYS_preadv2, p[0], &iov, 1, -1L, 0L, RWF_NOWAIT);
+  bool ok = r < 0 && errno == EAGAIN;
+  SYS(SYS_close, p[0]);
+  SYS(SYS_close, p[1]);
+  return ok;
+}
+
+void ito__io_setup(void) {
+  if (LIKELY(__atomic_load_n(&ep, __ATOMIC_ACQUIRE) >= 0)) return;
+  spin_lock(&setup_lock);
+  if (ep < 0) {
+    int e = (int)SYS(SYS_epoll_create1, EPOLL_CLOEXEC);
+    if (e < 0) {
+      spin_unlock(&setup_lock);
+      ito__fatal("cannot set up the I/O poller (epoll_create1 failed: %s)", strerror(errno));
+    }
+    e = ito__own_fd_take(e); /* out of the way of closefrom(3) and dup2 onto small numbers */
+    pipe_nowait = probe_pipe_nowait();
+    io_source.fd = e;
+    int rc = ito__poll_register(&io_source);
+    if (rc) {
+      spin_unlock(&setup_lock);
+      ito__fatal("cannot set up the I/O poller (error %d registering its poll source)", rc);
+    }
+    __atomic_store_n(&ep, e, __ATOMIC_RELEASE);
+  }
+  spin_unlock(&setup_lock);
+}
+
+bool ito__io_pipe_nowait(void) { return LOAD_RLX(&pipe_nowait); }
+
+int ito__io_register_locked(struct fdrec *r, int fd) {
+  struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET,
+                           .data.u64 = (uint64_t)(uint32_t)fd | (uint64_t)r->gen << 32};
+  if (SYS(SYS_epoll_ctl, ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
+    if (errno != EEXIST || SYS(SYS_epoll_ctl, ep, EPOLL_CTL_MOD, fd, &ev) != 0) return -1;
+  }
+  r->registered = 1;
+  return 0;
+}
+
+/* Takes the waiters of the fds that became ready; returns how many threads
+ * it made ready. */
+static int dispatch(struct epoll_event *ev, int n) {
+  int woke = 0;
+  for (int i = 0; i < n; i++) {
+    uint64_t d = ev[i].data.u64;
+    struct fdrec *r = ito__io_rec((int)(d & 0xFFFFFFFFu));
+    if (!r) continue;
+    uint32_t e = ev[i].events;
+    waiter *lists[2] = {NULL, NULL};
+    spin_lock(&r->lock);
+    if (r->gen == (uint32_t)(d >> 32)) {
+      if (e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR | EPOLLPRI)) {
+        __atomic_store_n(&r->seq[RD], r->seq[RD] + 1, __ATOMIC_RELEASE);
+        lists[RD] = ito__wq_take(&r->head[RD], &r->tail[RD], -1);
+        if (r->polls[RD]) lists[RD] = ito__io_fire_polls(r->polls[RD], lists[RD]);
+      }
+      if (e & (EPOLLOUT | EPOLLHUP | EPOLLERR)) {
+        __atomic_store_n(&r->seq[WR], r->seq[WR] + 1, __ATOMIC_RELEASE);
+        lists[WR] = ito__wq_take(&r->head[WR], &r->tail[WR], -1);
+        if (r->polls[WR]) lists[WR] = ito__io_fire_polls(r->polls[WR], lists[WR]);
+      }
+    }
+    spin_unlock(&r->lock);
+    for (int k = 0; k < 2; k++)
+      if (lists[k]) {
+        ito__wq_wake(lists[k]);
+        woke++;
+      }
+  }
+  return woke;
+}
+
+/* The poll source's poll: an epoll_wait that does not wait, by one worker
+ * at a time. An EINTR (or any error) returns 0 events: the readiness stays
+ * on epoll's ready list for the next poll. */
+static int io_poll(void *arg) {
+  (void)arg;
+  if (LOAD_ACQ(&ep) < 0 || !spin_trylock(&poll_lock)) return 0;
+  struct epoll_event ev[64];
+  int n = (int)SYS(SYS_epoll_pwait, ep, ev, 64, 0, NULL, (size_t)8);
+  spin_unlock(&poll_lock);
+  return n > 0 ? dispatch(ev, n) : 0;
+}
+
+void ito__io_wait_begin(void) { ito__poll_arrive(&io_source); }
+void ito__io_wait_end(void) { ito__poll_leave(&io_source); }
+
+int ito__io_park(struct fdrec *r, int fd, uint32_t gen, int dir, unsigned seen,
+                 const struct timespec *deadline) {
+  ito__io_setup();
+  spin_lock(&r->lock);
+  if (r->gen != gen) {
+    spin_unlock(&r->lock);
+    return EBADF;
+  }
+  if (!r->registered && ito__io_register_locked(r, fd) != 0) {
+    r->type = FD_OTHER;
+    spin_unlock(&r->lock);
+    return ENOTSUP;
+  }
+  if (__atomic_load_n(&r->seq[dir], __ATOMIC_ACQUIRE) != seen) {
+    spin_unlock(&r->lock);
+    return 0;
+  }
+  ito__io_wait_begin(); /* invariant 4 */
+  int rc = ito__wq_wait(&r->lock, &r->head[dir], &r->tail[dir], dir, CLOCK_MONOTONIC, deadline,
+                        NULL, NULL);
+  ito__io_wait_end();
+  if (__atomic_load_n(&r->gen, __ATOMIC_ACQUIRE) != gen) return EBADF;
+  return rc;
+}
+
+bool ito__io_parkable(void) { return parkable(cur_worker()) != NULL; }
