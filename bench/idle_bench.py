@@ -13,9 +13,9 @@ cost and how fast they come back.
   shutdown   shutdown REPS QUEUED: ito_finalize with every worker asleep
 
 ito runs twice where it matters: as `ito` (the default, passive policy) and
-as `ito_active` (ITO_WAIT_POLICY=active, the same binary). run.py calls
-plan() to add the runs and section() to write the report's part; `R` is the
-run.py module (its helpers: fmt, md_table, plot_with, ...).
+as `ito_active` (ITO_WAIT_POLICY=active, the same binary). bench/benches/idle.py
+calls plan() to add the runs and section() to write the report's part; `R` is
+the harness (bench/harness/: fmt, md_table, plot_with, ...) plus kernel_cols.
 """
 import os
 import statistics
@@ -232,8 +232,7 @@ def wake_part(R, args, rows, floor):
                            "max"], table))
     rep.append("")
     out = os.path.abspath(args.out)
-    drawn = R.plot_with(points, os.path.join(out, "wake.png"), draw_wake_plot,
-                        "--draw-wake-plot")
+    drawn = R.plot_with(points, os.path.join(out, "wake.png"), draw_wake_plot)
     rep.append(R.plot_link(drawn, "wake.png", "wake-up latency: distribution per system"))
     return rep
 

@@ -30,9 +30,10 @@ failure of run.py (exit status 1) when it printed a wrong answer, ran under
 another runtime than the one asked for, or was ito's; a peer runtime (gomp,
 iomp) that times out or crashes is recorded, not a failure of ours.
 
-run.py calls add_args() and finish_args() around its argument parsing,
-plan() for the runs, execute() to run one, and section() for the report;
-`R` is the run.py module (fmt, md_table, parse_output, ...).
+bench/benches/omp.py calls add_args() and finish_args() around run.py's
+argument parsing, plan() for the runs, execute() to run one, and section()
+for the report; `R` is the harness (bench/harness/: fmt, md_table,
+parse_output, ...).
 """
 import glob
 import itertools
@@ -500,7 +501,7 @@ def section(R, args, results, runner):
     show = lambda p: (os.path.relpath(p, R.ROOT) if p.startswith(R.ROOT) else p) if p else "-"
     ito_lib = libs.get("ito") or (runtime_libs(args)[1] + ", missing")
     comp = sorted({kv.split("=", 1)[1].strip('"') for ms in runner.omp_meta.values() for m in ms
-                   for kv in R._split_meta(m) if kv.startswith("compiler=")})
+                   for kv in R.split_meta(m) if kv.startswith("compiler=")})
     rep.append("The programs of `bench/omp/`, compiled once by "
                f"{', '.join(f'`{c}`' for c in comp) or 'gcc'} with `-O2 -fopenmp`, each run "
                "under *gomp* (libgomp, as linked), *iomp* (`LD_PRELOAD="
