@@ -1,5 +1,7 @@
-"""The idle-worker benchmarks of bench/run.py (seed 003): what idle workers
-cost and how fast they come back.
+"""The idle-worker benchmarks of bench/run.py: what idle workers cost and how
+fast they come back, after Odo, Nakashima and Taura, 'Scheduling strategy
+focused on resource efficiency in Task-Parallel framework'
+(docs/references.md).
 
   idle_cpu   idle_cpu_<system> MS REPS: one task works for MS ms while the
              other workers have nothing to do; CPU used by each idle worker
@@ -13,9 +15,9 @@ cost and how fast they come back.
   shutdown   shutdown REPS QUEUED: ito_finalize with every worker asleep
 
 ito runs twice where it matters: as `ito` (the default, passive policy) and
-as `ito_active` (ITO_WAIT_POLICY=active, the same binary). run.py calls
-plan() to add the runs and section() to write the report's part; `R` is the
-run.py module (its helpers: fmt, md_table, plot_with, ...).
+as `ito_active` (ITO_WAIT_POLICY=active, the same binary). bench/benches/idle.py
+calls plan() to add the runs and section() to write the report's part; `R` is
+the harness (bench/harness/: fmt, md_table, plot_with, ...) plus kernel_cols.
 """
 import os
 import statistics
@@ -195,7 +197,8 @@ def idle_cpu_part(R, args, rows):
 def wake_part(R, args, rows, floor):
     reps, drop, gap = WAKE_ARGS[args.quick]
     rep = ["### Wake-up latency\n",
-           f"The migration benchmark (seed 000, 5.4.1), with {gap} us of work on the root "
+           "The migration benchmark (Taura and Nakashima, 'A Comparative Study of Six Task "
+           f"Parallel Programming Systems', section 5.4.1), with {gap} us of work on the root "
            "alone before each repetition, so that idle workers have gone to sleep if the "
            "system puts them to sleep (ito's spin before sleeping is 50 us by default; "
            "libgomp and libomp spin far longer, so theirs may still be spinning). *move* is "
@@ -232,8 +235,7 @@ def wake_part(R, args, rows, floor):
                            "max"], table))
     rep.append("")
     out = os.path.abspath(args.out)
-    drawn = R.plot_with(points, os.path.join(out, "wake.png"), draw_wake_plot,
-                        "--draw-wake-plot")
+    drawn = R.plot_with(points, os.path.join(out, "wake.png"), draw_wake_plot)
     rep.append(R.plot_link(drawn, "wake.png", "wake-up latency: distribution per system"))
     return rep
 
@@ -356,9 +358,11 @@ def section(R, args, results, runner):
     """The report's part for the idle benchmarks that ran."""
     if not any(k in results for k in result_keys(BENCHES)):
         return []
-    rep = ["## Idle workers (seed 003)\n",
+    rep = ["## Idle workers (Odo, Nakashima and Taura)\n",
            "How much CPU idle workers burn, how fast they are back when work appears, and "
-           "what sleeping costs in speed-up. ito's policy is `ITO_WAIT_POLICY=passive` unless "
+           "what sleeping costs in speed-up: the questions of Odo, Nakashima and Taura, "
+           "'Scheduling strategy focused on resource efficiency in Task-Parallel framework' "
+           "(docs/references.md). ito's policy is `ITO_WAIT_POLICY=passive` unless "
            "the row says `ito_active`; the other systems run with their defaults.\n"]
     parts = []
     if "idle_cpu" in results:

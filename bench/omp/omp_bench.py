@@ -6,10 +6,10 @@ binary each, run unchanged under three runtimes of the GNU OpenMP ABI:
   ito   libito-omp.so, with LD_PRELOAD (skipped, with a note, when missing)
 
   omp_fib       fib_omp N 1                  tasks + taskwait, no cut-off
-  omp_qsort     qsort_omp N CUTOFF 1         nested parallel sections (seed 004,
-                                             figure 14), OMP_MAX_ACTIVE_LEVELS=255
-  omp_matmul    matmul_omp N 1               two nested parallel for (seed 004,
-                                             figure 13), OMP_MAX_ACTIVE_LEVELS=2
+  omp_qsort     qsort_omp N CUTOFF 1         nested parallel sections (figure 14
+                                             of [1]), OMP_MAX_ACTIVE_LEVELS=255
+  omp_matmul    matmul_omp N 1               two nested parallel for (figure 13
+                                             of [1]), OMP_MAX_ACTIVE_LEVELS=2
                                              (nested) and =1 (flat)
   omp_jacobi    jacobi_dep N BLOCK SWEEPS 1  blocked Jacobi, tasks with depend
   omp_sparselu  sparselu_dep NB BS 1         blocked sparse LU, tasks with depend
@@ -30,9 +30,13 @@ failure of run.py (exit status 1) when it printed a wrong answer, ran under
 another runtime than the one asked for, or was ito's; a peer runtime (gomp,
 iomp) that times out or crashes is recorded, not a failure of ours.
 
-run.py calls add_args() and finish_args() around its argument parsing,
-plan() for the runs, execute() to run one, and section() for the report;
-`R` is the run.py module (fmt, md_table, parse_output, ...).
+bench/benches/omp.py calls add_args() and finish_args() around run.py's
+argument parsing, plan() for the runs, execute() to run one, and section()
+for the report; `R` is the harness (bench/harness/: fmt, md_table,
+parse_output, ...).
+
+[1] Tanaka, Taura and Yonezawa, 'Implementation and Evaluation of Nested
+    Parallelism in OpenMP' (docs/references.md).
 """
 import glob
 import itertools
@@ -60,7 +64,9 @@ PROGRAMS = {
         binary="qsort_omp", params=["n", "cutoff"], extra=["levels"],
         default=[str(1 << 24), "10000"], quick=["200000", "10000"],
         what="quicksort of n fixed-seed pseudo-random ints with nested parallel sections "
-             "(seed 004, figure 14): partition, `omp_set_num_threads(2)`, "
+             "(Tanaka, Taura and Yonezawa, 'Implementation and Evaluation of Nested "
+             "Parallelism in OpenMP', figure 14, docs/references.md): partition, "
+             "`omp_set_num_threads(2)`, "
              "`parallel sections` with one part per section; ranges under *cutoff* elements "
              "go to the same quicksort without pragmas. OMP_MAX_ACTIVE_LEVELS="
              + LEVELS_DEEP + ": every level of the recursion may be an active team of "
@@ -68,7 +74,9 @@ PROGRAMS = {
     "omp_matmul": dict(
         binary="matmul_omp", params=["n"], extra=["active_levels", "inner_threads"],
         default=["1000"], quick=["120"],
-        what="the n x n integer matrix product of seed 004, figure 13: `parallel for` over "
+        what="the n x n integer matrix product of Tanaka, Taura and Yonezawa, "
+             "'Implementation and Evaluation of Nested Parallelism in OpenMP', figure 13 "
+             "(docs/references.md): `parallel for` over "
              "the rows, in it `parallel for` over the columns, the k loop serial (B kept "
              "transposed so that k walks memory in order). Run *nested* "
              "(OMP_MAX_ACTIVE_LEVELS=2: every inner loop a team of its own) and *flat* "
@@ -78,8 +86,8 @@ PROGRAMS = {
     "omp_jacobi": dict(
         binary="jacobi_dep", params=["n", "block", "sweeps"], extra=[],
         default=["2048", "128", "50"], quick=["256", "64", "5"],
-        what="KASTORS-style blocked Jacobi sweeps for the 2-D Poisson equation (seed 001, "
-             "4.1) on an n x n grid: each sweep reads one grid and writes the other; a "
+        what="KASTORS-style blocked Jacobi sweeps for the 2-D Poisson equation on an n x n "
+             "grid: each sweep reads one grid and writes the other; a "
              "block's update is a task with `depend(in:)` on its block and its four "
              "neighbours and `depend(out:)` on its block of the other grid; the tasks of "
              "all sweeps are created at once and ordered by their dependences alone. "
@@ -87,7 +95,7 @@ PROGRAMS = {
     "omp_sparselu": dict(
         binary="sparselu_dep", params=["nb", "bs"], extra=[],
         default=["40", "48"], quick=["8", "16"],
-        what="KASTORS-style blocked sparse LU (seed 001, 4.2): nb x nb blocks of bs x bs "
+        what="KASTORS-style blocked sparse LU: nb x nb blocks of bs x bs "
              "doubles, many absent; lu0, fwd, bdiv and bmod tasks ordered by `depend` "
              "(in/inout on the blocks), no barrier between the steps. Checked bit for "
              "bit against the serial factorisation, and |LUx - Ax| / |Ax| < 1e-10"),
@@ -500,7 +508,7 @@ def section(R, args, results, runner):
     show = lambda p: (os.path.relpath(p, R.ROOT) if p.startswith(R.ROOT) else p) if p else "-"
     ito_lib = libs.get("ito") or (runtime_libs(args)[1] + ", missing")
     comp = sorted({kv.split("=", 1)[1].strip('"') for ms in runner.omp_meta.values() for m in ms
-                   for kv in R._split_meta(m) if kv.startswith("compiler=")})
+                   for kv in R.split_meta(m) if kv.startswith("compiler=")})
     rep.append("The programs of `bench/omp/`, compiled once by "
                f"{', '.join(f'`{c}`' for c in comp) or 'gcc'} with `-O2 -fopenmp`, each run "
                "under *gomp* (libgomp, as linked), *iomp* (`LD_PRELOAD="
@@ -569,8 +577,8 @@ def section(R, args, results, runner):
                            R.fmt(v["par"] / g["par"]) if g else "n/a"])
             if nt:
                 part.append("Nesting: *flat / nested* above 1 means nesting made it faster; "
-                            "*nested / gomp flat* is the issue's comparison (target for ito: "
-                            "at most 1.05).\n")
+                            "*nested / gomp flat* is the comparison the target is set on (for "
+                            "ito: at most 1.05).\n")
                 part.append(R.md_table(["system", "workers", "flat / nested",
                                         "nested / gomp flat"], nt))
                 part.append("")
@@ -623,7 +631,7 @@ def section(R, args, results, runner):
                         f"ito faster than {'libgomp' if peer == 'gomp' else 'libomp'}"))
         rep.extend(part)
     if targets:
-        rep.append("### OpenMP targets (issue 6)\n")
+        rep.append("### OpenMP targets\n")
         rep.append("Computed from the medians above; *not measured* where a run is missing "
                    "(no libito-omp.so, no 2-worker run, or the run failed).\n")
         rep.append(R.md_table(["ratio", "measured", "target", "", "meaning"], targets))
