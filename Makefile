@@ -18,7 +18,7 @@ AARCH64_DEPS := gcc-aarch64-linux-gnu g++-aarch64-linux-gnu qemu-user
 SUDO := $(shell if [ "$$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then echo sudo; fi)
 APT_INSTALL := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends
 
-.PHONY: deps build build-asan build-tsan test test-aarch64 bench clean
+.PHONY: deps build build-debug build-asan build-tsan test test-aarch64 bench clean
 
 # Installs only the packages that are missing; apt-get update only if any are.
 deps:
@@ -37,6 +37,10 @@ build:
 	cmake -S . -B build -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
 	cmake --build build -j$(JOBS)
 
+build-debug:
+	cmake -S . -B build-debug -DCMAKE_BUILD_TYPE=Debug -DITO_BUILD_BENCH=OFF $(CMAKE_ARGS)
+	cmake --build build-debug -j$(JOBS)
+
 build-asan:
 	cmake -S . -B build-asan -DITO_SANITIZE=address -DITO_BUILD_BENCH=OFF \
 	  -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS)
@@ -49,33 +53,50 @@ build-tsan:
 	  -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS)
 	cmake --build build-tsan -j$(JOBS)
 
-# Every stage runs even if an earlier one failed; the summary says which did.
+# Every stage runs even if an earlier one failed; the summary says which did,
+# with ctest's counts (tests/ctest-counts.sh: skipped tests are counted
+# apart, never as passed). Each stage's ctest output is kept in
+# <build dir>/ctest.log. The model checks (label verify) do not depend on
+# the build: the Release stage runs them, the Debug stage leaves them out.
 test: deps
 	@rc=0; res=(); \
+	counts() { bash tests/ctest-counts.sh "$$1" || true; }; \
 	echo "==== Release build and tests"; \
+	rm -f build/ctest.log; \
 	if $(MAKE) --no-print-directory build && \
-	   ctest --test-dir build --output-on-failure -j$(TEST_JOBS); then \
-	  res+=("Release (build/):              PASS"); \
-	else res+=("Release (build/):              FAIL"); rc=1; fi; \
+	   ctest --test-dir build --output-on-failure -j$(TEST_JOBS) | tee build/ctest.log; then \
+	  res+=("Release (build/):              PASS ($$(counts build/ctest.log))"); \
+	else res+=("Release (build/):              FAIL ($$(counts build/ctest.log))"); rc=1; fi; \
+	echo "==== Debug build and tests"; \
+	rm -f build-debug/ctest.log; \
+	if $(MAKE) --no-print-directory build-debug && \
+	   ctest --test-dir build-debug --output-on-failure -j$(TEST_JOBS) -LE verify \
+	     | tee build-debug/ctest.log; then \
+	  res+=("Debug (build-debug/):          PASS ($$(counts build-debug/ctest.log); verify_* in Release only)"); \
+	else res+=("Debug (build-debug/):          FAIL ($$(counts build-debug/ctest.log); verify_* in Release only)"); rc=1; fi; \
 	echo "==== AddressSanitizer + UBSan build and tests"; \
+	rm -f build-asan/ctest.log; \
 	if $(MAKE) --no-print-directory build-asan && \
-	   UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan --output-on-failure -j$(TEST_JOBS); then \
-	  res+=("ASan+UBSan (build-asan/):      PASS"); \
-	else res+=("ASan+UBSan (build-asan/):      FAIL"); rc=1; fi; \
+	   UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan --output-on-failure -j$(TEST_JOBS) \
+	     | tee build-asan/ctest.log; then \
+	  res+=("ASan+UBSan (build-asan/):      PASS ($$(counts build-asan/ctest.log))"); \
+	else res+=("ASan+UBSan (build-asan/):      FAIL ($$(counts build-asan/ctest.log))"); rc=1; fi; \
 	echo "==== ThreadSanitizer build and tests"; \
+	rm -f build-tsan/ctest.log; \
 	if $(MAKE) --no-print-directory build-tsan && \
 	   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-	     ctest --test-dir build-tsan --output-on-failure -j$(TEST_JOBS); then \
-	  res+=("TSan (build-tsan/):            PASS"); \
-	else res+=("TSan (build-tsan/):            FAIL"); rc=1; fi; \
+	     ctest --test-dir build-tsan --output-on-failure -j$(TEST_JOBS) | tee build-tsan/ctest.log; then \
+	  res+=("TSan (build-tsan/):            PASS ($$(counts build-tsan/ctest.log))"); \
+	else res+=("TSan (build-tsan/):            FAIL ($$(counts build-tsan/ctest.log))"); rc=1; fi; \
 	echo "==== aarch64 cross build and tests under qemu"; \
-	mkdir -p build; \
+	mkdir -p build; rm -f build-aarch64/ctest.log; \
 	if $(MAKE) --no-print-directory test-aarch64 2>&1 | tee build/test-aarch64.log; then \
 	  if grep -q '^aarch64: .*skipped' build/test-aarch64.log; then \
 	    res+=("aarch64 qemu (build-aarch64/): SKIPPED (cross compiler or qemu-user not installable)"); \
-	  else res+=("aarch64 qemu (build-aarch64/): PASS"); fi; \
-	else res+=("aarch64 qemu (build-aarch64/): FAIL"); rc=1; fi; \
+	  else res+=("aarch64 qemu (build-aarch64/): PASS ($$(counts build-aarch64/ctest.log))"); fi; \
+	else res+=("aarch64 qemu (build-aarch64/): FAIL ($$(counts build-aarch64/ctest.log))"); rc=1; fi; \
 	echo; echo "==== summary"; printf '%s\n' "$${res[@]}"; \
+	echo "(each stage's ctest output: <build dir>/ctest.log)"; \
 	exit $$rc
 
 # Cross build for aarch64, tests run through qemu-aarch64 (see
@@ -99,7 +120,7 @@ test-aarch64:
 	cmake -S . -B build-aarch64 -DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-aarch64.cmake \
 	  -DCMAKE_BUILD_TYPE=Release -DITO_BUILD_BENCH=OFF $(CMAKE_ARGS); \
 	cmake --build build-aarch64 -j$(JOBS); \
-	ctest --test-dir build-aarch64 --output-on-failure -j$(TEST_JOBS)
+	ctest --test-dir build-aarch64 --output-on-failure -j$(TEST_JOBS) | tee build-aarch64/ctest.log
 
 # BENCH=name runs one benchmark, WORKERS=n fixes the worker count.
 bench:
@@ -109,4 +130,4 @@ bench:
 	@echo "bench: report in $(CURDIR)/results/REPORT.md"
 
 clean:
-	rm -rf build build-asan build-tsan build-aarch64
+	rm -rf build build-debug build-asan build-tsan build-aarch64

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# both.sh PROG [ARGS...]: runs a drop-in test program natively and, when
-# ITO_PTHREAD_LIB names the library, under LD_PRELOAD with ITO_NUM_WORKERS=1
-# and then 4 (docs/dropin.md, section 8).
+# both.sh PROG [ARGS...]: runs a drop-in test program natively and then
+# under LD_PRELOAD=$ITO_PTHREAD_LIB with ITO_NUM_WORKERS=1 and then 4
+# (docs/dropin.md, section 8).
 #
 #   - every run must exit 0;
 #   - the three stdouts must be identical (a diff is printed otherwise);
@@ -10,8 +10,10 @@
 #     library interposed nothing.
 #
 # Environment:
-#   ITO_PTHREAD_LIB    path of libito-pthread.so. Unset or empty: native run
-#                      only (said on stdout). Set to a missing file: failure.
+#   ITO_PTHREAD_LIB    path of libito-pthread.so. Unset or empty: nothing
+#                      runs, and the test is skipped (exit status 77, said on
+#                      stdout): a native run alone tests nothing of ito. Set
+#                      to a missing file: failure.
 #   ITO_TEST_EMULATOR  a command line (split at spaces) that runs PROG, e.g.
 #                      "qemu-aarch64 -L /usr/aarch64-linux-gnu". The preload
 #                      and the other variables then go to the program as the
@@ -20,6 +22,9 @@
 #
 # Each run's stderr is passed through (after the run), so a test's own
 # messages appear in the ctest log.
+#
+# Exit status: 0 pass, 1 failure, 2 usage, 77 skipped (ctest's
+# SKIP_RETURN_CODE for these tests).
 set -u
 
 if [ $# -lt 1 ]; then
@@ -32,6 +37,16 @@ name=$(basename "$prog")
 
 if [ ! -e "$prog" ]; then
   echo "both.sh: $prog: no such program" >&2
+  exit 1
+fi
+
+lib=${ITO_PTHREAD_LIB:-}
+if [ -z "$lib" ]; then
+  echo "both.sh: $name: SKIPPED: ITO_PTHREAD_LIB is not set, so there is no libito-pthread.so to run it under"
+  exit 77
+fi
+if [ ! -f "$lib" ]; then
+  echo "both.sh: ITO_PTHREAD_LIB=$lib: no such file (is the ito_pthread target built?)" >&2
   exit 1
 fi
 
@@ -82,16 +97,6 @@ fi
 echo "---- $name stdout (native)"
 cat "$tmp/native.out"
 echo "----"
-
-lib=${ITO_PTHREAD_LIB:-}
-if [ -z "$lib" ]; then
-  echo "both.sh: ITO_PTHREAD_LIB is not set: ran $name natively only"
-  exit 0
-fi
-if [ ! -f "$lib" ]; then
-  echo "both.sh: ITO_PTHREAD_LIB=$lib: no such file (is the ito_pthread target built?)" >&2
-  exit 1
-fi
 
 for workers in 1 4; do
   label="preload-${workers}worker"
