@@ -569,7 +569,46 @@ static void *key_exhaust_fn(void *p) {
   return NULL;
 }
 
+/* "finalize": ito_finalize waits for every thread, even while threads
+ * that create threads end on other workers as it counts (the count is
+ * exact, docs/scheduler.md "Counting threads"). Each round: a detached
+ * chain of threads, each creating the next and ending at once, the last
+ * one marking the round done; the root finalizes right away. */
+static int chain_done;
+
+static void *chain_link(void *p) {
+  long left = (long)(intptr_t)p;
+  if (left == 0) {
+    for (volatile int i = 0; i < 2000; i++) {
+    }
+    __atomic_store_n(&chain_done, 1, __ATOMIC_RELEASE);
+    return NULL;
+  }
+  ito_thread_t t;
+  CHECK_EQ(ito_create(chain_link, (void *)(intptr_t)(left - 1), &t), 0);
+  CHECK_EQ(ito_detach(t), 0);
+  if (left % 2) ito_yield(); /* move now and then */
+  return NULL;
+}
+
+static void test_finalize_waits(int rounds) {
+  for (int r = 0; r < rounds; r++) {
+    CHECK_EQ(ito_init(), 0);
+    __atomic_store_n(&chain_done, 0, __ATOMIC_RELAXED);
+    ito_thread_t t;
+    CHECK_EQ(ito_create(chain_link, (void *)(intptr_t)(1 + r % 16), &t), 0);
+    CHECK_EQ(ito_detach(t), 0);
+    CHECK_EQ(ito_finalize(), 0);
+    CHECK_EQ(__atomic_load_n(&chain_done, __ATOMIC_ACQUIRE), 1);
+  }
+}
+
 int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "finalize") == 0) {
+    test_finalize_waits(argc > 2 ? atoi(argv[2]) : 500);
+    puts("test_api_c finalize: OK");
+    return 0;
+  }
   if (argc > 1 && strcmp(argv[1], "yield") == 0) {
     test_init(1);
     test_yield();

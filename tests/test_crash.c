@@ -9,11 +9,13 @@
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "check.h"
+#include "../src/dropin/ito_dropin.h"
 
 extern char **environ;
 
@@ -78,9 +80,80 @@ static int bad_handles(void) {
   return 0;
 }
 
+/* "nostack": a thief that cannot get a stack for a continuation leaves it
+ * to its owner. The address space is capped right after start-up, so no
+ * new stack mapping can be made; a recorder counts the thief's attempts. */
+static long steals;
+static void count_steals(const struct ito_event *e, void *arg) {
+  (void)arg;
+  if (e->kind == ITO_EV_STEAL) __atomic_add_fetch(&steals, 1, __ATOMIC_RELAXED);
+}
+
+static void wait_for_thief(void *p) {
+  long long *x = p;
+  for (long i = 0; i < 2000 && !__atomic_load_n(&steals, __ATOMIC_RELAXED); i++) usleep(1000);
+  *x = 42;
+}
+
+static void cap_address_space(void) {
+  FILE *f = fopen("/proc/self/statm", "r");
+  unsigned long pages = 0;
+  if (!f || fscanf(f, "%lu", &pages) != 1) exit(3);
+  fclose(f);
+  struct rlimit r = {pages * 4096 + (64UL << 20), RLIM_INFINITY};
+  if (setrlimit(RLIMIT_AS, &r) != 0) exit(3);
+}
+
+static int no_stack(void) {
+  setenv("ITO_NUM_WORKERS", "2", 1); /* a thief */
+  if (ito__dropin_hooks_attach(count_steals, NULL) != 0 || ito_init() != 0) return 3;
+  cap_address_space(); /* ITO_STACK_SIZE=256M: a stack mapping no longer fits */
+  long long x = 0;
+  ito_tg_t tg;
+  ito_tg_init(&tg);
+  ito_tg_fork(&tg, wait_for_thief, &x, 0);
+  ito_tg_join(&tg);
+  if (x != 42 || !steals) {
+    fprintf(stderr, "child: x %lld, %ld steal attempts\n", x, steals);
+    return 3;
+  }
+  return 0;
+}
+
+/* "initfail": ito_init (and a call that starts the runtime implicitly)
+ * return an error when the workers' memory cannot be mapped, and the
+ * runtime starts once it can. */
+static int init_fail(void) {
+  struct rlimit old;
+  if (getrlimit(RLIMIT_AS, &old) != 0) return 3;
+  cap_address_space();
+  struct rlimit r;
+  getrlimit(RLIMIT_AS, &r);
+  r.rlim_cur -= 60UL << 20; /* not even a worker's deque fits */
+  if (setrlimit(RLIMIT_AS, &r) != 0) return 3;
+  int a = ito_init();
+  ito_thread_t t;
+  int b = ito_create(echo_fn, NULL, &t);
+  int c = ito_num_workers();
+  if (setrlimit(RLIMIT_AS, &old) != 0) return 3;
+  int d = ito_init();
+  void *res = NULL;
+  int e = d ? d : ito_create(echo_fn, (void *)(intptr_t)9, &t);
+  int f = e ? e : ito_join(t, &res);
+  if ((a != ENOMEM && a != EAGAIN) || (b != ENOMEM && b != EAGAIN) || c != -1 || d || e || f ||
+      (intptr_t)res != 9) {
+    fprintf(stderr, "child: capped: ito_init %d, ito_create %d, ito_num_workers %d; then: "
+                    "ito_init %d, ito_create %d, ito_join %d\n", a, b, c, d, e, f);
+    return 3;
+  }
+  return 0;
+}
+
 static int child(const char *mode) {
   int rc;
   ito_thread_t t;
+  if (strcmp(mode, "nostack") == 0) return no_stack();
+  if (strcmp(mode, "initfail") == 0) return init_fail();
   if (strcmp(mode, "noreturn") == 0 || strcmp(mode, "joined") == 0) {
     if ((rc = ito_init()) != 0) return 3;
     fork_and_return(mode[0] == 'j');
@@ -162,6 +235,11 @@ static const crash_case cases[] = {
     {"init", "ITO_IO_PIPE_NOWAIT=maybe", 1, {"ITO_IO_PIPE_NOWAIT", NULL}},
     /* handles the runtime never returned fail with EINVAL, not a crash */
     {"badhandle", "ITO_NUM_WORKERS=2", 0, {NULL, NULL}},
+#if !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
+    /* (the sanitizers' shadow memory does not fit under a capped address space) */
+    {"initfail", "ITO_NUM_WORKERS=2", 0, {NULL, NULL}},
+    {"nostack", "ITO_STACK_SIZE=256M", 0, {NULL, NULL}},
+#endif
 #if !defined(__SANITIZE_THREAD__)
     /* (ThreadSanitizer builds give every child a thread: nothing is stolen) */
     {"joined", "ITO_NUM_WORKERS=2", 0, {NULL, NULL}},

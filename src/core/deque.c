@@ -52,43 +52,24 @@ bool ito__deque_conflict(struct ito_deque *d, uint64_t t) {
  *     tail = t; barrier (invariant 4); if head <= t: the entry is ours;
  *     else settle under the lock. */
 uintptr_t ito__deque_pop(struct ito_deque *d) {
-  uint64_t t = dq_tail(d);
-  if (atomic_load_explicit(&d->head, memory_order_relaxed) >= t) return 0;
-  t--;
-  atomic_store_explicit(&d->tail, t, memory_order_relaxed);
+  uint64_t t;
+  if (!dq_pop_begin(d, &t)) return 0;
   dq_owner_barrier(d);
-  uintptr_t *slot = &d->slots[t & d->mask];
-  if (!LIKELY(atomic_load_explicit(&d->head, memory_order_relaxed) <= t) &&
-      !ito__deque_conflict(d, t))
-    return 0;
-  uintptr_t e = *slot;
-  ITO_ASSERT(e != 0); /* invariant 1 */
-  __atomic_store_n(slot, 0, __ATOMIC_RELEASE); /* invariant 2 */
-  return e;
+  if (!LIKELY(dq_pop_uncontended(d, t)) && !ito__deque_conflict(d, t)) return 0;
+  return dq_pop_take(d, t);
 }
 
 /* Thief:
  *     lock; h = head; head = h + 1; barrier (membarrier, or a fence while
  *     the owner's window is open); if h + 1 > tail: head = h, unlock, fail;
  *     the entry at h is ours. */
-uintptr_t ito__deque_steal(struct ito_deque *v, uintptr_t **slotp) {
+uintptr_t ito__deque_steal(struct ito_deque *v, uintptr_t **slot) {
   uint64_t h = atomic_load_explicit(&v->head, memory_order_relaxed);
   if (h >= atomic_load_explicit(&v->tail, memory_order_acquire)) return 0;
-  if (!spin_trylock(&v->steal_lock)) return 0;
-  h = atomic_load_explicit(&v->head, memory_order_relaxed);
-  atomic_store_explicit(&v->head, h + 1, memory_order_relaxed);
+  if (!dq_steal_claim(v, &h)) return 0;
   if (__atomic_load_n(&v->fence_pops, __ATOMIC_ACQUIRE))
     full_fence(); /* the owner fences its pops now */
   else
     ito__heavy_barrier();
-  if (h + 1 > atomic_load_explicit(&v->tail, memory_order_acquire)) {
-    atomic_store_explicit(&v->head, h, memory_order_relaxed);
-    spin_unlock(&v->steal_lock);
-    return 0;
-  }
-  uintptr_t *slot = &v->slots[h & v->mask];
-  uintptr_t e = *slot;
-  ITO_ASSERT(e != 0); /* invariant 1 */
-  *slotp = slot;
-  return e;
+  return dq_steal_check(v, h, slot);
 }

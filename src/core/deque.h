@@ -116,17 +116,74 @@ HIDDEN bool ito__deque_conflict(struct ito_deque *d, uint64_t t);
 
 /* Takes entry t back if the deque still ends with it (tail t + 1 and slot
  * t holding e) and no thief takes it now: the return of a fork or a create
- * to its own record. The slot keeps e (invariant 2). */
-static inline bool dq_take_back(struct ito_deque *d, uint64_t t, uintptr_t e) {
+ * to its own record. The slot keeps e (invariant 2). In steps: begin
+ * (the check and tail = t), the barrier, then uncontended or the
+ * conflict. */
+static inline bool dq_take_back_begin(struct ito_deque *d, uint64_t t, uintptr_t e) {
   if (dq_tail(d) != t + 1 || __atomic_load_n(&d->slots[t & d->mask], __ATOMIC_ACQUIRE) != e)
     return false;
   atomic_store_explicit(&d->tail, t, memory_order_relaxed);
+  return true;
+}
+static inline bool dq_pop_uncontended(const struct ito_deque *d, uint64_t t);
+static inline bool dq_take_back(struct ito_deque *d, uint64_t t, uintptr_t e) {
+  if (!dq_take_back_begin(d, t, e)) return false;
   dq_owner_barrier(d);
-  return atomic_load_explicit(&d->head, memory_order_relaxed) <= t || ito__deque_conflict(d, t);
+  return dq_pop_uncontended(d, t) || ito__deque_conflict(d, t);
 }
 
+/* ---- the owner's pop, in the steps of docs/scheduler.md ------------------------------------
+ * The steps exist as functions so that tests/unit/test_deque.c can run
+ * them interleaved with a thief's in every order; ito__deque_pop is
+ * begin, barrier, end. */
+/* Step 1: claims the youngest index t by storing tail = t. False if the
+ * deque is empty (nothing stored). */
+static inline bool dq_pop_begin(struct ito_deque *d, uint64_t *t) {
+  uint64_t x = dq_tail(d);
+  if (atomic_load_explicit(&d->head, memory_order_relaxed) >= x) return false;
+  atomic_store_explicit(&d->tail, x - 1, memory_order_relaxed);
+  *t = x - 1;
+  return true;
+}
+/* Step 3 (after the barrier, step 2): is entry t ours without the lock? */
+static inline bool dq_pop_uncontended(const struct ito_deque *d, uint64_t t) {
+  return atomic_load_explicit(&d->head, memory_order_relaxed) <= t;
+}
+/* Step 4: takes entry t (ours) and clears its slot (invariant 2). */
+static inline uintptr_t dq_pop_take(struct ito_deque *d, uint64_t t) {
+  uintptr_t *slot = &d->slots[t & d->mask], e = *slot;
+  ITO_ASSERT(e != 0); /* invariant 1 */
+  __atomic_store_n(slot, 0, __ATOMIC_RELEASE);
+  return e;
+}
 /* Takes the youngest entry (clearing its slot), or returns 0. */
 HIDDEN uintptr_t ito__deque_pop(struct ito_deque *d);
+
+/* ---- the thief's steal, in steps ---------------------------------------------------------------
+ * ito__deque_steal is: a look without the lock, claim, barrier, check. */
+/* Step 1: with v's steal lock taken, claims the oldest index *h by storing
+ * head = *h + 1. False (nothing stored) if the lock is busy. */
+static inline bool dq_steal_claim(struct ito_deque *v, uint64_t *h) {
+  if (!spin_trylock(&v->steal_lock)) return false;
+  *h = atomic_load_explicit(&v->head, memory_order_relaxed);
+  atomic_store_explicit(&v->head, *h + 1, memory_order_relaxed);
+  return true;
+}
+/* Step 3 (after the barrier, step 2): entry h is the thief's, returned with
+ * the lock still held and *slot set; or the owner has it (or the deque was
+ * empty): head is put back, the lock released, 0 returned. */
+static inline uintptr_t dq_steal_check(struct ito_deque *v, uint64_t h, uintptr_t **slot) {
+  if (h + 1 > atomic_load_explicit(&v->tail, memory_order_acquire)) {
+    atomic_store_explicit(&v->head, h, memory_order_relaxed);
+    spin_unlock(&v->steal_lock);
+    return 0;
+  }
+  *slot = &v->slots[h & v->mask];
+  uintptr_t e = **slot;
+  ITO_ASSERT(e != 0); /* invariant 1 */
+  return e;
+}
+
 /* The youngest entry without taking it, or 0 (racing with thieves: a slot
  * a thief took reads 0). */
 static inline uintptr_t dq_peek(const struct ito_deque *d) {
