@@ -137,7 +137,7 @@ static void *errno_waiter(void *p) {
   (void)p;
   set_errno(4321);
   ito_mutex_lock(&mu);
-  flag = 1;
+  __atomic_store_n(&flag, 1, __ATOMIC_RELEASE); /* also read without the mutex */
   while (flag != 2) ito_cond_wait(&cv, &mu); /* parks; others set errno meanwhile */
   ito_mutex_unlock(&mu);
   return (void *)(intptr_t)get_errno();
@@ -158,7 +158,7 @@ static void test_errno_and_pin(void) {
   flag = 0;
   ito_thread_t a, b;
   CHECK_EQ(ito__dropin_create(&a, NULL, errno_waiter, NULL), 0);
-  while (!flag) ito_yield();
+  while (!__atomic_load_n(&flag, __ATOMIC_ACQUIRE)) ito_yield();
   set_errno(99);
   CHECK_EQ(ito__dropin_create(&b, NULL, errno_clobber, NULL), 0);
   void *r;

@@ -7,20 +7,14 @@
 #include "config.h"
 #include "handle.h"
 #include "os.h"
-#include "switch.h"
-#include "worker.h"
+#include "san.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
-
-#if ITO_ASAN
-#include <sanitizer/asan_interface.h>
-#endif
 
 #define PAGE 4096UL
 
@@ -116,7 +110,7 @@ static fiber *map_fibers(void) {
 static void fiber_reset(fiber *f) {
   ito__asan_unpoison(f->lo, (size_t)(f->hi - f->lo));
 #if ITO_TSAN
-  ito__tsan_renew(f);
+  ito__tsan_renew(&f->tsan, &f->tsan_dirty);
 #endif
   f->next = NULL;
   f->sp = NULL;
@@ -248,66 +242,4 @@ void ito__fiber_free(struct fiber_cache *c, fiber *f) {
   f->next = fs.pool;
   fs.pool = f;
   spin_unlock(&fs.pool_lock);
-}
-
-/* ---- stack overflow reports -------------------------------------------------- */
-
-static struct sigaction old_segv, old_bus;
-
-static void segv_handler(int sig, siginfo_t *si, void *uc) {
-  worker *w = ito__tls_worker;
-  fiber *f = w ? w->cur : NULL;
-  char *a = si->si_addr;
-  if (f && (f->kind == FIBER_POOL || f->kind == FIBER_OWN) && f->guarded && a >= f->map &&
-      a < f->lo + 256) {
-    char buf[256];
-    if (f->kind == FIBER_OWN)
-      snprintf(buf, sizeof buf,
-               "ito: stack overflow in a lightweight thread (stack of %zu bytes, asked for when "
-               "it was created); ask for a larger stack\n",
-               (size_t)(f->hi - f->lo));
-    else
-      snprintf(buf, sizeof buf,
-               "ito: stack overflow in a lightweight thread (stack of %zu bytes); "
-               "raise ITO_STACK_SIZE (for example ITO_STACK_SIZE=%zuK)\n",
-               fs.stack_size, fs.stack_size * 4 / 1024);
-    ito__write_stderr(buf, strlen(buf));
-    signal(SIGABRT, SIG_DFL);
-    abort();
-  }
-  struct sigaction *old = sig == SIGSEGV ? &old_segv : &old_bus;
-  if (old->sa_flags & SA_SIGINFO) {
-    if (old->sa_sigaction) {
-      old->sa_sigaction(sig, si, uc);
-      return;
-    }
-  } else if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) {
-    old->sa_handler(sig);
-    return;
-  }
-  /* not ours: the default action, taken when the faulting access re-runs */
-  signal(sig, SIG_DFL);
-}
-
-void ito__install_segv(void) {
-  struct sigaction sa;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_sigaction = segv_handler;
-  sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
-  sigemptyset(&sa.sa_mask);
-  ito__os.sigaction(SIGSEGV, &sa, &old_segv);
-  ito__os.sigaction(SIGBUS, &sa, &old_bus);
-}
-
-char *ito__altstack_setup(void) {
-  size_t sz = 64 * 1024;
-  char *m = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (m == MAP_FAILED) return NULL;
-  stack_t ss;
-  ss.ss_sp = m;
-  ss.ss_size = sz;
-  ss.ss_flags = 0;
-  if (sigaltstack(&ss, NULL) == 0) return m;
-  munmap(m, sz);
-  return NULL;
 }

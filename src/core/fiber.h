@@ -1,8 +1,8 @@
 /* Fibers: a stack mapping [guard page][stack ...][fiber header] with the
  * header holding the saved context, the descriptor of the thread that
  * started on it and that thread's creator record. Per-worker free lists
- * over a global pool, guard pages while the kernel's mapping limit allows,
- * overflow reports. Design: docs/fibers.md.
+ * over a global pool, and guard pages while the kernel's mapping limit
+ * allows (overflow.c reports what hits them). Design: docs/fibers.md.
  *
  * Invariants:
  *  1. A fiber is in at most one of: running on a worker (worker.cur), a
@@ -108,10 +108,5 @@ static inline void fiber_put(struct fiber_cache *c, fiber *f) {
   }
   ito__fiber_free(c, f);
 }
-
-/* Stack overflow reports: the SIGSEGV handler, on a per-worker alternate
- * stack. */
-HIDDEN void ito__install_segv(void);
-HIDDEN char *ito__altstack_setup(void);
 
 #endif

@@ -23,8 +23,8 @@
 
 extern int ito__hooks_on HIDDEN;
 
-/* Attaches a recorder (before the runtime starts: EBUSY after; EINVAL for
- * NULL or a second one). */
+/* Attaches a recorder, before the runtime starts (invariant 1: the drop-in
+ * interface checks); EINVAL for NULL or a second one. */
 HIDDEN int ito__hooks_attach(void (*fn)(const struct ito_event *e, void *arg), void *arg);
 HIDDEN void ito__hook_emit(int kind, int worker, const void *obj, long peer);
 

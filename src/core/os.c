@@ -8,8 +8,6 @@
 #define _GNU_SOURCE
 #include "os.h"
 
-#include "runtime.h"
-
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <linux/membarrier.h>
@@ -35,9 +33,6 @@ struct ito_os ito__os = {
 };
 
 void ito__os_install(const struct ito_os *os) {
-  if (ito__rt_state() != RT_OFF)
-    ito__fatal("a drop-in library was set up after the runtime started; load it with LD_PRELOAD "
-               "or link it before libito");
 #define TAKE(f) if (os->f) ito__os.f = os->f
   TAKE(pthread_create);
   TAKE(pthread_join);

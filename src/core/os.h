@@ -15,7 +15,7 @@
  * nanosleep are interposed. */
 extern struct ito_os ito__os HIDDEN;
 /* Replaces the entries os gives (non-NULL ones); only before the runtime
- * starts (a later call stops the program with a message). */
+ * starts (the drop-in interface checks). */
 HIDDEN void ito__os_install(const struct ito_os *os);
 
 HIDDEN long ito__futex_wait(int *addr, int val, const struct timespec *rel);

@@ -9,6 +9,7 @@
 #include "hooks.h"
 #include "idle.h"
 #include "os.h"
+#include "overflow.h"
 #include "sched.h"
 #include "switch.h"
 #include "thread.h"
@@ -117,17 +118,6 @@ static void *worker_main(void *arg) {
                    sched_tsan_ctx(w));
   ito__tls_worker = NULL;
   return NULL;
-}
-
-void ito__worker_stop(worker *w) {
-  void *dummy, *sp = w->native_sp;
-  w->native_sp = NULL;
-#if ITO_ASAN
-  ito__asan_start(NULL, w->native_lo, w->native_size);
-#endif
-  TSAN_TO_CTX(w->native_tsan);
-  ito__ctx_jump(&dummy, sp, NULL);
-  __builtin_unreachable();
 }
 
 /* ---- the root ---------------------------------------------------------------------------- */

@@ -82,8 +82,6 @@ HIDDEN void ito__sched_loop(worker *w) __attribute__((noreturn));
 /* A thread ended on fiber f: run its parent if that is the youngest
  * entry of w's deque, else go to the scheduler. */
 HIDDEN void ito__exit_fiber(worker *w, fiber *f) __attribute__((noreturn));
-/* The runtime stops: a worker's scheduler goes back to its OS thread. */
-HIDDEN void ito__worker_stop(worker *w) __attribute__((noreturn));
 /* The stop flag, for the scheduler's loop. */
 extern int ito__stopping HIDDEN;
 

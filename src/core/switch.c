@@ -7,47 +7,6 @@
 #include <errno.h>
 #include <string.h>
 
-/* ---- sanitizer annotations ----------------------------------------------------------- */
-
-#if ITO_ASAN
-#include <sanitizer/asan_interface.h>
-#include <sanitizer/common_interface_defs.h>
-void ito__asan_start(void **fake, const void *lo, size_t size) {
-  __sanitizer_start_switch_fiber(fake, lo, size);
-}
-void ito__asan_finish(void *fake) { __sanitizer_finish_switch_fiber(fake, NULL, NULL); }
-void ito__asan_unpoison(const void *lo, size_t size) { ASAN_UNPOISON_MEMORY_REGION(lo, size); }
-#else
-void ito__asan_start(void **fake, const void *lo, size_t size) {
-  (void)fake, (void)lo, (void)size;
-}
-void ito__asan_finish(void *fake) { (void)fake; }
-void ito__asan_unpoison(const void *lo, size_t size) { (void)lo, (void)size; }
-#endif
-
-#if ITO_TSAN
-#include <sanitizer/tsan_interface.h>
-/* Contexts are costly to make (hundreds of microseconds) and
- * ThreadSanitizer allows about 8,000 at once, so a stack keeps its context
- * while it sits in a free list; the context is renewed only when a thread
- * left frames on the stack without returning through them (ito_exit),
- * since their entries would stay on the context's shadow call stack. */
-void *ito__tsan_new_ctx(void) { return __tsan_create_fiber(0); }
-void *ito__tsan_current(void) { return __tsan_get_current_fiber(); }
-void ito__tsan_to_ctx(void *ctx) { __tsan_switch_to_fiber(ctx, 0); }
-void ito__tsan_to(fiber *f) {
-  if (!f->tsan) f->tsan = __tsan_create_fiber(0);
-  __tsan_switch_to_fiber(f->tsan, 0);
-}
-void ito__tsan_renew(fiber *f) {
-  if (f->tsan_dirty) {
-    __tsan_destroy_fiber(f->tsan);
-    f->tsan = NULL;
-    f->tsan_dirty = 0;
-  }
-}
-#endif
-
 /* ---- contexts ---------------------------------------------------------------------------- */
 
 /* The layout matches ito__ctx_jump's saved context (src/arch/ctx_*.S). */
@@ -129,6 +88,17 @@ void ito__switch(worker *w, fiber *from, fiber *to, int from_dying) {
   ito__asan_finish(from->asan_fake);
 #endif
   ito__run_post(cur_worker());
+}
+
+void ito__worker_stop(worker *w) {
+  void *dummy, *sp = w->native_sp;
+  w->native_sp = NULL;
+#if ITO_ASAN
+  ito__asan_start(NULL, w->native_lo, w->native_size);
+#endif
+  TSAN_TO_CTX(w->native_tsan);
+  ito__ctx_jump(&dummy, sp, NULL);
+  __builtin_unreachable();
 }
 
 void ito__run_fiber(worker *w, fiber *f) {

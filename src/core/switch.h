@@ -18,6 +18,7 @@
 
 #include "base.h"
 #include "fiber.h"
+#include "san.h"
 #include "worker.h"
 
 /* ---- the assembly (src/arch/ctx_*.S) ---------------------------------------------------- */
@@ -30,23 +31,6 @@ HIDDEN void ito__ctx_start(void);
  * ito__ctx_jump (arg: the jump's); returns its stack pointer. */
 HIDDEN void *ito__ctx_make(char *hi, void (*entry)(void *));
 
-/* ---- sanitizer annotations (empty without a sanitizer) --------------------------------- */
-HIDDEN void ito__asan_start(void **fake, const void *lo, size_t size);
-HIDDEN void ito__asan_finish(void *fake);
-/* Frames that never returned left their redzones poisoned. */
-HIDDEN void ito__asan_unpoison(const void *lo, size_t size);
-#if ITO_TSAN
-HIDDEN void ito__tsan_to(fiber *f);
-HIDDEN void ito__tsan_to_ctx(void *ctx);
-HIDDEN void *ito__tsan_new_ctx(void);
-HIDDEN void *ito__tsan_current(void);
-HIDDEN void ito__tsan_renew(fiber *f);
-#define TSAN_TO(f) ito__tsan_to(f)
-#define TSAN_TO_CTX(c) ito__tsan_to_ctx(c)
-#else
-#define TSAN_TO(f) ((void)(f))
-#define TSAN_TO_CTX(c) ((void)0) /* c names fields that exist only under ITO_TSAN */
-#endif
 /* Just before a switch: f's stack runs next, the current context is not
  * kept (a resumption or a first start). */
 static inline void san_enter(fiber *f) {
@@ -94,5 +78,8 @@ HIDDEN void ito__enter_fresh(void **save_sp, void **fake, char *lo, char *hi,
                              void (*entry)(void *), void *arg, void *tsan_ctx);
 /* The landing of ito__resume (the assembly) on its new stack. */
 HIDDEN void ito__arrive(void);
+/* The runtime stops: a worker's scheduler goes back to its OS thread's
+ * own context (saved at native_sp when the worker started). */
+HIDDEN void ito__worker_stop(worker *w) __attribute__((noreturn));
 
 #endif

@@ -11,23 +11,24 @@ void ito__timer_add(struct ito_timer *t, clockid_t clock, const struct timespec 
   t->clk = clock == CLOCK_MONOTONIC ? TIMER_MONOTONIC : TIMER_REALTIME;
   t->deadline = ts_to_ns(abs);
   spin_lock(&timer_lock);
-  ITO_ASSERT(t->state == T_IDLE);
+  ITO_ASSERT(LOAD_RLX(&t->state) == T_IDLE);
   struct ito_timer **pp = &ito__timer_lists[t->clk];
   while (*pp && (*pp)->deadline <= t->deadline) pp = &(*pp)->next;
   t->next = *pp;
   STORE_RLX(pp, t); /* the list heads are read without the lock */
-  t->state = T_ARMED;
+  STORE_RLX(&t->state, T_ARMED);
   spin_unlock(&timer_lock);
 }
 
 void ito__timer_cancel(struct ito_timer *t) {
   spin_lock(&timer_lock);
-  if (t->state == T_ARMED) {
+  /* (a firing's end stores IDLE without the lock: atomic accesses) */
+  if (LOAD_RLX(&t->state) == T_ARMED) {
     struct ito_timer **pp = &ito__timer_lists[t->clk];
     while (*pp && *pp != t) pp = &(*pp)->next;
     ITO_ASSERT(*pp == t); /* an armed timer is in its list */
     STORE_RLX(pp, t->next);
-    t->state = T_IDLE;
+    STORE_RLX(&t->state, T_IDLE);
   }
   spin_unlock(&timer_lock);
   while (__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) == T_FIRING) cpu_relax();
@@ -62,8 +63,8 @@ int ito__timers_run(void) {
     while (ito__timer_lists[k] && ito__timer_lists[k]->deadline <= now[k]) {
       struct ito_timer *t = ito__timer_lists[k];
       STORE_RLX(&ito__timer_lists[k], t->next);
-      ITO_ASSERT(t->state == T_ARMED);
-      t->state = T_FIRING;
+      ITO_ASSERT(LOAD_RLX(&t->state) == T_ARMED);
+      STORE_RLX(&t->state, T_FIRING);
       t->next = due;
       due = t;
     }

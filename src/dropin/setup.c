@@ -4,14 +4,22 @@
 #define _GNU_SOURCE
 #include "ito_dropin.h"
 
+#include <errno.h>
+
 #include "../core/config.h"
 #include "../core/hooks.h"
 #include "../core/os.h"
 #include "../core/poll.h"
+#include "../core/runtime.h"
 #include "../core/switch.h"
 #include "../io/io.h"
 
-void ito__dropin_os_install(const struct ito_os *os) { ito__os_install(os); }
+void ito__dropin_os_install(const struct ito_os *os) {
+  if (ito__rt_state() != RT_OFF)
+    ito__fatal("a drop-in library was set up after the runtime started; load it with LD_PRELOAD "
+               "or link it before libito");
+  ito__os_install(os);
+}
 
 void ito__dropin_fd_view_tracked(void) { STORE_RLX(&ito__io_view_tracked, 1); }
 
@@ -30,6 +38,7 @@ void ito__dropin_default_workers(int n) { ito__config_default_workers(n); }
 void ito__dropin_set_eh(void *(*get_globals)(void)) { ito__set_eh(get_globals); }
 
 int ito__dropin_hooks_attach(void (*fn)(const struct ito_event *e, void *arg), void *arg) {
+  if (ito__rt_state() != RT_OFF) return EBUSY; /* the fork's variant is chosen at start */
   return ito__hooks_attach(fn, arg);
 }
 

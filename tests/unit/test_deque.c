@@ -44,6 +44,7 @@ struct world {
   int nthieves, tpc[2], undo[2];
   uint64_t h[2];
   uintptr_t *slot[2], e[2];
+  size_t slot_idx[2];      /* (slot[] points into the copy it was taken in) */
 };
 
 static uintptr_t entry(int k) { return (uintptr_t)k << 3; } /* tag-free, nonzero */
@@ -107,16 +108,20 @@ static void thief_step(struct world *w, int i) {
       break;
     case TPC_CHECK:
       w->e[i] = dq_steal_check(d, w->h[i], &w->slot[i]);
+      w->slot_idx[i] = (size_t)(w->slot[i] - d->slots);
       w->tpc[i] = w->e[i] ? TPC_FINISH : TPC_DONE;
       break;
-    case TPC_FINISH:
+    case TPC_FINISH: {
+      /* (the slot's address in this copy of the world) */
+      uintptr_t *slot = &d->slots[w->slot_idx[i]];
       if (w->undo[i]) {
         dq_steal_undo(d);
       } else {
-        dq_steal_done(d, w->slot[i], w->e[i]);
+        dq_steal_done(d, slot, w->e[i]);
         w->taken[entry_no(w->e[i])]++;
-        if (*w->slot[i]) w->cleared_ok = 0;
+        if (*slot) w->cleared_ok = 0;
       }
+    }
       w->tpc[i] = TPC_DONE;
       break;
   }

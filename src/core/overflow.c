@@ -1,0 +1,75 @@
+/* Stack overflow reports: the SIGSEGV handler, on a per-worker alternate
+ * signal stack, tells an overflow into a fiber's guard page from any other
+ * fault (docs/fibers.md, "Overflow"). */
+#define _GNU_SOURCE
+#include "overflow.h"
+
+#include "fiber.h"
+#include "os.h"
+#include "worker.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+static struct sigaction old_segv, old_bus;
+
+static void segv_handler(int sig, siginfo_t *si, void *uc) {
+  worker *w = ito__tls_worker;
+  fiber *f = w ? w->cur : NULL;
+  char *a = si->si_addr;
+  if (f && (f->kind == FIBER_POOL || f->kind == FIBER_OWN) && f->guarded && a >= f->map &&
+      a < f->lo + 256) {
+    char buf[256];
+    if (f->kind == FIBER_OWN)
+      snprintf(buf, sizeof buf,
+               "ito: stack overflow in a lightweight thread (stack of %zu bytes, asked for when "
+               "it was created); ask for a larger stack\n",
+               (size_t)(f->hi - f->lo));
+    else
+      snprintf(buf, sizeof buf,
+               "ito: stack overflow in a lightweight thread (stack of %zu bytes); "
+               "raise ITO_STACK_SIZE (for example ITO_STACK_SIZE=%zuK)\n",
+               ito__stack_size(), ito__stack_size() * 4 / 1024);
+    ito__write_stderr(buf, strlen(buf));
+    signal(SIGABRT, SIG_DFL);
+    abort();
+  }
+  struct sigaction *old = sig == SIGSEGV ? &old_segv : &old_bus;
+  if (old->sa_flags & SA_SIGINFO) {
+    if (old->sa_sigaction) {
+      old->sa_sigaction(sig, si, uc);
+      return;
+    }
+  } else if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) {
+    old->sa_handler(sig);
+    return;
+  }
+  /* not ours: the default action, taken when the faulting access re-runs */
+  signal(sig, SIG_DFL);
+}
+
+void ito__install_segv(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = segv_handler;
+  sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  sigemptyset(&sa.sa_mask);
+  ito__os.sigaction(SIGSEGV, &sa, &old_segv);
+  ito__os.sigaction(SIGBUS, &sa, &old_bus);
+}
+
+char *ito__altstack_setup(void) {
+  size_t sz = 64 * 1024;
+  char *m = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return NULL;
+  stack_t ss;
+  ss.ss_sp = m;
+  ss.ss_size = sz;
+  ss.ss_flags = 0;
+  if (sigaltstack(&ss, NULL) == 0) return m;
+  munmap(m, sz);
+  return NULL;
+}

@@ -1,0 +1,45 @@
+/* The sanitizers' annotations of stack switches (san.h). */
+#define _GNU_SOURCE
+#include "san.h"
+
+/* ---- sanitizer annotations ----------------------------------------------------------- */
+
+#if ITO_ASAN
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/common_interface_defs.h>
+void ito__asan_start(void **fake, const void *lo, size_t size) {
+  __sanitizer_start_switch_fiber(fake, lo, size);
+}
+void ito__asan_finish(void *fake) { __sanitizer_finish_switch_fiber(fake, NULL, NULL); }
+void ito__asan_unpoison(const void *lo, size_t size) { ASAN_UNPOISON_MEMORY_REGION(lo, size); }
+#else
+void ito__asan_start(void **fake, const void *lo, size_t size) {
+  (void)fake, (void)lo, (void)size;
+}
+void ito__asan_finish(void *fake) { (void)fake; }
+void ito__asan_unpoison(const void *lo, size_t size) { (void)lo, (void)size; }
+#endif
+
+#if ITO_TSAN
+#include <sanitizer/tsan_interface.h>
+/* Contexts are costly to make (hundreds of microseconds) and
+ * ThreadSanitizer allows about 8,000 at once, so a stack keeps its context
+ * while it sits in a free list; the context is renewed only when a thread
+ * left frames on the stack without returning through them (ito_exit),
+ * since their entries would stay on the context's shadow call stack. */
+void *ito__tsan_new_ctx(void) { return __tsan_create_fiber(0); }
+void *ito__tsan_current(void) { return __tsan_get_current_fiber(); }
+void ito__tsan_to_ctx(void *ctx) { __tsan_switch_to_fiber(ctx, 0); }
+void ito__tsan_to(void **ctx) {
+  if (!*ctx) *ctx = __tsan_create_fiber(0);
+  __tsan_switch_to_fiber(*ctx, 0);
+}
+void ito__tsan_renew(void **ctx, int *dirty) {
+  if (*dirty) {
+    __tsan_destroy_fiber(*ctx);
+    *ctx = NULL;
+    *dirty = 0;
+  }
+}
+#endif
+

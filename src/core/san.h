@@ -1,0 +1,31 @@
+/* The sanitizers' annotations of stack switches: AddressSanitizer's fake
+ * stacks and poisoning, ThreadSanitizer's per-stack contexts. Empty
+ * without a sanitizer. Every switch carries them (switch.h, invariant 1);
+ * fibers renew and unpoison their stacks with them. Design:
+ * docs/fibers.md, "Sanitizers". */
+#ifndef ITO_CORE_SAN_H
+#define ITO_CORE_SAN_H
+
+#include "base.h"
+
+/* ---- sanitizer annotations (empty without a sanitizer) --------------------------------- */
+HIDDEN void ito__asan_start(void **fake, const void *lo, size_t size);
+HIDDEN void ito__asan_finish(void *fake);
+/* Frames that never returned left their redzones poisoned. */
+HIDDEN void ito__asan_unpoison(const void *lo, size_t size);
+#if ITO_TSAN
+/* Switches to the context in *ctx, made first if it is NULL (a stack's,
+ * kept with the stack). */
+HIDDEN void ito__tsan_to(void **ctx);
+HIDDEN void ito__tsan_to_ctx(void *ctx);
+HIDDEN void *ito__tsan_new_ctx(void);
+HIDDEN void *ito__tsan_current(void);
+/* A stack whose frames were abandoned (*dirty) gets a fresh context. */
+HIDDEN void ito__tsan_renew(void **ctx, int *dirty);
+#define TSAN_TO(f) ito__tsan_to(&(f)->tsan)
+#define TSAN_TO_CTX(c) ito__tsan_to_ctx(c)
+#else
+#define TSAN_TO(f) ((void)(f))
+#define TSAN_TO_CTX(c) ((void)0) /* c names fields that exist only under ITO_TSAN */
+#endif
+#endif
