@@ -1,9 +1,17 @@
 /*
  * verify/idle.pml: the sleep/wake protocol of ito's idle workers
- * (docs/idle.md) as coded in src/sched.c ("idle workers"), src/internal.h
- * (publish_check, found_work) and the x86-64 fork path
- * (src/arch/ctx_x86_64_sysv_elf_gas.S, .Lfork_idle), with the defaults
- * ITO_DEQUE_FENCE=asymmetric (membarrier) and ITO_WAIT_POLICY=passive.
+ * (docs/idle.md) as coded in src/core/idle.c, the only code that touches
+ * the idle word: ito__idle_sleep (G1-G5; `sleep` below),
+ * ito__idle_wake_one (`wake_one`), ito__idle_wake (`wake_worker`),
+ * ito__idle_stop_spinning (`got_work`), ito__idle_start_spinning,
+ * unsleep_locked and ito__idle_waiter_arrives (the parker), with
+ * idle_after_publish in src/core/idle.h (`publish_check_full`), the
+ * scheduler's loop in src/core/sched.c (`sched`: ito__sched_loop) and the
+ * x86-64 fork path (src/arch/ctx_x86_64_sysv_elf_gas.S, .Lfork_idle), with
+ * the defaults ITO_DEQUE_FENCE=asymmetric (membarrier) and
+ * ITO_WAIT_POLICY=passive. The I/O layer's threads wait through a poll
+ * source (src/core/poll.c): io_waiters below is ito__idle_waiters, io_poller
+ * the poll role, and the eventfd the poll sleeper's kick.
  * verify/check.sh runs it; docs/idle.md, "The Promela model", says what it
  * checks.
  *
@@ -32,7 +40,7 @@
  *   READIES  fibers made ready by a worker     OUTSIDE  ... by a non-worker
  *   MAILS    fibers migrated to another worker (mail)
  *   ROUNDS   rounds a spinner makes at most between sleeps (>= 1)
- *   MIN_SPINNERS  spinners always allowed (src/sched.c has 2; 1 is Go's rule)
+ *   MIN_SPINNERS  spinners always allowed (src/core/idle.c has 2; 1 is Go's rule)
  *   BROKEN   0: the protocol as coded
  *            1: no heavy barrier (membarrier) at G2
  *            2: the last spinner to find work wakes no replacement
@@ -106,7 +114,7 @@
 #define SYMMETRIC 0
 #endif
 #ifndef MIN_SPINNERS
-#define MIN_SPINNERS 2  /* as src/sched.c */
+#define MIN_SPINNERS 2  /* as src/core/idle.c */
 #endif
 #ifndef BROKEN
 #define BROKEN 0
@@ -281,7 +289,7 @@ inline unlist(v) {
 #define PEND_DONE() skip
 #endif
 
-/* ito__wake_one(hint), called by me (NONE: not a worker).  Steps: take the
+/* ito__idle_wake_one(hint), called by me (NONE: not a worker).  Steps: take the
  * lock and read the word and the list top (and unlock at once when nobody
  * needs waking); unsleep_locked: its fetch_add (the list work, only seen
  * under the lock, goes with it); the release store of wake_word with the
@@ -324,7 +332,7 @@ inline wake_one(h) {
   fi
 }
 
-/* P3 after a full fence (publish_check(hint, 1)): one load of the word. */
+/* P3 after a full fence (idle_after_publish(hint, true)): one load of the word. */
 inline publish_check_full(h) {
   atomic {
     who(); printf("P3 (fenced) reads the idle word: S=%d Z=%d\n", S, Z);
@@ -383,7 +391,7 @@ inline back_as_spinner() {
 /* The poller took the readiness event (under the fd record's lock): the
  * thread is woken (io_waiters--) onto the poller's own ready queue (7.5:
  * home is the poller, or asleep; home busy is not modelled), then
- * publish_check(w, 1), the fenced P2-P3. */
+ * publish(w, true) (idle_after_publish), the fenced P2-P3. */
 inline dispatch() {
   atomic {
     flush(me); work[me]++; io_waiters--;
@@ -488,7 +496,7 @@ running:
      fork_check()
 #endif
   :: /* it makes a fiber ready: ito__ready_list pushes it on this worker's
-      * ready queue under rq_lock, then publish_check(w, 1) */
+      * ready queue under its lock, then publish(w, true) */
      atomic { readies > 0 -> readies--; flush(me); work[me]++;
               printf("w%d: puts a ready fiber on its own ready queue\n", me) };
      publish_check_full(me)
@@ -542,7 +550,7 @@ running:
      goto sched
 #endif
   :: /* ACT_MIGRATE: the running fiber moves to worker v as mail (under v's
-      * mail_lock), then ito__wake_worker(v); this worker goes idle */
+      * mail_lock), then ito__idle_wake(v); this worker goes idle */
      atomic {
        mails > 0 -> mails--;
        select (k : 1 .. N - 1);
@@ -666,7 +674,7 @@ steal:
   :: rounds > 0 -> top = 0; goto sleep
   fi;
 
-sleep:  /* idle_sleep(w) */
+sleep:  /* ito__idle_sleep(w) */
   /* G1: lock; push; wake_word = 0; the fetch_add; unlock.  Only the
    * fetch_add is read without the lock.  With I/O, G1 also reads
    * io_waiters (changed without the lock) after the fetch_add, and takes
@@ -708,7 +716,7 @@ sleep:  /* idle_sleep(w) */
 #endif
   };
 #endif
-  /* G2: ito__heavy_barrier() */
+  /* G2: ito__heavy_barrier() (src/core/os.c) */
 #if SYMMETRIC
   /* G2 is the sleeper's own full fence: its own buffer (G1's locked
    * instruction has drained it already) */
@@ -716,7 +724,7 @@ sleep:  /* idle_sleep(w) */
 #elif BROKEN != 1
   d_step { membarrier(); printf("w%d: G2 membarrier: every store buffer drained\n", me) };
 #endif
-  /* G3: scan_all: its own mail (the stop flag, timers: not modelled), then
+  /* G3: the scheduler's scan (sched.c, given to idle.c as ops.scan): its own mail (the stop flag, timers: not modelled), then
    * every worker's deque and ready queue, from me + 1 round to me */
   atomic {
     if
@@ -842,7 +850,7 @@ end_asleep:
   :: else -> goto sched
   fi;
 
-got_work:  /* found_work: a spinner stops spinning; the last one to do so
+got_work:  /* ito__idle_stop_spinning: a spinner stops spinning; the last one to do so
             * wakes a replacement while anybody sleeps */
 progress_take:
   if
@@ -877,7 +885,7 @@ forever:
 }
 
 /* A thread that is not a worker makes a fiber ready: ito__ready_list pushes
- * it on some worker's ready queue under rq_lock, then publish_check(t, 1). */
+ * it on some worker's ready queue under its lock, then publish(t, true). */
 active proctype Outside() {
   byte me = NONE, t, v = NONE, j;
 #if BROKEN == 4
