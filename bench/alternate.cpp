@@ -1,5 +1,5 @@
 // Parallelism that alternates between one worker and all of them, many times
-// a second (seed 003: workers that sleep when idle must not cost speed-up).
+// a second (the idle-workers paper: workers that sleep when idle must not cost speed-up).
 //
 //   alternate_<system> [phases=200] [seq_us=1000] [par_us=1000] [reps=3]
 //

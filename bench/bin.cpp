@@ -1,4 +1,4 @@
-// bin(n, K, A): the artificial binary-tree task program of seed 000, 5.5:
+// bin(n, K, A): the artificial binary-tree task program of the six-systems study, 5.5:
 //
 //   void bin(int n) {
 //     consume CPU (A);
@@ -117,7 +117,7 @@ double consume_seconds(long a) {
   return t[t.size() / 2];
 }
 
-// The closed forms of seed 000, 5.5, for one consume(A) taking `a` seconds.
+// The closed forms of the six-systems study, 5.5, for one consume(A) taking `a` seconds.
 double t1_closed(int n, int k, double a) {
   return a / (2.0 * k - 1.0) * (3.0 * k * std::pow(2.0 * k, n) - (k + 1.0));
 }

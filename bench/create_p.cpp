@@ -1,4 +1,4 @@
-// Task creation on P workers at once (seed 000, section 5.3).
+// Task creation on P workers at once (the six-systems study, section 5.3; docs/references.md).
 //
 //   create_p_<system> [iters=1000] [measurements=31] [dropped=5]
 //

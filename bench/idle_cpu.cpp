@@ -1,4 +1,4 @@
-// CPU burnt by idle workers (seed 003): one task runs sequential work while
+// CPU burnt by idle workers (the idle-workers paper, docs/references.md): one task runs sequential work while
 // the other P - 1 workers have nothing to do.
 //
 //   idle_cpu_<system> [ms=1000] [reps=3]

@@ -1,18 +1,18 @@
-// How long one task takes to move to another worker (seed 000, section 5.4.1).
+// How long one task takes to move to another worker (the six-systems study, section 5.4.1; docs/references.md).
 //
 //   migration_<system> [reps=10000] [dropped=1000] [gap_us=0]
 //
 // Per repetition the parent records t0 and spawns a child; the child records
 // t1 as it starts; the parent records t2 when it resumes right after the
 // spawn (before its sync). Then each waits until the other has started (the
-// handshake of the seed's code), so the two must run on different workers: a
+// handshake of the study's code), so the two must run on different workers: a
 // work-first system runs the child at once and the parent's continuation has
 // to be stolen (t2 - t0 large); a help-first system goes on with the parent
 // and the child has to be stolen (t1 - t0 large). Needs at least 2 workers.
 // With gap_us > 0 the root first runs gap_us of work alone before each
 // repetition, so that the other workers go idle (and, if the system puts
 // idle workers to sleep, asleep): the latency then includes waking one
-// (seed 003; run.py reports it as `wake`).
+// (the idle-workers paper; run.py reports it as `wake`).
 // CLOCK_MONOTONIC (bench::now_ns). CSV, one line per kept repetition:
 //   system,workers,rep,child_start_ns,parent_resume_ns
 #include <sched.h>

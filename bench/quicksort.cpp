@@ -1,4 +1,4 @@
-// Quicksort of N integers (seed 004, figure 14): partition, spawn the left
+// Quicksort of N integers (the nested-OpenMP paper, figure 14): partition, spawn the left
 // part, recurse on the right part, sync. Parts shorter than the cutoff are
 // sorted serially with std::sort.
 //

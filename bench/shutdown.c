@@ -1,5 +1,5 @@
 /* How long ito_finalize takes while every other worker sleeps, and that it
- * loses no queued work (seed 003's workers sleep; they must still stop
+ * loses no queued work (the idle-workers paper's workers sleep; they must still stop
  * promptly).
  *
  *   shutdown [reps=20] [queued=1000]

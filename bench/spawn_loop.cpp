@@ -1,4 +1,4 @@
-// Task-creation overhead (seed 000, sections 5.1-5.2): a loop that spawns a
+// Task-creation overhead (the six-systems study, sections 5.1-5.2): a loop that spawns a
 // task doing nothing and syncs right after it.
 //
 //   spawn_loop_<system> [iters=1000] [measurements=31] [dropped=5]

@@ -1,4 +1,4 @@
-// How fast tasks spread to many workers (seed 000, section 5.4.2).
+// How fast tasks spread to many workers (the six-systems study, section 5.4.2; docs/references.md).
 //
 //   spreading_<system> [trials=30] [leaves=workers] [busy_us=1000]
 //

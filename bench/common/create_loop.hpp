@@ -1,4 +1,4 @@
-// The spawn + sync loops of seed 000 section 5.1, shared by spawn_loop (one
+// The spawn + sync loops of the six-systems study, section 5.1, shared by spawn_loop (one
 // worker) and create_p (P workers at once). Include after spawn.hpp.
 #ifndef BENCH_COMMON_CREATE_LOOP_HPP
 #define BENCH_COMMON_CREATE_LOOP_HPP

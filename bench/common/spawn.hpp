@@ -1,6 +1,6 @@
 // One spawn/sync syntax for every system the benchmarks are built for.
 //
-// A benchmark is written once with these macros (seed 000, section 2.3) and
+// A benchmark is written once with these macros (the six-systems study, section 2.3; docs/references.md) and
 // compiled once per system, chosen by exactly one SYS_* definition:
 //
 //   SYS_serial      serial elision: SPAWN runs its statement, SYNC does nothing

@@ -1,5 +1,5 @@
 /* A blocked Jacobi sweep for the 2-D Poisson equation with dependent tasks,
- * in the style of KASTORS' jacobi-task-dep (seed 001, section 4.1): the
+ * in the style of KASTORS' jacobi-task-dep (the NUMA depend paper, section 4.1; docs/references.md): the
  * n x n grid is cut into blocks of b x b points; each sweep reads one grid
  * and writes the other (the two alternate), and the update of one block is
  * one task with depend(in:) on its own block and its four neighbours in

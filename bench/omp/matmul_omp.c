@@ -1,4 +1,4 @@
-/* The matrix product of seed 004, figure 13: integer matrices, two nested
+/* The matrix product of the nested-OpenMP paper (docs/references.md), figure 13: integer matrices, two nested
  * `parallel for` (rows outside, columns inside, the k loop serial). Whether
  * the inner loop gets a team of its own is up to the runtime and
  * OMP_MAX_ACTIVE_LEVELS (1: the inner regions run on teams of one; >= 2:

@@ -1,4 +1,5 @@
-/* Quicksort with nested parallel sections: seed 004, figure 14. Each call
+/* Quicksort with nested parallel sections: the nested-OpenMP paper
+ * (docs/references.md), figure 14. Each call
  * partitions its range, asks for teams of two (omp_set_num_threads(2)) and
  * sorts the two parts in the two sections of a `parallel sections`, so
  * every level of the recursion is a nested parallel region; ranges below

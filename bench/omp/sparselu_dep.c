@@ -1,5 +1,5 @@
 /* Blocked sparse LU factorisation with dependent tasks, in the style of
- * KASTORS' sparselu-task-dep (seed 001, section 4.2): an nb x nb matrix of
+ * KASTORS' sparselu-task-dep (the NUMA depend paper, section 4.2; docs/references.md): an nb x nb matrix of
  * bs x bs blocks, many of them absent (NULL). For each diagonal step k, one
  * thread creates the tasks
  *   lu0(A[k][k])                 depend(inout: A[k][k])

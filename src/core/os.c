@@ -4,7 +4,7 @@
  * link-time addresses, so sanitizer interceptors stay in the path; the
  * pthread library installs libc's own definitions before the runtime
  * starts, since its interposers would otherwise catch the runtime's calls
- * (docs/dropin.md, "Reaching libc"). */
+ * (docs/dropin.md section 2). */
 #define _GNU_SOURCE
 #include "os.h"
 

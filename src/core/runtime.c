@@ -210,8 +210,7 @@ static int start(void) {
   ito__idle_setup(idlers, n, &ito__sched_idle_ops, ito__cfg.wait_policy == WAIT_ACTIVE,
                   ito__cfg.spin_us * 1000L, LOAD_RLX(&ito__hooks_on));
   /* C++ exception globals follow lightweight threads across switches when
-   * the C++ runtime is loaded (docs/dropin.md, "State that lives in the
-   * OS thread") */
+   * the C++ runtime is loaded (docs/dropin.md section 5) */
   ito__find_eh();
   bool is_main = (int)gettid() == (int)getpid();
   if (is_main && adopt_main(all_workers[0]) != 0) return EAGAIN;

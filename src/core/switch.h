@@ -1,7 +1,7 @@
 /* The context switch and what every switch carries: the registers (the
  * assembly), errno and the C++ exception globals of the lightweight
  * thread, and the sanitizers' fiber annotations. Design: docs/fibers.md
- * ("Sanitizers"), docs/dropin.md ("State that lives in the OS thread").
+ * ("Sanitizers"), docs/dropin.md section 5.
  *
  * Invariants:
  *  1. Every switch tells AddressSanitizer where it goes (start before,

@@ -4,8 +4,8 @@
  * from libito.so under the version node ITO_DROPIN_0.1 (src/libito.map),
  * so a library built from another version of ito fails at load instead of
  * misbehaving. The entry points are thin: each hands over to the core or
- * the I/O layer (the files of src/dropin/). Design: docs/dropin.md ("The private
- * interface"). */
+ * the I/O layer (the files of src/dropin/). Design: docs/dropin.md
+ * section 1, docs/architecture.md. */
 #ifndef ITO_DROPIN_API_H
 #define ITO_DROPIN_API_H
 

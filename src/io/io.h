@@ -123,8 +123,8 @@ HIDDEN bool ito__io_parkable(void);
 /* errno through a function of its own: __errno_location is a const
  * function, so within one function the compiler may keep errno's address
  * across a park, after which the thread may run on another OS thread
- * (docs/dropin.md, "State that lives in the OS thread"). Every errno
- * access that may follow a park goes through it. */
+ * (docs/dropin.md section 5). Every errno access that may follow a park
+ * goes through it. */
 HIDDEN void ito__io_set_errno(int e);
 /* poll(2) as every architecture has it (AArch64 has only ppoll). */
 HIDDEN long ito__io_sys_poll(struct pollfd *f, unsigned long n, int ms);

@@ -1,7 +1,6 @@
 /* Set-up of the shim: libc's definitions, resolved once; the runtime's
  * table of real calls; ITO_PTHREAD and ITO_PTHREAD_VERIFY, parsed by the
- * runtime's configuration table (docs/dropin.md, "Reaching libc" and
- * "Switching it off"). */
+ * runtime's configuration table (docs/dropin.md sections 2 and 3). */
 #include "shim.h"
 
 #include <dlfcn.h>
