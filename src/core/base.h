@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "relax.h"
+
 #define HIDDEN __attribute__((visibility("hidden")))
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -60,15 +62,6 @@ static inline void full_fence(void) {
 #endif
 }
 
-static inline void cpu_relax(void) {
-#if defined(__x86_64__)
-  __asm__ volatile("pause" ::: "memory");
-#elif defined(__aarch64__)
-  __asm__ volatile("yield" ::: "memory");
-#else
-  __asm__ volatile("" ::: "memory");
-#endif
-}
 
 /* ---- spinlocks: a word, 0 free and 1 held ---------------------------------- */
 static inline void spin_lock(int *l) {

@@ -21,18 +21,6 @@ static void q_push(void **head, void **tail, waiter *wt) {
   *tail = wt;
 }
 
-static waiter *q_pop(void **head, void **tail) {
-  waiter *wt = *head;
-  if (wt) {
-    ITO_ASSERT(wt->queued);
-    *head = wt->next;
-    if (!*head) *tail = NULL;
-    wt->queued = 0;
-    wt->next = NULL;
-  }
-  return wt;
-}
-
 static void q_remove(void **head, void **tail, waiter *wt) {
   waiter *prev = NULL;
   for (waiter *x = *head; x; prev = x, x = x->next) {
@@ -48,33 +36,35 @@ static void q_remove(void **head, void **tail, waiter *wt) {
   ITO_ASSERT(!"a queued waiter is on its queue");
 }
 
-waiter *ito__wq_take(void **head, void **tail, int n) {
-  waiter *first = NULL, *last = NULL;
-  while (n-- != 0) {
-    waiter *wt = q_pop(head, tail);
-    if (!wt) break;
-    if (last)
-      last->next = wt;
-    else
-      first = wt;
-    last = wt;
+/* Takes the leading waiters off the queue, at most max of them (max < 0:
+ * no limit), and with by_tag only while they carry tag: a list in queue
+ * order (the queue's own links, cut after the last one); *n gets their
+ * number. */
+static waiter *take_prefix(void **head, void **tail, int max, bool by_tag, int tag, int *n) {
+  waiter *first = *head, *last = NULL, *w = first;
+  int k = 0;
+  while (w && k != max && (!by_tag || w->tag == tag)) {
+    ITO_ASSERT(w->queued);
+    w->queued = 0;
+    last = w;
+    w = w->next;
+    k++;
   }
+  *n = k;
+  if (!last) return NULL;
+  last->next = NULL;
+  *head = w;
+  if (!w) *tail = NULL;
   return first;
 }
 
+waiter *ito__wq_take(void **head, void **tail, int n) {
+  int k;
+  return take_prefix(head, tail, n, false, 0, &k);
+}
+
 waiter *ito__wq_take_tag(void **head, void **tail, int tag, int *n) {
-  waiter *first = NULL, *last = NULL;
-  *n = 0;
-  while (*head && ((waiter *)*head)->tag == tag) {
-    ++*n;
-    waiter *wt = q_pop(head, tail);
-    if (last)
-      last->next = wt;
-    else
-      first = wt;
-    last = wt;
-  }
-  return first;
+  return take_prefix(head, tail, -1, true, tag, n);
 }
 
 waiter *ito__wq_last(waiter *list) {

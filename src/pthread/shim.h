@@ -6,6 +6,7 @@
 #define ITO_SHIM_H
 
 #define _GNU_SOURCE
+#include "../core/relax.h"
 #include "../dropin/ito_dropin.h"
 
 #include <errno.h>

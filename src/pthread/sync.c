@@ -9,14 +9,6 @@
 #include <stddef.h>
 #include <string.h>
 
-static inline void relax(void) {
-#if defined(__x86_64__)
-  __asm__ volatile("pause" ::: "memory");
-#elif defined(__aarch64__)
-  __asm__ volatile("yield" ::: "memory");
-#endif
-}
-
 static inline int cas(int *p, int expect, int v) {
   return __atomic_compare_exchange_n(p, &expect, v, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
 }
@@ -498,7 +490,7 @@ SHIM_EXPORT int pthread_spin_lock(pthread_spinlock_t *s) {
     if (n % 1000 == 0 && ito__dropin_can_park())
       ito_yield(); /* the holder may be waiting for this worker */
     else
-      relax();
+      cpu_relax();
   }
 }
 
