@@ -137,16 +137,4 @@ int shim_refuse(int *once, const char *call, const char *what, const char *hint,
 
 int shim_null(const void *p) { return p == NULL; }
 
-int shim_bad_time(const struct timespec *ts) {
-  return !ts || ts->tv_nsec < 0 || ts->tv_nsec >= 1000000000L;
-}
-
-struct timespec shim_deadline(clockid_t clock, long long ns) {
-  struct timespec t;
-  clock_gettime(clock, &t);
-  if (ns < 0) ns = 0;
-  long long total = t.tv_nsec + ns % 1000000000LL;
-  t.tv_sec += (time_t)(ns / 1000000000LL + total / 1000000000LL);
-  t.tv_nsec = (long)(total % 1000000000LL);
-  return t;
-}
+int shim_bad_time(const struct timespec *ts) { return !ts || !ts_valid(ts); }

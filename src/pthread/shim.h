@@ -7,6 +7,7 @@
 
 #define _GNU_SOURCE
 #include "../core/relax.h"
+#include "../core/timespec.h"
 #include "../dropin/ito_dropin.h"
 
 #include <errno.h>
@@ -198,6 +199,5 @@ static inline int shim_bad_clockwait(clockid_t c, const struct timespec *abs) {
 
 /* Deadline arithmetic */
 SHIM_HIDDEN int shim_bad_time(const struct timespec *ts);
-SHIM_HIDDEN struct timespec shim_deadline(clockid_t clock, long long ns_from_now);
 
 #endif

@@ -5,7 +5,7 @@
 
 static int sleep_for(long long ns) {
   if (ns <= 0) return ito_yield();
-  struct timespec until = shim_deadline(CLOCK_MONOTONIC, ns);
+  struct timespec until = deadline_in(CLOCK_MONOTONIC, ns);
   return ito__dropin_sleep_until(CLOCK_MONOTONIC, &until);
 }
 
@@ -16,7 +16,7 @@ SHIM_EXPORT int nanosleep(const struct timespec *req, struct timespec *rem) {
     errno = EINVAL;
     return -1;
   }
-  sleep_for((long long)req->tv_sec * 1000000000LL + req->tv_nsec);
+  sleep_for(ts_to_ns(req)); /* (saturates: a sleep of centuries is for ever) */
   if (rem) rem->tv_sec = 0, rem->tv_nsec = 0;
   return 0;
 }
@@ -28,9 +28,9 @@ SHIM_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespe
     return shim_real.clock_nanosleep(clock, flags, req, rem);
   if (!req || req->tv_sec < 0 || shim_bad_time(req)) return EINVAL;
   if (flags & TIMER_ABSTIME) return ito__dropin_sleep_until(clock, req);
-  long long ns = (long long)req->tv_sec * 1000000000LL + req->tv_nsec;
+  long long ns = ts_to_ns(req);
   if (ns == 0) return ito_yield();
-  struct timespec until = shim_deadline(clock, ns);
+  struct timespec until = deadline_in(clock, ns);
   int rc = ito__dropin_sleep_until(clock, &until);
   if (rem) rem->tv_sec = 0, rem->tv_nsec = 0;
   return rc;
@@ -46,7 +46,7 @@ SHIM_EXPORT int usleep(useconds_t us) {
 SHIM_EXPORT unsigned sleep(unsigned s) {
   SHIM_ENTER(sleep, s);
   if (!ito__dropin_can_park()) return shim_real.sleep(s);
-  sleep_for((long long)s * 1000000000LL);
+  sleep_for((long long)s * NS_PER_S);
   return 0;
 }
 

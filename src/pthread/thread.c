@@ -95,11 +95,7 @@ static int timed_join(pthread_t t, void **ret, clockid_t clock, const struct tim
   for (;;) {
     rc = ito__dropin_tryjoin((ito_thread_t)t, ret);
     if (rc != EBUSY) return rc;
-    struct timespec now;
-    clock_gettime(clock, &now);
-    if (abs && (now.tv_sec > abs->tv_sec ||
-                (now.tv_sec == abs->tv_sec && now.tv_nsec >= abs->tv_nsec)))
-      return ETIMEDOUT;
+    if (abs && ns_until(clock, abs) == 0) return ETIMEDOUT;
     struct timespec ms = {0, 1000000};
     ito_nanosleep(&ms);
   }

@@ -12,6 +12,7 @@
  * deterministic; a failed check prints a line on stderr and exits 1. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -116,6 +117,17 @@ static void *thread_b(void *arg) {
   return NULL;
 }
 
+static atomic_int woke_forever[3];
+static void *forever(void *arg) {
+  int i = (int)(intptr_t)arg;
+  struct timespec never = {LONG_MAX, 999999999};
+  if (i == 0) nanosleep(&never, NULL);
+  if (i == 1) clock_nanosleep(CLOCK_MONOTONIC, 0, &never, NULL);
+  if (i == 2) clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &never, NULL);
+  atomic_store(&woke_forever[i], 1);
+  return NULL;
+}
+
 int main(void) {
   pthread_t t[SLEEPERS];
   for (int i = 0; i < SLEEPERS; i++) must("pthread_create", pthread_create(&t[i], NULL, sleeper, NULL));
@@ -135,5 +147,19 @@ int main(void) {
   must("pthread_create B", pthread_create(&b, NULL, thread_b, NULL));
   must("pthread_join B", pthread_join(b, NULL));
   must("pthread_join A", pthread_join(a, NULL));
+
+  /* sleeps longer than the clocks' range in nanoseconds are for ever, not
+   * over at once: each forever sleeper must still sleep 100 ms later (the
+   * process ends with them asleep) */
+  pthread_t f[3];
+  for (int i = 0; i < 3; i++) {
+    must("pthread_create forever", pthread_create(&f[i], NULL, forever, (void *)(intptr_t)i));
+    must("pthread_detach forever", pthread_detach(f[i]));
+  }
+  struct timespec tenth = {0, 100 * 1000000L};
+  nanosleep(&tenth, NULL);
+  for (int i = 0; i < 3; i++)
+    if (atomic_load(&woke_forever[i])) FAIL("a sleep of LONG_MAX seconds (%d) ended", i);
+  printf("sleeps of LONG_MAX seconds still sleep\n");
   return 0;
 }
