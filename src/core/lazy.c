@@ -31,8 +31,6 @@ void ito_tg_init_(ito_tg_t *tg, void *frame) {
  * above the frame pointer on both x86-64 and AArch64. While a continuation
  * of such a group is stolen, a debugger's backtrace stops at the home
  * frame. C++ task groups need none of this: their destructor joins. */
-HIDDEN void ito__tg_return_trap(void);
-
 /* A checked group carries bit 0 in tg->waiter, whatever waiter the word
  * holds besides (waiters are aligned). */
 #define TG_CHECKED ((uintptr_t)1)
@@ -74,7 +72,6 @@ static void *continuation_sp(const ito_tg_t *tg, const struct ito_rec *rec, fibe
 }
 
 /* Reached from ito__tg_return_trap, on the worker's scheduler stack. */
-HIDDEN void ito__tg_returned(void) __attribute__((noreturn));
 void ito__tg_returned(void) {
   ito__fatal("a function returned between ito_tg_fork and ito_tg_join after its continuation "
              "was stolen: its children may still run on its stack. Call ito_tg_join before "
@@ -125,7 +122,6 @@ static void trace_spawn(ito_tg_t *tg, int wid) {
 }
 
 /* The assembly fork's .Lfork_hook (the idle word's H bit). */
-HIDDEN void ito__fork_hook(ito_tg_t *tg, worker *w);
 void ito__fork_hook(ito_tg_t *tg, worker *w) { trace_spawn(tg, w->id); }
 
 /* ---- the fork in C ------------------------------------------------------------------------- */
@@ -159,13 +155,10 @@ static __attribute__((noinline)) void fork_publish_slow(worker *w, ito_tg_t *tg,
 /* The continuation of a fork of tg was taken and runs elsewhere: this child
  * is done, and its stack is left to the continuation (or freed when it is
  * not the group's home stack). */
-HIDDEN void ito__fork_taken(ito_tg_t *tg) __attribute__((noreturn));
 void ito__fork_taken(ito_tg_t *tg) { ito__switch_to_sched(cur_worker(), ACT_ABANDON, tg); }
 
 /* The whole fork in C: used on AArch64, and on x86-64 by a fork on a thread
  * that is not a worker (the assembly fast path covers the rest there). */
-HIDDEN void ito__fork_c(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size, struct ito_rec *rec,
-                        int kind);
 void ito__fork_c(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size, struct ito_rec *rec,
                  int kind) {
   worker *w = cur_worker();
@@ -253,7 +246,6 @@ void ito_tg_spawn_(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size) {
 }
 
 #if ITO_TSAN
-HIDDEN void ito__join_c(ito_tg_t *tg, void *frame, struct ito_rec *rec);
 /* ThreadSanitizer builds: every child is a lightweight thread of its own.
  * A stolen continuation would return through frames of another stack, which
  * the sanitizer's per-stack call history cannot follow (docs/fibers.md). */
@@ -288,7 +280,6 @@ void ito_tg_join_(ito_tg_t *tg, void *frame) {
 
 static void free_fiber_post(void *f) { ito__fiber_free(&cur_worker()->fibers, f); }
 
-HIDDEN void ito__join_c(ito_tg_t *tg, void *frame, struct ito_rec *rec);
 void ito__join_c(ito_tg_t *tg, void *frame, struct ito_rec *rec) {
   worker *w = cur_worker();
   bool traced = __atomic_load_n(&tg->pending, __ATOMIC_RELAXED) & TG_TRACED;

@@ -37,5 +37,28 @@ HIDDEN void ito__spawn_on(struct ito_rec *rec, void *sp, void (*body)(void *, vo
 /* Restores rec's registers, moves to sp, calls ito__arrive() and returns
  * from the recorded call. */
 HIDDEN void ito__resume(const struct ito_rec *rec, void *sp) __attribute__((noreturn));
+/* The address a checked task group's home frame returns to while a
+ * continuation of the group is stolen (lazy.c); never called. */
+HIDDEN void ito__tg_return_trap(void);
+
+/* ---- what the assembly calls (lazy.c, thread.c) ---------------------------------------- */
+struct worker;
+/* The whole fork in C (AArch64; on x86-64 a fork outside the workers).
+ * kind 0: fn(copy); 1: fn(copy, tg); 2: fn(arg, tg, size), two words in
+ * registers, nothing copied. */
+HIDDEN void ito__fork_c(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size, struct ito_rec *rec,
+                        int kind);
+/* A fork's continuation was taken: this child is done (no return). */
+HIDDEN void ito__fork_taken(ito_tg_t *tg) __attribute__((noreturn));
+/* A fork while a recorder is attached (the idle word's H bit). */
+HIDDEN void ito__fork_hook(ito_tg_t *tg, struct worker *w);
+/* The join's slow half: wait for the children, move back to the home
+ * stack. */
+HIDDEN void ito__join_c(ito_tg_t *tg, void *frame, struct ito_rec *rec);
+/* ito__tg_return_trap reached: stops the program with a message. */
+HIDDEN void ito__tg_returned(void) __attribute__((noreturn));
+/* Back on the creator's stack after a thread started by ito_create
+ * ended with its record still the creator's. */
+HIDDEN void ito__spawn_done(struct ito_rec *rec);
 
 #endif

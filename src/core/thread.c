@@ -272,7 +272,6 @@ static void create_body(void *p, void *fnp, void *arg) {
 
 /* Back on the creator's stack after create_body returned: the thread's
  * fiber is no longer in use. */
-HIDDEN void ito__spawn_done(struct ito_rec *rec);
 void ito__spawn_done(struct ito_rec *rec) {
 #if ITO_ASAN
   ito__asan_finish(NULL);
