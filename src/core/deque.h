@@ -63,9 +63,11 @@ HIDDEN void ito__deque_reset(struct ito_deque *d);
 static inline uint64_t dq_tail(const struct ito_deque *d) {
   return atomic_load_explicit(&d->tail, memory_order_relaxed);
 }
-/* Pushing at index t would leave fewer than DEQUE_MARGIN entries free. */
+/* Pushing at index t would leave fewer than DEQUE_MARGIN entries free.
+ * Acquire: a slot is reused only after every thief that read it moved
+ * head past it (release in dq_steal_claim; the same plain load on x86). */
 static inline bool dq_full(const struct ito_deque *d, uint64_t t) {
-  return t - atomic_load_explicit(&d->head, memory_order_relaxed) + DEQUE_MARGIN > d->mask;
+  return t - atomic_load_explicit(&d->head, memory_order_acquire) + DEQUE_MARGIN > d->mask;
 }
 /* The capacity check of a push at t as the fork makes it: only when t is a
  * multiple of DEQUE_MARGIN (invariant 3). */
@@ -166,7 +168,9 @@ HIDDEN uintptr_t ito__deque_pop(struct ito_deque *d);
 static inline bool dq_steal_claim(struct ito_deque *v, uint64_t *h) {
   if (!spin_trylock(&v->steal_lock)) return false;
   *h = atomic_load_explicit(&v->head, memory_order_relaxed);
-  atomic_store_explicit(&v->head, *h + 1, memory_order_relaxed);
+  /* release: orders this thief's earlier reads of slots before the owner's
+   * reuse of them (dq_full) */
+  atomic_store_explicit(&v->head, *h + 1, memory_order_release);
   return true;
 }
 /* Step 3 (after the barrier, step 2): entry h is the thief's, returned with

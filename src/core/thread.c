@@ -367,7 +367,6 @@ int ito__thread_spawn(void (*fn)(void *), const void *arg, size_t size, size_t a
     f->ctx = ctx == THREAD_CTX_COPY ? data : ctx;
     mark_anon(t);
     count_created(w);
-    HOOK(ITO_EV_SPAWN, w->id, NULL, 0);
     san_enter(f);
     ito__spawn_on(&f->start, c, create_body, f, (void *)spawn_entry, c);
     return 0;

@@ -3,14 +3,25 @@
 #define _GNU_SOURCE
 #include "ito_dropin.h"
 
+#include "../core/hooks.h"
 #include "../core/runtime.h"
 #include "../core/sched.h"
 #include "../core/thread.h"
 
 #include <errno.h>
 
+/* A task's spawn is reported here (a fork's spawn of a child thread is
+ * reported by the fork). */
+static void report_spawn(void) {
+  if (UNLIKELY(LOAD_RLX(&ito__hooks_on))) {
+    worker *w = cur_worker();
+    ito__hook_emit(ITO_EV_SPAWN, w ? w->id : -1, NULL, 0);
+  }
+}
+
 int ito__dropin_spawn(void (*fn)(void *), const void *arg, size_t size, size_t align,
                       void (*cpy)(void *, void *), void *ctx) {
+  report_spawn();
   return ito__thread_spawn(fn, arg, size, align, cpy,
                            ctx == ITO_DROPIN_CTX_COPY ? THREAD_CTX_COPY : ctx, -1);
 }
@@ -20,6 +31,7 @@ int ito__dropin_spawn_home(int home, void (*fn)(void *), const void *arg, size_t
   int rc = ito__ensure();
   if (rc) return rc;
   if (home < 0 || home >= ito__nworkers) return EINVAL;
+  report_spawn();
   return ito__thread_spawn(fn, arg, size, align, cpy,
                            ctx == ITO_DROPIN_CTX_COPY ? THREAD_CTX_COPY : ctx, home);
 }
