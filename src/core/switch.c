@@ -3,7 +3,8 @@
 #define _GNU_SOURCE
 #include "switch.h"
 
-#include <dlfcn.h>
+#include "elfsym.h"
+
 #include <errno.h>
 #include <string.h>
 
@@ -33,7 +34,7 @@ static void *(*eh_get)(void);
 
 void ito__set_eh(void *(*get_globals)(void)) { STORE_RLX(&eh_get, get_globals); }
 void ito__find_eh(void) {
-  if (!LOAD_RLX(&eh_get)) ito__set_eh((void *(*)(void))dlsym(RTLD_DEFAULT, "__cxa_get_globals"));
+  if (!LOAD_RLX(&eh_get)) ito__set_eh((void *(*)(void))ito__elf_sym(NULL, "__cxa_get_globals", NULL));
 }
 
 /* Not inlined: errno's address must be computed afresh on the OS thread

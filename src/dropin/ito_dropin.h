@@ -70,6 +70,14 @@ ITO_DROPIN_API int ito__dropin_poll_register(struct ito_poll_source *s);
 ITO_DROPIN_API void ito__dropin_poll_arrive(struct ito_poll_source *s);
 ITO_DROPIN_API void ito__dropin_poll_leave(struct ito_poll_source *s);
 
+/* libc's (or any object's) definition of name without the dynamic
+ * linker's dlsym, which may allocate through the program's allocator and
+ * so call back into a library not yet set up (src/core/elfsym.h): after
+ * an address inside the caller's object, the objects that follow it
+ * (dlsym(RTLD_NEXT)); NULL, all (RTLD_DEFAULT). version NULL: the default
+ * definition. NULL when no object defines it. */
+ITO_DROPIN_API void *ito__dropin_sym(const void *after, const char *name, const char *version);
+
 /* ---- threads (threads.c) -------------------------------------------------------------------- */
 
 /* Creation with pthread attributes. stacksize 0: the runtime's default

@@ -7,6 +7,7 @@
 #include <errno.h>
 
 #include "../core/config.h"
+#include "../core/elfsym.h"
 #include "../core/hooks.h"
 #include "../core/os.h"
 #include "../core/poll.h"
@@ -45,3 +46,7 @@ int ito__dropin_hooks_attach(void (*fn)(const struct ito_event *e, void *arg), v
 int ito__dropin_poll_register(struct ito_poll_source *s) { return ito__poll_register(s); }
 void ito__dropin_poll_arrive(struct ito_poll_source *s) { ito__poll_arrive(s); }
 void ito__dropin_poll_leave(struct ito_poll_source *s) { ito__poll_leave(s); }
+
+void *ito__dropin_sym(const void *after, const char *name, const char *version) {
+  return ito__elf_sym(after, name, version);
+}

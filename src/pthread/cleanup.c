@@ -22,20 +22,14 @@ extern void shim_longjmp(void *env, int val) __asm__("longjmp") __attribute__((n
 static int ito_thread(void) { return ito_self() != 0; }
 
 SHIM_EXPORT void __pthread_register_cancel(__pthread_unwind_buf_t *b) {
-  if (UNLIKELY(shim_state != 1)) {
-    if (shim_state == 0) shim_init();
-    if (shim_state == 2) return shim_real.__pthread_register_cancel(b);
-  }
+  SHIM_ENTER_VOID(__pthread_register_cancel, b);
   if (!ito_thread()) return shim_real.__pthread_register_cancel(b);
   PREV(b) = ito_getspecific(shim_cleanup_key);
   ito_setspecific(shim_cleanup_key, b);
 }
 
 SHIM_EXPORT void __pthread_unregister_cancel(__pthread_unwind_buf_t *b) {
-  if (UNLIKELY(shim_state != 1)) {
-    if (shim_state == 0) shim_init();
-    if (shim_state == 2) return shim_real.__pthread_unregister_cancel(b);
-  }
+  SHIM_ENTER_VOID(__pthread_unregister_cancel, b);
   /* a buffer pushed before the thread became an ito thread (main, before
    * the runtime started) is in libc's chain */
   if (!ito_thread() || ito_getspecific(shim_cleanup_key) != b)

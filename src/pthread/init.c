@@ -3,7 +3,6 @@
  * runtime's configuration table (docs/dropin.md sections 2 and 3). */
 #include "shim.h"
 
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,11 +45,13 @@ static const struct ito_cfg rows[] = {
 #define COND_VERSION NULL
 #endif
 
+/* Without dlsym: it may allocate through the program's own allocator,
+ * whose locks are the shim's (docs/dropin.md section 2). */
 static void *resolve(const char *name) {
   void *p = NULL;
   if (COND_VERSION && !strncmp(name, "pthread_cond_", 13) && strcmp(name, "pthread_cond_clockwait"))
-    p = dlvsym(RTLD_NEXT, name, COND_VERSION);
-  if (!p) p = dlsym(RTLD_NEXT, name);
+    p = ito__dropin_sym((const void *)&shim_init, name, COND_VERSION);
+  if (!p) p = ito__dropin_sym((const void *)&shim_init, name, NULL);
   return p;
 }
 
@@ -64,15 +65,21 @@ static void verify_report(void) {
   }
 }
 
+/* The OS thread that runs the set-up, while it does. */
+static int setup_tid;
+
 void shim_init(void) {
   if (__atomic_load_n(&shim_state, __ATOMIC_ACQUIRE)) return;
-  /* a recursive call (an allocator locking a mutex inside dlsym) finds
-   * init_lock held by its own thread: the objects need no real symbol, so
-   * it goes on with the shim not yet fully set up */
+  int me = (int)syscall(SYS_gettid);
   if (__atomic_exchange_n(&init_lock, 1, __ATOMIC_ACQUIRE)) {
-    while (!__atomic_load_n(&shim_state, __ATOMIC_ACQUIRE)) sched_yield();
+    /* a call the set-up made itself (a program's allocator taking its
+     * lock inside a libc call): state stays 0 and the caller goes to libc,
+     * resolved first, before anything the set-up calls can come back */
+    if (__atomic_load_n(&setup_tid, __ATOMIC_RELAXED) == me) return;
+    while (!__atomic_load_n(&shim_state, __ATOMIC_ACQUIRE)) syscall(SYS_sched_yield);
     return;
   }
+  __atomic_store_n(&setup_tid, me, __ATOMIC_RELAXED);
 #define SHIM_RESOLVE(name, ret, args) shim_real.name = (ret(*) args)resolve(#name);
   SHIM_REAL_LIST(SHIM_RESOLVE)
 #undef SHIM_RESOLVE
@@ -89,10 +96,9 @@ void shim_init(void) {
       .sched_yield = shim_real.sched_yield,
       .nanosleep = shim_real.nanosleep,
       .clock_nanosleep = shim_real.clock_nanosleep,
-      .write = (ssize_t(*)(int, const void *, size_t))dlsym(RTLD_NEXT, "write"),
-      .syscall = (long (*)(long, ...))dlsym(RTLD_NEXT, "syscall"),
-      .sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))dlsym(RTLD_NEXT,
-                                                                                    "sigaction"),
+      .write = shim_real.write,
+      .syscall = (long (*)(long, ...))resolve("syscall"),
+      .sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))resolve("sigaction"),
   };
   /* libc's calls in the runtime's table first: a bad value's message then
    * goes out through libc's write, not the shim's */
@@ -108,6 +114,7 @@ void shim_init(void) {
     if (syscall(SYS_gettid) == getpid()) shim_main_id = shim_real.pthread_self();
     if (verify) atexit(verify_report);
   }
+  __atomic_store_n(&setup_tid, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&shim_state, off ? 2 : 1, __ATOMIC_RELEASE);
 }
 

@@ -15,10 +15,7 @@ static int pin_if_ito(void) {
 }
 
 SHIM_EXPORT void flockfile(FILE *f) {
-  if (UNLIKELY(shim_state != 1)) {
-    if (shim_state == 0) shim_init();
-    if (shim_state == 2) return shim_real.flockfile(f);
-  }
+  SHIM_ENTER_VOID(flockfile, f);
   pin_if_ito(); /* held until funlockfile */
   shim_real.flockfile(f);
 }
@@ -32,10 +29,7 @@ SHIM_EXPORT int ftrylockfile(FILE *f) {
 }
 
 SHIM_EXPORT void funlockfile(FILE *f) {
-  if (UNLIKELY(shim_state != 1)) {
-    if (shim_state == 0) shim_init();
-    if (shim_state == 2) return shim_real.funlockfile(f);
-  }
+  SHIM_ENTER_VOID(funlockfile, f);
   shim_real.funlockfile(f);
   if (ito_self()) ito__dropin_unpin();
 }

@@ -156,18 +156,33 @@ struct shim_real {
 };
 
 extern struct shim_real shim_real SHIM_HIDDEN;
-extern int shim_state SHIM_HIDDEN; /* 0 not set up, 1 on, 2 off (ITO_PTHREAD=off) */
+extern int shim_state SHIM_HIDDEN; /* 0 not set up (or being set up), 1 on, 2 off (ITO_PTHREAD=off) */
 extern pthread_t shim_main_id SHIM_HIDDEN;
 SHIM_HIDDEN void shim_init(void);
 /* Per ito thread: the innermost cleanup buffer and pthread_exit's value. */
 extern ito_key_t shim_cleanup_key SHIM_HIDDEN, shim_exit_key SHIM_HIDDEN;
 
-#define SHIM_ENTER(name, ...)                                     \
-  do {                                                            \
-    if (UNLIKELY(shim_state != 1)) {                              \
-      if (shim_state == 0) shim_init();                           \
-      if (shim_state == 2) return shim_real.name(__VA_ARGS__);    \
-    }                                                             \
+/* Must this call go straight to libc? Under ITO_PTHREAD=off, and while the
+ * shim sets itself up on this OS thread: a call the set-up makes through
+ * libc (an allocator's lock, taken inside a libc call) must not run the
+ * set-up again (docs/dropin.md section 2). */
+static inline int shim_to_libc(void) {
+  if (LIKELY(shim_state == 1)) return 0;
+  if (shim_state == 0) shim_init();
+  return shim_state != 1;
+}
+
+#define SHIM_ENTER(name, ...)                                                  \
+  do {                                                                         \
+    if (UNLIKELY(shim_to_libc())) return shim_real.name(__VA_ARGS__);          \
+  } while (0)
+/* The same for a function that returns nothing. */
+#define SHIM_ENTER_VOID(name, ...)                                             \
+  do {                                                                         \
+    if (UNLIKELY(shim_to_libc())) {                                            \
+      shim_real.name(__VA_ARGS__);                                             \
+      return;                                                                  \
+    }                                                                          \
   } while (0)
 
 /* Is t a lightweight thread's handle (bit 63 set; glibc's never have it)? */

@@ -126,11 +126,10 @@ SHIM_HIDDEN void shim_exit_cleanup(void *value) __attribute__((noreturn));
 SHIM_HIDDEN void shim_exit_thread(void *value) __attribute__((noreturn));
 
 SHIM_EXPORT void pthread_exit(void *value) {
-  if (UNLIKELY(shim_state != 1)) {
-    if (shim_state == 0) shim_init();
-    if (shim_state == 2) shim_real.pthread_exit(value);
+  if (UNLIKELY(shim_to_libc()) || !ito_self()) {
+    shim_real.pthread_exit(value);
+    __builtin_unreachable();
   }
-  if (!ito_self()) shim_real.pthread_exit(value);
   shim_exit_cleanup(value); /* runs the cleanup handlers, then shim_exit_thread */
 }
 

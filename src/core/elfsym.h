@@ -1,0 +1,16 @@
+/* Symbol lookup without the dynamic linker's dlsym (src/core/elfsym.c):
+ * allocates nothing and calls nothing a library can interpose, so a
+ * library may resolve libc's functions while the program's own allocator
+ * is not yet usable. */
+#ifndef ITO_CORE_ELFSYM_H
+#define ITO_CORE_ELFSYM_H
+
+#include "base.h"
+
+/* The address of name (of that version when version is not NULL, else its
+ * default definition) in the objects after the one that holds address
+ * `after` (dlsym(RTLD_NEXT)), or in all of them when after is NULL
+ * (dlsym(RTLD_DEFAULT)); NULL when none defines it. */
+HIDDEN void *ito__elf_sym(const void *after, const char *name, const char *version);
+
+#endif
