@@ -42,6 +42,10 @@ static const struct ito_cfg core_rows[] = {
      .dflt = "0", .what = "1: pin worker i to the i-th allowed CPU"},
     {.name = "ITO_STACK_GUARD", .kind = ITO_CFG_CHOICE, .dst = &ito__cfg.stack_guard,
      .choices = guard_words, .dflt = "auto", .what = "a guard page below each thread stack"},
+    {.name = "ITO_STACK_CACHE", .kind = ITO_CFG_SIZE, .dst = &ito__cfg.stack_cache, .lo = 0,
+     .hi = (size_t)1 << 40, .dflt = "40M",
+     .what = "bytes of free thread stacks kept in memory; beyond, freed stacks give their pages "
+             "back"},
     {.name = "ITO_DEQUE_FENCE", .kind = ITO_CFG_CHOICE, .dst = &ito__cfg.deque_fence,
      .choices = fence_words, .dflt = "asymmetric",
      .what = "symmetric: a fence in every pop instead of membarrier on steals"},
@@ -263,6 +267,7 @@ void ito__config_read_core(void) {
       .workers = default_workers > 0 && default_workers < cpus ? default_workers : cpus,
       .stack_size = ITO_DEFAULT_STACK,
       .stack_guard = GUARD_AUTO,
+      .stack_cache = ITO_DEFAULT_STACK_CACHE,
       .deque_fence = FENCE_ASYMMETRIC,
       .wait_policy = WAIT_PASSIVE,
       .spin_us = 50,

@@ -19,6 +19,7 @@ enum { PIPE_NOWAIT_AUTO = 0, PIPE_NOWAIT_OFF };
 #define ITO_MIN_STACK (16UL << 10)
 #define ITO_MAX_STACK (1UL << 30)
 #define ITO_DEFAULT_STACK (128UL << 10)
+#define ITO_DEFAULT_STACK_CACHE (40UL << 20) /* glibc's cache of thread stacks */
 
 /* The runtime's settings, as of the last start. */
 struct ito_settings {
@@ -26,6 +27,7 @@ struct ito_settings {
   size_t stack_size;  /* ITO_STACK_SIZE, rounded up to pages */
   int bind;           /* ITO_BIND */
   int stack_guard;    /* ITO_STACK_GUARD: GUARD_* */
+  size_t stack_cache; /* ITO_STACK_CACHE: bytes of free stacks kept resident */
   int deque_fence;    /* ITO_DEQUE_FENCE: FENCE_* */
   int wait_policy;    /* ITO_WAIT_POLICY: WAIT_* */
   long spin_us;       /* ITO_SPIN_US */

@@ -13,26 +13,68 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #define PAGE 4096UL
 
 _Static_assert(sizeof(fiber) % 64 == 0 && _Alignof(fiber) == 64, "fiber header layout");
 
+/* Linux 6.13's guard regions: a guard page inside a mapping, without
+ * splitting it (Debian 12's headers lack the constant). */
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102
+#endif
+
 static struct {
   size_t stack_size;  /* usable bytes per pool stack */
   int guard_mode;     /* GUARD_* */
-  long guard_budget;  /* guarded stacks we may still create (GUARD_AUTO) */
+  int guard_region;   /* the kernel installs guard pages without splitting mappings */
+  long guard_budget;  /* guarded stacks we may still create by splitting (GUARD_AUTO) */
   int pool_lock;
   fiber *pool;        /* free pool fibers beyond the workers' caches */
 } fs;
 
-void ito__fiber_setup(size_t stack_size, int guard_mode) {
+/* Free stacks outside the workers' caches that may hold touched pages,
+ * in bytes, and the bound beyond which a freed stack's pages go back to
+ * the system (ITO_STACK_CACHE). */
+static size_t dirty_bytes, dirty_bound;
+
+/* Does madvise(MADV_GUARD_INSTALL) work here? An emulator may accept
+ * the advice and do nothing, so the probe checks its effect: the kernel
+ * refuses to read a guard page (EFAULT) when it copies from it. */
+static int probe_guard_region(void) {
+  char *m = mmap(NULL, 2 * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED) return 0;
+  int ok = 0, fds[2];
+  if (madvise(m, PAGE, MADV_GUARD_INSTALL) == 0 &&
+      ito__os.syscall(SYS_pipe2, fds, O_CLOEXEC | O_NONBLOCK) == 0) {
+    long r = ito__os.syscall(SYS_write, fds[1], m, 1);
+    ok = r < 0 && errno == EFAULT && ito__os.syscall(SYS_write, fds[1], m + PAGE, 1) == 1;
+    ito__os.syscall(SYS_close, fds[0]);
+    ito__os.syscall(SYS_close, fds[1]);
+  }
+  munmap(m, 2 * PAGE);
+  return ok;
+}
+
+/* A guard page at p: a guard region where the kernel has them, else a
+ * PROT_NONE page, which splits the mapping. 0 or -1 with errno. */
+static int guard_page(char *p) {
+  if (fs.guard_region) return madvise(p, PAGE, MADV_GUARD_INSTALL);
+  return mprotect(p, PAGE, PROT_NONE);
+}
+
+void ito__fiber_setup(size_t stack_size, int guard_mode, size_t cache_bytes) {
+  int region = guard_mode != GUARD_NEVER && probe_guard_region();
   spin_lock(&fs.pool_lock);
   if (fs.stack_size != stack_size) fs.pool = NULL; /* (old stacks stay mapped: invariant 2) */
   fs.stack_size = stack_size;
   fs.guard_mode = guard_mode;
+  fs.guard_region = region;
+  STORE_RLX(&dirty_bound, cache_bytes);
   /* Each guarded stack costs two memory mappings; keep most of the
    * kernel's limit for the program itself. */
   long maxmap = 65530;
@@ -57,7 +99,8 @@ static bool want_guard(void) {
   switch (fs.guard_mode) {
     case GUARD_ALWAYS: return true;
     case GUARD_NEVER: return false;
-    default: return __atomic_sub_fetch(&fs.guard_budget, 1, __ATOMIC_RELAXED) >= 0;
+    default:
+      return fs.guard_region || __atomic_sub_fetch(&fs.guard_budget, 1, __ATOMIC_RELAXED) >= 0;
   }
 }
 
@@ -90,7 +133,7 @@ static fiber *map_fibers(void) {
     fiber *f = header_in(base, ss, FIBER_POOL);
     if (!f) continue; /* no handle slot: this stack stays unused */
     bool guard = want_guard();
-    if (guard && mprotect(base, PAGE, PROT_NONE) != 0) {
+    if (guard && guard_page(base) != 0) {
       if (fs.guard_mode == GUARD_ALWAYS)
         ito__fatal("cannot add a guard page to a thread stack (%s); the kernel's limit on memory "
                    "mappings (vm.max_map_count) is reached. Unset ITO_STACK_GUARD=always or "
@@ -121,23 +164,66 @@ static void fiber_reset(fiber *f) {
   f->create_worker = NULL;
 }
 
-/* Stacks larger than the pool's: one mapping each, with a guard page, kept
- * on a free list per power of two once released (never unmapped: stale
- * handles, invariant 2). */
-#define OWN_CLASSES 40
+/* Stacks larger than the pool's: one mapping each, of the size asked
+ * for, with a guard page; kept once released on a free list per power of
+ * two of the mapping's size (never unmapped: stale handles, invariant 2),
+ * from which a request takes the first that is large enough. */
+#define OWN_CLASSES 48
 static int own_lock;
 static fiber *own_free[OWN_CLASSES];
 
-fiber *ito__own_fiber(size_t want) {
-  size_t need = want + sizeof(fiber) + PAGE;
+static int own_class(size_t len) {
   int k = 0;
-  while (k < OWN_CLASSES - 1 && ((size_t)1 << k) < need) k++;
+  while (k < OWN_CLASSES - 1 && ((size_t)1 << (k + 1)) <= len) k++;
+  return k; /* 2^k <= len < 2^(k+1) */
+}
+
+static size_t usable(const fiber *f) { return (size_t)(f->hi - f->lo); }
+
+/* The bytes a free stack may hold resident: its usable part. */
+static void dirty_take(fiber *f) {
+  if (f->dirty) {
+    __atomic_fetch_sub(&dirty_bytes, usable(f), __ATOMIC_RELAXED);
+    f->dirty = 0;
+  }
+}
+
+/* A stack goes to a shared free list: beyond the bound, its pages go back
+ * to the system, all but the one that holds the header (the descriptor
+ * stays: invariant 3). */
+static void dirty_give(fiber *f) {
+  size_t n = usable(f);
+  if (__atomic_add_fetch(&dirty_bytes, n, __ATOMIC_RELAXED) <= LOAD_RLX(&dirty_bound)) {
+    f->dirty = 1;
+    return;
+  }
+  __atomic_fetch_sub(&dirty_bytes, n, __ATOMIC_RELAXED);
+  uintptr_t lo = ((uintptr_t)f->lo + PAGE - 1) & ~(PAGE - 1);
+  uintptr_t hi = (uintptr_t)f & ~(PAGE - 1);
+  if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
+  f->dirty = 0;
+}
+
+fiber *ito__own_fiber(size_t want) {
+  size_t len = (want + sizeof(fiber) + 2 * PAGE - 1) & ~(PAGE - 1); /* guard, stack, header */
+  int k = own_class(len);
+  fiber *f = NULL;
   spin_lock(&own_lock);
-  fiber *f = own_free[k];
-  if (f) own_free[k] = f->next;
+  /* the first large enough in its class, else any in the next (less
+   * than four times the size asked for) */
+  for (int c = k; c <= k + 1 && c < OWN_CLASSES && !f; c++) {
+    for (fiber **pp = &own_free[c]; *pp; pp = &(*pp)->next) {
+      if ((*pp)->maplen >= len) {
+        f = *pp;
+        *pp = f->next;
+        break;
+      }
+    }
+  }
   spin_unlock(&own_lock);
-  if (!f) {
-    size_t len = (size_t)1 << k;
+  if (f) {
+    dirty_take(f);
+  } else {
     char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                    -1, 0);
     if (m == MAP_FAILED) return NULL;
@@ -146,7 +232,7 @@ fiber *ito__own_fiber(size_t want) {
       munmap(m, len);
       return NULL;
     }
-    bool guard = mprotect(m, PAGE, PROT_NONE) == 0;
+    bool guard = fs.guard_mode != GUARD_NEVER && guard_page(m) == 0;
     f->lo = guard ? m + PAGE : m;
     f->guarded = guard;
     f->own_class = (uint32_t)k;
@@ -156,6 +242,7 @@ fiber *ito__own_fiber(size_t want) {
 }
 
 static void own_fiber_free(fiber *f) {
+  dirty_give(f);
   spin_lock(&own_lock);
   f->next = own_free[f->own_class];
   own_free[f->own_class] = f;
@@ -166,12 +253,15 @@ static void own_fiber_free(fiber *f) {
  * slot is given back when the thread is released (thread.c). */
 fiber *ito__user_fiber(void *addr, size_t size) {
   uintptr_t hi = ((uintptr_t)addr + size) & ~(uintptr_t)63;
-  if (size < ITO_MIN_STACK + sizeof(fiber) || hi - sizeof(fiber) < (uintptr_t)addr) return NULL;
+  /* the platform's PTHREAD_STACK_MIN is enough; the header takes its top */
+  if (size < ITO_MIN_STACK || hi - sizeof(fiber) < (uintptr_t)addr) return NULL;
   fiber *f = (fiber *)(hi - sizeof(fiber));
   memset(f, 0, sizeof *f);
   if (ito__handle_register(&f->th)) return NULL;
   f->lo = addr;
   f->hi = (char *)f;
+  f->map = addr; /* the caller's region, as given (what pthread_getattr_np reports) */
+  f->maplen = size;
   f->kind = FIBER_USER;
   return f;
 }
@@ -191,11 +281,13 @@ fiber *ito__fiber_alloc(struct fiber_cache *c) {
         return NULL;
       }
     }
+    dirty_take(f);
     /* move up to half a cache's worth to this worker */
     fiber *rest = f->next;
     int moved = 0;
     while (c && rest && moved < FIBER_CACHE / 2) {
       fiber *n = rest->next;
+      dirty_take(rest);
       rest->next = c->free;
       c->free = rest;
       c->n++;
@@ -238,6 +330,7 @@ void ito__fiber_free(struct fiber_cache *c, fiber *f) {
     c->n++;
     return;
   }
+  dirty_give(f);
   spin_lock(&fs.pool_lock);
   f->next = fs.pool;
   fs.pool = f;

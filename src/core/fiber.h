@@ -32,7 +32,7 @@ typedef struct __attribute__((aligned(64))) fiber {
   ithread th;               /* the thread started on this fiber, if any */
   void *sp;                 /* saved stack pointer while not running */
   char *lo, *hi;            /* usable stack [lo, hi) */
-  char *map;                /* start of the mapping, NULL: not ours */
+  char *map;                /* start of the mapping (FIBER_USER: of the caller's region) */
   size_t maplen;
   ithread *thread;          /* the lightweight thread this fiber runs for */
   void *ctx;                /* a layer's word for the code on this stack (libito-omp.so keeps
@@ -41,9 +41,10 @@ typedef struct __attribute__((aligned(64))) fiber {
   struct fiber *next;       /* ready queue, mail or free list (invariant 1) */
   waiter w;                 /* used while parked */
   void *asan_fake;
-  uint32_t guarded;         /* a PROT_NONE page sits below lo */
+  uint32_t guarded;         /* a guard page sits below lo */
   uint32_t kind;            /* FIBER_* (invariant 2) */
-  uint32_t own_class;       /* FIBER_OWN: log2 of the mapping's size */
+  uint32_t own_class;       /* FIBER_OWN: log2 of the mapping's size, rounded down */
+  uint32_t dirty;           /* free, on a shared list, counted in the resident bound */
   /* A fiber made by taking a fork record starts by resuming that record.
    * A fiber started by ito_create keeps here its creator's continuation
    * (a create record), published at create_idx of create_worker's deque. */
@@ -62,7 +63,7 @@ static inline fiber *fiber_of_thread(ithread *t) {
 }
 
 /* Stack settings, at each start of the runtime. */
-HIDDEN void ito__fiber_setup(size_t stack_size, int guard_mode);
+HIDDEN void ito__fiber_setup(size_t stack_size, int guard_mode, size_t cache_bytes);
 HIDDEN size_t ito__stack_size(void);
 
 /* A worker's free fibers, kept before they go back to the global pool. */

@@ -197,7 +197,7 @@ static int start(void) {
   ito__asym_fence = ito__cfg.deque_fence == FENCE_ASYMMETRIC && ito__membarrier_register();
   bool new_stacks = last_stack && last_stack != ito__cfg.stack_size;
   last_stack = ito__cfg.stack_size;
-  ito__fiber_setup(ito__cfg.stack_size, ito__cfg.stack_guard);
+  ito__fiber_setup(ito__cfg.stack_size, ito__cfg.stack_guard, ito__cfg.stack_cache);
   for (int i = 0; i < n; i++) {
     if (!all_workers[i] && !(all_workers[i] = worker_new(i))) return ENOMEM;
     worker_reset(all_workers[i], new_stacks);

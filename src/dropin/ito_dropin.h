@@ -101,7 +101,8 @@ ITO_DROPIN_API int ito__dropin_check(ito_thread_t h);
 ITO_DROPIN_API int ito__dropin_tryjoin(ito_thread_t h, void **result);
 /* Is the caller the root (the program's main thread, adopted)? */
 ITO_DROPIN_API int ito__dropin_is_root(void);
-/* The stack of the calling ito thread: [*lo, *lo + *size). 0 or ESRCH. */
+/* The stack of the calling ito thread: [*lo, *lo + *size); the caller's whole
+ * region for a stack it gave. 0 or ESRCH. */
 ITO_DROPIN_API int ito__dropin_stack(void **lo, size_t *size);
 /* Threads other than the root still alive (created and not yet ended). */
 ITO_DROPIN_API long ito__dropin_live(void);

@@ -74,8 +74,13 @@ int ito__dropin_stack(void **lo, size_t *size) {
   worker *w = cur_worker();
   if (!w || !w->cur || !w->cur->thread) return ESRCH;
   fiber *f = fiber_of_thread(w->cur->thread); /* the fiber the thread started on */
-  *lo = f->lo;
-  *size = (size_t)(f->hi - f->lo);
+  if (f->kind == FIBER_USER) { /* the caller's memory, as it gave it */
+    *lo = f->map;
+    *size = f->maplen;
+  } else {
+    *lo = f->lo;
+    *size = (size_t)(f->hi - f->lo);
+  }
   return 0;
 }
 

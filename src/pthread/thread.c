@@ -6,6 +6,36 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* glibc keeps the stack size of an attribute as given, and 0 when it was
+ * never set (struct pthread_attr, nptl/internaltypes.h, the same from 2.34
+ * to 2.36); pthread_attr_getstacksize answers the default for 0, so only
+ * the field tells "never set" from "set to 8 MiB". The layout is checked
+ * once; where it does not hold, the default size counts as never set. */
+struct glibc_attr {
+  struct sched_param schedparam;
+  int schedpolicy;
+  int flags;
+  size_t guardsize;
+  void *stackaddr;
+  size_t stacksize;
+};
+_Static_assert(sizeof(struct glibc_attr) <= sizeof(pthread_attr_t), "glibc attribute layout");
+
+static int raw_layout(void) {
+  static int v; /* 0 unknown, 1 checked, 2 does not hold */
+  int r = __atomic_load_n(&v, __ATOMIC_RELAXED);
+  if (r) return r == 1;
+  pthread_attr_t a;
+  const struct glibc_attr *g = (const struct glibc_attr *)(const void *)&a;
+  size_t got = 0;
+  int ok = pthread_attr_init(&a) == 0 && g->stacksize == 0;
+  ok = ok && pthread_attr_setstacksize(&a, 3u << 20) == 0 && g->stacksize == 3u << 20 &&
+       pthread_attr_getstacksize(&a, &got) == 0 && got == 3u << 20;
+  pthread_attr_destroy(&a);
+  __atomic_store_n(&v, ok ? 1 : 2, __ATOMIC_RELAXED);
+  return ok;
+}
+
 static size_t default_stacksize(void) {
   static size_t v;
   if (!v) {
@@ -18,6 +48,13 @@ static size_t default_stacksize(void) {
     v = s;
   }
   return v;
+}
+
+/* The stack size an attribute asks for, or 0: the runtime's default
+ * (ITO_STACK_SIZE). */
+static size_t asked_stacksize(const pthread_attr_t *attr, size_t reported) {
+  if (raw_layout()) return ((const struct glibc_attr *)(const void *)attr)->stacksize;
+  return reported != default_stacksize() ? reported : 0;
 }
 
 /* Reads a pthread attribute into the runtime's; 0 or the error to return. */
@@ -35,9 +72,9 @@ static int read_attr(const pthread_attr_t *attr, struct ito_dropin_attr *a) {
   if (lo && (uintptr_t)lo + size != 0) {
     a->stackaddr = lo;
     a->stacksize = size;
-  } else if (size && size != default_stacksize()) {
-    /* glibc's default size counts as unset: ITO_STACK_SIZE decides */
-    a->stacksize = size;
+  } else {
+    /* an explicit size, 8 MiB included, is honoured; none: ITO_STACK_SIZE */
+    a->stacksize = asked_stacksize(attr, size);
   }
   int inherit = PTHREAD_INHERIT_SCHED, policy = SCHED_OTHER;
   pthread_attr_getinheritsched(attr, &inherit);
