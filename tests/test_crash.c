@@ -228,6 +228,9 @@ static const crash_case cases[] = {
     {"init", "ITO_STACK_SIZE=64KiB", 1, {"ITO_STACK_SIZE", "16K to 1G"}},
     {"init", "ITO_STACK_SIZE=1GiB", 1, {"ITO_STACK_SIZE", NULL}},
     {"init", "ITO_STACK_SIZE=2G", 1, {"ITO_STACK_SIZE", "16K to 1G"}},
+    {"init", "ITO_STACK_CACHE=0", 0, {NULL, NULL}},
+    {"init", "ITO_STACK_CACHE=40M", 0, {NULL, NULL}},
+    {"init", "ITO_STACK_CACHE=lots", 1, {"ITO_STACK_CACHE", NULL}},
     /* words in any letter case */
     {"init", "ITO_DEQUE_FENCE=Symmetric", 0, {NULL, NULL}},
     {"init", "ITO_STACK_GUARD=ALWAYS", 0, {NULL, NULL}},
