@@ -9,7 +9,9 @@
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -120,6 +122,50 @@ static int no_stack(void) {
   return 0;
 }
 
+/* "blockcap" and "spinwait": the watchdog's messages. Both workers run
+ * threads that never let the main thread's continuation run: blocked in
+ * raw read(2) calls with no extra worker allowed (ITO_EXTRA_WORKERS=0), or
+ * spinning on a flag that main would set. An OS thread outside the runtime
+ * ends it after 3 s (the messages come after 2 s); the child exits 0 and
+ * its stderr must hold the message. */
+static int stall_pipes[2][2];
+static volatile int stall_flag;
+
+static void *stall_read(void *p) {
+  char c;
+  return (void *)syscall(SYS_read, stall_pipes[(long)p][0], &c, 1);
+}
+
+static void *stall_spin(void *p) {
+  (void)p;
+  while (!stall_flag) __asm__ volatile("" ::: "memory");
+  return NULL;
+}
+
+static void *stall_release(void *p) {
+  (void)p;
+  sleep(3);
+  stall_flag = 1;
+  for (int i = 0; i < 2; i++)
+    if (write(stall_pipes[i][1], "x", 1) != 1) _exit(3);
+  return NULL;
+}
+
+static int stall(int spin) {
+  setenv("ITO_NUM_WORKERS", "2", 1);
+  for (int i = 0; i < 2; i++)
+    if (pipe(stall_pipes[i])) return 3;
+  pthread_t rel;
+  if (ito_init() != 0 || pthread_create(&rel, NULL, stall_release, NULL)) return 3;
+  ito_thread_t t[2];
+  for (long i = 0; i < 2; i++)
+    if (ito_create(spin ? stall_spin : stall_read, (void *)i, &t[i])) return 3;
+  stall_flag = 1; /* (main runs here only once released) */
+  for (int i = 0; i < 2; i++) ito_join(t[i], NULL);
+  pthread_join(rel, NULL);
+  return 0;
+}
+
 /* "initfail": ito_init (and a call that starts the runtime implicitly)
  * return an error when the workers' memory cannot be mapped, and the
  * runtime starts once it can. */
@@ -160,6 +206,8 @@ static int child(const char *mode) {
     return 0;
   }
   if (strcmp(mode, "badhandle") == 0) return bad_handles();
+  if (strcmp(mode, "blockcap") == 0) return stall(0);
+  if (strcmp(mode, "spinwait") == 0) return stall(1);
   if (strcmp(mode, "overflow") == 0) {
     if ((rc = ito_create(overflow_fn, NULL, &t)) != 0) {
       fprintf(stderr, "child: ito_create returned %d\n", rc);
@@ -237,6 +285,10 @@ static const crash_case cases[] = {
     {"init", "ITO_STACK_GUARD=sometimes", 1, {"ITO_STACK_GUARD", "never"}},
     {"init", "ITO_DEQUE_FENCE=none", 1, {"ITO_DEQUE_FENCE", "symmetric"}},
     {"init", "ITO_IO_PIPE_NOWAIT=maybe", 1, {"ITO_IO_PIPE_NOWAIT", NULL}},
+    /* the watchdog: blocked workers with no extra allowed, spinning threads */
+    {"blockcap", "ITO_EXTRA_WORKERS=0", 0, {"blocked", "ITO_EXTRA_WORKERS"}},
+    {"spinwait", "ITO_NUM_WORKERS=2", 0, {"not preempted", "yield"}},
+    {"init", "ITO_EXTRA_WORKERS=-1", 1, {"ITO_EXTRA_WORKERS", NULL}},
     /* handles the runtime never returned fail with EINVAL, not a crash */
     {"badhandle", "ITO_NUM_WORKERS=2", 0, {NULL, NULL}},
 #if !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)

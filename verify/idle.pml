@@ -86,6 +86,16 @@
  * step), a home worker that is busy (7.5), the 61st-pass poll of a worker
  * with local work, and a worker busy for ever never polls.
  *   G1SPLIT  1: G1 in two steps with I/O (see G1)
+ *   RETIRE   1: worker N-1 is an extra worker (docs/monitor.md): where it
+ *            would sleep it may retire instead, ito__idle_leave: leave S
+ *            (its fetch_sub), G2, the G3 scan; with something found it
+ *            spins again and steals there, else it is gone for good.  Mail
+ *            never goes to it (no thread has an extra as its home).
+ *   BROKEN, with RETIRE:
+ *           11: the retiring worker leaves S and goes without the scan
+ *               (passes: the replacement it wakes scans)
+ *           12: the last spinner retires and wakes no replacement (with
+ *               PARKS: nobody takes the poll role)
  *   IOINV    0: do not check (5) in every state (the rejected variants
  *            then show an actual lost wake-up rather than the invariant)
  *
@@ -125,10 +135,19 @@
 #ifndef G1SPLIT
 #define G1SPLIT 0
 #endif
+#ifndef RETIRE
+#define RETIRE 0
+#endif
+#if RETIRE && MAILS > 0
+#error "RETIRE: mail never goes to an extra worker; use MAILS=0"
+#endif
+#if (BROKEN == 11 || BROKEN == 12) && !RETIRE
+#error "BROKEN 11 and 12 need RETIRE"
+#endif
 #ifndef IOINV
 #define IOINV 1
 #endif
-#if BROKEN >= 6 && PARKS == 0
+#if BROKEN >= 6 && BROKEN <= 10 && PARKS == 0
 #error "BROKEN 6 to 10 need PARKS > 0"
 #endif
 
@@ -675,6 +694,72 @@ steal:
   fi;
 
 sleep:  /* ito__idle_sleep(w) */
+#if RETIRE
+  /* an extra worker with nothing to do may retire instead (the monitor's
+   * count allowing it is not modelled: any time) */
+  if
+  :: me == N - 1 ->
+     atomic {
+       flush(me);
+       if
+       :: spn -> ok = (S == 1 && Z > 0); S--
+       :: else
+       fi;
+       spn = 0; spinning[me] = 0; rounds = 0;
+#if PARKS > 0 && BROKEN != 12
+       if
+       :: ok -> mypend = 1; npend++
+       :: else
+       fi;
+#endif
+       check_counts();
+       printf("w%d: leaves S to retire: S=%d Z=%d\n", me, S, Z)
+     };
+#if BROKEN == 12
+     ok = 0;
+#endif
+     /* the last spinner leaves while others sleep: a replacement, as
+      * ito__idle_stop_spinning (else nobody may take the poll role) */
+     if
+     :: ok -> ok = 0; wake_one(NONE)
+     :: else
+     fi;
+#if BROKEN == 11
+     atomic { gone[me] = 1; printf("w%d: retires without a scan\n", me) };
+     goto forever;
+#else
+#if SYMMETRIC
+     d_step { flush(me) };
+#else
+     d_step { membarrier(); printf("w%d: G2 before retiring\n", me) };
+#endif
+     atomic {
+       found = 0;
+       for (k : 1 .. N) {
+         if
+         :: found == 0 && work[(me + k) % N] > 0 -> found = (me + k) % N + 1
+         :: else
+         fi
+       };
+       k = 0;
+       if
+       :: found != 0 ->
+          flush(me); S++; spn = 1; spinning[me] = 1; hint = found; found = 0;
+          check_counts();
+          printf("w%d: its last scan finds work: spins again\n", me)
+       :: else ->
+          gone[me] = 1;
+          printf("w%d: its last scan finds nothing: retires\n", me)
+       fi
+     };
+     if
+     :: gone[me] -> goto forever
+     :: else -> goto steal
+     fi
+#endif
+  :: else
+  fi;
+#endif
   /* G1: lock; push; wake_word = 0; the fetch_add; unlock.  Only the
    * fetch_add is read without the lock.  With I/O, G1 also reads
    * io_waiters (changed without the lock) after the fetch_add, and takes

@@ -52,6 +52,10 @@ static const struct ito_cfg core_rows[] = {
     {.name = "ITO_WAIT_POLICY", .kind = ITO_CFG_CHOICE, .dst = &ito__cfg.wait_policy,
      .choices = wait_words, .dflt = "passive",
      .what = "active: idle workers never sleep"},
+    {.name = "ITO_EXTRA_WORKERS", .kind = ITO_CFG_INT, .dst = &ito__cfg.extra_workers, .lo = 0,
+     .hi = ITO_MAX_WORKERS - 1, .dflt = "256",
+     .what = "the most extra workers the monitor runs beside workers blocked in calls ito cannot "
+             "park (0: none)"},
     {.name = "ITO_SPIN_US", .kind = ITO_CFG_INT, .dst = &ito__cfg.spin_us, .lo = 0,
      .hi = 10 * 1000 * 1000, .dflt = "50",
      .what = "microseconds an idle worker looks for work before it sleeps"},
@@ -272,6 +276,7 @@ void ito__config_read_core(void) {
       .wait_policy = WAIT_PASSIVE,
       .spin_us = 50,
       .pipe_nowait = PIPE_NOWAIT_AUTO,
+      .extra_workers = 256,
   };
   for (int i = 0; i < N_CORE_ROWS; i++) {
     const char *v = env(core_rows[i].name);

@@ -32,6 +32,7 @@ struct ito_settings {
   int wait_policy;    /* ITO_WAIT_POLICY: WAIT_* */
   long spin_us;       /* ITO_SPIN_US */
   int pipe_nowait;    /* ITO_IO_PIPE_NOWAIT: PIPE_NOWAIT_* */
+  long extra_workers; /* ITO_EXTRA_WORKERS: the monitor's cap */
 };
 extern struct ito_settings ito__cfg HIDDEN;
 

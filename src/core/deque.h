@@ -209,6 +209,14 @@ static inline bool dq_nonempty(const struct ito_deque *d) {
          atomic_load_explicit(&d->tail, memory_order_acquire);
 }
 
+/* The oldest entry, read without the lock (the monitor's guess of what
+ * waits there): 0 when empty or just taken. */
+static inline uintptr_t dq_oldest(const struct ito_deque *d) {
+  uint64_t h = atomic_load_explicit(&d->head, memory_order_acquire);
+  if (h >= atomic_load_explicit(&d->tail, memory_order_acquire)) return 0;
+  return __atomic_load_n(&d->slots[h & d->mask], __ATOMIC_RELAXED);
+}
+
 /* ---- thieves ----------------------------------------------------------------------------- */
 
 /* Takes the oldest entry of v and returns it with v's steal_lock held and

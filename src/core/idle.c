@@ -138,7 +138,7 @@ bool ito__idle_start_spinning(struct idler *w) {
   ITO_ASSERT(!w->spinning && !w->on_list);
   uint64_t x = __atomic_load_n(&ito__rt_idle.v, __ATOMIC_RELAXED);
   for (;;) {
-    long s = idle_S(x), busy = (long)ig.n - s - (long)idle_Z(x) - 1;
+    long s = idle_S(x), busy = (long)LOAD_RLX(&ig.n) - s - (long)idle_Z(x) - 1;
     if (!ig.active && s >= MIN_SPINNERS && 2 * s >= busy) return false;
     if (__atomic_compare_exchange_n(&ito__rt_idle.v, &x, x + IDLE_SPIN_ONE, 1, __ATOMIC_SEQ_CST,
                                     __ATOMIC_RELAXED)) {
@@ -220,6 +220,34 @@ void ito__idle_sleep(struct idler *w) {
   ITO_ASSERT(!w->on_list);
   w->spinning = 1; /* counted in S by whoever took us off the list */
   if (t_sleep) adapt_spin(w, clock_ns(CLOCK_MONOTONIC) - t_sleep);
+}
+
+void ito__idle_resize(int delta) { __atomic_fetch_add(&ig.n, delta, __ATOMIC_RELAXED); }
+
+/* G1-G3 of a sleep without the list: the worker stops counting in S (a
+ * read-modify-write of the word, as a sleeper's increment of Z; the last
+ * spinner wakes a replacement while others sleep), runs the heavy
+ * barrier, then scans. A publisher that saw it spinning published
+ * before that, so the scan sees the work (docs/monitor.md). */
+int ito__idle_leave(struct idler *w) {
+  ITO_ASSERT(!w->on_list);
+  if (w->spinning) {
+    w->spinning = 0;
+    uint64_t x = __atomic_fetch_sub(&ito__rt_idle.v, IDLE_SPIN_ONE, __ATOMIC_SEQ_CST);
+    ITO_ASSERT(idle_S(x) > 0);
+    /* the last spinner leaves while others sleep: a replacement, as in
+     * ito__idle_stop_spinning, or nobody may take the poll role
+     * (verify/idle.pml, RETIRE with BROKEN=12, finds the lost wake-up) */
+    if (idle_S(x) == 1 && idle_Z(x) > 0) ito__idle_wake_one(-1);
+  }
+  ito__heavy_barrier();
+  int found = ig.ops.scan(w->id);
+  if (found) {
+    __atomic_fetch_add(&ito__rt_idle.v, IDLE_SPIN_ONE, __ATOMIC_SEQ_CST);
+    w->spinning = 1;
+    w->ws_hint = found > 0 ? found - 1 : -1;
+  }
+  return found;
 }
 
 void ito__idle_waiter_arrives(void) {

@@ -107,6 +107,15 @@ HIDDEN void ito__idle_sleep(struct idler *w);
  * started.) Never with the active policy. */
 HIDDEN bool ito__idle_spun_out(const struct idler *w, long long spin_t0);
 
+/* The number of workers changed by delta (an extra worker started or
+ * retired: monitor.h); it steers the spin policy only. */
+HIDDEN void ito__idle_resize(int delta);
+/* An extra worker leaves for good: it stops spinning and scans once more
+ * (after the heavy barrier). Returns what the scan found (as ops.scan):
+ * nonzero, and w is a spinner again (ws_hint set), or 0, and w counts
+ * nowhere in the word. */
+HIDDEN int ito__idle_leave(struct idler *w);
+
 /* ---- threads that wait for a poll source (docs/idle.md, "Blocking I/O in
  * the model") ---- */
 /* A thread is about to wait: counted, and the first one wakes a sleeper to

@@ -8,6 +8,7 @@
 #include "handle.h"
 #include "hooks.h"
 #include "idle.h"
+#include "monitor.h"
 #include "os.h"
 #include "overflow.h"
 #include "sched.h"
@@ -63,6 +64,7 @@ static void worker_reset(worker *w, bool new_stacks) {
   w->cur = NULL;
   w->post_fn = NULL;
   w->poll_pass = 0;
+  w->extra = 0;
   if (new_stacks) w->fibers = (struct fiber_cache){NULL, 0}; /* of another size */
 }
 
@@ -97,6 +99,44 @@ static void first_sched(void *arg) {
   ito__asan_finish(NULL);
 #endif
   ito__sched_loop(arg);
+}
+
+/* ---- extra workers (monitor.c): slots beyond the configured ones ------------------------ */
+
+int ito__nslots;
+
+worker *ito__worker_slot(int id) {
+  if (id < 0 || id >= ITO_MAX_WORKERS) return NULL;
+  worker *w = all_workers[id];
+  if (!w && !(w = all_workers[id] = worker_new(id))) return NULL;
+  worker_reset(w, false);
+  w->idle.id = id;
+  ito__idle_init(&w->idle, id);
+  idlers[id] = &w->idle;
+  return w;
+}
+
+static void *worker_main(void *arg);
+
+int ito__worker_launch(worker *w) {
+  /* the slot's memory is set before any worker can count it */
+  int n = __atomic_load_n(&ito__nslots, __ATOMIC_RELAXED);
+  if (w->id >= n) __atomic_store_n(&ito__nslots, w->id + 1, __ATOMIC_RELEASE);
+  pthread_attr_t a;
+  pthread_attr_init(&a);
+  pthread_attr_setstacksize(&a, 256 << 10);
+  w->started = 1;
+  int rc = ito__os.pthread_create(&w->os, &a, worker_main, w);
+  pthread_attr_destroy(&a);
+  if (rc) w->started = 0;
+  return rc;
+}
+
+void ito__worker_join(worker *w) {
+  if (w->started) {
+    ito__os.pthread_join(w->os, NULL);
+    w->started = 0;
+  }
 }
 
 static void *worker_main(void *arg) {
@@ -180,13 +220,7 @@ bool ito__is_root(void) {
 static void stop_workers(int n) {
   __atomic_store_n(&ito__stopping, 1, __ATOMIC_RELEASE);
   ito__idle_wake_all();
-  for (int i = 0; i < n; i++) {
-    worker *x = all_workers[i];
-    if (x->started) {
-      ito__os.pthread_join(x->os, NULL);
-      x->started = 0;
-    }
-  }
+  for (int i = 0; i < n; i++) ito__worker_join(all_workers[i]);
 }
 
 /* 0, or ENOMEM / EAGAIN with nothing left running (invariant 1). */
@@ -203,9 +237,12 @@ static int start(void) {
     worker_reset(all_workers[i], new_stacks);
     idlers[i] = &all_workers[i]->idle;
   }
+  for (int i = n; i < ITO_MAX_WORKERS && new_stacks; i++) /* slots of extra workers */
+    if (all_workers[i]) all_workers[i]->fibers = (struct fiber_cache){NULL, 0};
   ito__install_segv();
   ito__workers = all_workers;
   ito__nworkers = n;
+  __atomic_store_n(&ito__nslots, n, __ATOMIC_RELEASE);
   __atomic_store_n(&ito__stopping, 0, __ATOMIC_RELAXED);
   ito__idle_setup(idlers, n, &ito__sched_idle_ops, ito__cfg.wait_policy == WAIT_ACTIVE,
                   ito__cfg.spin_us * 1000L, LOAD_RLX(&ito__hooks_on));
@@ -215,19 +252,13 @@ static int start(void) {
   bool is_main = (int)gettid() == (int)getpid();
   if (is_main && adopt_main(all_workers[0]) != 0) return EAGAIN;
   for (int i = is_main ? 1 : 0; i < n; i++) {
-    worker *w = all_workers[i];
-    pthread_attr_t a;
-    pthread_attr_init(&a);
-    pthread_attr_setstacksize(&a, 256 << 10);
-    int rc = ito__os.pthread_create(&w->os, &a, worker_main, w);
-    pthread_attr_destroy(&a);
-    if (rc) {
+    if (ito__worker_launch(all_workers[i])) {
       stop_workers(i);
       if (is_main) unadopt_main(all_workers[0]);
       return EAGAIN;
     }
-    w->started = 1;
   }
+  ito__monitor_start();
   return 0;
 }
 
@@ -278,7 +309,8 @@ int ito_finalize(void) {
   }
   spin_lock(&init_lock);
   __atomic_store_n(&ito__rt_state_, RT_STOPPING, __ATOMIC_RELAXED);
-  stop_workers(ito__nworkers);
+  ito__monitor_stop(); /* it starts and joins extra workers: first */
+  stop_workers(__atomic_load_n(&ito__nslots, __ATOMIC_ACQUIRE));
   if (w) unadopt_main(w);
   __atomic_store_n(&ito__rt_state_, RT_OFF, __ATOMIC_RELEASE);
   spin_unlock(&init_lock);

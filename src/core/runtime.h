@@ -5,8 +5,10 @@
  *  1. state goes OFF -> STARTING -> RUNNING -> STOPPING -> OFF, changed
  *     only with the init lock held; a failed start goes back to OFF with
  *     every worker it started stopped again.
- *  2. While RUNNING, the workers array, their count and the settings do
- *     not change. */
+ *  2. While RUNNING, the configured workers (ito__nworkers) and the
+ *     settings do not change; the slots in use (ito__nslots) only grow,
+ *     as the monitor adds extra workers, and a slot's memory is never
+ *     freed. */
 #ifndef ITO_CORE_RUNTIME_H
 #define ITO_CORE_RUNTIME_H
 

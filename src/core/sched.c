@@ -6,6 +6,7 @@
 
 #include "hooks.h"
 #include "lazy.h"
+#include "monitor.h"
 #include "poll.h"
 #include "runtime.h"
 #include "thread.h"
@@ -356,7 +357,7 @@ static uint64_t next_rand(worker *w) {
 static int scan(int self) {
   worker *w = ito__workers[self];
   if (LOAD_RLX(&w->mail) || LOAD_RLX(&ito__stopping)) return -1;
-  int n = ito__nworkers;
+  int n = LOAD_ACQ(&ito__nslots);
   for (int k = 1; k <= n; k++) {
     worker *v = ito__workers[(self + k) % n];
     if (dq_nonempty(&v->dq) || LOAD_RLX(&v->rq.len)) return v->id + 1;
@@ -386,7 +387,22 @@ static void run_mail(worker *w) {
   }
 }
 
+/* An extra worker with nothing to do retires instead of sleeping when the
+ * monitor no longer needs it (monitor.h, invariant 3). */
+static void retire(worker *w) {
+  if (ito__idle_leave(&w->idle)) { /* work after all */
+    ito__monitor_stay(w);
+    return;
+  }
+  ito__monitor_retired(w);
+  ito__worker_stop(w);
+}
+
 static void idle_sleep(worker *w) {
+  if (UNLIKELY(w->extra) && ito__monitor_may_retire(w)) {
+    retire(w);
+    return;
+  }
   HOOK(ITO_EV_SLEEP, w->id, NULL, 0);
   ito__idle_sleep(&w->idle);
   HOOK(ITO_EV_WAKE, w->id, NULL, w->idle.ws_hint);
@@ -418,7 +434,7 @@ void ito__sched_loop(worker *w) {
     }
     if (UNLIKELY(idle_waiters_any()) && ito__poll_run()) continue; /* made threads ready */
     if (__atomic_load_n(&ito__stopping, __ATOMIC_ACQUIRE) && w->native_sp) ito__worker_stop(w);
-    int n = ito__nworkers;
+    int n = LOAD_ACQ(&ito__nslots);
     if (!w->idle.spinning) {
       if (!ito__idle_start_spinning(&w->idle)) idle_sleep(w); /* (always spins when active) */
       spin_t0 = clock_ns(CLOCK_MONOTONIC);

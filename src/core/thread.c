@@ -5,6 +5,8 @@
 #define _GNU_SOURCE
 #include "thread.h"
 
+#include "monitor.h"
+
 #include "handle.h"
 #include "hooks.h"
 #include "runtime.h"
@@ -74,14 +76,16 @@ static inline void count_ended(worker *w) {
 
 long ito__live_threads(void) {
   unsigned long ended = __atomic_load_n(&ended_outside, __ATOMIC_ACQUIRE);
-  for (int i = 0; i < ito__nworkers; i++)
+  int n = LOAD_ACQ(&ito__nslots);
+  for (int i = 0; i < n; i++)
     ended += __atomic_load_n(&ito__workers[i]->ended, __ATOMIC_ACQUIRE);
   return (long)(ito__threads_created() - ended);
 }
 
 unsigned long ito__threads_created(void) {
   unsigned long created = __atomic_load_n(&created_outside, __ATOMIC_RELAXED);
-  for (int i = 0; i < ito__nworkers; i++) created += LOAD_RLX(&ito__workers[i]->created);
+  int n = LOAD_ACQ(&ito__nslots);
+  for (int i = 0; i < n; i++) created += LOAD_RLX(&ito__workers[i]->created);
   return created;
 }
 

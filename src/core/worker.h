@@ -44,6 +44,7 @@ typedef struct worker {
   /* counters that only grow (thread.h, invariant 4), this worker's only */
   unsigned long created, ended;
   unsigned long steals;             /* successful steals by this worker (for debugging) */
+  int extra;                        /* an extra worker the monitor started (monitor.h) */
 
   struct ready_queue rq __attribute__((aligned(CACHELINE))); /* a cache line of its own */
 

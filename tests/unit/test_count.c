@@ -14,6 +14,7 @@
 #define _GNU_SOURCE
 #include "../../src/core/sched.h"
 #include "../../src/core/thread.h"
+#include "../../src/core/monitor.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -44,6 +45,7 @@ int main(void) {
   }
   ito__workers = fake;
   ito__nworkers = 2;
+  ito__nslots = 2;
   fake[1]->created = 1; /* T, alive */
   CHECK_EQ(ito__live_threads(), 1);
 

@@ -1,0 +1,389 @@
+/* The monitor thread: blocked workers, extra workers, and the watchdog's
+ * messages. Invariants at the top of monitor.h; design in
+ * docs/monitor.md. */
+#define _GNU_SOURCE
+#include "monitor.h"
+
+#include "config.h"
+#include "handle.h"
+#include "idle.h"
+#include "os.h"
+#include "sched.h"
+#include "thread.h"
+#include "timer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* The monitor reads the workers' fields without their locks: what it
+ * sees only steers its guesses, so ThreadSanitizer is told to ignore the
+ * reads (docs/monitor.md). */
+#if ITO_TSAN
+void AnnotateIgnoreReadsBegin(const char *file, int line);
+void AnnotateIgnoreReadsEnd(const char *file, int line);
+#define RACY_BEGIN() AnnotateIgnoreReadsBegin(__FILE__, __LINE__)
+#define RACY_END() AnnotateIgnoreReadsEnd(__FILE__, __LINE__)
+#else
+#define RACY_BEGIN() ((void)0)
+#define RACY_END() ((void)0)
+#endif
+
+#define TICK_NS 5000000LL      /* while any worker runs a fiber */
+#define TICK_MAX_NS 10000000LL /* the longest tick, when everything was idle */
+#define STILL_TICKS 1          /* invariant 1: blocked for a whole tick at least */
+#define CPU_STILL_NS 100000LL  /* "used no CPU": less than this in a tick */
+#define WARN_NS 2000000000LL   /* a stall this long gets the watchdog's message */
+
+enum { SLOT_FREE = 0, SLOT_RUNNING, SLOT_RETIRED };
+
+struct sample {
+  fiber *cur;
+  long long cpu;
+  long long same_since; /* when cur last changed */
+  int still;
+  bool blocked;
+};
+
+static struct {
+  pthread_t os;
+  int started;
+  int stop_word;
+  int cap;    /* ITO_EXTRA_WORKERS, at most the free slots */
+  int alive;  /* extras counted as running (may_retire takes one off) */
+  int wanted; /* blocked workers at the last tick */
+  int state[ITO_MAX_WORKERS];
+  struct sample s[ITO_MAX_WORKERS];
+  unsigned long started_total; /* extras started since the runtime started */
+  long long stall_since; /* blocked workers left work waiting since */
+  long long starve_since;
+  bool warned_cap, warned_starve, warned_thread;
+} mon;
+
+/* ---- reading an OS thread ---------------------------------------------------------------- */
+
+/* The CPU time of OS thread tid (its per-thread CPU clock), or -1. */
+static long long thread_cpu_ns(int tid) {
+  struct timespec ts;
+  clockid_t c = (clockid_t)((~(unsigned)tid << 3) | 6); /* CPUCLOCK_SCHED, per thread */
+  if (clock_gettime(c, &ts) != 0) return -1;
+  return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* /proc/self/task/<tid>/<what> into buf (NUL-terminated); its length or -1.
+ * With raw system calls: a drop-in library interposes read. */
+static long read_task_file(int tid, const char *what, char *buf, size_t len) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/self/task/%d/%s", tid, what);
+  int fd = (int)ito__os.syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  long n = ito__os.syscall(SYS_read, fd, buf, len - 1);
+  ito__os.syscall(SYS_close, fd);
+  if (n < 0) return -1;
+  buf[n] = 0;
+  return n;
+}
+
+/* Is OS thread tid asleep in the kernel (state S or D)? */
+static bool in_kernel(int tid) {
+  char buf[512];
+  if (read_task_file(tid, "stat", buf, sizeof buf) < 0) return false;
+  const char *p = strrchr(buf, ')'); /* the command name may hold anything */
+  return p && p[1] == ' ' && (p[2] == 'S' || p[2] == 'D');
+}
+
+static const struct {
+  long nr;
+  const char *name;
+} syscall_names[] = {
+#define N(x) {SYS_##x, #x},
+#ifdef SYS_epoll_wait
+    N(epoll_wait)
+#endif
+#ifdef SYS_select
+    N(select)
+#endif
+#ifdef SYS_poll
+    N(poll)
+#endif
+#ifdef SYS_wait4
+    N(wait4)
+#endif
+#ifdef SYS_pause
+    N(pause)
+#endif
+    N(epoll_pwait) N(epoll_pwait2) N(pselect6) N(ppoll) N(futex) N(read) N(write) N(readv)
+    N(writev) N(pread64) N(pwrite64) N(recvfrom) N(recvmsg) N(sendto) N(sendmsg) N(accept4)
+    N(connect) N(ioctl) N(io_uring_enter) N(io_getevents) N(waitid) N(nanosleep)
+    N(clock_nanosleep) N(rt_sigtimedwait) N(rt_sigsuspend) N(msgrcv) N(semtimedop) N(flock)
+    N(fcntl) N(fsync) N(openat)
+#ifdef SYS_accept
+    N(accept)
+#endif
+#undef N
+};
+
+/* "in <call>" for the system call OS thread tid is blocked in, if known. */
+static void blocked_call(int tid, char *out, size_t len) {
+  char buf[128];
+  long nr = -1;
+  if (read_task_file(tid, "syscall", buf, sizeof buf) > 0 && buf[0] >= '0' && buf[0] <= '9')
+    nr = strtol(buf, NULL, 10);
+  const char *name = NULL;
+  for (size_t i = 0; i < sizeof syscall_names / sizeof syscall_names[0]; i++)
+    if (syscall_names[i].nr == nr) name = syscall_names[i].name;
+  if (name)
+    snprintf(out, len, "in %s", name);
+  else if (nr >= 0)
+    snprintf(out, len, "in system call %ld", nr);
+  else
+    snprintf(out, len, "in the kernel");
+}
+
+/* The thread a worker runs, as the program knows it. */
+static void describe(worker *w, fiber *cur, char *out, size_t len) {
+  ithread *t = cur ? cur->thread : NULL;
+  if (!t)
+    snprintf(out, len, "a task on worker %d", w->id);
+  else if (t->flags & TH_ROOT)
+    snprintf(out, len, "the main thread (worker %d)", w->id);
+  else
+    snprintf(out, len, "thread %#llx (worker %d)", (unsigned long long)ito__handle(t), w->id);
+}
+
+static void say(const char *msg) { ito__write_stderr(msg, strlen(msg)); }
+
+/* ---- extra workers ----------------------------------------------------------------------------- */
+
+static bool slot_active(int i) {
+  return i < ito__nworkers || LOAD_ACQ(&mon.state[i]) == SLOT_RUNNING;
+}
+
+/* Joins the extras that retired (invariant 4). */
+static void reap(void) {
+  int n = LOAD_ACQ(&ito__nslots);
+  for (int i = ito__nworkers; i < n; i++) {
+    if (LOAD_ACQ(&mon.state[i]) != SLOT_RETIRED) continue;
+    ito__worker_join(ito__workers[i]);
+    STORE_REL(&mon.state[i], SLOT_FREE);
+  }
+}
+
+static void start_extra(void) {
+  int id = -1;
+  for (int i = ito__nworkers; i < ito__nworkers + mon.cap; i++) {
+    if (LOAD_ACQ(&mon.state[i]) == SLOT_FREE) {
+      id = i;
+      break;
+    }
+  }
+  if (id < 0) return; /* every slot's thread is still on its way out */
+  worker *w = ito__worker_slot(id);
+  if (!w) return;
+  w->extra = 1;
+  mon.s[id] = (struct sample){0};
+  STORE_REL(&mon.state[id], SLOT_RUNNING);
+  __atomic_fetch_add(&mon.alive, 1, __ATOMIC_SEQ_CST);
+  ito__idle_resize(1);
+  __atomic_fetch_add(&mon.started_total, 1, __ATOMIC_RELAXED);
+  if (ito__worker_launch(w) != 0) {
+    __atomic_fetch_sub(&mon.alive, 1, __ATOMIC_SEQ_CST);
+    ito__idle_resize(-1);
+    STORE_REL(&mon.state[id], SLOT_FREE);
+    if (!mon.warned_thread) {
+      mon.warned_thread = true;
+      say("ito: the monitor cannot start an OS thread for an extra worker (out of threads or "
+          "memory); a worker blocked in the kernel keeps ready threads waiting\n");
+    }
+  }
+}
+
+int ito__monitor_extras(unsigned long *started) {
+  if (started) *started = __atomic_load_n(&mon.started_total, __ATOMIC_RELAXED);
+  int n = 0;
+  for (int i = 0; i < ITO_MAX_WORKERS; i++) n += LOAD_ACQ(&mon.state[i]) != SLOT_FREE;
+  return n;
+}
+
+bool ito__monitor_may_retire(worker *w) {
+  (void)w;
+  int a = __atomic_load_n(&mon.alive, __ATOMIC_SEQ_CST);
+  while (a > __atomic_load_n(&mon.wanted, __ATOMIC_RELAXED)) {
+    if (__atomic_compare_exchange_n(&mon.alive, &a, a - 1, 1, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_SEQ_CST))
+      return true;
+  }
+  return false;
+}
+
+void ito__monitor_stay(worker *w) {
+  (void)w;
+  __atomic_fetch_add(&mon.alive, 1, __ATOMIC_SEQ_CST);
+}
+
+void ito__monitor_retired(worker *w) {
+  ito__idle_resize(-1);
+  STORE_REL(&mon.state[w->id], SLOT_RETIRED);
+  ito__futex_wake(&mon.stop_word, 1); /* (a tick: the monitor joins it soon) */
+}
+
+/* ---- one tick ------------------------------------------------------------------------------- */
+
+/* Work that a free worker would run now: queued fibers, deque entries,
+ * mail, a timer due, or threads waiting for a poll source (somebody must
+ * poll it). */
+static bool work_waits(int n) {
+  for (int i = 0; i < n; i++) {
+    worker *w = ito__workers[i];
+    if (LOAD_RLX(&w->rq.len) || dq_nonempty(&w->dq) || LOAD_RLX(&w->mail)) return true;
+  }
+  if (idle_waiters_any()) return true;
+  return timers_armed() && ito__timers_next_ns() == 0;
+}
+
+/* Threads (not fork-join continuations) wait to run: in a ready queue or
+ * mail, or a thread's creator or a suspended thread in a deque. */
+static bool threads_wait(int n) {
+  for (int i = 0; i < n; i++) {
+    worker *w = ito__workers[i];
+    if (LOAD_RLX(&w->rq.len) || LOAD_RLX(&w->mail)) return true;
+    if (dq_oldest(&w->dq) & (ENT_FIBER | ENT_CREATE)) return true;
+  }
+  return false;
+}
+
+/* Returns whether any worker ran a fiber (the tick stays short). */
+static bool observe(void) {
+  reap();
+  long long now = clock_ns(CLOCK_MONOTONIC);
+  int n = LOAD_ACQ(&ito__nslots);
+  int blocked = 0, busy = 0, active = 0, stuck_all = 1;
+  worker *stuck = NULL;
+  fiber *stuck_cur = NULL;
+  long long oldest = now;
+  RACY_BEGIN();
+  for (int i = 0; i < n; i++) {
+    if (!slot_active(i)) continue;
+    worker *w = ito__workers[i];
+    struct sample *s = &mon.s[i];
+    fiber *cur = LOAD_RLX(&w->cur);
+    int tid = LOAD_RLX(&w->os_tid);
+    long long cpu = tid > 0 ? thread_cpu_ns(tid) : -1;
+    if (cur != s->cur) s->same_since = now;
+    if (cur && cur == s->cur && cpu >= 0 && cpu - s->cpu < CPU_STILL_NS)
+      s->still++;
+    else
+      s->still = 0;
+    s->cur = cur;
+    s->cpu = cpu;
+    s->blocked = s->still >= STILL_TICKS && in_kernel(tid);
+    active++;
+    if (cur) busy++;
+    if (s->blocked) {
+      blocked++;
+      if (!stuck) {
+        stuck = w;
+        stuck_cur = cur;
+      }
+    } else if (!cur || now - s->same_since < WARN_NS) {
+      stuck_all = 0;
+    } else if (s->same_since < oldest) {
+      oldest = s->same_since;
+      if (!stuck) stuck_cur = cur;
+    }
+  }
+  uint64_t idle = __atomic_load_n(&ito__rt_idle.v, __ATOMIC_SEQ_CST) & ~IDLE_FLAGS;
+  bool waits = blocked ? work_waits(n) : false;
+  bool threads = threads_wait(n);
+  RACY_END();
+
+  __atomic_store_n(&mon.wanted, blocked, __ATOMIC_RELAXED);
+  int alive = __atomic_load_n(&mon.alive, __ATOMIC_SEQ_CST);
+  if (blocked > alive && idle == 0 && waits) {
+    if (alive < mon.cap) {
+      start_extra();
+      mon.stall_since = 0;
+    } else if (!mon.stall_since) {
+      mon.stall_since = now;
+    } else if (now - mon.stall_since >= WARN_NS && !mon.warned_cap) {
+      mon.warned_cap = true;
+      char who[96], where[64], msg[512];
+      describe(stuck, stuck_cur, who, sizeof who);
+      blocked_call(LOAD_RLX(&stuck->os_tid), where, sizeof where);
+      snprintf(msg, sizeof msg,
+               "ito: %d workers have been blocked for %lld ms in calls ito cannot park (%s is "
+               "blocked %s) while work waits, and the cap of %d extra workers "
+               "(ITO_EXTRA_WORKERS) is reached; raise ITO_EXTRA_WORKERS or ITO_NUM_WORKERS\n",
+               blocked, (now - mon.stall_since) / 1000000 + STILL_TICKS * TICK_NS / 1000000,
+               who, where, mon.cap);
+      say(msg);
+    }
+  } else {
+    mon.stall_since = 0;
+    if (alive > blocked) { /* sleeping extras wake up to retire */
+      for (int i = ito__nworkers; i < n; i++)
+        if (LOAD_ACQ(&mon.state[i]) == SLOT_RUNNING) ito__idle_wake(&ito__workers[i]->idle);
+    }
+  }
+  /* threads that never reach a scheduling point while others wait to run */
+  if (!threads)
+    mon.starve_since = 0;
+  else if (!mon.starve_since)
+    mon.starve_since = now;
+  if (threads && stuck_all && active && !blocked) {
+    if (now - mon.starve_since >= WARN_NS && !mon.warned_starve) {
+      mon.warned_starve = true;
+      char who[96], msg[512];
+      describe(stuck ? stuck : ito__workers[0], stuck_cur, who, sizeof who);
+      snprintf(msg, sizeof msg,
+               "ito: threads have waited %lld ms to run while every worker ran one thread all "
+               "along (%s for %lld ms, without a call that can switch); if those threads wait "
+               "for the others by spinning, the program cannot go on: such a loop must yield "
+               "(sched_yield, ito_yield) or block, since lightweight threads are not "
+               "preempted\n",
+               (now - mon.starve_since) / 1000000, who, (now - oldest) / 1000000);
+      say(msg);
+    }
+  }
+  return busy > 0 || alive > 0;
+}
+
+static void *monitor_main(void *arg) {
+  (void)arg;
+  long long tick = TICK_NS;
+  while (!LOAD_ACQ(&mon.stop_word)) {
+    struct timespec rel = ns_to_ts(tick);
+    ito__futex_wait(&mon.stop_word, 0, &rel);
+    if (LOAD_ACQ(&mon.stop_word)) break;
+    tick = observe() ? TICK_NS : (tick * 2 < TICK_MAX_NS ? tick * 2 : TICK_MAX_NS);
+  }
+  reap();
+  return NULL;
+}
+
+void ito__monitor_start(void) {
+  long cap = ito__cfg.extra_workers;
+  if (cap > ITO_MAX_WORKERS - ito__nworkers) cap = ITO_MAX_WORKERS - ito__nworkers;
+  memset(&mon, 0, sizeof mon);
+  mon.cap = (int)cap;
+  pthread_attr_t a;
+  pthread_attr_init(&a);
+  pthread_attr_setstacksize(&a, 64 << 10);
+  mon.started = ito__os.pthread_create(&mon.os, &a, monitor_main, NULL) == 0;
+  pthread_attr_destroy(&a);
+  if (!mon.started)
+    say("ito: cannot start the monitor thread; a worker blocked in the kernel will keep ready "
+        "threads waiting\n");
+}
+
+void ito__monitor_stop(void) {
+  if (!mon.started) return;
+  STORE_REL(&mon.stop_word, 1);
+  ito__futex_wake(&mon.stop_word, 1);
+  ito__os.pthread_join(mon.os, NULL);
+  mon.started = 0;
+}

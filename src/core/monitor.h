@@ -1,0 +1,57 @@
+/* The monitor: an OS thread beside the workers, like Go's sysmon, that
+ * keeps the program going when a worker's OS thread blocks in the kernel
+ * where ito cannot park the thread (the program's own epoll_wait, a raw
+ * system call, a futex, a pinned wait), and says so when it cannot.
+ * Design: docs/monitor.md.
+ *
+ * Invariants:
+ *  1. A worker counts as blocked when, over STILL_TICKS ticks, it ran the
+ *     same fiber, its OS thread used no CPU, and the kernel reports that
+ *     thread asleep (state S or D). An idle worker (no fiber) never does.
+ *  2. Extra workers run while blocked workers would leave ready work
+ *     waiting: the monitor starts one when more workers are blocked than
+ *     extras run, no worker is idle (S = Z = 0) and work waits. So the
+ *     workers that can run are never more than ITO_NUM_WORKERS.
+ *  3. An extra worker retires only when it found nothing to do (after
+ *     leaving S and scanning again: docs/monitor.md) and more extras run
+ *     than workers are blocked. A retired extra owns no work.
+ *  4. Only the monitor starts extras and joins retired ones; an extra
+ *     slot is reused only after its OS thread was joined. */
+#ifndef ITO_CORE_MONITOR_H
+#define ITO_CORE_MONITOR_H
+
+#include "base.h"
+#include "worker.h"
+
+/* At each start of the runtime, after the workers (init lock held). */
+HIDDEN void ito__monitor_start(void);
+/* At shut-down, before the workers stop: the monitor ends and every
+ * retired extra is joined; running extras stop with the workers. */
+HIDDEN void ito__monitor_stop(void);
+
+/* An extra worker w found nothing to do: may it retire (invariant 3)? If
+ * yes it is no longer counted; ito__monitor_stay undoes that when its
+ * last scan found work after all. */
+HIDDEN bool ito__monitor_may_retire(worker *w);
+HIDDEN void ito__monitor_stay(worker *w);
+/* w retires: its OS thread leaves the scheduler and ends; the monitor
+ * joins it. */
+HIDDEN void ito__monitor_retired(worker *w);
+
+/* Extra workers whose OS thread has not been joined yet; *started (if
+ * not NULL): extras started since the runtime started. For tests. */
+HIDDEN int ito__monitor_extras(unsigned long *started);
+
+/* Slots in use: the configured workers and every extra slot used since
+ * the start (runtime.c); the scheduler scans them all. */
+extern int ito__nslots HIDDEN;
+/* A worker in slot id, made or reset, its idler ready (runtime.c); NULL
+ * when out of memory. */
+HIDDEN worker *ito__worker_slot(int id);
+/* Starts w's OS thread (counting its slot in ito__nslots first); 0 or
+ * pthread_create's error. */
+HIDDEN int ito__worker_launch(worker *w);
+/* Joins w's OS thread if it was started. */
+HIDDEN void ito__worker_join(worker *w);
+
+#endif

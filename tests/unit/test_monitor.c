@@ -1,0 +1,130 @@
+/* The monitor (src/core/monitor.c), white box, with 2 workers:
+ *  1. both workers' threads block in raw read(2) system calls, which ito
+ *     cannot park, while the main thread's continuation waits in a deque:
+ *     an extra worker runs it, and it releases them. The time from the
+ *     second block to main running again is the detection delay (printed).
+ *  2. once nothing is blocked, the extras retire (their OS threads end).
+ *  3. a CPU-bound fib that keeps both workers busy, with continuations
+ *     waiting in the deques the whole time, starts no extra worker.
+ *  4. the same blocking with a blocked worker among the extras: three
+ *     blocked threads need two extras, and all run to the end.
+ * Timings are printed, never asserted: a hang is the failure (the test's
+ * timeout). */
+#define _GNU_SOURCE
+#include <ito/ito.h>
+
+#include "../../src/core/monitor.h"
+#include "../../src/core/timespec.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "../check.h"
+
+static int pipes[4][2];
+static volatile long long blocked_at[4];
+
+static void *block_in_read(void *p) {
+  long i = (long)p;
+  char c;
+  blocked_at[i] = clock_ns(CLOCK_MONOTONIC);
+  /* a raw system call: no interposer, no ito_read */
+  long r = syscall(SYS_read, pipes[i][0], &c, 1);
+  return (void *)(r == 1 && c == 'x' ? 1L : 0L);
+}
+
+static long fib(int n);
+struct fib_arg {
+  int n;
+  long *out;
+};
+static void fib_child(void *p) {
+  struct fib_arg *a = p;
+  *a->out = fib(a->n);
+}
+static long fib(int n) {
+  if (n < 2) return n;
+  long x, y;
+  ito_tg_t tg;
+  ito_tg_init(&tg);
+  struct fib_arg a = {n - 1, &x};
+  ito_tg_fork(&tg, fib_child, &a, sizeof a);
+  y = fib(n - 2);
+  ito_tg_join(&tg);
+  return x + y;
+}
+
+/* k threads block; main, resumed by an extra worker, releases them. */
+static void block_and_release(int k) {
+  ito_thread_t t[4];
+  for (long i = 0; i < k; i++) {
+    CHECK(pipe(pipes[i]) == 0);
+    blocked_at[i] = 0;
+  }
+  for (long i = 0; i < k; i++) CHECK_EQ(ito_create(block_in_read, (void *)i, &t[i]), 0);
+  long long resumed = clock_ns(CLOCK_MONOTONIC), last = 0;
+  for (int i = 0; i < k; i++)
+    if (blocked_at[i] > last) last = blocked_at[i];
+  unsigned long started;
+  int extras = ito__monitor_extras(&started);
+  printf("unit_monitor: %d threads blocked in read(2); main ran again %.1f ms after the last "
+         "block, %d extra worker(s) running, %lu started\n",
+         k, last ? (resumed - last) / 1e6 : 0.0, extras, started);
+  for (int i = 0; i < k; i++) CHECK_EQ(write(pipes[i][1], "x", 1), 1);
+  for (int i = 0; i < k; i++) {
+    void *r = NULL;
+    CHECK_EQ(ito_join(t[i], &r), 0);
+    CHECK_EQ((long)r, 1);
+    close(pipes[i][0]);
+    close(pipes[i][1]);
+  }
+}
+
+static void wait_for_retirement(void) {
+  long long t0 = clock_ns(CLOCK_MONOTONIC);
+  while (ito__monitor_extras(NULL) > 0) {
+    struct timespec ms = {0, 1000000};
+    ito_nanosleep(&ms); /* parks: the extra running main may retire */
+  }
+  printf("unit_monitor: every extra worker retired %.1f ms after the threads were released\n",
+         (clock_ns(CLOCK_MONOTONIC) - t0) / 1e6);
+}
+
+int main(void) {
+  setenv("ITO_NUM_WORKERS", "2", 1);
+  CHECK_EQ(ito_init(), 0);
+  CHECK_EQ(ito_num_workers(), 2);
+
+  /* 1 and 2 */
+  block_and_release(2);
+  unsigned long started;
+  ito__monitor_extras(&started);
+  CHECK(started >= 1);
+  wait_for_retirement();
+
+  /* 3: CPU-bound fork-join on every worker starts nothing */
+  unsigned long before;
+  ito__monitor_extras(&before);
+  long long t0 = clock_ns(CLOCK_MONOTONIC);
+  long r = 0;
+  int rounds = 0;
+  while (clock_ns(CLOCK_MONOTONIC) - t0 < 500000000LL) { /* at least half a second */
+    r = fib(27);
+    rounds++;
+  }
+  CHECK_EQ(r, 196418);
+  unsigned long after;
+  ito__monitor_extras(&after);
+  printf("unit_monitor: %d rounds of fib(27) on both workers started %lu extra workers\n", rounds,
+         after - before);
+  CHECK_EQ(after, before);
+
+  /* 4: three blocked threads on two workers */
+  block_and_release(3);
+  wait_for_retirement();
+  CHECK_EQ(ito_finalize(), 0);
+  printf("unit_monitor: PASS\n");
+  return 0;
+}
