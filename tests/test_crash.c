@@ -129,7 +129,7 @@ static int no_stack(void) {
  * ends it after 3 s (the messages come after 2 s); the child exits 0 and
  * its stderr must hold the message. */
 static int stall_pipes[2][2];
-static volatile int stall_flag;
+static int stall_flag;
 
 static void *stall_read(void *p) {
   char c;
@@ -138,14 +138,15 @@ static void *stall_read(void *p) {
 
 static void *stall_spin(void *p) {
   (void)p;
-  while (!stall_flag) __asm__ volatile("" ::: "memory");
+  while (!__atomic_load_n(&stall_flag, __ATOMIC_ACQUIRE)) {
+  }
   return NULL;
 }
 
 static void *stall_release(void *p) {
   (void)p;
   sleep(3);
-  stall_flag = 1;
+  __atomic_store_n(&stall_flag, 1, __ATOMIC_RELEASE);
   for (int i = 0; i < 2; i++)
     if (write(stall_pipes[i][1], "x", 1) != 1) _exit(3);
   return NULL;
@@ -160,7 +161,7 @@ static int stall(int spin) {
   ito_thread_t t[2];
   for (long i = 0; i < 2; i++)
     if (ito_create(spin ? stall_spin : stall_read, (void *)i, &t[i])) return 3;
-  stall_flag = 1; /* (main runs here only once released) */
+  __atomic_store_n(&stall_flag, 1, __ATOMIC_RELEASE); /* (main runs here only once released) */
   for (int i = 0; i < 2; i++) ito_join(t[i], NULL);
   pthread_join(rel, NULL);
   return 0;

@@ -18,6 +18,7 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -144,11 +145,17 @@ static void *address_of(const struct link_map *lm, const ElfW(Sym) *s) {
 #endif
 }
 
+/* The vDSO is in the link map but not in the dynamic linker's search
+ * list: its gettimeofday is not the one dlsym finds. */
+static bool is_vdso(const struct link_map *lm) {
+  return lm->l_name && !strncmp(lm->l_name, "linux-", 6) && strstr(lm->l_name, ".so.1");
+}
+
 static void *search(struct link_map *lm, const struct link_map *skip, const char *name,
                     const char *version) {
   for (; lm; lm = lm->l_next) {
     struct elf_tables t;
-    if (lm == skip || !tables_of(lm, &t)) continue;
+    if (lm == skip || is_vdso(lm) || !tables_of(lm, &t)) continue;
     const ElfW(Sym) *s = find(&t, name, version);
     if (s) return address_of(lm, s);
   }

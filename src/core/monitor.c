@@ -312,8 +312,10 @@ static bool observe(void) {
     } else if (now - mon.stall_since >= WARN_NS && !mon.warned_cap) {
       mon.warned_cap = true;
       char who[96], where[64], msg[512];
+      RACY_BEGIN();
       describe(stuck, stuck_cur, who, sizeof who);
       blocked_call(LOAD_RLX(&stuck->os_tid), where, sizeof where);
+      RACY_END();
       snprintf(msg, sizeof msg,
                "ito: %d workers have been blocked for %lld ms in calls ito cannot park (%s is "
                "blocked %s) while work waits, and the cap of %d extra workers "
@@ -338,7 +340,9 @@ static bool observe(void) {
     if (now - mon.starve_since >= WARN_NS && !mon.warned_starve) {
       mon.warned_starve = true;
       char who[96], msg[512];
+      RACY_BEGIN();
       describe(stuck ? stuck : ito__workers[0], stuck_cur, who, sizeof who);
+      RACY_END();
       snprintf(msg, sizeof msg,
                "ito: threads have waited %lld ms to run while every worker ran one thread all "
                "along (%s for %lld ms, without a call that can switch); if those threads wait "

@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include "../../src/core/config.h"
 #include "../../src/core/fiber.h"
+#include "../../src/core/handle.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -76,8 +77,13 @@ int main(void) {
     CHECK(guarded_page(fds[1], fs[0]->lo - PAGE));
     CHECK(guarded_page(fds[1], fs[N - 1]->lo - PAGE));
     CHECK(!guarded_page(fds[1], fs[N - 1]->lo));
-    /* 32768 stacks of 20 KiB are 40 batches of 64: one mapping each */
-    CHECK(after - before < 200);
+    /* 32768 stacks of 20 KiB are 512 batches of 64: one mapping each
+     * (ThreadSanitizer maps shadow memory beside each) */
+#if !defined(__SANITIZE_THREAD__)
+    CHECK(after - before < 1000);
+#else
+    (void)before, (void)after;
+#endif
     for (int i = 0; i < N; i++) ito__fiber_free(NULL, fs[i]);
     free(fs);
     checks += 4;
@@ -105,6 +111,8 @@ int main(void) {
   CHECK(u != NULL);
   CHECK(u->lo == mem && (char *)u + sizeof *u <= (char *)mem + 16384);
   CHECK(ito__user_fiber(mem, 16383) == NULL);
+  ito__handle_unregister(&u->th); /* the memory is the caller's again */
+  free(mem);
   checks += 3;
 
   /* the resident bound: 64 own stacks of 1 MiB, each touched in full, are

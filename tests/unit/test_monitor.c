@@ -24,12 +24,12 @@
 #include "../check.h"
 
 static int pipes[4][2];
-static volatile long long blocked_at[4];
+static long long blocked_at[4];
 
 static void *block_in_read(void *p) {
   long i = (long)p;
   char c;
-  blocked_at[i] = clock_ns(CLOCK_MONOTONIC);
+  __atomic_store_n(&blocked_at[i], clock_ns(CLOCK_MONOTONIC), __ATOMIC_RELAXED);
   /* a raw system call: no interposer, no ito_read */
   long r = syscall(SYS_read, pipes[i][0], &c, 1);
   return (void *)(r == 1 && c == 'x' ? 1L : 0L);
@@ -61,12 +61,14 @@ static void block_and_release(int k) {
   ito_thread_t t[4];
   for (long i = 0; i < k; i++) {
     CHECK(pipe(pipes[i]) == 0);
-    blocked_at[i] = 0;
+    __atomic_store_n(&blocked_at[i], 0, __ATOMIC_RELAXED);
   }
   for (long i = 0; i < k; i++) CHECK_EQ(ito_create(block_in_read, (void *)i, &t[i]), 0);
   long long resumed = clock_ns(CLOCK_MONOTONIC), last = 0;
-  for (int i = 0; i < k; i++)
-    if (blocked_at[i] > last) last = blocked_at[i];
+  for (int i = 0; i < k; i++) {
+    long long b = __atomic_load_n(&blocked_at[i], __ATOMIC_RELAXED);
+    if (b > last) last = b;
+  }
   unsigned long started;
   int extras = ito__monitor_extras(&started);
   printf("unit_monitor: %d threads blocked in read(2); main ran again %.1f ms after the last "
