@@ -8,6 +8,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <signal.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -150,6 +152,31 @@ ITO_API int ito_setsockopt(int fd, int level, int opt, const void *val, socklen_
  * timeout passes. */
 struct pollfd;
 ITO_API int ito_poll(struct pollfd *fds, unsigned long nfds, int timeout_ms);
+/* The program's own event loops, with libc's signatures: an ito thread
+ * parks until something is ready or the timeout passes. An epoll
+ * descriptor is waited on as a pollable fd (readable while its set has
+ * events), select's sets become a poll list (fds at and above FD_SETSIZE
+ * included), and poll or select with no fds is a sleep. With a signal
+ * mask (ppoll, pselect, epoll_pwait, epoll_pwait2), the mask must hold
+ * exactly while the call waits, which only the kernel can do: libc's call,
+ * which blocks the worker (the monitor runs an extra one meanwhile). */
+struct epoll_event;
+ITO_API int ito_ppoll(struct pollfd *fds, unsigned long nfds, const struct timespec *timeout,
+                      const sigset_t *mask);
+ITO_API int ito_select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *timeout);
+ITO_API int ito_pselect(int nfds, fd_set *rd, fd_set *wr, fd_set *ex,
+                        const struct timespec *timeout, const sigset_t *mask);
+ITO_API int ito_epoll_wait(int epfd, struct epoll_event *events, int max, int timeout_ms);
+ITO_API int ito_epoll_pwait(int epfd, struct epoll_event *events, int max, int timeout_ms,
+                            const sigset_t *mask);
+ITO_API int ito_epoll_pwait2(int epfd, struct epoll_event *events, int max,
+                             const struct timespec *timeout, const sigset_t *mask);
+/* Waits for one of set's signals, which the caller must have blocked (as
+ * POSIX asks): an ito thread parks until one is pending for the process
+ * (or for its current OS thread). libc's signatures and results. */
+ITO_API int ito_sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *timeout);
+ITO_API int ito_sigwaitinfo(const sigset_t *set, siginfo_t *info);
+ITO_API int ito_sigwait(const sigset_t *set, int *sig);
 
 /* ---- fork-join with lazy task creation ----------------------------------
  * A task group runs children child-first on the caller's own stack; a stack

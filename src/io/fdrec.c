@@ -182,6 +182,7 @@ void ito__io_forget(struct fdrec *r, waiter *lists[2]) {
 /* ---- helpers ------------------------------------------------------------------------------------ */
 
 __attribute__((noinline)) void ito__io_set_errno(int e) { errno = e; }
+__attribute__((noinline)) int ito__io_errno(void) { return errno; }
 
 long ito__io_sys_poll(struct pollfd *f, unsigned long n, int ms) {
   struct timespec ts = ns_to_ts((long long)(ms < 0 ? 0 : ms) * 1000000LL);

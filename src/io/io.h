@@ -117,6 +117,13 @@ HIDDEN int ito__io_park(struct fdrec *r, int fd, uint32_t gen, int dir, unsigned
 HIDDEN void ito__io_wait_begin(void);
 HIDDEN void ito__io_wait_end(void);
 
+/* ---- waits for several fds (poll.c, events.c) --------------------------------------- */
+/* ito_poll's work: deadline on CLOCK_MONOTONIC (NULL: none), nowait: do
+ * not wait at all. For a caller that may park, with n > 0. */
+HIDDEN int ito__io_poll(struct pollfd *fds, nfds_t n, const struct timespec *deadline, bool nowait);
+/* Parks until the monotonic deadline (NULL: for ever); 0. */
+HIDDEN int ito__io_sleep_until(const struct timespec *deadline);
+
 /* ---- helpers --------------------------------------------------------------------------- */
 /* May the caller park (an ito thread, not pinned)? */
 HIDDEN bool ito__io_parkable(void);
@@ -126,6 +133,7 @@ HIDDEN bool ito__io_parkable(void);
  * (docs/dropin.md section 5). Every errno access that may follow a park
  * goes through it. */
 HIDDEN void ito__io_set_errno(int e);
+HIDDEN int ito__io_errno(void);
 /* poll(2) as every architecture has it (AArch64 has only ppoll). */
 HIDDEN long ito__io_sys_poll(struct pollfd *f, unsigned long n, int ms);
 

@@ -36,14 +36,11 @@ static int poll_now(struct pollfd *fds, nfds_t n) {
 /* libc's poll, but an ito thread parks while nothing is ready: one node per
  * fd and direction on the records, one group, the first event wakes it;
  * then libc's poll with no wait computes revents. A spurious wake (the
- * readiness was taken by someone else) waits again for the time left. */
-int ito_poll(struct pollfd *fds, nfds_t n, int timeout_ms) {
-  if (!ito__io_parkable() || n == 0) return (int)ito__io_sys_poll(fds, n, timeout_ms);
-  struct timespec deadline, *dl = NULL;
-  if (timeout_ms > 0) {
-    deadline = deadline_in(CLOCK_MONOTONIC, (long long)timeout_ms * 1000000LL);
-    dl = &deadline;
-  }
+ * readiness was taken by someone else) waits again for the time left.
+ * deadline: CLOCK_MONOTONIC, NULL for none; nowait: a poll that does not
+ * wait at all. The caller may park, and n > 0. */
+int ito__io_poll(struct pollfd *fds, nfds_t n, const struct timespec *deadline, bool nowait) {
+  const struct timespec *dl = nowait ? NULL : deadline;
   ito__io_setup();
   struct pollnode stack_nodes[POLL_STACK * 2], *nodes = stack_nodes;
   unsigned *seen = NULL, stack_seen[POLL_STACK * 2];
@@ -53,7 +50,8 @@ int ito_poll(struct pollfd *fds, nfds_t n, int timeout_ms) {
     if (!nodes || !seen) {
       free(nodes == stack_nodes ? NULL : nodes);
       free(seen);
-      return (int)ito__io_sys_poll(fds, n, timeout_ms); /* blocks the worker, but answers */
+      /* blocks the worker, but answers */
+      return (int)ito__io_sys_poll(fds, n, nowait ? 0 : dl ? ms_left(dl) : -1);
     }
   } else {
     seen = stack_seen;
@@ -65,7 +63,7 @@ int ito_poll(struct pollfd *fds, nfds_t n, int timeout_ms) {
       for (int d = 0; d < 2; d++) seen[2 * i + d] = r ? LOAD_ACQ(&r->seq[d]) : 0;
     }
     rc = poll_now(fds, n);
-    if (rc != 0 || timeout_ms == 0) break;
+    if (rc != 0 || nowait) break;
     struct pollgroup g = {0, 0, NULL, NULL};
     int stale = 0, hung = 0;
     for (nfds_t i = 0; i < n; i++) {
@@ -128,4 +126,24 @@ int ito_poll(struct pollfd *fds, nfds_t n, int timeout_ms) {
     free(seen);
   }
   return rc;
+}
+
+int ito__io_sleep_until(const struct timespec *deadline) {
+  for (;;) {
+    long long left = deadline ? ns_until(CLOCK_MONOTONIC, deadline) : 86400LL * 1000000000LL;
+    if (left <= 0) return 0;
+    struct timespec t = ns_to_ts(left);
+    ito_nanosleep(&t);
+  }
+}
+
+int ito_poll(struct pollfd *fds, nfds_t n, int timeout_ms) {
+  if (!ito__io_parkable()) return (int)ito__io_sys_poll(fds, n, timeout_ms);
+  struct timespec deadline;
+  if (timeout_ms > 0) deadline = deadline_in(CLOCK_MONOTONIC, (long long)timeout_ms * 1000000LL);
+  if (n == 0) { /* a sleep */
+    if (timeout_ms == 0) return 0;
+    return ito__io_sleep_until(timeout_ms > 0 ? &deadline : NULL);
+  }
+  return ito__io_poll(fds, n, timeout_ms > 0 ? &deadline : NULL, timeout_ms == 0);
 }

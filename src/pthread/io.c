@@ -187,3 +187,39 @@ SHIM_EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fds
     return shim_real.__poll_chk(fds, n, timeout, fdslen);
   return ito_poll(fds, n, timeout);
 }
+
+/* The program's own event loops and signal waits park (src/io/events.c). */
+SHIM_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *t, const sigset_t *m) {
+  IO_CALL(ppoll, ito_ppoll, fds, n, t, m);
+}
+SHIM_EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *t,
+                            const sigset_t *m, size_t fdslen) {
+  SHIM_ENTER(__ppoll_chk, fds, n, t, m, fdslen);
+  if (!ito__dropin_can_park() || fdslen / sizeof *fds < n) /* libc reports the overflow */
+    return shim_real.__ppoll_chk(fds, n, t, m, fdslen);
+  return ito_ppoll(fds, n, t, m);
+}
+SHIM_EXPORT int select(int nfds, fd_set *r, fd_set *w, fd_set *e, struct timeval *tv) {
+  IO_CALL(select, ito_select, nfds, r, w, e, tv);
+}
+SHIM_EXPORT int pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct timespec *t,
+                        const sigset_t *m) {
+  IO_CALL(pselect, ito_pselect, nfds, r, w, e, t, m);
+}
+SHIM_EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max, int t) {
+  IO_CALL(epoll_wait, ito_epoll_wait, epfd, ev, max, t);
+}
+SHIM_EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int t, const sigset_t *m) {
+  IO_CALL(epoll_pwait, ito_epoll_pwait, epfd, ev, max, t, m);
+}
+SHIM_EXPORT int epoll_pwait2(int epfd, struct epoll_event *ev, int max, const struct timespec *t,
+                             const sigset_t *m) {
+  IO_CALL(epoll_pwait2, ito_epoll_pwait2, epfd, ev, max, t, m);
+}
+SHIM_EXPORT int sigwait(const sigset_t *set, int *sig) { IO_CALL(sigwait, ito_sigwait, set, sig); }
+SHIM_EXPORT int sigwaitinfo(const sigset_t *set, siginfo_t *info) {
+  IO_CALL(sigwaitinfo, ito_sigwaitinfo, set, info);
+}
+SHIM_EXPORT int sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *t) {
+  IO_CALL(sigtimedwait, ito_sigtimedwait, set, info, t);
+}

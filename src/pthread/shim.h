@@ -16,6 +16,9 @@
 #include <semaphore.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sched.h>
@@ -132,6 +135,16 @@
   X(closefrom, void, (int))                                                                      \
   X(setsockopt, int, (int, int, int, const void *, socklen_t))                                   \
   X(poll, int, (struct pollfd *, nfds_t, int))                                                   \
+  X(ppoll, int, (struct pollfd *, nfds_t, const struct timespec *, const sigset_t *))           \
+  X(__ppoll_chk, int, (struct pollfd *, nfds_t, const struct timespec *, const sigset_t *, size_t)) \
+  X(select, int, (int, fd_set *, fd_set *, fd_set *, struct timeval *))                          \
+  X(pselect, int, (int, fd_set *, fd_set *, fd_set *, const struct timespec *, const sigset_t *)) \
+  X(epoll_wait, int, (int, struct epoll_event *, int, int))                                      \
+  X(epoll_pwait, int, (int, struct epoll_event *, int, int, const sigset_t *))                   \
+  X(epoll_pwait2, int, (int, struct epoll_event *, int, const struct timespec *, const sigset_t *)) \
+  X(sigwait, int, (const sigset_t *, int *))                                                     \
+  X(sigwaitinfo, int, (const sigset_t *, siginfo_t *))                                           \
+  X(sigtimedwait, int, (const sigset_t *, siginfo_t *, const struct timespec *))                 \
   X(__poll_chk, int, (struct pollfd *, nfds_t, int, size_t))                                    \
   X(__read_chk, ssize_t, (int, void *, size_t, size_t))                                          \
   X(__recv_chk, ssize_t, (int, void *, size_t, size_t, int))                                     \
