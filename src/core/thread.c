@@ -50,6 +50,8 @@ static inline void thread_release(ithread *t) {
   __atomic_store_n(&t->joiner, NULL, __ATOMIC_RELAXED); /* an anonymous thread's mark */
   t->detach_refs = 0;
   t->pin = 0;
+  t->name[0] = 0;
+  t->policy = t->prio = t->explicit_sched = 0;
   worker *w = cur_worker();
   fiber_put(w ? &w->fibers : NULL, f);
 }
@@ -217,6 +219,11 @@ int ito__thread_start(fiber *f, void *(*fn)(void *), void *arg, const struct thr
     t->detach_refs = 1;
     t->flags = TH_DETACHED;
   }
+  if (o->explicit_sched) {
+    t->policy = o->policy;
+    t->prio = o->prio;
+    t->explicit_sched = 1;
+  }
   f->sp = ito__ctx_make(f->hi, thread_entry);
   count_created(w);
   *out = t;
@@ -242,7 +249,7 @@ static int create_slow(void *(*fn)(void *), void *arg, ito_thread_t *out) {
   fiber *f = ito__fiber_alloc(w ? &w->fibers : NULL);
   if (!f) return EAGAIN;
   ithread *t;
-  struct thread_opts o = {0, 0};
+  struct thread_opts o = {0};
   return ito__thread_start(f, fn, arg, &o, &t, out);
 }
 

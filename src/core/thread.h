@@ -35,6 +35,11 @@ typedef struct ithread {
   void *result;
   void **keys;              /* ITO_KEYS_MAX slots, allocated on first set */
   int pin;                  /* > 0: stays on its OS thread (ito__thread_pin) */
+  /* what a drop-in library keeps per thread and reads back (the program's
+   * view; ito schedules none of it): its name ("" never set), scheduling
+   * policy and priority, and whether its creation named them */
+  char name[16];
+  int policy, prio, explicit_sched;
 } ithread;
 
 enum { TS_RUNNING = 0, TS_EXITING = 1, TS_DONE = 2, TS_CLAIMED = 3 };
@@ -50,6 +55,7 @@ struct fiber;
 struct thread_opts {
   int detached;
   int queue;           /* queue the child rather than run it first */
+  int policy, prio, explicit_sched; /* the drop-in's, set before the child runs */
 };
 /* Starts fn(arg) on the fresh fiber f; *out gets the descriptor, *hout
  * (if not NULL) the handle, before the child runs. */

@@ -91,12 +91,26 @@ struct ito_dropin_attr {
   size_t stacksize;
   void *stackaddr;
   int detached;
+  int explicit_sched, policy, prio; /* an explicit scheduling attribute, kept for reading back */
 };
 ITO_DROPIN_API int ito__dropin_create(ito_thread_t *out, const struct ito_dropin_attr *a,
                                       void *(*fn)(void *), void *arg);
 /* Is h a live handle of a thread that is not the root? 0, ESRCH (stale
  * handle) or EINVAL (the root: it cannot be joined). */
 ITO_DROPIN_API int ito__dropin_check(ito_thread_t h);
+/* What a thread keeps for the program to read back (ito schedules none
+ * of it): its name ("" when never set), its scheduling policy and
+ * priority, whether its creation named them, whether it is detached. */
+struct ito_dropin_tattr {
+  char name[16];
+  int policy, prio, explicit_sched, detached;
+};
+/* 0 or ESRCH. */
+ITO_DROPIN_API int ito__dropin_tattr_get(ito_thread_t h, struct ito_dropin_tattr *out);
+/* Sets the name (name not NULL; at most 15 bytes kept) and/or the policy
+ * and priority (policy_prio[0], [1]); 0 or ESRCH. */
+ITO_DROPIN_API int ito__dropin_tattr_set(ito_thread_t h, const char *name,
+                                         const int *policy_prio);
 /* Nonblocking join: EBUSY while the thread runs. */
 ITO_DROPIN_API int ito__dropin_tryjoin(ito_thread_t h, void **result);
 /* Is the caller the root (the program's main thread, adopted)? */

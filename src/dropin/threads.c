@@ -24,7 +24,8 @@ int ito__dropin_create(ito_thread_t *out, const struct ito_dropin_attr *a, void 
   ito__save_thread_state(&save);
   worker *w = cur_worker();
   int pinned = w && w->cur && (!parkable(w) || w->cur->home); /* must not move: queue the child */
-  if (!pinned && (!a || (!a->stackaddr && !a->detached && a->stacksize <= ito__stack_size()))) {
+  if (!pinned && (!a || (!a->stackaddr && !a->detached && !a->explicit_sched &&
+                         a->stacksize <= ito__stack_size()))) {
     rc = ito_create(fn, arg, out);
   } else {
     fiber *f;
@@ -39,6 +40,11 @@ int ito__dropin_create(ito_thread_t *out, const struct ito_dropin_attr *a, void 
     } else {
       ithread *t;
       struct thread_opts o = {.detached = a && a->detached, .queue = pinned};
+      if (a && a->explicit_sched) {
+        o.explicit_sched = 1;
+        o.policy = a->policy;
+        o.prio = a->prio;
+      }
       rc = ito__thread_start(f, fn, arg, &o, &t, out);
     }
   }
@@ -69,6 +75,35 @@ int ito__dropin_tryjoin(ito_thread_t h, void **result) {
 }
 
 int ito__dropin_is_root(void) { return ito__is_root(); }
+
+/* The fields are the program's to read back; a stale handle answers
+ * ESRCH (checked again after the reads, as ito__dropin_check does). */
+int ito__dropin_tattr_get(ito_thread_t h, struct ito_dropin_tattr *out) {
+  ithread *t = ito__thread_of(h);
+  if (!t) return ESRCH;
+  for (int i = 0; i < 16; i++) out->name[i] = LOAD_RLX(&t->name[i]);
+  out->name[15] = 0;
+  out->policy = LOAD_RLX(&t->policy);
+  out->prio = LOAD_RLX(&t->prio);
+  out->explicit_sched = LOAD_RLX(&t->explicit_sched);
+  out->detached = (LOAD_RLX(&t->flags) & TH_DETACHED) != 0;
+  return ito__still_current(t, h) && LOAD_ACQ(&t->sync) != TS_CLAIMED ? 0 : ESRCH;
+}
+
+int ito__dropin_tattr_set(ito_thread_t h, const char *name, const int *policy_prio) {
+  ithread *t = ito__thread_of(h);
+  if (!t || !ito__still_current(t, h)) return ESRCH;
+  if (name) {
+    size_t i = 0;
+    for (; i < 15 && name[i]; i++) STORE_RLX(&t->name[i], name[i]);
+    STORE_RLX(&t->name[i], 0);
+  }
+  if (policy_prio) {
+    STORE_RLX(&t->policy, policy_prio[0]);
+    STORE_RLX(&t->prio, policy_prio[1]);
+  }
+  return 0;
+}
 
 int ito__dropin_stack(void **lo, size_t *size) {
   worker *w = cur_worker();

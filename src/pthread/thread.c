@@ -3,6 +3,9 @@
 #include "shim.h"
 
 #include <limits.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -57,6 +60,37 @@ static size_t asked_stacksize(const pthread_attr_t *attr, size_t reported) {
   return reported != default_stacksize() ? reported : 0;
 }
 
+/* Would the kernel let this process give one of its threads policy and
+ * prio (sched_setscheduler's rules)? 0, EINVAL or EPERM. Lightweight
+ * threads keep what the program set and report it back; ito schedules
+ * by none of it (docs/dropin.md section 6). */
+static int has_sys_nice(void) {
+  struct {
+    uint32_t version;
+    int pid;
+  } hdr = {0x20080522 /* _LINUX_CAPABILITY_VERSION_3 */, 0};
+  struct {
+    uint32_t effective, permitted, inheritable;
+  } data[2];
+  if (syscall(SYS_capget, &hdr, data) != 0) return 0;
+  return (data[0].effective >> 23) & 1; /* CAP_SYS_NICE */
+}
+
+static int sched_check(int policy, int prio) {
+  policy &= ~SCHED_RESET_ON_FORK;
+  if (policy != SCHED_OTHER && policy != SCHED_FIFO && policy != SCHED_RR &&
+      policy != SCHED_BATCH && policy != SCHED_IDLE)
+    return EINVAL;
+  if (prio < sched_get_priority_min(policy) || prio > sched_get_priority_max(policy))
+    return EINVAL;
+  if (policy == SCHED_FIFO || policy == SCHED_RR) {
+    struct rlimit r;
+    if (!has_sys_nice() && (getrlimit(RLIMIT_RTPRIO, &r) != 0 || (rlim_t)prio > r.rlim_cur))
+      return EPERM;
+  }
+  return 0;
+}
+
 /* Reads a pthread attribute into the runtime's; 0 or the error to return. */
 static int read_attr(const pthread_attr_t *attr, struct ito_dropin_attr *a) {
   memset(a, 0, sizeof *a);
@@ -77,11 +111,17 @@ static int read_attr(const pthread_attr_t *attr, struct ito_dropin_attr *a) {
     a->stacksize = asked_stacksize(attr, size);
   }
   int inherit = PTHREAD_INHERIT_SCHED, policy = SCHED_OTHER;
+  struct sched_param sp = {0};
   pthread_attr_getinheritsched(attr, &inherit);
   pthread_attr_getschedpolicy(attr, &policy);
-  if (inherit == PTHREAD_EXPLICIT_SCHED && policy != SCHED_OTHER)
-    return REFUSE("pthread_create", "a scheduling policy other than SCHED_OTHER",
-                  "lightweight threads have no priorities; drop the attribute", ENOTSUP);
+  pthread_attr_getschedparam(attr, &sp);
+  if (inherit == PTHREAD_EXPLICIT_SCHED) { /* kept and read back, as glibc would set it */
+    int rc = sched_check(policy, sp.sched_priority);
+    if (rc) return rc;
+    a->explicit_sched = 1;
+    a->policy = policy;
+    a->prio = sp.sched_priority;
+  }
   cpu_set_t cpus;
   if (pthread_attr_getaffinity_np(attr, sizeof cpus, &cpus) == 0 &&
       CPU_COUNT(&cpus) != CPU_SETSIZE)
@@ -239,10 +279,18 @@ SHIM_EXPORT void pthread_testcancel(void) {
 SHIM_EXPORT int pthread_getattr_np(pthread_t t, pthread_attr_t *attr) {
   SHIM_ENTER(pthread_getattr_np, t, attr);
   if (!is_ito(t)) return shim_real.pthread_getattr_np(t, attr);
-  int rc = ito__dropin_check((ito_thread_t)t);
-  if (rc == ESRCH) return ESRCH;
-  rc = pthread_attr_init(attr);
+  struct ito_dropin_tattr ta;
+  if (ito__dropin_check((ito_thread_t)t) == ESRCH || ito__dropin_tattr_get((ito_thread_t)t, &ta))
+    return ESRCH;
+  int rc = pthread_attr_init(attr);
   if (rc) return rc;
+  /* as glibc reports a thread: its detach state, how it was created, its
+   * policy and priority now, its stack */
+  pthread_attr_setdetachstate(attr, ta.detached ? PTHREAD_CREATE_DETACHED : PTHREAD_CREATE_JOINABLE);
+  if (ta.explicit_sched) pthread_attr_setinheritsched(attr, PTHREAD_EXPLICIT_SCHED);
+  struct sched_param sp = {.sched_priority = ta.prio};
+  pthread_attr_setschedpolicy(attr, ta.policy);
+  pthread_attr_setschedparam(attr, &sp);
   void *lo;
   size_t size;
   if ((ito_thread_t)t == ito_self() && ito__dropin_stack(&lo, &size) == 0)
@@ -255,16 +303,23 @@ SHIM_EXPORT int pthread_setname_np(pthread_t t, const char *name) {
   if (!is_ito(t)) return shim_real.pthread_setname_np(t, name);
   if (shim_null(name)) return EINVAL;
   if (strlen(name) > 15) return ERANGE;
-  return ito__dropin_check((ito_thread_t)t) == ESRCH ? ESRCH : 0; /* names are not kept */
+  return ito__dropin_tattr_set((ito_thread_t)t, name, NULL);
 }
 
+/* A thread never named has the name it was born with: the process's (the
+ * kernel copies the creator's; main's is the usual one). */
 SHIM_EXPORT int pthread_getname_np(pthread_t t, char *buf, size_t len) {
   SHIM_ENTER(pthread_getname_np, t, buf, len);
   if (!is_ito(t)) return shim_real.pthread_getname_np(t, buf, len);
   if (len < 16) return ERANGE;
-  if (ito__dropin_check((ito_thread_t)t) == ESRCH) return ESRCH;
-  strcpy(buf, "ito");
-  return 0;
+  struct ito_dropin_tattr ta;
+  if (ito__dropin_tattr_get((ito_thread_t)t, &ta)) return ESRCH;
+  if (ta.name[0]) {
+    memcpy(buf, ta.name, 16);
+    return 0;
+  }
+  return shim_main_id ? shim_real.pthread_getname_np(shim_main_id, buf, len)
+                      : (prctl(PR_GET_NAME, buf) == 0 ? 0 : errno);
 }
 
 SHIM_EXPORT int pthread_setaffinity_np(pthread_t t, size_t size, const cpu_set_t *set) {
@@ -284,26 +339,32 @@ SHIM_EXPORT int pthread_getaffinity_np(pthread_t t, size_t size, cpu_set_t *set)
 SHIM_EXPORT int pthread_setschedparam(pthread_t t, int policy, const struct sched_param *p) {
   SHIM_ENTER(pthread_setschedparam, t, policy, p);
   if (!is_ito(t)) return shim_real.pthread_setschedparam(t, policy, p);
-  if (policy == SCHED_OTHER && !shim_null(p) && p->sched_priority == 0) return 0;
-  return REFUSE("pthread_setschedparam", "a scheduling policy or priority",
-                "lightweight threads have none; only SCHED_OTHER with priority 0 is accepted",
-                ENOTSUP);
+  if (shim_null(p)) return EINVAL;
+  int rc = sched_check(policy, p->sched_priority);
+  if (rc) return rc;
+  int pp[2] = {policy & ~SCHED_RESET_ON_FORK, p->sched_priority};
+  return ito__dropin_tattr_set((ito_thread_t)t, NULL, pp);
 }
 
 SHIM_EXPORT int pthread_getschedparam(pthread_t t, int *policy, struct sched_param *p) {
   SHIM_ENTER(pthread_getschedparam, t, policy, p);
   if (!is_ito(t)) return shim_real.pthread_getschedparam(t, policy, p);
-  *policy = SCHED_OTHER;
-  p->sched_priority = 0;
+  struct ito_dropin_tattr ta;
+  if (ito__dropin_tattr_get((ito_thread_t)t, &ta)) return ESRCH;
+  *policy = ta.policy;
+  p->sched_priority = ta.prio;
   return 0;
 }
 
 SHIM_EXPORT int pthread_setschedprio(pthread_t t, int prio) {
   SHIM_ENTER(pthread_setschedprio, t, prio);
   if (!is_ito(t)) return shim_real.pthread_setschedprio(t, prio);
-  if (prio == 0) return 0;
-  return REFUSE("pthread_setschedprio", "a thread priority",
-                "lightweight threads have none; only 0 is accepted", ENOTSUP);
+  struct ito_dropin_tattr ta;
+  if (ito__dropin_tattr_get((ito_thread_t)t, &ta)) return ESRCH;
+  int rc = sched_check(ta.policy, prio);
+  if (rc) return rc;
+  int pp[2] = {ta.policy, prio};
+  return ito__dropin_tattr_set((ito_thread_t)t, NULL, pp);
 }
 
 SHIM_EXPORT int pthread_getcpuclockid(pthread_t t, clockid_t *c) {

@@ -37,7 +37,6 @@ int main(void) {
     cpu_set_t set;
     CPU_ZERO(&set);
     CPU_SET(0, &set);
-    struct sched_param sp = {1};
     clockid_t clk;
     pthread_mutexattr_t ma;
     pthread_mutex_t pm;
@@ -47,8 +46,6 @@ int main(void) {
     printf("pthread_kill SIGUSR1: %s\n", code_name(pthread_kill(t, SIGUSR1)));
     printf("pthread_kill 0: %s\n", code_name(pthread_kill(t, 0)));
     printf("pthread_setaffinity_np: %s\n", code_name(pthread_setaffinity_np(t, sizeof set, &set)));
-    printf("pthread_setschedparam SCHED_FIFO: %s\n",
-           code_name(pthread_setschedparam(t, SCHED_FIFO, &sp)));
     printf("pthread_getcpuclockid: %s\n", code_name(pthread_getcpuclockid(t, &clk)));
     pthread_mutexattr_init(&ma);
     pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);

@@ -18,13 +18,12 @@ expect "pthread_cancel: ENOTSUP" 2
 expect "pthread_kill SIGUSR1: ENOTSUP" 2
 expect "pthread_kill 0: 0" 2
 expect "pthread_setaffinity_np: ENOTSUP" 2
-expect "pthread_setschedparam SCHED_FIFO: ENOTSUP" 2
 expect "pthread_getcpuclockid: ENOTSUP" 2
 expect "process-shared mutex: ENOTSUP" 2
 expect "robust mutex: ENOTSUP" 2
 expect "create with an affinity attribute: ENOTSUP" 2
 expect "pthread_kill 0 after join: ESRCH" 1
-for call in pthread_cancel pthread_kill pthread_setaffinity_np pthread_setschedparam \
+for call in pthread_cancel pthread_kill pthread_setaffinity_np \
             pthread_getcpuclockid pthread_create; do
   n=$(grep -c "^ito-pthread: $call: .* is not supported with lightweight threads (" "$dir/err" || true)
   [ "$n" -eq 1 ] || { echo "refused: '$call' printed its refusal $n times, expected once"; exit 1; }
