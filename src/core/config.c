@@ -30,6 +30,8 @@ static const struct ito_cfg_choice bit_words[] = {{"0", 0}, {"1", 1}, {0, 0}};
 static const struct ito_cfg_choice nowait_words[] = {
     {"auto", PIPE_NOWAIT_AUTO}, {"0", PIPE_NOWAIT_OFF}, {0, 0}};
 
+static const struct ito_cfg_choice tls_words[] = {{"thread", 1}, {"worker", 0}, {0, 0}};
+
 static const struct ito_cfg core_rows[] = {
     {.name = "ITO_NUM_WORKERS", .kind = ITO_CFG_INT, .dst = &ito__cfg.workers, .lo = 1,
      .hi = ITO_MAX_WORKERS, .dflt = "the usable CPUs",
@@ -56,6 +58,10 @@ static const struct ito_cfg core_rows[] = {
      .hi = ITO_MAX_WORKERS - 1, .dflt = "256",
      .what = "the most extra workers the monitor runs beside workers blocked in calls ito cannot "
              "park (0: none)"},
+    {.name = "ITO_TLS", .kind = ITO_CFG_CHOICE, .dst = &ito__cfg.tls_thread, .choices = tls_words,
+     .dflt = "worker",
+     .what = "thread: every thread has its own thread-local storage (errno, thread_local); "
+             "worker: threads share their worker's"},
     {.name = "ITO_SPIN_US", .kind = ITO_CFG_INT, .dst = &ito__cfg.spin_us, .lo = 0,
      .hi = 10 * 1000 * 1000, .dflt = "50",
      .what = "microseconds an idle worker looks for work before it sleeps"},
@@ -277,6 +283,7 @@ void ito__config_read_core(void) {
       .spin_us = 50,
       .pipe_nowait = PIPE_NOWAIT_AUTO,
       .extra_workers = 256,
+      .tls_thread = 0,
   };
   for (int i = 0; i < N_CORE_ROWS; i++) {
     const char *v = env(core_rows[i].name);

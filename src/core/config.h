@@ -33,6 +33,7 @@ struct ito_settings {
   long spin_us;       /* ITO_SPIN_US */
   int pipe_nowait;    /* ITO_IO_PIPE_NOWAIT: PIPE_NOWAIT_* */
   long extra_workers; /* ITO_EXTRA_WORKERS: the monitor's cap */
+  int tls_thread;     /* ITO_TLS: 1 thread, 0 worker */
 };
 extern struct ito_settings ito__cfg HIDDEN;
 

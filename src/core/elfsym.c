@@ -162,6 +162,24 @@ static void *search(struct link_map *lm, const struct link_map *skip, const char
   return NULL;
 }
 
+const char *ito__elf_tls(const char *name, const char *version, size_t *offset) {
+  struct link_map *lm = NULL;
+  Dl_info info;
+  if (!dladdr1((const void *)&ito__elf_tls, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm)
+    return NULL;
+  while (lm->l_prev) lm = lm->l_prev;
+  for (; lm; lm = lm->l_next) {
+    struct elf_tables t;
+    if (is_vdso(lm) || !tables_of(lm, &t)) continue;
+    const ElfW(Sym) *s = find(&t, name, version);
+    if (s && ELF64_ST_TYPE(s->st_info) == STT_TLS) {
+      *offset = s->st_value;
+      return lm->l_name;
+    }
+  }
+  return NULL;
+}
+
 void *ito__elf_sym(const void *after, const char *name, const char *version) {
   struct link_map *self = NULL, *head;
   Dl_info info;

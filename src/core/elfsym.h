@@ -13,4 +13,9 @@
  * (dlsym(RTLD_DEFAULT)); NULL when none defines it. */
 HIDDEN void *ito__elf_sym(const void *after, const char *name, const char *version);
 
+/* A thread-local symbol: its offset in its module's TLS block in
+ * *offset, and the name of the object that defines it (the link map's, as
+ * dl_iterate_phdr reports it), or NULL when none does. */
+HIDDEN const char *ito__elf_tls(const char *name, const char *version, size_t *offset);
+
 #endif

@@ -161,6 +161,7 @@ static void fiber_reset(fiber *f) {
   f->ctx = NULL;
   f->home = NULL;
   f->asan_fake = NULL;
+  f->tls = NULL;
   f->create_worker = NULL;
 }
 

@@ -41,6 +41,10 @@ typedef struct __attribute__((aligned(64))) fiber {
   struct fiber *next;       /* ready queue, mail or free list (invariant 1) */
   waiter w;                 /* used while parked */
   void *asan_fake;
+  void *tls;                /* the TLS block in force while this fiber runs (tls.h); NULL:
+                               the worker's own */
+  void *tls_block;          /* the block this fiber's threads use, made on first need and
+                               kept with the fiber (ITO_TLS=thread) */
   uint32_t guarded;         /* a guard page sits below lo */
   uint32_t kind;            /* FIBER_* (invariant 2) */
   uint32_t own_class;       /* FIBER_OWN: log2 of the mapping's size, rounded down */

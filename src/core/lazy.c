@@ -325,6 +325,6 @@ void ito__join_c(ito_tg_t *tg, void *frame, struct ito_rec *rec) {
    * returned, so their redzones are still poisoned */
   if (home->lo && (char *)tg->home_sp > home->lo)
     ito__asan_unpoison(home->lo, (size_t)((char *)tg->home_sp - home->lo));
-  san_enter(home);
+  enter_fiber(home);
   ito__resume(rec, tg->home_sp);
 }

@@ -14,6 +14,7 @@
 #include "sched.h"
 #include "switch.h"
 #include "thread.h"
+#include "tls.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -142,6 +143,7 @@ void ito__worker_join(worker *w) {
 static void *worker_main(void *arg) {
   worker *w = arg;
   ito__tls_worker = w;
+  ito__tls_worker_start(w, NULL);
   w->os_tid = (int)gettid();
   if (!w->altstack) w->altstack = ito__altstack_setup();
   bind_worker(w);
@@ -194,6 +196,7 @@ static int adopt_main(worker *w) {
   w->os = ito__os.pthread_self();
   w->os_tid = (int)gettid();
   ito__tls_worker = w;
+  ito__tls_worker_start(w, &root_fiber); /* the root keeps main's block (tls.h, invariant 4) */
   if (!w->altstack) w->altstack = ito__altstack_setup();
   bind_worker(w);
   return 0;
@@ -232,6 +235,7 @@ static int start(void) {
   bool new_stacks = last_stack && last_stack != ito__cfg.stack_size;
   last_stack = ito__cfg.stack_size;
   ito__fiber_setup(ito__cfg.stack_size, ito__cfg.stack_guard, ito__cfg.stack_cache);
+  ito__tls_setup(ito__cfg.tls_thread);
   for (int i = 0; i < n; i++) {
     if (!all_workers[i] && !(all_workers[i] = worker_new(i))) return ENOMEM;
     worker_reset(all_workers[i], new_stacks);

@@ -195,7 +195,7 @@ static void run_entry(worker *w, uintptr_t e, worker *victim, uintptr_t *slot) {
     found_work(w);
     fiber *parent = copy.fiber;
     w->cur = parent;
-    san_enter(parent);
+    enter_fiber(parent);
     ito__resume(&copy, rec_sp(&copy));
   }
   /* a fork record: its continuation needs a stack of its own */
@@ -303,6 +303,7 @@ static void *sched_tsan(worker *w) {
 }
 
 static void enter_sched(worker *w, fiber *from, int action, void *arg, bool keep) {
+  tls_enter(w, NULL); /* the scheduler runs on the worker's own block (tls.h, invariant 4) */
   w->sched_action = action;
   w->sched_arg = arg;
   w->sched_from = from;

@@ -84,6 +84,7 @@ void ito__switch(worker *w, fiber *from, fiber *to, int from_dying) {
 #endif
   (void)from_dying;
   TSAN_TO(to);
+  tls_enter(w, to);
   ito__ctx_jump(from ? &from->sp : &dummy, to->sp, to);
 #if ITO_ASAN
   ito__asan_finish(from->asan_fake);
@@ -94,6 +95,7 @@ void ito__switch(worker *w, fiber *from, fiber *to, int from_dying) {
 void ito__worker_stop(worker *w) {
   void *dummy, *sp = w->native_sp;
   w->native_sp = NULL;
+  tls_enter(w, NULL);
 #if ITO_ASAN
   ito__asan_start(NULL, w->native_lo, w->native_size);
 #endif
@@ -104,7 +106,7 @@ void ito__worker_stop(worker *w) {
 
 void ito__run_fiber(worker *w, fiber *f) {
   w->cur = f;
-  san_enter(f);
+  enter_fiber(f);
   if (!f->sp) /* a continuation taken from a fork record, not started */
     ito__resume(&f->start, rec_sp(&f->start));
   void *dummy;

@@ -19,6 +19,7 @@
 #include "base.h"
 #include "fiber.h"
 #include "san.h"
+#include "tls.h"
 #include "worker.h"
 
 /* ---- the assembly (src/arch/ctx_*.S) ---------------------------------------------------- */
@@ -31,13 +32,24 @@ HIDDEN void ito__ctx_start(void);
  * ito__ctx_jump (arg: the jump's); returns its stack pointer. */
 HIDDEN void *ito__ctx_make(char *hi, void (*entry)(void *));
 
+/* The thread pointer of what runs next on w: f's block, or w's own for
+ * the scheduler (f NULL). Nothing without ITO_TLS=thread (tls.h). */
+static inline void tls_enter(worker *w, fiber *f) {
+  if (UNLIKELY(ito__tls_mode)) {
+    void *tcb = f ? f->tls : NULL;
+    if (tcb != w->tls_cur) ito__tls_switch(w, tcb);
+  }
+}
+
 /* Just before a switch: f's stack runs next, the current context is not
- * kept (a resumption or a first start). */
-static inline void san_enter(fiber *f) {
+ * kept (a resumption or a first start): the sanitizers' annotations and
+ * the thread pointer. */
+static inline void enter_fiber(fiber *f) {
 #if ITO_ASAN
   ito__asan_start(NULL, f->lo, (size_t)(f->hi - f->lo));
 #endif
   TSAN_TO(f);
+  tls_enter(cur_worker(), f);
 }
 
 /* ---- the thread's own state across a switch (invariant 3) ------------------------------ */

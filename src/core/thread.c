@@ -41,6 +41,7 @@ static inline void thread_release(ithread *t) {
     t->keys = NULL;
   }
   fiber *f = fiber_of_thread(t);
+  if (UNLIKELY(f->tls)) ito__tls_thread_release(f); /* reset for the next thread */
   if (f->kind == FIBER_USER)
     ito__handle_unregister(t); /* the memory is the caller's again */
   else
@@ -167,7 +168,7 @@ static void resume_creator(worker *w, fiber *f) {
   w->cur = parent;
   w->post_fn = thread_done_post;
   w->post_arg = f->thread;
-  san_enter(parent);
+  enter_fiber(parent);
   ito__resume(&f->start, rec_sp(&f->start));
 }
 
@@ -175,6 +176,7 @@ static void resume_creator(worker *w, fiber *f) {
  * it now runs on (destructors may have moved it). */
 static inline worker *thread_end(ithread *t, void *result) {
   if (t->keys) ito__run_key_destructors(t);
+  if (UNLIKELY(ito__tls_mode)) ito__tls_thread_end(cur_worker()->cur); /* thread_local dtors */
   t->result = result;
   worker *w = cur_worker();
   count_ended(w);
@@ -223,6 +225,13 @@ int ito__thread_start(fiber *f, void *(*fn)(void *), void *arg, const struct thr
     t->policy = o->policy;
     t->prio = o->prio;
     t->explicit_sched = 1;
+  }
+  if (UNLIKELY(ito__tls_mode) && !o->anon && ito__tls_thread_begin(f)) {
+    if (f->kind == FIBER_USER)
+      ito__handle_unregister(t); /* the caller's memory, as it was */
+    else
+      ito__fiber_free(w ? &w->fibers : NULL, f);
+    return EAGAIN;
   }
   f->sp = ito__ctx_make(f->hi, thread_entry);
   count_created(w);
@@ -275,7 +284,7 @@ static void create_body(void *p, void *fnp, void *arg) {
   if (reclaim_creator(w, f)) {
     fiber *parent = f->start.fiber;
     w->cur = parent;
-    san_enter(parent); /* the return below switches back to the creator's stack */
+    enter_fiber(parent); /* the return below switches back to the creator's stack */
     return;
   }
   ito__switch_to_sched(w, ACT_EXIT, NULL);
@@ -308,13 +317,17 @@ int ito_create(void *(*fn)(void *), void *arg, ito_thread_t *out) {
   if (UNLIKELY(dq_full_at_margin(&w->dq, dq_tail(&w->dq)))) return create_slow(fn, arg, out);
   fiber *f = fiber_get(&w->fibers);
   if (!f) return EAGAIN;
+  if (UNLIKELY(ito__tls_mode) && ito__tls_thread_begin(f)) {
+    ito__fiber_free(&w->fibers, f);
+    return EAGAIN;
+  }
   ithread *t = &f->th; /* fresh: fiber.h, invariant 3 */
   ITO_ASSERT(!t->flags && t->sync == TS_RUNNING && !t->joiner && !t->keys && !t->pin);
   f->thread = t;
   count_created(w);
   if (out) *out = ito__handle(t); /* before the child runs: it may read it */
   HOOK(ITO_EV_CREATE, w->id, t, 0);
-  san_enter(f);
+  enter_fiber(f);
   ito__spawn_on(&f->start, (void *)((uintptr_t)f->hi & ~(uintptr_t)15), create_body, f,
                 (void *)fn, arg);
   return 0;
@@ -378,7 +391,7 @@ int ito__thread_spawn(void (*fn)(void *), const void *arg, size_t size, size_t a
     f->ctx = ctx == THREAD_CTX_COPY ? data : ctx;
     mark_anon(t);
     count_created(w);
-    san_enter(f);
+    enter_fiber(f);
     ito__spawn_on(&f->start, c, create_body, f, (void *)spawn_entry, c);
     return 0;
   }
@@ -406,6 +419,7 @@ int ito__thread_spawn(void (*fn)(void *), const void *arg, size_t size, size_t a
   struct thread_opts o = {
       .detached = 1,
       .queue = (w && w->cur && !parkable(w)) || home >= 0 || size > 4096 || align > 4096,
+      .anon = 1,
   };
   return ito__thread_start(f, spawn_entry, c, &o, &t, NULL);
 }

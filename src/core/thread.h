@@ -55,6 +55,7 @@ struct fiber;
 struct thread_opts {
   int detached;
   int queue;           /* queue the child rather than run it first */
+  int anon;            /* a detached task (ito__thread_spawn): no TLS block of its own */
   int policy, prio, explicit_sched; /* the drop-in's, set before the child runs */
 };
 /* Starts fn(arg) on the fresh fiber f; *out gets the descriptor, *hout

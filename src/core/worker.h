@@ -45,6 +45,8 @@ typedef struct worker {
   unsigned long created, ended;
   unsigned long steals;             /* successful steals by this worker (for debugging) */
   int extra;                        /* an extra worker the monitor started (monitor.h) */
+  void *tls_own;                    /* ITO_TLS=thread: this worker's own block (tls.h) */
+  void *tls_cur;                    /* the block in force: NULL (own) or a thread's */
 
   struct ready_queue rq __attribute__((aligned(CACHELINE))); /* a cache line of its own */
 

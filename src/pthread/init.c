@@ -106,6 +106,9 @@ void shim_init(void) {
   ito__dropin_config_read(rows, (int)(sizeof rows / sizeof rows[0]));
   int off = !on;
   if (!off) {
+    /* pthreads each have their own thread-local storage, as with glibc
+     * (docs/tls.md); ITO_TLS=worker asks for the worker's */
+    ito__dropin_config_default("ITO_TLS", "thread", "libito-pthread.so");
     if (ito_key_create(&shim_cleanup_key, NULL) || ito_key_create(&shim_exit_key, NULL))
       die("ito-pthread: cannot create its thread-specific keys\n");
     ito__dropin_fd_view_tracked();

@@ -1,0 +1,355 @@
+/* Thread-local storage per lightweight thread: blocks laid out as glibc's,
+ * the thread pointer switched with the context. Invariants at the top of
+ * tls.h; design, the layout and every field set in docs/tls.md.
+ *
+ * This rests on glibc's private thread layout: verified for glibc 2.36 on
+ * x86-64 (the struct pthread offsets below were read from its debug
+ * information); anything else falls back to worker TLS with one line. */
+#define _GNU_SOURCE
+#include "tls.h"
+
+#include "elfsym.h"
+#include "fiber.h"
+#include "os.h"
+#include "worker.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <gnu/libc-version.h>
+#include <link.h>
+#include <locale.h>
+#include <netdb.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+int ito__tls_mode;
+
+#if defined(__x86_64__)
+
+/* glibc 2.36, x86-64: struct pthread (nptl/descr.h), with tcbhead_t at
+ * its start (sysdeps/x86_64/nptl/tls.h); the thread pointer is its
+ * address and the static TLS lies below it (TLS variant II). */
+#define TCB_SIZE 2368           /* sizeof (struct pthread) == TLS_TCB_SIZE */
+#define OFF_TCB 0               /* header.tcb: the block's own address */
+#define OFF_DTV 8               /* header.dtv */
+#define OFF_SELF 16             /* header.self */
+#define OFF_MULTIPLE 24         /* header.multiple_threads */
+#define OFF_SYSINFO 32          /* header.sysinfo */
+#define OFF_STACK_GUARD 40      /* header.stack_guard: %fs:0x28 */
+#define OFF_POINTER_GUARD 48    /* header.pointer_guard: %fs:0x30 */
+#define OFF_FEATURE_1 72        /* header.feature_1 (CET) */
+#define OFF_TID 720             /* tid */
+#define OFF_ROBUST_PREV 728     /* robust_prev */
+#define OFF_ROBUST_HEAD 736     /* robust_head {list, futex_offset, list_op_pending} */
+#define OFF_SPECIFIC_1ST 784    /* specific_1stblock */
+#define OFF_SPECIFIC 1296       /* specific[0] */
+#define OFF_STACKBLOCK 1680     /* stackblock */
+#define OFF_STACKBLOCK_SIZE 1688 /* stackblock_size: the alloca cutoff reads it */
+#define OFF_RES 1720            /* res: the resolver state __resp points to */
+#define OFF_RSEQ_CPU_ID 2340    /* rseq_area.cpu_id */
+#define RSEQ_CPU_ID_REGISTRATION_FAILED (-2) /* sched_getcpu then asks the kernel */
+
+#define F(tcb, off, type) (*(type *)((char *)(tcb) + (off)))
+
+/* glibc's dtv: dtv[-1].counter is its length, dtv[0].counter the
+ * generation, dtv[m] module m's block (val), and what to free. */
+typedef union {
+  size_t counter;
+  struct {
+    void *val;
+    void *to_free;
+  } pointer;
+} dtv_t;
+#define TLS_DTV_UNALLOCATED ((void *)-1l)
+
+static inline void set_tp(void *tcb) {
+  if (LIKELY(ito__tls_mode == 2))
+    __asm__ volatile("wrfsbase %0" ::"r"(tcb) : "memory");
+  else
+    ito__os.syscall(SYS_arch_prctl, 0x1002 /* ARCH_SET_FS */, tcb);
+}
+
+static inline void *get_tp(void) {
+  void *p;
+  __asm__ volatile("movq %%fs:0, %0" : "=r"(p));
+  return p;
+}
+
+/* ---- what the checks found at setup ----------------------------------------------------- */
+
+#define MAX_MODULES 64
+struct module {
+  const char *name;  /* as dl_iterate_phdr reports it */
+  size_t modid;
+  ptrdiff_t off;     /* its block's address minus the thread pointer (negative) */
+  const void *image; /* .tdata */
+  size_t filesz, memsz;
+  int libc;          /* libc's block keeps its caches across threads */
+};
+
+static struct {
+  size_t static_size, align;
+  void *(*allocate)(void *mem); /* _dl_allocate_tls */
+  void (*call_dtors)(void);     /* __call_tls_dtors */
+  struct module mod[MAX_MODULES];
+  int nmod;
+  ptrdiff_t errno_off, h_errno_off, resp_off;
+  int lock;
+  /* every block ever made, for a module loaded later (never freed) */
+  void **all;
+  size_t nall, capall;
+  void *proto; /* a descriptor to copy the guards and flags from */
+} ts;
+
+static int note_module(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size, (void)arg;
+  if (!info->dlpi_tls_modid) return 0;
+  const ElfW(Phdr) *tls = NULL;
+  for (int i = 0; i < info->dlpi_phnum; i++)
+    if (info->dlpi_phdr[i].p_type == PT_TLS) tls = &info->dlpi_phdr[i];
+  char *tp = get_tp();
+  char *data = info->dlpi_tls_data;
+  /* static TLS only: a block at a fixed place below the thread pointer
+   * (dynamic TLS is reached through the dtv, allocated on first use) */
+  if (!tls || !data || data >= tp || data < tp - ts.static_size) return 0;
+  for (int i = 0; i < ts.nmod; i++)
+    if (ts.mod[i].modid == info->dlpi_tls_modid) return 0;
+  if (ts.nmod == MAX_MODULES) return 0;
+  struct module *m = &ts.mod[ts.nmod++];
+  m->name = info->dlpi_name;
+  m->modid = info->dlpi_tls_modid;
+  m->off = data - tp;
+  m->image = (const void *)(info->dlpi_addr + tls->p_vaddr);
+  m->filesz = tls->p_filesz;
+  m->memsz = tls->p_memsz;
+  m->libc = info->dlpi_name && strstr(info->dlpi_name, "/libc.so.6") != NULL;
+  return 0;
+}
+
+/* Why thread TLS cannot be used here, or NULL. */
+static const char *unusable(void) {
+  if (strcmp(gnu_get_libc_version(), "2.36") != 0) return "glibc is not 2.36, the version verified";
+#if ITO_ASAN || ITO_TSAN
+  return "a sanitizer keeps its own per-thread state in the thread's block";
+#endif
+  if (ito__elf_sym(NULL, "__asan_init", NULL) || ito__elf_sym(NULL, "__tsan_init", NULL))
+    return "a sanitizer keeps its own per-thread state in the thread's block";
+  const char *pre = getenv("LD_PRELOAD");
+  if (pre && strstr(pre, "vgpreload")) return "Valgrind does not follow a moved thread pointer";
+  ts.allocate = (void *(*)(void *))ito__elf_sym(NULL, "_dl_allocate_tls", "GLIBC_PRIVATE");
+  void (*info)(size_t *, size_t *) =
+      (void (*)(size_t *, size_t *))ito__elf_sym(NULL, "_dl_get_tls_static_info", "GLIBC_PRIVATE");
+  ts.call_dtors = (void (*)(void))ito__elf_sym(NULL, "__call_tls_dtors", "GLIBC_PRIVATE");
+  if (!ts.allocate || !info || !ts.call_dtors) return "glibc's TLS allocator is not found";
+  info(&ts.static_size, &ts.align);
+  if (ts.align < 64) ts.align = 64;
+  if (ts.static_size < TCB_SIZE || ts.static_size > (1u << 20))
+    return "glibc's static TLS size is not as expected";
+  /* the running thread's block must look like the layout above */
+  char *tp = get_tp();
+  if (F(tp, OFF_TCB, void *) != tp || F(tp, OFF_SELF, void *) != tp)
+    return "glibc's thread descriptor is not as expected";
+  if (F(tp, OFF_TID, pid_t) != (pid_t)syscall(SYS_gettid))
+    return "glibc's thread descriptor is not as expected (its thread id)";
+  return NULL;
+}
+
+static ptrdiff_t tls_offset_of(void *addr) { return (char *)addr - (char *)get_tp(); }
+
+void ito__tls_setup(int want_thread) {
+  ito__tls_mode = 0;
+  if (!want_thread) return;
+  const char *why = unusable();
+  if (!why) {
+    ts.nmod = 0;
+    dl_iterate_phdr(note_module, NULL);
+    ts.errno_off = tls_offset_of(&errno);
+    ts.h_errno_off = tls_offset_of(&h_errno);
+    /* glibc points __resp at the thread's own resolver state */
+    size_t off = 0;
+    const char *obj = ito__elf_tls("__resp", "GLIBC_PRIVATE", &off);
+    ts.resp_off = 0;
+    for (int i = 0; i < ts.nmod; i++)
+      if (ts.mod[i].libc && obj && ts.mod[i].name && !strcmp(obj, ts.mod[i].name))
+        ts.resp_off = ts.mod[i].off + (ptrdiff_t)off;
+    if (!ts.resp_off) why = "libc's static TLS is not found";
+  }
+  if (why) {
+    char msg[256];
+    snprintf(msg, sizeof msg,
+             "ito: ITO_TLS=thread: %s; lightweight threads use their worker's TLS "
+             "(docs/tls.md)\n",
+             why);
+    ito__write_stderr(msg, strlen(msg));
+    return;
+  }
+  ts.proto = get_tp();
+  ito__tls_mode = (getauxval(AT_HWCAP2) & 2 /* HWCAP2_FSGSBASE */) ? 2 : 1;
+}
+
+size_t ito__tls_block_size(void) { return ito__tls_mode ? ts.static_size + ts.align : 0; }
+
+/* ---- blocks ------------------------------------------------------------------------------- */
+
+/* A fresh block: glibc's allocator lays out the dtv and every module's
+ * static TLS; the descriptor is filled as glibc's pthread_create does. */
+static void *block_new(void) {
+  size_t total = ts.static_size + ts.align;
+  char *mem = mmap(NULL, (total + 4095) & ~4095UL, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) return NULL;
+  char *pd = (char *)(((uintptr_t)mem + total - TCB_SIZE) & ~(uintptr_t)(ts.align - 1));
+  if (!ts.allocate(pd)) {
+    munmap(mem, (total + 4095) & ~4095UL);
+    return NULL;
+  }
+  F(pd, OFF_TCB, void *) = pd;
+  F(pd, OFF_SELF, void *) = pd;
+  F(pd, OFF_MULTIPLE, int) = 1;
+  F(pd, OFF_SYSINFO, uintptr_t) = F(ts.proto, OFF_SYSINFO, uintptr_t);
+  F(pd, OFF_STACK_GUARD, uintptr_t) = F(ts.proto, OFF_STACK_GUARD, uintptr_t);
+  F(pd, OFF_POINTER_GUARD, uintptr_t) = F(ts.proto, OFF_POINTER_GUARD, uintptr_t);
+  F(pd, OFF_FEATURE_1, unsigned) = F(ts.proto, OFF_FEATURE_1, unsigned);
+  F(pd, OFF_ROBUST_PREV, void *) = pd + OFF_ROBUST_HEAD;
+  F(pd, OFF_ROBUST_HEAD, void *) = pd + OFF_ROBUST_HEAD;
+  F(pd, OFF_ROBUST_HEAD + 8, long) = -24; /* __lock minus __list.__next in a mutex */
+  F(pd, OFF_SPECIFIC, void *) = pd + OFF_SPECIFIC_1ST;
+  F(pd, OFF_RSEQ_CPU_ID, int) = RSEQ_CPU_ID_REGISTRATION_FAILED;
+  F(pd + ts.resp_off, 0, void *) = pd + OFF_RES;
+  spin_lock(&ts.lock);
+  if (ts.nall == ts.capall) {
+    size_t cap = ts.capall ? ts.capall * 2 : 256;
+    void **a = realloc(ts.all, cap * sizeof *a);
+    if (a) {
+      ts.all = a;
+      ts.capall = cap;
+    }
+  }
+  if (ts.nall < ts.capall) ts.all[ts.nall++] = pd;
+  spin_unlock(&ts.lock);
+  return pd;
+}
+
+static void init_module(char *pd, const struct module *m) {
+  char *dst = pd + m->off;
+  memcpy(dst, m->image, m->filesz);
+  memset(dst + m->filesz, 0, m->memsz - m->filesz);
+}
+
+/* The block as a fresh thread finds it (invariant 3). libc's own block
+ * keeps its caches (malloc's tcache and arena, the resolver and dlerror
+ * states: glibc 2.36 has no public call that frees them, so a fresh block
+ * would leak them at every thread); errno and h_errno start at 0. */
+static void block_reset(char *pd) {
+  for (int i = 0; i < ts.nmod; i++)
+    if (!ts.mod[i].libc) init_module(pd, &ts.mod[i]);
+  F(pd + ts.errno_off, 0, int) = 0;
+  F(pd + ts.h_errno_off, 0, int) = 0;
+  /* dynamic TLS (modules loaded by dlopen, reached through the dtv) is
+   * freed: the next thread allocates its own on first use */
+  dtv_t *dtv = F(pd, OFF_DTV, dtv_t *);
+  size_t n = dtv[-1].counter;
+  char *lo = pd - ts.static_size;
+  for (size_t m = 1; m <= n; m++) {
+    void *v = dtv[m].pointer.val;
+    if (v == TLS_DTV_UNALLOCATED || ((char *)v >= lo && (char *)v < pd)) continue;
+    free(dtv[m].pointer.to_free);
+    dtv[m].pointer.val = TLS_DTV_UNALLOCATED;
+    dtv[m].pointer.to_free = NULL;
+  }
+}
+
+/* ---- the switch --------------------------------------------------------------------------------- */
+
+void ito__tls_switch(worker *w, void *tcb) {
+  void *to = tcb ? tcb : w->tls_own;
+  set_tp(to);
+  w->tls_cur = tcb;
+  if (tcb) {
+    F(tcb, OFF_TID, pid_t) = (pid_t)w->os_tid; /* invariant 2 */
+    ito__tls_worker = w;                        /* (now the block's own copy) */
+  }
+}
+
+void ito__tls_worker_start(worker *w, fiber *root) {
+  w->tls_cur = NULL;
+  w->tls_own = ito__tls_mode ? get_tp() : NULL;
+  if (!ito__tls_mode || !root) return;
+  /* the root keeps the main thread's block; worker 0's scheduler gets one */
+  char *own = block_new();
+  if (!own) {
+    ito__fatal("out of memory for worker 0's TLS block (ITO_TLS=thread)");
+  }
+  F(own, OFF_TID, pid_t) = (pid_t)w->os_tid;
+  root->tls = w->tls_own;
+  root->tls_block = NULL; /* glibc's own: never reset by ito */
+  w->tls_own = own;
+  set_tp(own);
+  ito__tls_worker = w;
+  w->tls_cur = root->tls;
+  set_tp(root->tls); /* the root runs on now, on its own */
+}
+
+int ito__tls_thread_begin(fiber *f) {
+  if (!f->tls_block && !(f->tls_block = block_new())) return EAGAIN;
+  char *pd = f->tls_block;
+  F(pd, OFF_STACKBLOCK, void *) = f->lo;
+  F(pd, OFF_STACKBLOCK_SIZE, size_t) = (size_t)(f->hi - f->lo);
+  f->tls = pd;
+  return 0;
+}
+
+void ito__tls_thread_end(fiber *f) {
+  if (!f->tls) return;
+  ts.call_dtors(); /* the thread_local destructors of this thread */
+  uselocale(LC_GLOBAL_LOCALE);
+}
+
+void ito__tls_thread_release(fiber *f) {
+  if (!f->tls) return;
+  block_reset(f->tls);
+  f->tls = NULL;
+}
+
+void ito__tls_modules_changed(void) {
+  if (!ito__tls_mode) return;
+  spin_lock(&ts.lock);
+  int before = ts.nmod;
+  spin_unlock(&ts.lock);
+  dl_iterate_phdr(note_module, NULL);
+  spin_lock(&ts.lock);
+  for (int i = before; i < ts.nmod; i++)
+    for (size_t b = 0; b < ts.nall; b++) init_module(ts.all[b], &ts.mod[i]);
+  spin_unlock(&ts.lock);
+}
+
+#else /* not x86-64: not verified, worker TLS */
+
+void ito__tls_setup(int want_thread) {
+  ito__tls_mode = 0;
+  if (want_thread) {
+    static const char msg[] = "ito: ITO_TLS=thread is verified on x86-64 only; lightweight "
+                              "threads use their worker's TLS (docs/tls.md)\n";
+    ito__write_stderr(msg, sizeof msg - 1);
+  }
+}
+void ito__tls_worker_start(worker *w, fiber *root) {
+  (void)root;
+  w->tls_cur = w->tls_own = NULL;
+}
+void ito__tls_switch(worker *w, void *tcb) { (void)w, (void)tcb; }
+int ito__tls_thread_begin(fiber *f) {
+  (void)f;
+  return 0;
+}
+void ito__tls_thread_end(fiber *f) { (void)f; }
+void ito__tls_thread_release(fiber *f) { (void)f; }
+void ito__tls_modules_changed(void) {}
+size_t ito__tls_block_size(void) { return 0; }
+
+#endif

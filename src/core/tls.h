@@ -1,0 +1,61 @@
+/* Thread-local storage per lightweight thread (ITO_TLS=thread): each
+ * thread gets its own thread pointer, a block laid out as glibc lays out a
+ * thread's (its static TLS of every module and a thread descriptor), and
+ * the thread pointer is switched with the context. With ITO_TLS=worker
+ * (the native API's default) every strand uses the TLS of the worker it
+ * runs on and none of this runs. Design: docs/tls.md.
+ *
+ * Invariants:
+ *  1. The block in force on a worker (the thread pointer) is w->tls_cur:
+ *     NULL for the worker's own, else the running fiber's f->tls. A block
+ *     is in force on one worker at most: f->tls is set only while f runs
+ *     a thread that owns the block, and only that thread's fiber enters it.
+ *  2. The block in force holds the worker's address in ito__tls_worker and
+ *     the worker OS thread's kernel id in its descriptor: both are written
+ *     at every switch into a thread's block (tls_enter).
+ *  3. A block is reset (its modules' TLS from their images, libc's caches
+ *     kept, errno cleared, dynamic TLS freed) before another thread uses
+ *     it; a thread's thread_local destructors run on its own block before
+ *     it ends.
+ *  4. The scheduler context of every worker runs on a block no thread
+ *     uses: the worker OS thread's own, or for worker 0, whose OS thread's
+ *     block the root thread keeps, one made for it. */
+#ifndef ITO_CORE_TLS_H
+#define ITO_CORE_TLS_H
+
+#include "base.h"
+
+struct worker;
+struct fiber;
+
+/* ITO_TLS: 1 when threads have blocks of their own (set at each start,
+ * after the checks of ito__tls_setup). */
+extern int ito__tls_mode HIDDEN;
+
+/* At each start of the runtime, before the workers: mode from ITO_TLS;
+ * falls back to worker TLS, with one line on stderr, where glibc's layout
+ * is not the verified one or a sanitizer or Valgrind runs. */
+HIDDEN void ito__tls_setup(int want_thread);
+/* A worker's OS thread (or the adopted main thread) starts: records its
+ * own block. For the adopted main thread (root != NULL), the root keeps
+ * the OS thread's block and the worker gets a fresh one for its
+ * scheduler (invariant 4). */
+HIDDEN void ito__tls_worker_start(struct worker *w, struct fiber *root);
+/* Switches the thread pointer to tcb (NULL: the worker's own). */
+HIDDEN void ito__tls_switch(struct worker *w, void *tcb);
+/* A thread starts on fiber f: f gets its block (made or reset). 0 or
+ * EAGAIN (no memory). */
+HIDDEN int ito__tls_thread_begin(struct fiber *f);
+/* The thread on f ends, on its own stack with its block in force: its
+ * thread_local destructors and locale. */
+HIDDEN void ito__tls_thread_end(struct fiber *f);
+/* The thread on f was released: its block is reset for the next thread
+ * and no longer in force for f (invariant 3). */
+HIDDEN void ito__tls_thread_release(struct fiber *f);
+/* A module was loaded (dlopen): its static TLS, if any, is initialised in
+ * every block (glibc does it only for its own threads). */
+HIDDEN void ito__tls_modules_changed(void);
+/* Bytes per block (for the report), 0 with worker TLS. */
+HIDDEN size_t ito__tls_block_size(void);
+
+#endif
