@@ -90,6 +90,7 @@ struct module {
   const void *image; /* .tdata */
   size_t filesz, memsz;
   int libc;          /* libc's block keeps its caches across threads */
+  int seen;          /* still loaded (ito__tls_modules_changed) */
 };
 
 static struct {
@@ -100,11 +101,54 @@ static struct {
   int nmod;
   ptrdiff_t errno_off, h_errno_off, resp_off;
   int lock;
+  unsigned seq; /* odd while the module table changes (block_reset reads it again) */
   /* every block ever made, for a module loaded later (never freed) */
   void **all;
   size_t nall, capall;
   void *proto; /* a descriptor to copy the guards and flags from */
 } ts;
+
+/* A module's static TLS block as the loader placed it for a thread glibc
+ * knows (the one that started the runtime, ts.proto): its dtv entry, which
+ * glibc fills for the static TLS of every thread it knows, also for a
+ * module loaded later with dlopen. */
+static char *static_block_of(size_t modid) {
+  dtv_t *dtv = F(ts.proto, OFF_DTV, dtv_t *);
+  if (!dtv || modid > dtv[-1].counter) return NULL;
+  void *v = __atomic_load_n(&dtv[modid].pointer.val, __ATOMIC_ACQUIRE);
+  return v == TLS_DTV_UNALLOCATED ? NULL : v;
+}
+
+/* A module loaded later has no dtv entry until a thread reaches its TLS
+ * through the dtv; its initial-exec code reaches it through the offsets
+ * the loader wrote for its R_X86_64_TPOFF64 relocations: the offset of
+ * (symbol + addend) from the thread pointer. The block's own offset
+ * follows; NULL when the module has none (it has no static TLS). */
+static char *static_block_by_relocs(const struct dl_phdr_info *info) {
+  const ElfW(Dyn) *dyn = NULL;
+  for (int i = 0; i < info->dlpi_phnum; i++)
+    if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+      dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+  if (!dyn) return NULL;
+  const ElfW(Rela) *rela = NULL;
+  const ElfW(Sym) *sym = NULL;
+  size_t relasz = 0;
+  for (const ElfW(Dyn) *d = dyn; d->d_tag != DT_NULL; d++) {
+    uintptr_t p = (uintptr_t)d->d_un.d_ptr;
+    if (p < info->dlpi_addr && (d->d_tag == DT_RELA || d->d_tag == DT_SYMTAB)) p += info->dlpi_addr;
+    if (d->d_tag == DT_RELA) rela = (const ElfW(Rela) *)p;
+    if (d->d_tag == DT_RELASZ) relasz = d->d_un.d_val;
+    if (d->d_tag == DT_SYMTAB) sym = (const ElfW(Sym) *)p;
+  }
+  for (size_t i = 0; rela && i < relasz / sizeof *rela; i++) {
+    if (ELF64_R_TYPE(rela[i].r_info) != R_X86_64_TPOFF64) continue;
+    size_t si = ELF64_R_SYM(rela[i].r_info);
+    long in_block = (long)rela[i].r_addend + (si && sym ? (long)sym[si].st_value : 0);
+    long tpoff = *(const long *)(info->dlpi_addr + rela[i].r_offset);
+    return (char *)ts.proto + tpoff - in_block;
+  }
+  return NULL;
+}
 
 static int note_module(struct dl_phdr_info *info, size_t size, void *arg) {
   (void)size, (void)arg;
@@ -112,22 +156,31 @@ static int note_module(struct dl_phdr_info *info, size_t size, void *arg) {
   const ElfW(Phdr) *tls = NULL;
   for (int i = 0; i < info->dlpi_phnum; i++)
     if (info->dlpi_phdr[i].p_type == PT_TLS) tls = &info->dlpi_phdr[i];
-  char *tp = get_tp();
-  char *data = info->dlpi_tls_data;
+  char *tp = ts.proto;
+  char *data = static_block_of(info->dlpi_tls_modid);
+  if (!data) data = static_block_by_relocs(info);
   /* static TLS only: a block at a fixed place below the thread pointer
    * (dynamic TLS is reached through the dtv, allocated on first use) */
   if (!tls || !data || data >= tp || data < tp - ts.static_size) return 0;
-  for (int i = 0; i < ts.nmod; i++)
-    if (ts.mod[i].modid == info->dlpi_tls_modid) return 0;
-  if (ts.nmod == MAX_MODULES) return 0;
-  struct module *m = &ts.mod[ts.nmod++];
+  const void *image = (const void *)(info->dlpi_addr + tls->p_vaddr);
+  for (int i = 0; i < ts.nmod; i++) {
+    if (ts.mod[i].modid == info->dlpi_tls_modid && ts.mod[i].image == image) {
+      ts.mod[i].seen = 1;
+      return 0;
+    }
+  }
+  int n = ts.nmod;
+  if (n == MAX_MODULES) return 0;
+  struct module *m = &ts.mod[n];
+  m->seen = 1;
   m->name = info->dlpi_name;
   m->modid = info->dlpi_tls_modid;
   m->off = data - tp;
-  m->image = (const void *)(info->dlpi_addr + tls->p_vaddr);
+  m->image = image;
   m->filesz = tls->p_filesz;
   m->memsz = tls->p_memsz;
   m->libc = info->dlpi_name && strstr(info->dlpi_name, "/libc.so.6") != NULL;
+  STORE_REL(&ts.nmod, n + 1); /* filled before a reset can read it */
   return 0;
 }
 
@@ -167,6 +220,7 @@ void ito__tls_setup(int want_thread) {
   const char *why = unusable();
   if (!why) {
     ts.nmod = 0;
+    ts.proto = get_tp();
     dl_iterate_phdr(note_module, NULL);
     ts.errno_off = tls_offset_of(&errno);
     ts.h_errno_off = tls_offset_of(&h_errno);
@@ -246,8 +300,14 @@ static void init_module(char *pd, const struct module *m) {
  * states: glibc 2.36 has no public call that frees them, so a fresh block
  * would leak them at every thread); errno and h_errno start at 0. */
 static void block_reset(char *pd) {
-  for (int i = 0; i < ts.nmod; i++)
-    if (!ts.mod[i].libc) init_module(pd, &ts.mod[i]);
+  /* the table changes only at a dlopen or dlclose: read it again if it
+   * changed meanwhile (ts.seq is odd while it changes) */
+  unsigned v;
+  do {
+    while ((v = LOAD_ACQ(&ts.seq)) & 1) cpu_relax();
+    for (int i = 0; i < LOAD_RLX(&ts.nmod); i++)
+      if (!ts.mod[i].libc) init_module(pd, &ts.mod[i]);
+  } while (LOAD_ACQ(&ts.seq) != v);
   F(pd + ts.errno_off, 0, int) = 0;
   F(pd + ts.h_errno_off, 0, int) = 0;
   /* dynamic TLS (modules loaded by dlopen, reached through the dtv) is
@@ -316,16 +376,30 @@ void ito__tls_thread_release(fiber *f) {
   f->tls = NULL;
 }
 
+/* After a dlopen or dlclose: a new module's static TLS is initialised in
+ * every block; an unloaded one is forgotten (its image is gone). Called
+ * by one thread at a time (the loader's calls are pinned, and the runtime
+ * serialises these with ts.lock around the table's changes). */
 void ito__tls_modules_changed(void) {
   if (!ito__tls_mode) return;
+  static int busy;
+  spin_lock(&busy);
   spin_lock(&ts.lock);
   int before = ts.nmod;
+  for (int i = 0; i < ts.nmod; i++) ts.mod[i].seen = 0;
   spin_unlock(&ts.lock);
   dl_iterate_phdr(note_module, NULL);
   spin_lock(&ts.lock);
   for (int i = before; i < ts.nmod; i++)
     for (size_t b = 0; b < ts.nall; b++) init_module(ts.all[b], &ts.mod[i]);
+  __atomic_add_fetch(&ts.seq, 1, __ATOMIC_ACQ_REL);
+  int k = 0;
+  for (int i = 0; i < ts.nmod; i++)
+    if (ts.mod[i].seen) ts.mod[k++] = ts.mod[i];
+  STORE_RLX(&ts.nmod, k);
+  __atomic_add_fetch(&ts.seq, 1, __ATOMIC_ACQ_REL);
   spin_unlock(&ts.lock);
+  spin_unlock(&busy);
 }
 
 #else /* not x86-64: not verified, worker TLS */

@@ -78,6 +78,16 @@ ITO_DROPIN_API void ito__dropin_poll_leave(struct ito_poll_source *s);
  * definition. NULL when no object defines it. */
 ITO_DROPIN_API void *ito__dropin_sym(const void *after, const char *name, const char *version);
 
+/* The set*id system call nr on every OS thread of the process, as glibc's
+ * set*id calls do, without glibc's broadcast (which acts on thread
+ * descriptors: docs/tls.md, "set*id"). 0 or -errno. */
+ITO_DROPIN_API long ito__dropin_setxid(long nr, long a, long b, long c);
+
+/* A module was loaded or unloaded (the library's dlopen, dlclose): with
+ * ITO_TLS=thread a new module's static TLS is initialised in every
+ * thread's block, and an unloaded one's forgotten (src/core/tls.h). */
+ITO_DROPIN_API void ito__dropin_tls_loaded(void);
+
 /* ---- threads (threads.c) -------------------------------------------------------------------- */
 
 /* Creation with pthread attributes. stacksize 0: the runtime's default

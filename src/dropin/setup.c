@@ -8,6 +8,8 @@
 
 #include "../core/config.h"
 #include "../core/elfsym.h"
+#include "../core/setxid.h"
+#include "../core/tls.h"
 #include "../core/hooks.h"
 #include "../core/os.h"
 #include "../core/poll.h"
@@ -50,3 +52,7 @@ void ito__dropin_poll_leave(struct ito_poll_source *s) { ito__poll_leave(s); }
 void *ito__dropin_sym(const void *after, const char *name, const char *version) {
   return ito__elf_sym(after, name, version);
 }
+
+long ito__dropin_setxid(long nr, long a, long b, long c) { return ito__setxid(nr, a, b, c); }
+
+void ito__dropin_tls_loaded(void) { ito__tls_modules_changed(); }

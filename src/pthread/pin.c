@@ -46,6 +46,9 @@ SHIM_EXPORT void *dlopen(const char *file, int mode) {
   if (h) {
     void *g = dlsym(RTLD_DEFAULT, "__cxa_get_globals");
     if (g) ito__dropin_set_eh((void *(*)(void))g);
+    /* a module with static TLS: glibc initialises it only in the threads
+     * it knows, not in the lightweight threads' own blocks */
+    ito__dropin_tls_loaded();
   }
   return h;
 }
@@ -55,6 +58,7 @@ SHIM_EXPORT int dlclose(void *h) {
   int pinned = pin_if_ito();
   int rc = shim_real.dlclose(h);
   if (pinned) ito__dropin_unpin();
+  if (rc == 0) ito__dropin_tls_loaded(); /* (a module's static TLS may be gone) */
   return rc;
 }
 

@@ -160,7 +160,16 @@
   X(nanosleep, int, (const struct timespec *, struct timespec *))                                \
   X(clock_nanosleep, int, (clockid_t, int, const struct timespec *, struct timespec *))          \
   X(usleep, int, (useconds_t))                                                                   \
-  X(sleep, unsigned, (unsigned))
+  X(sleep, unsigned, (unsigned))                                                                 \
+  X(setuid, int, (uid_t))                                                                        \
+  X(setgid, int, (gid_t))                                                                        \
+  X(seteuid, int, (uid_t))                                                                       \
+  X(setegid, int, (gid_t))                                                                       \
+  X(setreuid, int, (uid_t, uid_t))                                                               \
+  X(setregid, int, (gid_t, gid_t))                                                               \
+  X(setresuid, int, (uid_t, uid_t, uid_t))                                                       \
+  X(setresgid, int, (gid_t, gid_t, gid_t))                                                       \
+  X(setgroups, int, (size_t, const gid_t *))
 
 struct shim_real {
 #define SHIM_FIELD(name, ret, args) ret(*name) args;
