@@ -252,16 +252,37 @@ size_t ito__tls_block_size(void) { return ito__tls_mode ? ts.static_size + ts.al
 
 /* A fresh block: glibc's allocator lays out the dtv and every module's
  * static TLS; the descriptor is filled as glibc's pthread_create does. */
-static void *block_new(void) {
-  size_t total = ts.static_size + ts.align;
-  char *mem = mmap(NULL, (total + 4095) & ~4095UL, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (mem == MAP_FAILED) return NULL;
-  char *pd = (char *)(((uintptr_t)mem + total - TCB_SIZE) & ~(uintptr_t)(ts.align - 1));
-  if (!ts.allocate(pd)) {
-    munmap(mem, (total + 4095) & ~4095UL);
-    return NULL;
+/* Blocks are carved from slabs, one after the other, so that a block
+ * touches only the pages its descriptor and its modules' TLS lie on (the
+ * static TLS surplus between them stays untouched). Never freed: a block
+ * stays with its fiber. */
+#define SLAB_BLOCKS 256
+static char *slab_next, *slab_end;
+
+static char *slab_take(size_t stride) {
+  spin_lock(&ts.lock);
+  if (!slab_next || slab_next + stride > slab_end) {
+    size_t len = stride * SLAB_BLOCKS;
+    char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) {
+      spin_unlock(&ts.lock);
+      return NULL;
+    }
+    slab_next = m;
+    slab_end = m + len;
   }
+  char *b = slab_next;
+  slab_next += stride;
+  spin_unlock(&ts.lock);
+  return b;
+}
+
+static void *block_new(void) {
+  size_t stride = (ts.static_size + ts.align + ts.align - 1) & ~(ts.align - 1);
+  char *mem = slab_take(stride);
+  if (!mem) return NULL;
+  char *pd = (char *)(((uintptr_t)mem + stride - TCB_SIZE) & ~(uintptr_t)(ts.align - 1));
+  if (!ts.allocate(pd)) return NULL; /* (the slot stays unused) */
   F(pd, OFF_TCB, void *) = pd;
   F(pd, OFF_SELF, void *) = pd;
   F(pd, OFF_MULTIPLE, int) = 1;
