@@ -12,6 +12,7 @@
 #include "setxid.h"
 
 #include "os.h"
+#include "tls.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -115,6 +116,11 @@ static int signal_others(int self, int *seen, int *nseen) {
 }
 
 long ito__setxid(long nr, long a, long b, long c) {
+  /* Lightweight threads on their workers' blocks: every OS thread's
+   * descriptor is glibc's own, and glibc's broadcast is right (and sees
+   * only the program's threads, where /proc/self/task also lists an
+   * emulator's: qemu-user's never run the handler). */
+  if (!LOAD_ACQ(&ito__tls_mode)) return 1;
   spin_lock(&sx.lock);
   if (install() != 0) {
     spin_unlock(&sx.lock);

@@ -8,22 +8,34 @@
 #include <grp.h>
 #include <sys/syscall.h>
 
-static int setxid(long nr, long a, long b, long c) {
+/* 1 with *ret set when the runtime made the call; 0 when glibc's own
+ * broadcast is the right one (lightweight threads on their workers'
+ * blocks: ITO_TLS=worker or its fallback). */
+static int setxid(long nr, long a, long b, long c, int *ret) {
   long r = ito__dropin_setxid(nr, a, b, c);
+  if (r == 1) return 0;
   if (r < 0) {
     errno = (int)-r;
-    return -1;
+    *ret = -1;
+  } else {
+    *ret = 0;
   }
-  return 0;
+  return 1;
 }
+#define SETXID(name, nr, a, b, c, ...)                                         \
+  do {                                                                         \
+    int ret_;                                                                  \
+    if (setxid(nr, a, b, c, &ret_)) return ret_;                               \
+    return shim_real.name(__VA_ARGS__);                                        \
+  } while (0)
 
 SHIM_EXPORT int setuid(uid_t u) {
   SHIM_ENTER(setuid, u);
-  return setxid(SYS_setuid, (long)u, 0, 0);
+  SETXID(setuid, SYS_setuid, (long)u, 0, 0, u);
 }
 SHIM_EXPORT int setgid(gid_t g) {
   SHIM_ENTER(setgid, g);
-  return setxid(SYS_setgid, (long)g, 0, 0);
+  SETXID(setgid, SYS_setgid, (long)g, 0, 0, g);
 }
 SHIM_EXPORT int seteuid(uid_t u) {
   SHIM_ENTER(seteuid, u);
@@ -31,7 +43,7 @@ SHIM_EXPORT int seteuid(uid_t u) {
     errno = EINVAL;
     return -1;
   }
-  return setxid(SYS_setresuid, -1L, (long)u, -1L);
+  SETXID(seteuid, SYS_setresuid, -1L, (long)u, -1L, u);
 }
 SHIM_EXPORT int setegid(gid_t g) {
   SHIM_ENTER(setegid, g);
@@ -39,25 +51,25 @@ SHIM_EXPORT int setegid(gid_t g) {
     errno = EINVAL;
     return -1;
   }
-  return setxid(SYS_setresgid, -1L, (long)g, -1L);
+  SETXID(setegid, SYS_setresgid, -1L, (long)g, -1L, g);
 }
 SHIM_EXPORT int setreuid(uid_t r, uid_t e) {
   SHIM_ENTER(setreuid, r, e);
-  return setxid(SYS_setreuid, (long)(int)r, (long)(int)e, 0);
+  SETXID(setreuid, SYS_setreuid, (long)(int)r, (long)(int)e, 0, r, e);
 }
 SHIM_EXPORT int setregid(gid_t r, gid_t e) {
   SHIM_ENTER(setregid, r, e);
-  return setxid(SYS_setregid, (long)(int)r, (long)(int)e, 0);
+  SETXID(setregid, SYS_setregid, (long)(int)r, (long)(int)e, 0, r, e);
 }
 SHIM_EXPORT int setresuid(uid_t r, uid_t e, uid_t s) {
   SHIM_ENTER(setresuid, r, e, s);
-  return setxid(SYS_setresuid, (long)(int)r, (long)(int)e, (long)(int)s);
+  SETXID(setresuid, SYS_setresuid, (long)(int)r, (long)(int)e, (long)(int)s, r, e, s);
 }
 SHIM_EXPORT int setresgid(gid_t r, gid_t e, gid_t s) {
   SHIM_ENTER(setresgid, r, e, s);
-  return setxid(SYS_setresgid, (long)(int)r, (long)(int)e, (long)(int)s);
+  SETXID(setresgid, SYS_setresgid, (long)(int)r, (long)(int)e, (long)(int)s, r, e, s);
 }
 SHIM_EXPORT int setgroups(size_t n, const gid_t *list) {
   SHIM_ENTER(setgroups, n, list);
-  return setxid(SYS_setgroups, (long)n, (long)list, 0);
+  SETXID(setgroups, SYS_setgroups, (long)n, (long)list, 0, n, list);
 }
