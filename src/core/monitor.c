@@ -3,6 +3,7 @@
  * docs/monitor.md. */
 #define _GNU_SOURCE
 #include "monitor.h"
+#include "signal.h"
 
 #include "config.h"
 #include "handle.h"
@@ -53,6 +54,7 @@ static struct {
   pthread_t os;
   int started;
   int stop_word;
+  int poked;                    /* ito__monitor_poke: signals to route */
   int cap;    /* ITO_EXTRA_WORKERS, at most the free slots */
   int alive;  /* extras counted as running (may_retire takes one off) */
   int wanted; /* blocked workers at the last tick */
@@ -358,15 +360,26 @@ static bool observe(void) {
 
 static void *monitor_main(void *arg) {
   (void)arg;
+  ito__sig_monitor_start();
   long long tick = TICK_NS;
   while (!LOAD_ACQ(&mon.stop_word)) {
     struct timespec rel = ns_to_ts(tick);
-    ito__futex_wait(&mon.stop_word, 0, &rel);
+    if (!LOAD_ACQ(&mon.poked)) ito__futex_wait(&mon.stop_word, 0, &rel);
     if (LOAD_ACQ(&mon.stop_word)) break;
+    if (LOAD_ACQ(&mon.poked)) { /* signals for lightweight threads (signal.c) */
+      STORE_REL(&mon.poked, 0);
+      ito__sig_route_inbox();
+      continue;
+    }
     tick = observe() ? TICK_NS : (tick * 2 < TICK_MAX_NS ? tick * 2 : TICK_MAX_NS);
   }
   reap();
   return NULL;
+}
+
+void ito__monitor_poke(void) {
+  STORE_REL(&mon.poked, 1);
+  ito__futex_wake(&mon.stop_word, 1);
 }
 
 void ito__monitor_start(void) {

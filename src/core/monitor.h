@@ -28,6 +28,9 @@ HIDDEN void ito__monitor_start(void);
 /* At shut-down, before the workers stop: the monitor ends and every
  * retired extra is joined; running extras stop with the workers. */
 HIDDEN void ito__monitor_stop(void);
+/* From a signal handler: the monitor routes the signals ito's handler
+ * left (signal.c) at once. */
+HIDDEN void ito__monitor_poke(void);
 
 /* An extra worker w found nothing to do: may it retire (invariant 3)? If
  * yes it is no longer counted; ito__monitor_stay undoes that when its

@@ -6,6 +6,7 @@
 
 #include "fiber.h"
 #include "os.h"
+#include "signal.h"
 #include "worker.h"
 
 #include <signal.h>
@@ -15,6 +16,7 @@
 #include <sys/mman.h>
 
 static struct sigaction old_segv, old_bus;
+int ito__segv_installed;
 
 static void segv_handler(int sig, siginfo_t *si, void *uc) {
   worker *w = ito__tls_worker;
@@ -37,7 +39,9 @@ static void segv_handler(int sig, siginfo_t *si, void *uc) {
     signal(SIGABRT, SIG_DFL);
     abort();
   }
-  struct sigaction *old = sig == SIGSEGV ? &old_segv : &old_bus;
+  struct sigaction *old = sig == SIGSEGV ? &old_segv : &old_bus, prog;
+  if (ito__sig_prog_action(sig, &prog)) /* set since (through a drop-in library) */
+    old = &prog;
   if (old->sa_flags & SA_SIGINFO) {
     if (old->sa_sigaction) {
       old->sa_sigaction(sig, si, uc);
@@ -59,6 +63,7 @@ void ito__install_segv(void) {
   sigemptyset(&sa.sa_mask);
   ito__os.sigaction(SIGSEGV, &sa, &old_segv);
   ito__os.sigaction(SIGBUS, &sa, &old_bus);
+  STORE_REL(&ito__segv_installed, 1);
 }
 
 char *ito__altstack_setup(void) {

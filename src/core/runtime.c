@@ -2,6 +2,7 @@
  * Invariants at the top of runtime.h; design in docs/architecture.md. */
 #define _GNU_SOURCE
 #include "runtime.h"
+#include "signal.h"
 
 #include "config.h"
 #include "fiber.h"
@@ -144,6 +145,7 @@ static void *worker_main(void *arg) {
   worker *w = arg;
   ito__tls_worker = w;
   ito__tls_worker_start(w, NULL);
+  ito__sig_worker_start(w, NULL);
   w->os_tid = (int)gettid();
   if (!w->altstack) w->altstack = ito__altstack_setup();
   bind_worker(w);
@@ -197,6 +199,7 @@ static int adopt_main(worker *w) {
   w->os_tid = (int)gettid();
   ito__tls_worker = w;
   ito__tls_worker_start(w, &root_fiber); /* the root keeps main's block (tls.h, invariant 4) */
+  ito__sig_worker_start(w, root);
   if (!w->altstack) w->altstack = ito__altstack_setup();
   bind_worker(w);
   return 0;
@@ -211,6 +214,8 @@ static void unadopt_main(worker *w) {
     root = NULL;
   }
 }
+
+ithread *ito__root_thread(void) { return LOAD_ACQ(&root); }
 
 bool ito__is_root(void) {
   worker *w = cur_worker();

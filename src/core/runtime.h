@@ -22,6 +22,9 @@ static inline bool ito__running(void) { return ito__rt_state() == RT_RUNNING; }
 /* Starts the runtime if it is not running: 0, or EAGAIN / ENOMEM when
  * workers or their memory could not be made. */
 HIDDEN int ito__ensure(void);
+/* The root thread's descriptor while the runtime runs (else NULL). */
+struct ithread;
+HIDDEN struct ithread *ito__root_thread(void);
 /* Is the calling ito thread the root (the program's main thread)? */
 HIDDEN bool ito__is_root(void);
 

@@ -3,6 +3,7 @@
  * Invariants at the top of sched.h; design in docs/scheduler.md. */
 #define _GNU_SOURCE
 #include "sched.h"
+#include "signal.h"
 
 #include "hooks.h"
 #include "lazy.h"
@@ -327,6 +328,12 @@ void ito__suspend(int action, void *arg, void (*post)(void *), void *post_arg) {
   enter_sched(w, f, action, arg, true);
   ito__run_post(cur_worker());
   ito__restore_thread_state(&save);
+  /* signals sent meanwhile (a wait that registered for them delivers
+   * them itself, once it is over) */
+  if (UNLIKELY(ito__sig_on)) {
+    ithread *t = f->thread;
+    if (t && !t->intr && (LOAD_ACQ(&t->sigpend) & ~t->sigmask)) ito__sig_deliver();
+  }
 }
 
 void ito__exit_fiber(worker *w, fiber *f) {

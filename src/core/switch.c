@@ -85,6 +85,7 @@ void ito__switch(worker *w, fiber *from, fiber *to, int from_dying) {
   (void)from_dying;
   TSAN_TO(to);
   tls_enter(w, to);
+  sig_enter(w, to);
   ito__ctx_jump(from ? &from->sp : &dummy, to->sp, to);
 #if ITO_ASAN
   ito__asan_finish(from->asan_fake);

@@ -19,6 +19,7 @@
 #include "base.h"
 #include "fiber.h"
 #include "san.h"
+#include "signal.h"
 #include "tls.h"
 #include "worker.h"
 
@@ -41,6 +42,13 @@ static inline void tls_enter(worker *w, fiber *f) {
   }
 }
 
+/* The signal mask of what runs next on w (signal.h, invariant 1): f's
+ * thread's; the scheduler keeps the last. */
+static inline void sig_enter(worker *w, fiber *f) {
+  if (UNLIKELY(ito__sig_on) && f && f->thread && f->thread->osmask != w->os_sigmask)
+    ito__sig_apply(w, f->thread->osmask);
+}
+
 /* Just before a switch: f's stack runs next, the current context is not
  * kept (a resumption or a first start): the sanitizers' annotations and
  * the thread pointer. */
@@ -49,7 +57,9 @@ static inline void enter_fiber(fiber *f) {
   ito__asan_start(NULL, f->lo, (size_t)(f->hi - f->lo));
 #endif
   TSAN_TO(f);
-  tls_enter(cur_worker(), f);
+  worker *w = cur_worker();
+  tls_enter(w, f);
+  sig_enter(w, f);
 }
 
 /* ---- the thread's own state across a switch (invariant 3) ------------------------------ */

@@ -164,14 +164,19 @@ int ito__sleep_until(clockid_t clock, const struct timespec *abstime) {
   void *head = NULL, *tail = NULL;
   for (;;) {
     spin_lock(&qlock);
-    if (ito__wq_wait(&qlock, &head, &tail, 0, clock, abstime, NULL, NULL) == ETIMEDOUT) return 0;
+    int rc = ito__wq_wait(&qlock, &head, &tail, WQ_INTR, clock, abstime, NULL, NULL);
+    if (rc == ETIMEDOUT) return 0;
+    if (rc == EINTR) return EINTR; /* a signal's handler ran (signal.h) */
   }
 }
 
 int ito_nanosleep(const struct timespec *req) {
   if (!req || req->tv_sec < 0 || !ts_valid(req)) return EINVAL;
   struct timespec until = deadline_in(CLOCK_MONOTONIC, ts_to_ns(req));
-  return ito__sleep_until(CLOCK_MONOTONIC, &until);
+  int rc;
+  while ((rc = ito__sleep_until(CLOCK_MONOTONIC, &until)) == EINTR) {
+  }
+  return rc;
 }
 
 /* ---- barrier ----------------------------------------------------------------------------------------- */

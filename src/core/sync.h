@@ -17,8 +17,9 @@ HIDDEN int ito__lock_slow(int *state, int *qlock, void **head, void **tail, cloc
                           const struct timespec *abs);
 /* The unlocker's wake, once its exchange to 0 returned 2. */
 HIDDEN void ito__unlock_wake(int *qlock, void **head, void **tail);
-/* Sleeps until abstime on clock; an ito thread parks on a timer. 0 or
- * EINVAL. */
+/* Sleeps until abstime on clock; an ito thread parks on a timer. 0,
+ * EINVAL, or EINTR when a signal's handler ran on the thread (signal.h:
+ * only with a drop-in library's signals). */
 HIDDEN int ito__sleep_until(clockid_t clock, const struct timespec *abstime);
 
 #endif

@@ -4,6 +4,7 @@
  * docs/scheduler.md, "Threads". */
 #define _GNU_SOURCE
 #include "thread.h"
+#include "signal.h"
 
 #include "monitor.h"
 
@@ -53,6 +54,7 @@ static inline void thread_release(ithread *t) {
   t->pin = 0;
   t->name[0] = 0;
   t->policy = t->prio = t->explicit_sched = 0;
+  if (UNLIKELY(ito__sig_on)) ito__sig_thread_release(t);
   worker *w = cur_worker();
   fiber_put(w ? &w->fibers : NULL, f);
 }
@@ -216,6 +218,7 @@ int ito__thread_start(fiber *f, void *(*fn)(void *), void *arg, const struct thr
   ithread *t = thread_init(f);
   t->fn = fn;
   t->arg = arg;
+  if (UNLIKELY(ito__sig_on)) ito__sig_thread_begin(t, o->has_sigmask ? &o->sigmask : NULL);
   if (o->detached) {
     t->joiner = JOINER_DETACHED;
     t->detach_refs = 1;
@@ -324,6 +327,10 @@ int ito_create(void *(*fn)(void *), void *arg, ito_thread_t *out) {
   ithread *t = &f->th; /* fresh: fiber.h, invariant 3 */
   ITO_ASSERT(!t->flags && t->sync == TS_RUNNING && !t->joiner && !t->keys && !t->pin);
   f->thread = t;
+  if (UNLIKELY(ito__sig_on)) { /* the creator's signal mask (signal.h) */
+    t->sigmask = t->osmask = w->cur->thread ? w->cur->thread->sigmask : w->os_sigmask;
+    STORE_REL(&t->sig_live, 1);
+  }
   count_created(w);
   if (out) *out = ito__handle(t); /* before the child runs: it may read it */
   HOOK(ITO_EV_CREATE, w->id, t, 0);

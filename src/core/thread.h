@@ -40,6 +40,18 @@ typedef struct ithread {
    * policy and priority, and whether its creation named them */
   char name[16];
   int policy, prio, explicit_sched;
+  /* signals (signal.h): the mask, what was sent to it and waits for
+   * delivery, what it waits for in sigwait, the infos (allocated on first
+   * need, kept with the descriptor), its interruptible wait (under
+   * ilock; iflight while an interrupter works on it), and the result of
+   * its last delivery (0 none, 1 all SA_RESTART, 2 not) */
+  uint64_t sigmask, sigpend, sigwaitset;
+  uint64_t osmask;          /* what its worker's OS thread blocks while it runs: sigmask,
+                               or every asynchronous signal in sigsuspend */
+  struct sig_infos *siginfo;
+  struct sig_intr *intr;
+  int ilock, iflight, sig_last;
+  int sig_live;             /* a program thread that signals can be routed to */
 } ithread;
 
 enum { TS_RUNNING = 0, TS_EXITING = 1, TS_DONE = 2, TS_CLAIMED = 3 };
@@ -57,6 +69,8 @@ struct thread_opts {
   int queue;           /* queue the child rather than run it first */
   int anon;            /* a detached task (ito__thread_spawn): no TLS block of its own */
   int policy, prio, explicit_sched; /* the drop-in's, set before the child runs */
+  int has_sigmask;     /* the child's signal mask is sigmask, not its creator's */
+  uint64_t sigmask;
 };
 /* Starts fn(arg) on the fresh fiber f; *out gets the descriptor, *hout
  * (if not NULL) the handle, before the child runs. */

@@ -3,6 +3,7 @@
 #include "waitq.h"
 
 #include "sched.h"
+#include "signal.h"
 #include "timer.h"
 
 #include <errno.h>
@@ -133,17 +134,24 @@ struct wait_timer {
   void **head, **tail;
 };
 
-static void wait_timeout(struct ito_timer *t) {
-  struct wait_timer *wtm = (struct wait_timer *)t;
-  waiter *wt = wtm->wt;
-  spin_lock(wtm->qlock);
+static void take_with(int *qlock, void **head, void **tail, waiter *wt, int result) {
+  spin_lock(qlock);
   bool mine = wt->queued;
   if (mine) {
-    q_remove(wtm->head, wtm->tail, wt);
-    wt->result = ETIMEDOUT;
+    q_remove(head, tail, wt);
+    wt->result = result;
   }
-  spin_unlock(wtm->qlock);
+  spin_unlock(qlock);
   if (mine) ito__wake_waiter(wt);
+}
+
+static void wait_timeout(struct ito_timer *t) {
+  struct wait_timer *wtm = (struct wait_timer *)t;
+  take_with(wtm->qlock, wtm->head, wtm->tail, wtm->wt, ETIMEDOUT);
+}
+
+void ito__wq_interrupt(int *qlock, void **head, void **tail, waiter *wt) {
+  take_with(qlock, head, tail, wt, EINTR);
 }
 
 /* Parks the calling fiber (whose waiter is queued under *qlock); the
@@ -155,6 +163,8 @@ int ito__wq_wait(int *qlock, void **head, void **tail, int tag, clockid_t clock,
   ITO_ASSERT(spin_held(qlock));
   fiber *f = parkable(cur_worker());
   waiter os_wt, *wt = f ? &f->w : &os_wt; /* a fiber's waiter lives in the fiber */
+  int intr = (tag & WQ_INTR) && f && f->thread && UNLIKELY(ito__sig_on);
+  tag &= ~WQ_INTR;
   memset(wt, 0, sizeof *wt);
   wt->fiber = f;
   wt->tag = tag;
@@ -184,6 +194,15 @@ int ito__wq_wait(int *qlock, void **head, void **tail, int tag, clockid_t clock,
     }
     return wt->result;
   }
+  struct sig_intr reg = {qlock, head, tail, wt};
+  ithread *t = f->thread;
+  if (intr && ito__sig_park_begin(t, &reg)) { /* a signal is already here */
+    q_remove(head, tail, wt);
+    spin_unlock(qlock);
+    ito__sig_park_end(t);
+    ito__sig_deliver();
+    return EINTR;
+  }
   struct wait_timer tm;
   if (abstime) {
     memset(&tm, 0, sizeof tm);
@@ -196,5 +215,9 @@ int ito__wq_wait(int *qlock, void **head, void **tail, int tag, clockid_t clock,
   }
   ito__suspend(ACT_BLOCK, NULL, unlock_post, qlock);
   if (abstime) ito__timer_cancel(&tm.t);
+  if (intr) {
+    ito__sig_park_end(t);
+    if (LOAD_ACQ(&t->sigpend) & ~t->sigmask) ito__sig_deliver();
+  }
   return wt->result;
 }

@@ -30,12 +30,16 @@ typedef struct waiter {
   int tag;                  /* the waiter's kind, for queues that mix kinds (rwlocks) */
 } waiter;
 
+/* Or'ed into tag: a signal for the waiting thread (signal.h) ends the wait
+ * with EINTR (its handler runs before the wait returns). */
+#define WQ_INTR (1 << 30)
 /* The one wait. Called with *qlock held: queues the caller with tag, calls
  * locked(arg) if given (still under *qlock; a nonzero return takes the
  * caller off the queue, releases *qlock and is returned), then releases
  * *qlock and waits until a wake takes it or the deadline (abstime on clock,
  * CLOCK_REALTIME or CLOCK_MONOTONIC; NULL: none) passes. Returns 0 when
- * woken, ETIMEDOUT at the deadline (off the queue either way). */
+ * woken, ETIMEDOUT at the deadline, EINTR (WQ_INTR) for a signal; off the
+ * queue in every case. */
 HIDDEN int ito__wq_wait(int *qlock, void **head, void **tail, int tag, clockid_t clock,
                         const struct timespec *abstime, int (*locked)(void *), void *arg);
 /* Under *qlock: takes up to n waiters (n < 0: all) off the queue, as a
@@ -52,6 +56,9 @@ static inline int wq_head_tag(void *const *head) {
 /* Without the lock: wakes a list from ito__wq_take (threads go to the
  * ready queues in one batch). */
 HIDDEN void ito__wq_wake(waiter *list);
+/* A signal's interruption (signal.c): takes wt off its queue with EINTR
+ * and wakes it, unless a wake or the timer took it first. */
+HIDDEN void ito__wq_interrupt(int *qlock, void **head, void **tail, waiter *wt);
 /* Wakes one waiter taken off its queue. */
 HIDDEN void ito__wake_waiter(waiter *wt);
 /* A list's last element (lists end in NULL). */

@@ -83,6 +83,21 @@ ITO_DROPIN_API void *ito__dropin_sym(const void *after, const char *name, const 
  * descriptors: docs/tls.md, "set*id"). 0 or -errno. */
 ITO_DROPIN_API long ito__dropin_setxid(long nr, long a, long b, long c);
 
+/* Signals per lightweight thread (src/core/signal.h, docs/signals.md).
+ * sig_enable: before the runtime starts. The others act for the calling
+ * ito thread (mask, pending, suspend) or on thread h (send: h 0 is the
+ * root; value NULL for pthread_kill); results as the POSIX calls' (error numbers, or
+ * -1 with errno for suspend). sig_restart: after a wait that a signal
+ * ended, whether every handler that ran asked for SA_RESTART. */
+ITO_DROPIN_API void ito__dropin_sig_enable(void);
+ITO_DROPIN_API int ito__dropin_sigmask(int how, const sigset_t *set, sigset_t *old);
+ITO_DROPIN_API int ito__dropin_sigsend(ito_thread_t h, int sig, const union sigval *value);
+ITO_DROPIN_API int ito__dropin_sigaction(int sig, const struct sigaction *act,
+                                         struct sigaction *old);
+ITO_DROPIN_API void ito__dropin_sigpending(sigset_t *out);
+ITO_DROPIN_API int ito__dropin_sigsuspend(const sigset_t *mask);
+ITO_DROPIN_API int ito__dropin_sig_restart(void);
+
 /* A module was loaded or unloaded (the library's dlopen, dlclose): with
  * ITO_TLS=thread a new module's static TLS is initialised in every
  * thread's block, and an unloaded one's forgotten (src/core/tls.h). */
@@ -102,6 +117,8 @@ struct ito_dropin_attr {
   void *stackaddr;
   int detached;
   int explicit_sched, policy, prio; /* an explicit scheduling attribute, kept for reading back */
+  int has_sigmask;                  /* pthread_attr_setsigmask_np: the child's mask */
+  uint64_t sigmask;
 };
 ITO_DROPIN_API int ito__dropin_create(ito_thread_t *out, const struct ito_dropin_attr *a,
                                       void *(*fn)(void *), void *arg);
@@ -182,7 +199,10 @@ ITO_DROPIN_API int ito__dropin_stealable(void);
  * caller off the queue, releases *qlock and is returned), then releases
  * *qlock and waits until a wake takes it or the deadline (abstime on clock,
  * CLOCK_REALTIME or CLOCK_MONOTONIC; NULL: none) passes. Returns 0 when
- * woken, ETIMEDOUT at the deadline (off the queue either way). */
+ * woken, ETIMEDOUT at the deadline, EINTR when tag has ITO_DROPIN_WQ_INTR
+ * and a signal for the thread ended it (its handler has run); off the
+ * queue in every case. */
+#define ITO_DROPIN_WQ_INTR (1 << 30)
 ITO_DROPIN_API int ito__dropin_wq_wait(int *qlock, void **head, void **tail, int tag,
                                        clockid_t clock, const struct timespec *abstime,
                                        int (*locked)(void *), void *arg);

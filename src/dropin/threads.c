@@ -25,7 +25,7 @@ int ito__dropin_create(ito_thread_t *out, const struct ito_dropin_attr *a, void 
   worker *w = cur_worker();
   int pinned = w && w->cur && (!parkable(w) || w->cur->home); /* must not move: queue the child */
   if (!pinned && (!a || (!a->stackaddr && !a->detached && !a->explicit_sched &&
-                         a->stacksize <= ito__stack_size()))) {
+                         !a->has_sigmask && a->stacksize <= ito__stack_size()))) {
     rc = ito_create(fn, arg, out);
   } else {
     fiber *f;
@@ -44,6 +44,10 @@ int ito__dropin_create(ito_thread_t *out, const struct ito_dropin_attr *a, void 
         o.explicit_sched = 1;
         o.policy = a->policy;
         o.prio = a->prio;
+      }
+      if (a && a->has_sigmask) {
+        o.has_sigmask = 1;
+        o.sigmask = a->sigmask;
       }
       rc = ito__thread_start(f, fn, arg, &o, &t, out);
     }

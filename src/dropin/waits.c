@@ -6,6 +6,8 @@
 #include "../core/sync.h"
 #include "../core/waitq.h"
 
+_Static_assert(ITO_DROPIN_WQ_INTR == WQ_INTR, "the drop-in's interruptible wait flag");
+
 int ito__dropin_wq_wait(int *qlock, void **head, void **tail, int tag, clockid_t clock,
                         const struct timespec *abstime, int (*locked)(void *), void *arg) {
   return ito__wq_wait(qlock, head, tail, tag, clock, abstime, locked, arg);

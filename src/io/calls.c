@@ -170,6 +170,10 @@ static ssize_t io_call(struct op *o) {
     }
     int rc = ito__io_park(r, o->fd, gen, dir, seen, dl);
     if (rc == ENOTSUP) return plain(o);
+    if (rc == EINTR && !ito__sig_restartable()) { /* a handler without SA_RESTART ran */
+      ito__io_set_errno(EINTR);
+      return -1;
+    }
     if (rc == EBADF || rc == ETIMEDOUT) {
       ito__io_set_errno(rc == EBADF ? EBADF : EAGAIN);
       return -1;
@@ -337,7 +341,13 @@ int ito_connect(int fd, const struct sockaddr *addr, socklen_t alen) {
       ito__io_set_errno(EBADF);
       return -1;
     }
-    if (k == ETIMEDOUT) { /* as Linux: the connection goes on in the background */
+    if (k == ETIMEDOUT || (k == EINTR && !ito__sig_restartable())) {
+      /* as Linux: the connection goes on in the background */
+      if (k == EINTR) {
+        SYS(SYS_fcntl, fd, F_SETFL, fl);
+        ito__io_set_errno(EINTR);
+        return -1;
+      }
       SYS(SYS_fcntl, fd, F_SETFL, fl);
       ito__io_set_errno(EINPROGRESS);
       return -1;

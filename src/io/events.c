@@ -217,21 +217,34 @@ int ito_sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec
   if (!ito__io_parkable()) return (int)SYS(SYS_rt_sigtimedwait, set, info, tmo, (size_t)SIGSET_BYTES);
   struct timespec dl;
   if (tmo && !deadline_of(tmo, &dl)) return fail(EINVAL);
-  int rc = sig_now(set, info);
+  /* sent to this thread (pthread_kill), or held by the runtime for the
+   * process (signal.c), before the kernel's */
+  int rc = ito__sig_on ? ito__sig_take(set, info) : 0;
+  if (rc > 0) return rc;
+  rc = sig_now(set, info);
   if (rc >= 0 || ito__io_errno() != EAGAIN || (tmo && !tmo->tv_sec && !tmo->tv_nsec)) return rc;
   int fd = (int)SYS(SYS_signalfd4, -1, set, (size_t)SIGSET_BYTES, SFD_NONBLOCK | SFD_CLOEXEC);
   if (fd < 0) /* no descriptor left: wait as libc does, blocking the worker */
     return (int)SYS(SYS_rt_sigtimedwait, set, info, tmo, (size_t)SIGSET_BYTES);
+  if (ito__sig_on) ito__sig_waiting(set); /* a signal of set sent to it wakes it */
   for (;;) {
     struct pollfd p = {fd, POLLIN, 0};
     int pr = ito__io_poll(&p, 1, tmo ? &dl : NULL, false);
+    int e = ito__io_errno();
+    rc = ito__sig_on ? ito__sig_take(set, info) : 0;
+    if (rc > 0) break;
     rc = sig_now(set, info);
     if (rc >= 0) break;
+    if (pr < 0 && e == EINTR) { /* a handler ran: sigwait waits on, the others return */
+      ito__io_set_errno(EINTR);
+      break;
+    }
     if (pr <= 0) { /* the deadline (or an error of the poll) */
-      if (pr == 0) ito__io_set_errno(EAGAIN);
+      ito__io_set_errno(pr == 0 ? EAGAIN : e);
       break;
     }
   }
+  if (ito__sig_on) ito__sig_waiting(NULL);
   int e = ito__io_errno(); /* (after a park: not through an address kept from before) */
   ito_close(fd);
   ito__io_set_errno(e);

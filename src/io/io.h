@@ -28,6 +28,7 @@
 #include "../core/base.h"
 #include "../core/os.h"
 #include "../core/waitq.h"
+#include "../core/signal.h"
 
 #include <poll.h>
 #include <sys/types.h>

@@ -92,11 +92,12 @@ int ito__io_poll(struct pollfd *fds, nfds_t n, const struct timespec *deadline, 
       }
       spin_unlock(&r->lock);
     }
+    int woke = 0;
     if (!stale && hung) {
       ito__io_wait_begin();
       spin_lock(&g.qlock);
       if (!__atomic_load_n(&g.fired, __ATOMIC_ACQUIRE))
-        ito__wq_wait(&g.qlock, &g.head, &g.tail, 0, CLOCK_MONOTONIC, dl, NULL, NULL);
+        woke = ito__wq_wait(&g.qlock, &g.head, &g.tail, WQ_INTR, CLOCK_MONOTONIC, dl, NULL, NULL);
       else
         spin_unlock(&g.qlock);
       ito__io_wait_end();
@@ -114,6 +115,11 @@ int ito__io_poll(struct pollfd *fds, nfds_t n, const struct timespec *deadline, 
       while ((rc = (int)ito__io_sys_poll(fds, n, dl ? ms_left(dl) : -1)) < 0 &&
              errno == EINTR) {
       }
+      break;
+    }
+    if (woke == EINTR) { /* a signal's handler ran: poll says so, whatever SA_RESTART */
+      rc = -1;
+      ito__io_set_errno(EINTR);
       break;
     }
     if (dl && ns_until(CLOCK_MONOTONIC, dl) == 0) {

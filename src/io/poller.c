@@ -140,7 +140,7 @@ int ito__io_park(struct fdrec *r, int fd, uint32_t gen, int dir, unsigned seen,
     return 0;
   }
   ito__io_wait_begin(); /* invariant 4 */
-  int rc = ito__wq_wait(&r->lock, &r->head[dir], &r->tail[dir], dir, CLOCK_MONOTONIC, deadline,
+  int rc = ito__wq_wait(&r->lock, &r->head[dir], &r->tail[dir], dir | WQ_INTR, CLOCK_MONOTONIC, deadline,
                         NULL, NULL);
   ito__io_wait_end();
   if (__atomic_load_n(&r->gen, __ATOMIC_ACQUIRE) != gen) return EBADF;

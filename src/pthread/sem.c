@@ -87,7 +87,9 @@ static int sem_take(struct pt_sem *p, int try, clockid_t clock, const struct tim
     ito__dropin_unlock(&p->qlock);
     return 0;
   }
-  return ito__dropin_wq_wait(&p->qlock, &p->head, &p->tail, 0, clock, abs, NULL, NULL);
+  /* a signal's handler ends the wait with EINTR, as glibc's does */
+  return ito__dropin_wq_wait(&p->qlock, &p->head, &p->tail, ITO_DROPIN_WQ_INTR, clock, abs, NULL,
+                             NULL);
 }
 
 static int sem_result(int rc) {

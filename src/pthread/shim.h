@@ -143,6 +143,16 @@
   X(epoll_pwait, int, (int, struct epoll_event *, int, int, const sigset_t *))                   \
   X(epoll_pwait2, int, (int, struct epoll_event *, int, const struct timespec *, const sigset_t *)) \
   X(sigwait, int, (const sigset_t *, int *))                                                     \
+  X(pthread_sigmask, int, (int, const sigset_t *, sigset_t *))                                   \
+  X(sigprocmask, int, (int, const sigset_t *, sigset_t *))                                       \
+  X(sigaction, int, (int, const struct sigaction *, struct sigaction *))                         \
+  X(signal, sighandler_t, (int, sighandler_t))                                                   \
+  X(bsd_signal, sighandler_t, (int, sighandler_t))                                               \
+  X(sysv_signal, sighandler_t, (int, sighandler_t))                                              \
+  X(sigpending, int, (sigset_t *))                                                               \
+  X(sigsuspend, int, (const sigset_t *))                                                         \
+  X(pause, int, (void))                                                                          \
+  X(siginterrupt, int, (int, int))                                                               \
   X(sigwaitinfo, int, (const sigset_t *, siginfo_t *))                                           \
   X(sigtimedwait, int, (const sigset_t *, siginfo_t *, const struct timespec *))                 \
   X(__poll_chk, int, (struct pollfd *, nfds_t, int, size_t))                                    \

@@ -3,10 +3,18 @@
  * and clocks other than CLOCK_REALTIME and CLOCK_MONOTONIC, get libc. */
 #include "shim.h"
 
-static int sleep_for(long long ns) {
+/* 0, or EINTR with *left_ns the time that was left (a signal's handler
+ * ran on the thread: the sleep ends, as the kernel's does). */
+static int sleep_for(long long ns, long long *left_ns) {
   if (ns <= 0) return ito_yield();
   struct timespec until = deadline_in(CLOCK_MONOTONIC, ns);
-  return ito__dropin_sleep_until(CLOCK_MONOTONIC, &until);
+  int rc = ito__dropin_sleep_until(CLOCK_MONOTONIC, &until);
+  if (rc == EINTR && left_ns) *left_ns = ns_until(CLOCK_MONOTONIC, &until);
+  return rc;
+}
+
+static void put_left(struct timespec *rem, long long ns) {
+  if (rem) rem->tv_sec = ns / NS_PER_S, rem->tv_nsec = ns % NS_PER_S;
 }
 
 SHIM_EXPORT int nanosleep(const struct timespec *req, struct timespec *rem) {
@@ -16,8 +24,12 @@ SHIM_EXPORT int nanosleep(const struct timespec *req, struct timespec *rem) {
     errno = EINVAL;
     return -1;
   }
-  sleep_for(ts_to_ns(req)); /* (saturates: a sleep of centuries is for ever) */
-  if (rem) rem->tv_sec = 0, rem->tv_nsec = 0;
+  long long left = 0;
+  if (sleep_for(ts_to_ns(req), &left) == EINTR) { /* (saturates: centuries are for ever) */
+    put_left(rem, left);
+    errno = EINTR;
+    return -1;
+  }
   return 0;
 }
 
@@ -32,21 +44,26 @@ SHIM_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespe
   if (ns == 0) return ito_yield();
   struct timespec until = deadline_in(clock, ns);
   int rc = ito__dropin_sleep_until(clock, &until);
-  if (rem) rem->tv_sec = 0, rem->tv_nsec = 0;
+  if (rc == EINTR) put_left(rem, ns_until(clock, &until));
   return rc;
 }
 
 SHIM_EXPORT int usleep(useconds_t us) {
   SHIM_ENTER(usleep, us);
   if (!ito__dropin_can_park()) return shim_real.usleep(us);
-  sleep_for((long long)us * 1000);
+  if (sleep_for((long long)us * 1000, NULL) == EINTR) {
+    errno = EINTR;
+    return -1;
+  }
   return 0;
 }
 
 SHIM_EXPORT unsigned sleep(unsigned s) {
   SHIM_ENTER(sleep, s);
   if (!ito__dropin_can_park()) return shim_real.sleep(s);
-  sleep_for((long long)s * NS_PER_S);
+  long long left = 0;
+  if (sleep_for((long long)s * NS_PER_S, &left) == EINTR) /* the seconds left, rounded up */
+    return (unsigned)((left + NS_PER_S - 1) / NS_PER_S);
   return 0;
 }
 

@@ -222,8 +222,12 @@ static int cond_wait(struct pt_cond *c, struct pt_mutex *m, clockid_t clock,
   if (abs && shim_bad_time(abs)) return EINVAL;
   struct cond_unlock u = {m, 0};
   ito__dropin_lock(&c->qlock);
-  int r = ito__dropin_wq_wait(&c->qlock, &c->head, &c->tail, 0, clock, abs, cond_release, &u);
+  /* a signal for the thread ends the wait so that its handler runs now;
+   * the caller sees a spurious wake-up (0), which POSIX allows */
+  int r = ito__dropin_wq_wait(&c->qlock, &c->head, &c->tail, ITO_DROPIN_WQ_INTR, clock, abs,
+                              cond_release, &u);
   if (r == EPERM) return EPERM;
+  if (r == EINTR) r = 0;
   acquire(m, CLOCK_REALTIME, NULL);
   if (u.depth) {
     set_owner(m, self_id());

@@ -129,9 +129,10 @@ static int read_attr(const pthread_attr_t *attr, struct ito_dropin_attr *a) {
                   "lightweight threads move between workers; use ITO_BIND=1 to pin the workers",
                   ENOTSUP);
   sigset_t mask;
-  if (pthread_attr_getsigmask_np(attr, &mask) == 0)
-    return REFUSE("pthread_create", "a signal mask attribute",
-                  "block signals in main() before the first pthread_create", ENOTSUP);
+  if (pthread_attr_getsigmask_np(attr, &mask) == 0) { /* the child's mask */
+    a->has_sigmask = 1;
+    memcpy(&a->sigmask, &mask, sizeof a->sigmask);
+  }
   return 0;
 }
 
@@ -230,23 +231,25 @@ SHIM_EXPORT pthread_t pthread_self(void) {
 
 SHIM_EXPORT int pthread_equal(pthread_t a, pthread_t b) { return a == b; }
 
+/* The main thread keeps glibc's id; while the runtime runs it is the root
+ * lightweight thread, and its signals are its own. */
+static int is_root_id(pthread_t t) { return shim_main_id && t == shim_main_id && ito_self(); }
+
 SHIM_EXPORT int pthread_kill(pthread_t t, int sig) {
   SHIM_ENTER(pthread_kill, t, sig);
+  if (is_root_id(t)) return ito__dropin_sigsend(0, sig, NULL);
   if (!is_ito(t)) return shim_real.pthread_kill(t, sig);
   int rc = ito__dropin_check((ito_thread_t)t);
   if (rc == ESRCH) return ESRCH;
-  if (sig == 0) return 0;
-  return REFUSE("pthread_kill", "sending a signal to a lightweight thread",
-                "any worker may run it; signal the process with kill(getpid(), sig)", ENOTSUP);
+  return ito__dropin_sigsend((ito_thread_t)t, sig, NULL);
 }
 
 SHIM_EXPORT int pthread_sigqueue(pthread_t t, int sig, const union sigval v) {
   SHIM_ENTER(pthread_sigqueue, t, sig, v);
+  if (is_root_id(t)) return ito__dropin_sigsend(0, sig, &v);
   if (!is_ito(t)) return shim_real.pthread_sigqueue(t, sig, v);
   if (ito__dropin_check((ito_thread_t)t) == ESRCH) return ESRCH;
-  if (sig == 0) return 0;
-  return REFUSE("pthread_sigqueue", "sending a signal to a lightweight thread",
-                "any worker may run it; use sigqueue(getpid(), ...)", ENOTSUP);
+  return ito__dropin_sigsend((ito_thread_t)t, sig, &v);
 }
 
 SHIM_EXPORT int pthread_cancel(pthread_t t) {

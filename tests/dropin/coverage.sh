@@ -13,7 +13,6 @@ libc=$(ldd /bin/sh | awk '$1 ~ /^libc\.so/ { print $3 }')
 # Calls that reach libc on purpose, and why.
 declare -A pass=(
   [pthread_atfork]="glibc runs the handlers; the runtime's own fork handling is increment 4"
-  [pthread_sigmask]="the worker's mask; the per-thread mask rule is increment 4"
   [pthread_getconcurrency]="a hint with no object"
   [pthread_setconcurrency]="a hint with no object"
   [pthread_getattr_default_np]="attributes only"

@@ -1,0 +1,642 @@
+/* Signals per lightweight thread (invariants at the top of signal.h;
+ * design in docs/signals.md).
+ *
+ * The kernel sees only OS threads. ito keeps per lightweight thread what
+ * POSIX keeps per thread: the mask (applied to the worker's OS thread
+ * while the thread runs), the signals sent to it (pthread_kill), and
+ * delivery in its own context. For every signal the program catches the
+ * kernel's handler is ito's (tramp): where the signal lands in a thread
+ * that does not block it, the program's handler runs right there, as it
+ * would natively; where it lands in a scheduler (a worker between
+ * threads, or a thread whose mask the OS thread has not caught up with),
+ * it is routed as the kernel would route it to a thread that wants it: a
+ * thread in sigwait for it, else the main thread if it does not block it,
+ * else it stays pending for the process, in ito's hands. Routing takes
+ * locks, so the handler only leaves the signal in an inbox and pokes the
+ * monitor thread, which routes it. */
+#define _GNU_SOURCE
+#include "signal.h"
+
+#include "fiber.h"
+#include "handle.h"
+#include "monitor.h"
+#include "overflow.h"
+#include "os.h"
+#include "runtime.h"
+#include "sched.h"
+#include "thread.h"
+#include "waitq.h"
+#include "worker.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+int ito__sig_on;
+
+#define NSIG_K 64
+#define NEVER_BLOCKED (SIGBIT(SIGKILL) | SIGBIT(SIGSTOP) | SIGBIT(32) | SIGBIT(33))
+#define SYNCHRONOUS                                                                              \
+  (SIGBIT(SIGSEGV) | SIGBIT(SIGBUS) | SIGBIT(SIGFPE) | SIGBIT(SIGILL) | SIGBIT(SIGTRAP) |       \
+   SIGBIT(SIGSYS))
+#define ALL_ASYNC (~(NEVER_BLOCKED | SYNCHRONOUS))
+/* si_errno of the signal ito sends to a worker to reach the thread it
+ * runs (a nudge); sival_ptr is that thread */
+#define NUDGE_MARK 0x69746f
+
+static uint64_t set_bits(const sigset_t *s) {
+  uint64_t m;
+  memcpy(&m, s, sizeof m);
+  return m;
+}
+static void bits_set(sigset_t *s, uint64_t m) {
+  sigemptyset(s);
+  memcpy(s, &m, sizeof m);
+}
+static int sys_mask(int how, uint64_t m, uint64_t *old) {
+  return (int)ito__os.syscall(SYS_rt_sigprocmask, how, &m, old, (size_t)8);
+}
+
+/* ---- the program's actions ------------------------------------------------------------- */
+
+/* What the program set through sigaction/signal; the kernel holds tramp
+ * for each signal caught. Readers in a handler read the record whose
+ * index is current (a signal changes its action rarely: two records,
+ * written under act_lock, switched by the index). */
+static struct {
+  struct sigaction rec[NSIG_K + 1][2];
+  int cur[NSIG_K + 1];
+  int known[NSIG_K + 1];
+  uint64_t caught; /* signals whose action is a handler (the monitor takes them) */
+  int lock;
+} acts;
+
+static void tramp(int sig, siginfo_t *si, void *uc);
+
+static void prog_action(int sig, struct sigaction *out) {
+  if (!LOAD_ACQ(&acts.known[sig])) { /* never set through ito: the kernel's is the program's */
+    ito__os.sigaction(sig, NULL, out);
+    return;
+  }
+  *out = acts.rec[sig][LOAD_ACQ(&acts.cur[sig])];
+}
+
+static void set_prog_action(int sig, const struct sigaction *a) {
+  int next = !acts.cur[sig];
+  acts.rec[sig][next] = *a;
+  STORE_REL(&acts.cur[sig], next);
+  STORE_REL(&acts.known[sig], 1);
+  uint64_t c = LOAD_RLX(&acts.caught);
+  if (a->sa_handler != SIG_DFL && a->sa_handler != SIG_IGN)
+    c |= SIGBIT(sig);
+  else
+    c &= ~SIGBIT(sig);
+  STORE_REL(&acts.caught, c);
+}
+
+int ito__sig_action(int sig, const struct sigaction *act, struct sigaction *old) {
+  if (sig < 1 || sig > NSIG_K || sig == 32 || sig == 33 ||
+      (act && (sig == SIGKILL || sig == SIGSTOP)))
+    return EINVAL;
+  spin_lock(&acts.lock);
+  struct sigaction prev;
+  prog_action(sig, &prev);
+  if (act && (sig == SIGSEGV || sig == SIGBUS) && LOAD_ACQ(&ito__segv_installed)) {
+    /* ito's overflow handler stays first and chains to this one */
+    set_prog_action(sig, act);
+    act = NULL;
+  }
+  if (act) {
+    struct sigaction k = *act;
+    int catches = act->sa_handler != SIG_DFL && act->sa_handler != SIG_IGN;
+    if (catches) {
+      k.sa_sigaction = tramp;
+      k.sa_flags |= SA_SIGINFO;
+    }
+    if (ito__os.sigaction(sig, &k, NULL) != 0) {
+      int e = errno;
+      spin_unlock(&acts.lock);
+      return e;
+    }
+    set_prog_action(sig, act);
+  }
+  spin_unlock(&acts.lock);
+  if (old) *old = prev;
+  if (act && ito__running()) ito__monitor_poke(); /* it takes what is caught (invariant 6) */
+  return 0;
+}
+
+int ito__sig_prog_action(int sig, struct sigaction *out) {
+  if (sig < 1 || sig > NSIG_K || !LOAD_ACQ(&acts.known[sig])) return 0;
+  *out = acts.rec[sig][LOAD_ACQ(&acts.cur[sig])];
+  return 1;
+}
+
+static int default_ignored(int sig) {
+  return sig == SIGCHLD || sig == SIGURG || sig == SIGWINCH || sig == SIGCONT;
+}
+
+/* The default action of sig, for a signal a thread takes (it was not
+ * blocked there): nothing, stop the process, or end it as the kernel
+ * would (the signal raised with its default disposition, unblocked). */
+static void default_action(int sig) {
+  if (default_ignored(sig)) return;
+  if (sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
+    ito__os.syscall(SYS_kill, getpid(), SIGSTOP);
+    return;
+  }
+  struct sigaction d;
+  memset(&d, 0, sizeof d);
+  d.sa_handler = SIG_DFL;
+  ito__os.sigaction(sig, &d, NULL);
+  sys_mask(SIG_UNBLOCK, SIGBIT(sig), NULL);
+  ito__os.syscall(SYS_tgkill, getpid(), ito__os.syscall(SYS_gettid), sig);
+}
+
+/* ---- per-thread state -------------------------------------------------------------------- */
+
+/* A thread's infos of its pending signals, one per signal (a second
+ * instance of a real-time signal replaces the first's info: the bit is
+ * what counts), allocated on first need and kept with the descriptor. */
+struct sig_infos {
+  siginfo_t info[NSIG_K + 1];
+};
+
+static struct sig_infos *infos_of(ithread *t) {
+  struct sig_infos *p = LOAD_ACQ(&t->siginfo);
+  if (p) return p;
+  p = calloc(1, sizeof *p);
+  if (!p) return NULL;
+  struct sig_infos *none = NULL;
+  if (!__atomic_compare_exchange_n(&t->siginfo, &none, p, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    free(p);
+    return none;
+  }
+  return p;
+}
+
+void ito__sig_enable(void) { ito__sig_on = 1; }
+
+void ito__sig_apply(worker *w, uint64_t m) {
+  m &= ~NEVER_BLOCKED;
+  sys_mask(SIG_SETMASK, m, NULL);
+  w->os_sigmask = m;
+}
+
+static __thread int on_monitor; /* this OS thread is the monitor */
+static uint64_t monitor_caught;  /* what the monitor's mask lets through now */
+
+void ito__sig_monitor_start(void) {
+  on_monitor = 1;
+  monitor_caught = LOAD_ACQ(&acts.caught);
+  sys_mask(SIG_SETMASK, ito__sig_on ? ALL_ASYNC & ~monitor_caught : ALL_ASYNC, NULL);
+}
+
+void ito__sig_worker_start(worker *w, ithread *root) {
+  if (!ito__sig_on) return;
+  if (root) { /* the main thread's mask is the root thread's */
+    uint64_t m = 0;
+    sys_mask(SIG_BLOCK, 0, &m);
+    w->os_sigmask = m;
+    root->sigmask = root->osmask = m;
+    STORE_REL(&root->sig_live, 1);
+    return;
+  }
+  ito__sig_apply(w, ALL_ASYNC); /* invariant 1: no thread yet */
+}
+
+void ito__sig_thread_begin(ithread *t, const uint64_t *mask) {
+  STORE_REL(&t->sig_live, 1);
+  if (mask) {
+    t->sigmask = t->osmask = *mask & ~NEVER_BLOCKED;
+    return;
+  }
+  worker *w = cur_worker();
+  fiber *f = w ? w->cur : NULL;
+  if (f && f->thread) {
+    t->sigmask = t->osmask = f->thread->sigmask;
+  } else {
+    uint64_t m = 0;
+    sys_mask(SIG_BLOCK, 0, &m);
+    t->sigmask = t->osmask = m;
+  }
+}
+
+void ito__sig_thread_release(ithread *t) {
+  STORE_REL(&t->sig_live, 0);
+  t->sigmask = t->osmask = 0;
+  STORE_RLX(&t->sigpend, 0);
+  t->sigwaitset = 0;
+  t->sig_last = 0;
+}
+
+/* ---- delivery ------------------------------------------------------------------------------ */
+
+/* Takes sig off t's pending set if it is there; the info into *si. */
+static int take_pending(ithread *t, int sig, siginfo_t *si) {
+  uint64_t b = SIGBIT(sig);
+  if (!(__atomic_fetch_and(&t->sigpend, ~b, __ATOMIC_ACQ_REL) & b)) return 0;
+  struct sig_infos *p = LOAD_ACQ(&t->siginfo);
+  if (p) {
+    *si = p->info[sig];
+  } else {
+    memset(si, 0, sizeof *si);
+    si->si_signo = sig;
+    si->si_code = SI_TKILL;
+  }
+  return 1;
+}
+
+/* Runs the program's action for sig on the running thread t. kernel: the
+ * kernel already applied the handler's mask (tramp) and uc is its
+ * context. Returns 0 (nothing ran), 1 (a handler with SA_RESTART ran), 2
+ * (a handler without). */
+static int run_action(ithread *t, int sig, siginfo_t *si, void *uc, int kernel) {
+  struct sigaction a;
+  prog_action(sig, &a);
+  if (a.sa_handler == SIG_IGN) return 0;
+  if (a.sa_handler == SIG_DFL) {
+    default_action(sig);
+    return 0;
+  }
+  if (a.sa_flags & SA_RESETHAND) {
+    struct sigaction d;
+    memset(&d, 0, sizeof d);
+    d.sa_handler = SIG_DFL;
+    spin_lock(&acts.lock);
+    ito__os.sigaction(sig, &d, NULL);
+    set_prog_action(sig, &d);
+    spin_unlock(&acts.lock);
+  }
+  uint64_t old = t ? t->sigmask : 0, oldos = t ? t->osmask : 0;
+  ucontext_t here;
+  if (!kernel && t) {
+    t->sigmask = old | set_bits(&a.sa_mask) | ((a.sa_flags & SA_NODEFER) ? 0 : SIGBIT(sig));
+    t->osmask = oldos | t->sigmask;
+    ito__sig_apply(cur_worker(), t->osmask);
+    if (!uc) {
+      getcontext(&here);
+      uc = &here;
+    }
+  }
+  if (a.sa_flags & SA_SIGINFO)
+    a.sa_sigaction(sig, si, uc);
+  else
+    a.sa_handler(sig);
+  if (!kernel && t) {
+    t->sigmask = old;
+    t->osmask = oldos;
+    ito__sig_apply(cur_worker(), oldos); /* (the handler may have parked: the worker now) */
+  }
+  return (a.sa_flags & SA_RESTART) ? 1 : 2;
+}
+
+/* The running thread's deliverable pending signals, lowest first. */
+static int deliver_pending(ithread *t, void *uc) {
+  int res = 0;
+  uint64_t ready;
+  while ((ready = LOAD_ACQ(&t->sigpend) & ~t->sigmask) != 0) {
+    int sig = __builtin_ctzll(ready) + 1;
+    siginfo_t si;
+    if (!take_pending(t, sig, &si)) continue;
+    int r = run_action(t, sig, &si, uc, 0);
+    if (r > res) res = r;
+  }
+  return res;
+}
+
+static ithread *running_thread(worker *w) {
+  fiber *f = w ? w->cur : NULL;
+  return f ? f->thread : NULL;
+}
+
+int ito__sig_deliver(void) {
+  ithread *t = running_thread(cur_worker());
+  if (!t) return 0;
+  int r = deliver_pending(t, NULL);
+  if (r) t->sig_last = r;
+  return r;
+}
+
+int ito__sig_restartable(void) {
+  ithread *t = running_thread(cur_worker());
+  return t && t->sig_last == 1;
+}
+
+/* ---- interruptible waits ------------------------------------------------------------------- */
+
+int ito__sig_park_begin(ithread *t, struct sig_intr *reg) {
+  t->sig_last = 0;
+  spin_lock(&t->ilock);
+  t->intr = reg;
+  spin_unlock(&t->ilock);
+  return (LOAD_ACQ(&t->sigpend) & (~t->sigmask | t->sigwaitset)) != 0;
+}
+
+void ito__sig_park_end(ithread *t) {
+  spin_lock(&t->ilock);
+  t->intr = NULL;
+  spin_unlock(&t->ilock);
+  while (LOAD_ACQ(&t->iflight)) cpu_relax(); /* invariant 5 */
+}
+
+/* t has a signal it must see now: its interruptible wait ends (EINTR), or
+ * the worker running it is nudged. */
+static void alert(ithread *t) {
+  spin_lock(&t->ilock);
+  struct sig_intr *reg = t->intr;
+  if (reg) STORE_RLX(&t->iflight, 1);
+  spin_unlock(&t->ilock);
+  if (reg) {
+    ito__wq_interrupt(reg->qlock, reg->head, reg->tail, reg->wt);
+    STORE_REL(&t->iflight, 0);
+    return;
+  }
+  /* running? the worker that runs it takes a nudge (if it has moved on
+   * meanwhile, it sees its pending set at its next wait) */
+  fiber *f = fiber_of_thread(t);
+  int n = LOAD_ACQ(&ito__nslots);
+  for (int i = 0; i < n; i++) {
+    worker *w = ito__workers[i];
+    if (!w || LOAD_RLX(&w->cur) != f || !w->os_tid) continue;
+    siginfo_t si;
+    memset(&si, 0, sizeof si);
+    si.si_signo = 0;
+    si.si_code = SI_QUEUE;
+    si.si_pid = getpid();
+    si.si_uid = getuid();
+    si.si_errno = NUDGE_MARK;
+    si.si_value.sival_ptr = t;
+    /* the lowest deliverable signal carries it (its handler is tramp) */
+    uint64_t ready = LOAD_ACQ(&t->sigpend) & ~t->sigmask;
+    if (!ready) return;
+    int sig = __builtin_ctzll(ready) + 1;
+    si.si_signo = sig;
+    ito__os.syscall(SYS_rt_tgsigqueueinfo, getpid(), w->os_tid, sig, &si);
+    return;
+  }
+}
+
+/* Makes sig pending on t with info si. */
+static void pend(ithread *t, int sig, const siginfo_t *si) {
+  struct sig_infos *p = infos_of(t);
+  if (p) p->info[sig] = *si;
+  __atomic_fetch_or(&t->sigpend, SIGBIT(sig), __ATOMIC_ACQ_REL);
+  if ((SIGBIT(sig) & ~t->sigmask) || (SIGBIT(sig) & LOAD_ACQ(&t->sigwaitset))) alert(t);
+}
+
+int ito__sig_send(ithread *t, int sig, const union sigval *value) {
+  if (sig < 0 || sig > NSIG_K || sig == 32 || sig == 33) return EINVAL;
+  if (sig == 0) return 0;
+  siginfo_t si;
+  memset(&si, 0, sizeof si);
+  si.si_signo = sig;
+  si.si_code = value ? SI_QUEUE : SI_TKILL;
+  si.si_pid = getpid();
+  si.si_uid = getuid();
+  if (value) si.si_value = *value;
+  uint64_t b = SIGBIT(sig);
+  if (!(t->sigmask & b) && !(LOAD_ACQ(&t->sigwaitset) & b)) {
+    struct sigaction a;
+    prog_action(sig, &a);
+    if (a.sa_handler == SIG_IGN || (a.sa_handler == SIG_DFL && default_ignored(sig)))
+      return 0; /* discarded, as the kernel does */
+    if (a.sa_handler == SIG_DFL) { /* the process stops or ends: from here as well */
+      default_action(sig);
+      return 0;
+    }
+  }
+  pend(t, sig, &si);
+  return 0;
+}
+
+/* ---- the kernel's handler and routing ---------------------------------------------------- */
+
+static struct {
+  uint64_t inbox;               /* signals left by tramp for the monitor to route */
+  siginfo_t info[NSIG_K + 1];
+  uint64_t proc;                /* pending for the process, in ito's hands */
+  siginfo_t pinfo[NSIG_K + 1];
+  int lock;                     /* proc, pinfo, the sigwaiters */
+  ithread *waiters[64];         /* threads in sigwait */
+  int nwaiters;
+} rt;
+
+static int in_context_of(fiber *f) {
+  char *sp = __builtin_frame_address(0);
+  return f && sp >= f->lo && sp < f->hi;
+}
+
+static void tramp(int sig, siginfo_t *si, void *uc) {
+  int saved = errno;
+  worker *w = cur_worker();
+  fiber *f = w ? w->cur : NULL;
+  ithread *t = f && in_context_of(f) ? f->thread : NULL;
+  if (si && si->si_errno == NUDGE_MARK && si->si_code == SI_QUEUE && si->si_pid == getpid()) {
+    /* a nudge: the thread it is for, if it runs here, delivers */
+    if (t && t == si->si_value.sival_ptr) deliver_pending(t, uc);
+    errno = saved;
+    return;
+  }
+  if ((!w && !on_monitor) || (t && !(t->sigmask & SIGBIT(sig))) ||
+      ((SIGBIT(sig) & SYNCHRONOUS) && si && si->si_code > 0)) {
+    /* an OS thread of the program's own, a thread that takes it, or a
+     * fault of the code running here (the kernel delivers it blocked or
+     * not: it belongs to this context) */
+    run_action(t, sig, si, uc, 1);
+  } else {
+    /* routed by the monitor (it takes locks) */
+    if (si) rt.info[sig] = *si;
+    __atomic_fetch_or(&rt.inbox, SIGBIT(sig), __ATOMIC_RELEASE);
+    ito__monitor_poke();
+  }
+  errno = saved;
+}
+
+/* A live program thread (not a task) that does not block b, or NULL:
+ * every descriptor ever made is in the handle table. */
+static ithread *any_taker(uint64_t b) {
+  uint32_t n = LOAD_ACQ(&ito__handle_nslots);
+  for (uint32_t i = 1; i < n; i++) {
+    struct handle_slot *s = handle_slot_at(i);
+    ithread *t = s ? LOAD_ACQ(&s->t) : NULL;
+    if (t && LOAD_ACQ(&t->sig_live) && !(LOAD_RLX(&t->flags) & TH_ANON) &&
+        LOAD_ACQ(&t->sync) == TS_RUNNING && !(LOAD_RLX(&t->sigmask) & b))
+      return t;
+  }
+  return NULL;
+}
+
+/* A signal of the process, to the thread that takes it (as the kernel
+ * chooses: one waiting for it in sigwait, else the main thread if it does
+ * not block it, else any thread that does not), or pending for the
+ * process until a thread unblocks it or waits for it. */
+static void route(int sig, const siginfo_t *si) {
+  uint64_t b = SIGBIT(sig);
+  ithread *to = NULL;
+  spin_lock(&rt.lock);
+  for (int i = 0; i < rt.nwaiters && !to; i++)
+    if (LOAD_ACQ(&rt.waiters[i]->sigwaitset) & b) to = rt.waiters[i];
+  spin_unlock(&rt.lock);
+  ithread *root = ito__root_thread();
+  if (!to && root && !(LOAD_RLX(&root->sigmask) & b)) to = root;
+  if (!to) to = any_taker(b);
+  if (to) {
+    pend(to, sig, si);
+    return;
+  }
+  spin_lock(&rt.lock);
+  rt.pinfo[sig] = *si;
+  rt.proc |= b;
+  spin_unlock(&rt.lock);
+}
+
+void ito__sig_route_inbox(void) {
+  uint64_t c = LOAD_ACQ(&acts.caught);
+  if (on_monitor && c != monitor_caught) { /* invariant 6 */
+    monitor_caught = c;
+    sys_mask(SIG_SETMASK, ALL_ASYNC & ~c, NULL);
+  }
+  uint64_t in = __atomic_exchange_n(&rt.inbox, 0, __ATOMIC_ACQUIRE);
+  while (in) {
+    int sig = __builtin_ctzll(in) + 1;
+    in &= in - 1;
+    route(sig, &rt.info[sig]);
+  }
+}
+
+/* ---- the calls of the drop-in -------------------------------------------------------------- */
+
+/* The signals of want pending for the process in ito's hands become t's. */
+static void claim_proc(ithread *t, uint64_t want) {
+  if (!(want & LOAD_RLX(&rt.proc))) return;
+  spin_lock(&rt.lock);
+  uint64_t mine = rt.proc & want;
+  rt.proc &= ~mine;
+  siginfo_t si[NSIG_K + 1];
+  for (uint64_t m = mine; m; m &= m - 1) si[__builtin_ctzll(m) + 1] = rt.pinfo[__builtin_ctzll(m) + 1];
+  spin_unlock(&rt.lock);
+  struct sig_infos *p = infos_of(t);
+  for (; mine; mine &= mine - 1) {
+    int sig = __builtin_ctzll(mine) + 1;
+    if (p) p->info[sig] = si[sig];
+    __atomic_fetch_or(&t->sigpend, SIGBIT(sig), __ATOMIC_ACQ_REL);
+  }
+}
+
+int ito__sig_mask(int how, const sigset_t *set, sigset_t *old) {
+  worker *w = cur_worker();
+  ithread *t = running_thread(w);
+  uint64_t cur = t->sigmask;
+  if (old) bits_set(old, cur);
+  if (!set) return 0;
+  uint64_t m = set_bits(set);
+  uint64_t next;
+  if (how == SIG_BLOCK)
+    next = cur | m;
+  else if (how == SIG_UNBLOCK)
+    next = cur & ~m;
+  else if (how == SIG_SETMASK)
+    next = m;
+  else
+    return EINVAL;
+  next &= ~NEVER_BLOCKED;
+  t->sigmask = t->osmask = next;
+  ito__sig_apply(w, next);
+  /* unblocked: what was pending for the process in ito's hands goes to
+   * this thread, and what was pending for it is delivered now */
+  claim_proc(t, cur & ~next);
+  if (LOAD_ACQ(&t->sigpend) & ~next) ito__sig_deliver();
+  return 0;
+}
+
+void ito__sig_pending(sigset_t *out) {
+  ithread *t = running_thread(cur_worker());
+  uint64_t k = 0;
+  sigset_t ks;
+  if (ito__os.syscall(SYS_rt_sigpending, &ks, (size_t)8) == 0) k = set_bits(&ks);
+  uint64_t m = (t ? LOAD_ACQ(&t->sigpend) : 0) | LOAD_ACQ(&rt.proc) | LOAD_ACQ(&rt.inbox) | k;
+  if (t) m &= t->sigmask; /* pending: sent and blocked */
+  bits_set(out, m);
+}
+
+int ito__sig_take(const sigset_t *set, siginfo_t *info) {
+  ithread *t = running_thread(cur_worker());
+  uint64_t want = set_bits(set);
+  siginfo_t si;
+  if (t) {
+    uint64_t mine = LOAD_ACQ(&t->sigpend) & want;
+    while (mine) {
+      int sig = __builtin_ctzll(mine) + 1;
+      mine &= mine - 1;
+      if (take_pending(t, sig, &si)) {
+        if (info) *info = si;
+        return sig;
+      }
+    }
+  }
+  if (LOAD_ACQ(&rt.proc) & want) {
+    spin_lock(&rt.lock);
+    uint64_t got = rt.proc & want;
+    int sig = got ? __builtin_ctzll(got) + 1 : 0;
+    if (sig) {
+      rt.proc &= ~SIGBIT(sig);
+      si = rt.pinfo[sig];
+    }
+    spin_unlock(&rt.lock);
+    if (sig) {
+      if (info) *info = si;
+      return sig;
+    }
+  }
+  return 0;
+}
+
+void ito__sig_waiting(const sigset_t *set) {
+  ithread *t = running_thread(cur_worker());
+  if (!t) return;
+  spin_lock(&rt.lock);
+  if (set) {
+    STORE_REL(&t->sigwaitset, set_bits(set));
+    if (rt.nwaiters < 64) rt.waiters[rt.nwaiters++] = t;
+  } else {
+    STORE_REL(&t->sigwaitset, 0);
+    for (int i = 0; i < rt.nwaiters; i++)
+      if (rt.waiters[i] == t) {
+        rt.waiters[i] = rt.waiters[--rt.nwaiters];
+        break;
+      }
+  }
+  spin_unlock(&rt.lock);
+}
+
+int ito__sig_suspend(const sigset_t *mask) {
+  worker *w = cur_worker();
+  ithread *t = running_thread(w);
+  /* the mask of the wait is ito's alone: the OS thread blocks every
+   * asynchronous signal meanwhile, so that none runs its handler here
+   * between a check and the park; ito routes them to the thread (the
+   * monitor takes what every worker blocks) and its wait ends */
+  uint64_t old = t->sigmask;
+  t->sigmask = set_bits(mask) & ~NEVER_BLOCKED;
+  t->osmask = ALL_ASYNC;
+  ito__sig_apply(w, t->osmask);
+  t->sig_last = 0;
+  claim_proc(t, ~t->sigmask); /* what the process has pending in ito's hands */
+  int qlock = 0;
+  void *head = NULL, *tail = NULL;
+  for (;;) {
+    if (LOAD_ACQ(&t->sigpend) & ~t->sigmask) ito__sig_deliver();
+    if (t->sig_last) break;
+    spin_lock(&qlock);
+    ito__wq_wait(&qlock, &head, &tail, WQ_INTR, CLOCK_MONOTONIC, NULL, NULL, NULL);
+    if (t->sig_last) break;
+  }
+  t->sigmask = t->osmask = old;
+  ito__sig_apply(cur_worker(), old);
+  errno = EINTR;
+  return -1;
+}

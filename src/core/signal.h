@@ -1,0 +1,106 @@
+/* Signals per lightweight thread (signal.c): each thread's mask, its own
+ * pending signals, delivery in its own context, and waits a signal cuts
+ * short. Off unless a drop-in library turns it on (ito__sig_on); the core
+ * alone leaves signals to the OS threads. Design: docs/signals.md.
+ *
+ * Invariants:
+ *  1. A worker's OS mask (w->os_sigmask) is the mask of the thread it runs
+ *     while a thread runs; in the scheduler it keeps the last one (lazy:
+ *     no system call while masks are equal). A worker that has run no
+ *     thread blocks every asynchronous signal.
+ *  2. SIGKILL, SIGSTOP, glibc's two reserved signals (32, 33) and the
+ *     synchronous ones (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS)
+ *     are never blocked at the OS level by ito.
+ *  3. A signal sent to a thread is in its pending set until it is
+ *     delivered (its handler runs on that thread, in its context), taken
+ *     by its sigwait, or discarded (ignored); it is never delivered while
+ *     the thread's mask blocks it.
+ *  4. A thread parked in an interruptible wait with a deliverable signal
+ *     pending is woken with EINTR: the sender sets the pending bit before
+ *     it reads the registration (both under the thread's ilock), and the
+ *     parker registers before it reads the pending bits.
+ *  5. A waiter's registration (intr) is only read under ilock, and the
+ *     parker does not leave its wait while an interrupter works on it
+ *     (iflight).
+ *  6. The monitor thread's OS mask lets through exactly the signals the
+ *     program catches (after a sigaction, once the monitor has run): a
+ *     signal of the process that every worker blocks reaches ito there,
+ *     and is routed to a thread that takes it, as the kernel would. */
+#ifndef ITO_CORE_SIGNAL_H
+#define ITO_CORE_SIGNAL_H
+
+#include "base.h"
+
+#include <signal.h>
+
+struct worker;
+struct ithread;
+struct waiter;
+
+extern int ito__sig_on HIDDEN;
+
+/* A signal number's bit in a 64-bit set (the kernel's layout). */
+#define SIGBIT(s) (1ULL << ((s)-1))
+
+/* Turns the machinery on, before the runtime starts (a drop-in library). */
+HIDDEN void ito__sig_enable(void);
+
+/* ---- for the runtime ---------------------------------------------------------------------- */
+/* A worker's OS thread starts (root: the adopted main thread keeps its
+ * mask, which becomes the root thread's). */
+HIDDEN void ito__sig_worker_start(struct worker *w, struct ithread *root);
+/* The monitor thread starts (invariant 6). */
+HIDDEN void ito__sig_monitor_start(void);
+/* Sets the OS mask of w's thread to m (invariant 1). */
+HIDDEN void ito__sig_apply(struct worker *w, uint64_t m);
+/* A new thread: its mask is *mask if not NULL, else its creator's. */
+HIDDEN void ito__sig_thread_begin(struct ithread *t, const uint64_t *mask);
+/* A thread is released: what it still had pending is dropped. */
+HIDDEN void ito__sig_thread_release(struct ithread *t);
+/* The monitor routes what the kernel's handler left for it. */
+HIDDEN void ito__sig_route_inbox(void);
+/* Delivers the running thread's deliverable pending signals (their
+ * handlers run here). Returns 0 if none was delivered, 1 if every one
+ * delivered had SA_RESTART, 2 otherwise. */
+HIDDEN int ito__sig_deliver(void);
+
+/* After a wait a signal ended (EINTR): 1 if every handler that ran asked
+ * for SA_RESTART (the call starts again), else 0. */
+HIDDEN int ito__sig_restartable(void);
+
+/* ---- interruptible waits (waitq.c) -------------------------------------------------------- */
+struct sig_intr {
+  int *qlock;
+  void **head, **tail;
+  struct waiter *wt;
+};
+/* Under *reg->qlock with the waiter queued: registers the wait; nonzero
+ * if a deliverable signal is already pending (the caller then leaves the
+ * queue and returns EINTR). */
+HIDDEN int ito__sig_park_begin(struct ithread *t, struct sig_intr *reg);
+/* After the wait, before the registration goes away. */
+HIDDEN void ito__sig_park_end(struct ithread *t);
+
+/* ---- the calls a drop-in library makes ---------------------------------------------------- */
+/* pthread_sigmask for the running ito thread: 0 or EINVAL. */
+HIDDEN int ito__sig_mask(int how, const sigset_t *set, sigset_t *old);
+/* pthread_kill / pthread_sigqueue to t (info NULL: SI_TKILL from us). */
+HIDDEN int ito__sig_send(struct ithread *t, int sig, const union sigval *value);
+/* sigaction: the program's action is kept; the kernel's handler is ito's. */
+HIDDEN int ito__sig_action(int sig, const struct sigaction *act, struct sigaction *old);
+/* The program's action for sig if it set one through ito__sig_action: 1
+ * and *out; else 0. */
+HIDDEN int ito__sig_prog_action(int sig, struct sigaction *out);
+/* sigpending for the running ito thread. */
+HIDDEN void ito__sig_pending(sigset_t *out);
+/* A signal of set pending for the running thread or for the process as
+ * ito holds it: taken, its number returned (info filled); 0 if none. */
+HIDDEN int ito__sig_take(const sigset_t *set, siginfo_t *info);
+/* The running thread waits in sigwait for set (NULL: the wait is over):
+ * a signal of set sent to it or routed to the process wakes it. */
+HIDDEN void ito__sig_waiting(const sigset_t *set);
+/* sigsuspend for the running ito thread: -1 with EINTR once a signal was
+ * delivered. */
+HIDDEN int ito__sig_suspend(const sigset_t *mask);
+
+#endif
