@@ -55,6 +55,7 @@ static struct {
   int started;
   int stop_word;
   int poked;                    /* ito__monitor_poke: signals to route */
+  unsigned routed;              /* passes that routed signals (ito__monitor_sync) */
   int cap;    /* ITO_EXTRA_WORKERS, at most the free slots */
   int alive;  /* extras counted as running (may_retire takes one off) */
   int wanted; /* blocked workers at the last tick */
@@ -369,6 +370,7 @@ static void *monitor_main(void *arg) {
     if (LOAD_ACQ(&mon.poked)) { /* signals for lightweight threads (signal.c) */
       STORE_REL(&mon.poked, 0);
       ito__sig_route_inbox();
+      __atomic_add_fetch(&mon.routed, 1, __ATOMIC_ACQ_REL);
       continue;
     }
     tick = observe() ? TICK_NS : (tick * 2 < TICK_MAX_NS ? tick * 2 : TICK_MAX_NS);
@@ -380,6 +382,16 @@ static void *monitor_main(void *arg) {
 void ito__monitor_poke(void) {
   STORE_REL(&mon.poked, 1);
   ito__futex_wake(&mon.stop_word, 1);
+}
+
+void ito__monitor_sync(void) {
+  if (!mon.started) return;
+  unsigned g = LOAD_ACQ(&mon.routed);
+  ito__monitor_poke();
+  for (int i = 0; i < 2000 && LOAD_ACQ(&mon.routed) == g; i++) { /* (at most 20 ms) */
+    struct timespec t = {0, 10000};
+    ito__os.nanosleep(&t, NULL);
+  }
 }
 
 void ito__monitor_start(void) {

@@ -227,6 +227,7 @@ void ito__sig_thread_begin(ithread *t, const uint64_t *mask) {
 
 void ito__sig_thread_release(ithread *t) {
   STORE_REL(&t->sig_live, 0);
+  t->cancel = 0;
   t->sigmask = t->osmask = 0;
   STORE_RLX(&t->sigpend, 0);
   t->sigwaitset = 0;
@@ -333,7 +334,15 @@ int ito__sig_park_begin(ithread *t, struct sig_intr *reg) {
   spin_lock(&t->ilock);
   t->intr = reg;
   spin_unlock(&t->ilock);
-  return (LOAD_ACQ(&t->sigpend) & (~t->sigmask | t->sigwaitset)) != 0;
+  if (LOAD_ACQ(&t->sigpend) & (~t->sigmask | t->sigwaitset)) return 1;
+  /* a cancellation request ends one wait (the drop-in acts on it when the
+   * call returns); a loop of the runtime's own that waits again parks */
+  int c = LOAD_ACQ(&t->cancel);
+  if ((c & (CANCEL_PENDING | CANCEL_DISABLED | CANCEL_ACTING | CANCEL_SEEN)) == CANCEL_PENDING) {
+    __atomic_fetch_or(&t->cancel, CANCEL_SEEN, __ATOMIC_ACQ_REL);
+    return 1;
+  }
+  return 0;
 }
 
 void ito__sig_park_end(ithread *t) {
@@ -345,7 +354,7 @@ void ito__sig_park_end(ithread *t) {
 
 /* t has a signal it must see now: its interruptible wait ends (EINTR), or
  * the worker running it is nudged. */
-static void alert(ithread *t) {
+void ito__sig_alert(ithread *t) {
   spin_lock(&t->ilock);
   struct sig_intr *reg = t->intr;
   if (reg) STORE_RLX(&t->iflight, 1);
@@ -370,7 +379,8 @@ static void alert(ithread *t) {
     si.si_uid = getuid();
     si.si_errno = NUDGE_MARK;
     si.si_value.sival_ptr = t;
-    /* the lowest deliverable signal carries it (its handler is tramp) */
+    /* the lowest deliverable signal carries it (its handler is tramp); a
+     * cancellation alone waits for the thread's next cancellation point */
     uint64_t ready = LOAD_ACQ(&t->sigpend) & ~t->sigmask;
     if (!ready) return;
     int sig = __builtin_ctzll(ready) + 1;
@@ -385,7 +395,7 @@ static void pend(ithread *t, int sig, const siginfo_t *si) {
   struct sig_infos *p = infos_of(t);
   if (p) p->info[sig] = *si;
   __atomic_fetch_or(&t->sigpend, SIGBIT(sig), __ATOMIC_ACQ_REL);
-  if ((SIGBIT(sig) & ~t->sigmask) || (SIGBIT(sig) & LOAD_ACQ(&t->sigwaitset))) alert(t);
+  if ((SIGBIT(sig) & ~t->sigmask) || (SIGBIT(sig) & LOAD_ACQ(&t->sigwaitset))) ito__sig_alert(t);
 }
 
 int ito__sig_send(ithread *t, int sig, const union sigval *value) {
@@ -554,6 +564,10 @@ int ito__sig_mask(int how, const sigset_t *set, sigset_t *old) {
 }
 
 void ito__sig_pending(sigset_t *out) {
+  /* a caught signal sent to the process may be on its way through the
+   * monitor (invariant 6): let it arrive, as the kernel's sigpending would
+   * show it at once */
+  if (LOAD_ACQ(&acts.caught)) ito__monitor_sync();
   ithread *t = running_thread(cur_worker());
   uint64_t k = 0;
   sigset_t ks;
@@ -634,6 +648,9 @@ int ito__sig_suspend(const sigset_t *mask) {
     spin_lock(&qlock);
     ito__wq_wait(&qlock, &head, &tail, WQ_INTR, CLOCK_MONOTONIC, NULL, NULL, NULL);
     if (t->sig_last) break;
+    if ((LOAD_ACQ(&t->cancel) & (CANCEL_PENDING | CANCEL_DISABLED | CANCEL_ACTING)) ==
+        CANCEL_PENDING)
+      break; /* a cancellation point: the drop-in acts on it */
   }
   t->sigmask = t->osmask = old;
   ito__sig_apply(cur_worker(), old);

@@ -68,6 +68,10 @@ HIDDEN int ito__sig_deliver(void);
  * for SA_RESTART (the call starts again), else 0. */
 HIDDEN int ito__sig_restartable(void);
 
+/* t must see a signal or a cancellation now: its interruptible wait ends
+ * with EINTR, or the worker running it is nudged (signals only). */
+HIDDEN void ito__sig_alert(struct ithread *t);
+
 /* ---- interruptible waits (waitq.c) -------------------------------------------------------- */
 struct sig_intr {
   int *qlock;

@@ -52,9 +52,15 @@ typedef struct ithread {
   struct sig_intr *intr;
   int ilock, iflight, sig_last;
   int sig_live;             /* a program thread that signals can be routed to */
+  int cancel;               /* a drop-in's cancellation state: CANCEL_* */
 } ithread;
 
 enum { TS_RUNNING = 0, TS_EXITING = 1, TS_DONE = 2, TS_CLAIMED = 3 };
+/* cancel: requested; disabled by the thread; asynchronous type; being
+ * acted on. A request ends an interruptible wait as a signal does
+ * (signal.h) while it is enabled. */
+enum { CANCEL_PENDING = 1, CANCEL_DISABLED = 2, CANCEL_ASYNC = 4, CANCEL_ACTING = 8,
+       CANCEL_SEEN = 16 /* a wait was ended for the request */ };
 #define JOINER_DETACHED ((waiter *)1)
 /* TH_ANON: detached from birth and never handed out (ito__thread_spawn) */
 enum { TH_ROOT = 1, TH_DETACHED = 2, TH_ANON = 4 };

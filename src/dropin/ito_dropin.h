@@ -98,6 +98,19 @@ ITO_DROPIN_API void ito__dropin_sigpending(sigset_t *out);
 ITO_DROPIN_API int ito__dropin_sigsuspend(const sigset_t *mask);
 ITO_DROPIN_API int ito__dropin_sig_restart(void);
 
+/* Cancellation (docs/dropin.md section 6): cancel asks thread h (0: the
+ * root) to act at its next cancellation point, ending its interruptible
+ * wait if enabled; 0 or ESRCH. cancels becomes nonzero at the first
+ * request (the library checks nothing before). cancel_word: the calling
+ * ito thread's state (ITO_DROPIN_CANCEL_*), NULL for another thread. */
+#define ITO_DROPIN_CANCEL_PENDING 1
+#define ITO_DROPIN_CANCEL_DISABLED 2
+#define ITO_DROPIN_CANCEL_ASYNC 4
+#define ITO_DROPIN_CANCEL_ACTING 8
+ITO_DROPIN_API extern int ito__dropin_cancels;
+ITO_DROPIN_API int ito__dropin_cancel(ito_thread_t h);
+ITO_DROPIN_API int *ito__dropin_cancel_word(void);
+
 /* A module was loaded or unloaded (the library's dlopen, dlclose): with
  * ITO_TLS=thread a new module's static TLS is initialised in every
  * thread's block, and an unloaded one's forgotten (src/core/tls.h). */

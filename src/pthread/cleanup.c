@@ -2,14 +2,14 @@
  * 6). glibc's macros keep a jump buffer per handler in the caller's frame
  * and link it into the OS thread's TCB; for an ito thread the shim keeps
  * that chain per lightweight thread instead (a thread may pop on another
- * OS thread than it pushed on). pthread_exit jumps to the innermost
- * buffer; the macro's code runs the handler and calls
- * __pthread_unwind_next, which jumps to the next one, and after the last
- * ends the thread. C++ destructors of the frames left are not run: there is
- * no forced unwind yet. */
+ * OS thread than it pushed on). pthread_exit and cancellation unwind
+ * the stack as glibc's do (below), running each buffer's handler where its
+ * frame is left and C++ destructors on the way. */
 #include "shim.h"
 
 #include <stdlib.h>
+#include <string.h>
+#include <unwind.h>
 
 /* libc's longjmp, taking the buffer untyped: a cleanup buffer is a jmp_buf
  * without the saved signal mask, which longjmp reads only when
@@ -39,22 +39,96 @@ SHIM_EXPORT void __pthread_unregister_cancel(__pthread_unwind_buf_t *b) {
 
 SHIM_HIDDEN void shim_exit_thread(void *value) __attribute__((noreturn));
 
+/* ---- the thread's exit: a forced unwind, as glibc's ----------------------------------------
+ * pthread_exit (and a cancellation acted on) unwinds the thread's stack
+ * with _Unwind_ForcedUnwind: C++ destructors run, a catch (...) sees it
+ * and must rethrow, and the C cleanup buffers are run where their frames
+ * are left (the stop function jumps into the macro's code, which runs the
+ * handler and calls __pthread_unwind_next, which unwinds on). The unwind
+ * stops where the thread's function was called from: a frame of the
+ * runtime (libito.so), or the end of the stack (the main thread). */
+
+struct exit_unwind {
+  struct _Unwind_Exception exc; /* first */
+  void *value;
+};
+
+static uintptr_t core_lo, core_hi; /* libito.so's code */
+
+static int find_core(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  uintptr_t a = (uintptr_t)arg;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
+    uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+    if (a >= lo && a < hi) {
+      core_lo = lo;
+      core_hi = hi;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* A catch (...) that ended the unwind without rethrowing: as glibc. */
+static void exit_caught(_Unwind_Reason_Code r, struct _Unwind_Exception *e) {
+  (void)r, (void)e;
+  static const char m[] = "ito-pthread: a thread's exit or cancellation was caught and not "
+                          "rethrown (a catch (...) must rethrow)\n";
+  shim_real.write(2, m, sizeof m - 1);
+  abort();
+}
+
 /* Jumps to the innermost buffer left, or ends the thread. */
-static void __attribute__((noreturn)) unwind_to(__pthread_unwind_buf_t *b) {
+static void __attribute__((noreturn)) unwind_to(__pthread_unwind_buf_t *b, void *value) {
   if (b) {
     ito_setspecific(shim_cleanup_key, PREV(b));
     shim_longjmp(b->__cancel_jmp_buf, 1);
   }
-  shim_exit_thread(ito_getspecific(shim_exit_key));
+  shim_exit_thread(value);
+}
+
+static _Unwind_Reason_Code exit_stop(int version, _Unwind_Action actions,
+                                     _Unwind_Exception_Class cls, struct _Unwind_Exception *exc,
+                                     struct _Unwind_Context *ctx, void *param) {
+  (void)version, (void)cls, (void)exc;
+  struct exit_unwind *x = param;
+  uintptr_t ip = (actions & _UA_END_OF_STACK) ? 0 : _Unwind_GetIP(ctx);
+  int end = (actions & _UA_END_OF_STACK) || (ip >= core_lo && ip < core_hi);
+  uintptr_t cfa = end ? UINTPTR_MAX : _Unwind_GetCFA(ctx);
+  __pthread_unwind_buf_t *b = ito_getspecific(shim_cleanup_key);
+  /* a C cleanup buffer lies in the frame now left (above the callee's CFA) */
+  if (b && (uintptr_t)b < cfa) unwind_to(b, x->value);
+  if (end) shim_exit_thread(x->value);
+  return _URC_NO_REASON;
+}
+
+/* Unwinds from here; returns only if the unwinder cannot (no unwind
+ * information): the C buffers then run by jumps alone. */
+static void __attribute__((noreturn)) unwind_on(struct exit_unwind *x) {
+  _Unwind_ForcedUnwind(&x->exc, exit_stop, x);
+  unwind_to(ito_getspecific(shim_cleanup_key), x->value);
 }
 
 SHIM_EXPORT void __pthread_unwind_next(__pthread_unwind_buf_t *b) {
   if (UNLIKELY(shim_state == 2) || !ito_thread()) shim_real.__pthread_unwind_next(b);
-  unwind_to(ito_getspecific(shim_cleanup_key));
+  struct exit_unwind *x = ito_getspecific(shim_exit_key);
+  if (!x) /* (a buffer jumped to by hand: nothing to unwind for) */
+    unwind_to(ito_getspecific(shim_cleanup_key), NULL);
+  unwind_on(x);
 }
 
 SHIM_HIDDEN void shim_exit_cleanup(void *value) __attribute__((noreturn));
 void shim_exit_cleanup(void *value) {
-  ito_setspecific(shim_exit_key, value);
-  unwind_to(ito_getspecific(shim_cleanup_key));
+  if (!__atomic_load_n(&core_hi, __ATOMIC_ACQUIRE))
+    dl_iterate_phdr(find_core, (void *)(uintptr_t)&ito_create);
+  struct exit_unwind *x = ito_getspecific(shim_exit_key);
+  if (!x && !(x = calloc(1, sizeof *x))) unwind_to(ito_getspecific(shim_cleanup_key), value);
+  memset(&x->exc, 0, sizeof x->exc);
+  memcpy(&x->exc.exception_class, "ITO\0PTHR", sizeof x->exc.exception_class);
+  x->exc.exception_cleanup = exit_caught;
+  x->value = value;
+  ito_setspecific(shim_exit_key, x); /* freed at the thread's end (the key's destructor) */
+  unwind_on(x);
 }

@@ -110,7 +110,7 @@ void shim_init(void) {
      * (docs/tls.md); ITO_TLS=worker asks for the worker's */
     ito__dropin_config_default("ITO_TLS", "thread", "libito-pthread.so");
     ito__dropin_sig_enable(); /* masks and signals per thread (docs/signals.md) */
-    if (ito_key_create(&shim_cleanup_key, NULL) || ito_key_create(&shim_exit_key, NULL))
+    if (ito_key_create(&shim_cleanup_key, NULL) || ito_key_create(&shim_exit_key, free))
       die("ito-pthread: cannot create its thread-specific keys\n");
     ito__dropin_fd_view_tracked();
     /* the program's main thread keeps its own id when the runtime adopts

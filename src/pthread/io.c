@@ -13,11 +13,17 @@
 #include <stdarg.h>
 #include <sys/ioctl.h>
 
-#define IO_CALL(name, ito_call, ...)                    \
-  do {                                                  \
-    SHIM_ENTER(name, __VA_ARGS__);                      \
-    if (!ito__dropin_can_park()) return shim_real.name(__VA_ARGS__); \
-    return ito_call(__VA_ARGS__);                       \
+/* Each is a cancellation point: a request is acted on before the call,
+ * and after it when the call was cut short (EINTR: a request or a signal
+ * ended its wait). */
+#define IO_CALL(name, ito_call, ...)                                     \
+  do {                                                                   \
+    SHIM_ENTER(name, __VA_ARGS__);                                       \
+    if (!ito__dropin_can_park()) return shim_real.name(__VA_ARGS__);    \
+    shim_testcancel();                                                   \
+    __typeof__(ito_call(__VA_ARGS__)) r_ = ito_call(__VA_ARGS__);        \
+    shim_testcancel_eintr(r_ == -1 && errno == EINTR);                   \
+    return r_;                                                           \
   } while (0)
 
 SHIM_EXPORT ssize_t read(int fd, void *buf, size_t n) { IO_CALL(read, ito_read, fd, buf, n); }
@@ -54,11 +60,17 @@ SHIM_EXPORT ssize_t sendmsg(int fd, const struct msghdr *m, int flags) {
  * thread that cannot park must still block, as the program asked. */
 SHIM_EXPORT int accept(int fd, struct sockaddr *a, socklen_t *l) {
   SHIM_ENTER(accept, fd, a, l);
-  return ito_accept(fd, a, l);
+  shim_testcancel();
+  int r = ito_accept(fd, a, l);
+  shim_testcancel_eintr(r == -1 && errno == EINTR);
+  return r;
 }
 SHIM_EXPORT int accept4(int fd, struct sockaddr *a, socklen_t *l, int flags) {
   SHIM_ENTER(accept4, fd, a, l, flags);
-  return ito_accept4(fd, a, l, flags);
+  shim_testcancel();
+  int r = ito_accept4(fd, a, l, flags);
+  shim_testcancel_eintr(r == -1 && errno == EINTR);
+  return r;
 }
 SHIM_EXPORT int connect(int fd, const struct sockaddr *a, socklen_t l) {
   IO_CALL(connect, ito_connect, fd, a, l);
@@ -66,6 +78,7 @@ SHIM_EXPORT int connect(int fd, const struct sockaddr *a, socklen_t l) {
 
 SHIM_EXPORT int close(int fd) {
   SHIM_ENTER(close, fd);
+  shim_testcancel();
   return ito_close(fd);
 }
 
@@ -216,7 +229,21 @@ SHIM_EXPORT int epoll_pwait2(int epfd, struct epoll_event *ev, int max, const st
                              const sigset_t *m) {
   IO_CALL(epoll_pwait2, ito_epoll_pwait2, epfd, ev, max, t, m);
 }
-SHIM_EXPORT int sigwait(const sigset_t *set, int *sig) { IO_CALL(sigwait, ito_sigwait, set, sig); }
+/* sigwait waits on through signals' handlers, not through a cancellation */
+SHIM_EXPORT int sigwait(const sigset_t *set, int *sig) {
+  SHIM_ENTER(sigwait, set, sig);
+  if (!ito__dropin_can_park()) return shim_real.sigwait(set, sig);
+  shim_testcancel();
+  for (;;) {
+    int rc = ito_sigtimedwait(set, NULL, NULL);
+    if (rc > 0) {
+      *sig = rc;
+      return 0;
+    }
+    if (errno != EINTR) return errno;
+    shim_testcancel();
+  }
+}
 SHIM_EXPORT int sigwaitinfo(const sigset_t *set, siginfo_t *info) {
   IO_CALL(sigwaitinfo, ito_sigwaitinfo, set, info);
 }

@@ -94,6 +94,7 @@ static int sem_take(struct pt_sem *p, int try, clockid_t clock, const struct tim
 
 static int sem_result(int rc) {
   if (!rc) return 0;
+  shim_testcancel_eintr(rc == EINTR); /* a cancellation point */
   errno = rc;
   return -1;
 }
@@ -101,6 +102,7 @@ static int sem_result(int rc) {
 SHIM_EXPORT int sem_wait(sem_t *s) {
   SHIM_ENTER(sem_wait, s);
   if (!ours(s)) return shim_real.sem_wait(s);
+  shim_testcancel();
   return sem_result(sem_take(PS(s), 0, CLOCK_REALTIME, NULL));
 }
 
@@ -113,6 +115,7 @@ SHIM_EXPORT int sem_trywait(sem_t *s) {
 SHIM_EXPORT int sem_timedwait(sem_t *s, const struct timespec *abs) {
   SHIM_ENTER(sem_timedwait, s, abs);
   if (!ours(s)) return shim_real.sem_timedwait(s, abs);
+  shim_testcancel();
   if (shim_null(abs)) return sem_result(EINVAL);
   return sem_result(sem_take(PS(s), 0, CLOCK_REALTIME, abs));
 }
@@ -120,6 +123,7 @@ SHIM_EXPORT int sem_timedwait(sem_t *s, const struct timespec *abs) {
 SHIM_EXPORT int sem_clockwait(sem_t *s, clockid_t clock, const struct timespec *abs) {
   SHIM_ENTER(sem_clockwait, s, clock, abs);
   if (!ours(s)) return shim_real.sem_clockwait(s, clock, abs);
+  shim_testcancel();
   if (shim_bad_clockwait(clock, abs))
     return sem_result(EINVAL);
   return sem_result(sem_take(PS(s), 0, clock, abs));

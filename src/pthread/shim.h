@@ -217,6 +217,18 @@ static inline int shim_to_libc(void) {
     }                                                                          \
   } while (0)
 
+/* Cancellation points (thread.c): nothing until the first pthread_cancel
+ * of the process; then the calling ito thread acts on a request it has
+ * enabled (pthread_exit(PTHREAD_CANCELED)). */
+SHIM_HIDDEN void shim_cancel_check(void);
+static inline void shim_testcancel(void) {
+  if (UNLIKELY(__atomic_load_n(&ito__dropin_cancels, __ATOMIC_RELAXED))) shim_cancel_check();
+}
+/* After a call that a request may have cut short (it failed with EINTR). */
+static inline void shim_testcancel_eintr(int failed_eintr) {
+  if (UNLIKELY(failed_eintr)) shim_testcancel();
+}
+
 /* Is t a lightweight thread's handle (bit 63 set; glibc's never have it)? */
 static inline int is_ito(pthread_t t) { return ((uint64_t)t >> 63) != 0; }
 

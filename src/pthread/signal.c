@@ -77,7 +77,10 @@ SHIM_EXPORT int sigpending(sigset_t *set) {
 SHIM_EXPORT int sigsuspend(const sigset_t *mask) {
   SHIM_ENTER(sigsuspend, mask);
   if (!ito__dropin_can_park()) return shim_real.sigsuspend(mask);
-  return ito__dropin_sigsuspend(mask);
+  shim_testcancel();
+  int rc = ito__dropin_sigsuspend(mask);
+  shim_testcancel();
+  return rc;
 }
 
 SHIM_EXPORT int pause(void) {
@@ -85,7 +88,10 @@ SHIM_EXPORT int pause(void) {
   if (!ito__dropin_can_park()) return shim_real.pause();
   sigset_t now;
   ito__dropin_sigmask(SIG_BLOCK, NULL, &now);
-  return ito__dropin_sigsuspend(&now);
+  shim_testcancel();
+  int rc = ito__dropin_sigsuspend(&now);
+  shim_testcancel();
+  return rc;
 }
 
 /* glibc's siginterrupt changes the action through its internal sigaction */

@@ -20,12 +20,14 @@ static void put_left(struct timespec *rem, long long ns) {
 SHIM_EXPORT int nanosleep(const struct timespec *req, struct timespec *rem) {
   SHIM_ENTER(nanosleep, req, rem);
   if (!ito__dropin_can_park()) return shim_real.nanosleep(req, rem);
+  shim_testcancel();
   if (!req || req->tv_sec < 0 || shim_bad_time(req)) {
     errno = EINVAL;
     return -1;
   }
   long long left = 0;
   if (sleep_for(ts_to_ns(req), &left) == EINTR) { /* (saturates: centuries are for ever) */
+    shim_testcancel();
     put_left(rem, left);
     errno = EINTR;
     return -1;
@@ -39,11 +41,17 @@ SHIM_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespe
   if (!ito__dropin_can_park() || !shim_clock_ok(clock))
     return shim_real.clock_nanosleep(clock, flags, req, rem);
   if (!req || req->tv_sec < 0 || shim_bad_time(req)) return EINVAL;
-  if (flags & TIMER_ABSTIME) return ito__dropin_sleep_until(clock, req);
+  shim_testcancel();
+  if (flags & TIMER_ABSTIME) {
+    int rc = ito__dropin_sleep_until(clock, req);
+    shim_testcancel_eintr(rc == EINTR);
+    return rc;
+  }
   long long ns = ts_to_ns(req);
   if (ns == 0) return ito_yield();
   struct timespec until = deadline_in(clock, ns);
   int rc = ito__dropin_sleep_until(clock, &until);
+  shim_testcancel_eintr(rc == EINTR);
   if (rc == EINTR) put_left(rem, ns_until(clock, &until));
   return rc;
 }
@@ -51,7 +59,9 @@ SHIM_EXPORT int clock_nanosleep(clockid_t clock, int flags, const struct timespe
 SHIM_EXPORT int usleep(useconds_t us) {
   SHIM_ENTER(usleep, us);
   if (!ito__dropin_can_park()) return shim_real.usleep(us);
+  shim_testcancel();
   if (sleep_for((long long)us * 1000, NULL) == EINTR) {
+    shim_testcancel();
     errno = EINTR;
     return -1;
   }
@@ -61,9 +71,12 @@ SHIM_EXPORT int usleep(useconds_t us) {
 SHIM_EXPORT unsigned sleep(unsigned s) {
   SHIM_ENTER(sleep, s);
   if (!ito__dropin_can_park()) return shim_real.sleep(s);
+  shim_testcancel();
   long long left = 0;
-  if (sleep_for((long long)s * NS_PER_S, &left) == EINTR) /* the seconds left, rounded up */
+  if (sleep_for((long long)s * NS_PER_S, &left) == EINTR) { /* the seconds left, rounded up */
+    shim_testcancel();
     return (unsigned)((left + NS_PER_S - 1) / NS_PER_S);
+  }
   return 0;
 }
 

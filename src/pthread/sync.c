@@ -220,6 +220,7 @@ static int cond_release(void *p) {
 static int cond_wait(struct pt_cond *c, struct pt_mutex *m, clockid_t clock,
                      const struct timespec *abs) {
   if (abs && shim_bad_time(abs)) return EINVAL;
+  shim_testcancel(); /* a cancellation point: acted on with the mutex held */
   struct cond_unlock u = {m, 0};
   ito__dropin_lock(&c->qlock);
   /* a signal for the thread ends the wait so that its handler runs now;
@@ -233,6 +234,7 @@ static int cond_wait(struct pt_cond *c, struct pt_mutex *m, clockid_t clock,
     set_owner(m, self_id());
     m->count = u.depth;
   }
+  shim_testcancel(); /* a request that ended the wait: the mutex is held again, as POSIX asks */
   return r;
 }
 

@@ -150,6 +150,7 @@ SHIM_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
 
 SHIM_EXPORT int pthread_join(pthread_t t, void **ret) {
   SHIM_ENTER(pthread_join, t, ret);
+  shim_testcancel();
   if (!is_ito(t)) return shim_real.pthread_join(t, ret);
   int rc = ito__dropin_check((ito_thread_t)t);
   if (rc) return rc;
@@ -166,6 +167,7 @@ SHIM_EXPORT int pthread_tryjoin_np(pthread_t t, void **ret) {
 
 /* Timed joins poll every millisecond (docs/dropin.md section 6). */
 static int timed_join(pthread_t t, void **ret, clockid_t clock, const struct timespec *abs) {
+  shim_testcancel();
   int rc = ito__dropin_check((ito_thread_t)t);
   if (rc) return rc;
   if (abs && shim_bad_time(abs)) return EINVAL;
@@ -252,31 +254,79 @@ SHIM_EXPORT int pthread_sigqueue(pthread_t t, int sig, const union sigval v) {
   return ito__dropin_sigsend((ito_thread_t)t, sig, &v);
 }
 
-SHIM_EXPORT int pthread_cancel(pthread_t t) {
-  SHIM_ENTER(pthread_cancel, t);
-  if (!is_ito(t)) return shim_real.pthread_cancel(t);
-  return REFUSE("pthread_cancel", "cancellation",
-                "tell the thread to stop through a flag or a condition variable", ENOTSUP);
+/* ---- cancellation (docs/dropin.md section 6) ------------------------------------------------
+ * Deferred: a request is acted on at the thread's next cancellation point
+ * (the blocking calls POSIX names, which the shim interposes, and
+ * pthread_testcancel); a thread parked in one of them is woken for it.
+ * Acting is pthread_exit(PTHREAD_CANCELED): cleanup handlers and C++
+ * destructors run (cleanup.c). The asynchronous type is kept and reported;
+ * the thread then acts at once when the request finds it enabled in a
+ * call of its own, and otherwise at its next cancellation point. */
+#define CP ITO_DROPIN_CANCEL_PENDING
+#define CD ITO_DROPIN_CANCEL_DISABLED
+#define CA ITO_DROPIN_CANCEL_ASYNC
+#define CX ITO_DROPIN_CANCEL_ACTING
+
+static void __attribute__((noreturn)) act_on_cancel(int *w) {
+  __atomic_fetch_or(w, CX, __ATOMIC_ACQ_REL);
+  pthread_exit(PTHREAD_CANCELED);
 }
 
-/* Cancellation never happens: the state calls succeed and report it
- * enabled and deferred. */
+void shim_cancel_check(void) {
+  int *w = ito__dropin_cancel_word();
+  if (w && (__atomic_load_n(w, __ATOMIC_ACQUIRE) & (CP | CD | CX)) == CP) act_on_cancel(w);
+}
+
+SHIM_EXPORT int pthread_cancel(pthread_t t) {
+  SHIM_ENTER(pthread_cancel, t);
+  int rc;
+  if (is_root_id(t)) {
+    rc = ito__dropin_cancel(0);
+  } else if (is_ito(t)) {
+    rc = ito__dropin_check((ito_thread_t)t);
+    if (rc == ESRCH) return ESRCH;
+    rc = ito__dropin_cancel((ito_thread_t)t);
+  } else {
+    return shim_real.pthread_cancel(t);
+  }
+  if (rc == 0 && pthread_equal(t, shim_self())) { /* itself, asynchronous: now */
+    int *w = ito__dropin_cancel_word();
+    if (w && (__atomic_load_n(w, __ATOMIC_ACQUIRE) & (CP | CD | CA | CX)) == (CP | CA))
+      act_on_cancel(w);
+  }
+  return rc;
+}
+
 SHIM_EXPORT int pthread_setcancelstate(int state, int *old) {
   SHIM_ENTER(pthread_setcancelstate, state, old);
   if (state != PTHREAD_CANCEL_ENABLE && state != PTHREAD_CANCEL_DISABLE) return EINVAL;
-  if (old) *old = PTHREAD_CANCEL_ENABLE;
+  int *w = ito__dropin_cancel_word();
+  if (!w) return shim_real.pthread_setcancelstate(state, old);
+  int prev = state == PTHREAD_CANCEL_DISABLE ? __atomic_fetch_or(w, CD, __ATOMIC_ACQ_REL)
+                                              : __atomic_fetch_and(w, ~CD, __ATOMIC_ACQ_REL);
+  if (old) *old = (prev & CD) ? PTHREAD_CANCEL_DISABLE : PTHREAD_CANCEL_ENABLE;
+  if (state == PTHREAD_CANCEL_ENABLE && (prev & (CP | CA | CX)) == (CP | CA)) act_on_cancel(w);
   return 0;
 }
 
 SHIM_EXPORT int pthread_setcanceltype(int type, int *old) {
   SHIM_ENTER(pthread_setcanceltype, type, old);
   if (type != PTHREAD_CANCEL_DEFERRED && type != PTHREAD_CANCEL_ASYNCHRONOUS) return EINVAL;
-  if (old) *old = PTHREAD_CANCEL_DEFERRED;
+  int *w = ito__dropin_cancel_word();
+  if (!w) return shim_real.pthread_setcanceltype(type, old);
+  int prev = type == PTHREAD_CANCEL_ASYNCHRONOUS ? __atomic_fetch_or(w, CA, __ATOMIC_ACQ_REL)
+                                                  : __atomic_fetch_and(w, ~CA, __ATOMIC_ACQ_REL);
+  if (old) *old = (prev & CA) ? PTHREAD_CANCEL_ASYNCHRONOUS : PTHREAD_CANCEL_DEFERRED;
+  if (type == PTHREAD_CANCEL_ASYNCHRONOUS && (prev & (CP | CD | CX)) == CP) act_on_cancel(w);
   return 0;
 }
 
 SHIM_EXPORT void pthread_testcancel(void) {
-  if (UNLIKELY(shim_state == 2)) shim_real.pthread_testcancel();
+  if (UNLIKELY(shim_state == 2)) {
+    shim_real.pthread_testcancel();
+    return;
+  }
+  shim_testcancel();
 }
 
 SHIM_EXPORT int pthread_getattr_np(pthread_t t, pthread_attr_t *attr) {

@@ -42,7 +42,6 @@ int main(void) {
     pthread_mutex_t pm;
     pthread_attr_t aa;
     pthread_t u;
-    printf("pthread_cancel: %s\n", code_name(pthread_cancel(t)));
     printf("pthread_kill 0: %s\n", code_name(pthread_kill(t, 0)));
     printf("pthread_setaffinity_np: %s\n", code_name(pthread_setaffinity_np(t, sizeof set, &set)));
     printf("pthread_getcpuclockid: %s\n", code_name(pthread_getcpuclockid(t, &clk)));
