@@ -2,10 +2,21 @@
  * keep glibc's type words where its static initialisers put them
  * (docs/dropin.md section 4). Fast paths are here; waiting goes through
  * the runtime's wait queues, where lightweight threads park and other
- * threads block. */
+ * threads block.
+ *
+ * A process-shared object (PTHREAD_PROCESS_SHARED) is glibc's, in glibc's
+ * layout, since another process may use it: every call on it is glibc's
+ * (a wait blocks the worker; the monitor runs another meanwhile), and the
+ * thread that holds one stays on its OS thread until it lets go (glibc
+ * records owners by kernel thread id, which the threads of one worker
+ * share). Each kind is told apart by what glibc's own init writes
+ * (mutex: the shared bit of __kind; condition variable: the shared bit of
+ * __wrefs), or by a mark of the shim's in a word glibc leaves alone
+ * (rwlock), or by the address (barrier: every word is used). */
 #include "shim.h"
 
 #include <limits.h>
+#include <stdlib.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -27,6 +38,18 @@ _Static_assert(sizeof(struct pt_mutex) <= sizeof(pthread_mutex_t), "mutex layout
 _Static_assert(offsetof(struct pt_mutex, kind) == 16, "the kind stays at glibc's offset");
 
 #define PM(m) ((struct pt_mutex *)(void *)(m))
+
+/* glibc's mutex: its __kind has bits no mutex of ours has (the shared bit) */
+static inline int glibc_mutex(const struct pt_mutex *m) { return (m->kind & ~3) != 0; }
+/* The holder of a glibc object stays on its OS thread (above). */
+static inline int held(int rc) {
+  if (rc == 0) ito__dropin_pin();
+  return rc;
+}
+static inline int let_go(int rc) {
+  if (rc == 0) ito__dropin_unpin();
+  return rc;
+}
 
 /* The contended halves are the runtime's, shared with ito_mutex_t. */
 static inline int acquire(struct pt_mutex *m, clockid_t clock, const struct timespec *abs) {
@@ -87,16 +110,14 @@ SHIM_EXPORT int pthread_mutex_init(pthread_mutex_t *pm, const pthread_mutexattr_
   if (attr) {
     int v;
     if (pthread_mutexattr_gettype(attr, &kind)) return EINVAL;
-    if (pthread_mutexattr_getpshared(attr, &v) == 0 && v == PTHREAD_PROCESS_SHARED)
-      return REFUSE("pthread_mutex_init", "a process-shared mutex",
-                    "lightweight threads share one process; use a process-private mutex",
-                    ENOTSUP);
     if (pthread_mutexattr_getrobust(attr, &v) == 0 && v == PTHREAD_MUTEX_ROBUST)
       return REFUSE("pthread_mutex_init", "a robust mutex",
                     "lightweight threads do not die while holding a lock", ENOTSUP);
     if (pthread_mutexattr_getprotocol(attr, &v) == 0 && v == PTHREAD_PRIO_PROTECT)
       return REFUSE("pthread_mutex_init", "a priority-ceiling mutex",
                     "lightweight threads have no priorities; use PTHREAD_PRIO_NONE", ENOTSUP);
+    if (pthread_mutexattr_getpshared(attr, &v) == 0 && v == PTHREAD_PROCESS_SHARED)
+      return shim_real.pthread_mutex_init(pm, attr); /* glibc's, for other processes too */
   }
   memset(pm, 0, sizeof *pm);
   PM(pm)->kind = kind;
@@ -105,6 +126,7 @@ SHIM_EXPORT int pthread_mutex_init(pthread_mutex_t *pm, const pthread_mutexattr_
 
 SHIM_EXPORT int pthread_mutex_destroy(pthread_mutex_t *pm) {
   SHIM_ENTER(pthread_mutex_destroy, pm);
+  if (UNLIKELY(glibc_mutex(PM(pm)))) return shim_real.pthread_mutex_destroy(pm);
   return __atomic_load_n(&PM(pm)->state, __ATOMIC_RELAXED) ? EBUSY : 0;
 }
 
@@ -112,17 +134,20 @@ SHIM_EXPORT int pthread_mutex_lock(pthread_mutex_t *pm) {
   SHIM_ENTER(pthread_mutex_lock, pm);
   struct pt_mutex *m = PM(pm);
   if (LIKELY(m->kind == 0 && cas(&m->state, 0, 1))) return 0;
+  if (UNLIKELY(glibc_mutex(m))) return held(shim_real.pthread_mutex_lock(pm));
   return mutex_lock(m, 0, CLOCK_REALTIME, NULL);
 }
 
 SHIM_EXPORT int pthread_mutex_trylock(pthread_mutex_t *pm) {
   SHIM_ENTER(pthread_mutex_trylock, pm);
+  if (UNLIKELY(glibc_mutex(PM(pm)))) return held(shim_real.pthread_mutex_trylock(pm));
   return mutex_lock(PM(pm), 1, CLOCK_REALTIME, NULL);
 }
 
 SHIM_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *pm, const struct timespec *abs) {
   SHIM_ENTER(pthread_mutex_timedlock, pm, abs);
   if (shim_null(abs)) return EINVAL;
+  if (UNLIKELY(glibc_mutex(PM(pm)))) return held(shim_real.pthread_mutex_timedlock(pm, abs));
   return mutex_lock(PM(pm), 0, CLOCK_REALTIME, abs);
 }
 
@@ -130,6 +155,8 @@ SHIM_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *pm, clockid_t clock,
                                         const struct timespec *abs) {
   SHIM_ENTER(pthread_mutex_clocklock, pm, clock, abs);
   if (shim_bad_clockwait(clock, abs)) return EINVAL;
+  if (UNLIKELY(glibc_mutex(PM(pm))))
+    return held(shim_real.pthread_mutex_clocklock(pm, clock, abs));
   return mutex_lock(PM(pm), 0, clock, abs);
 }
 
@@ -140,6 +167,7 @@ SHIM_EXPORT int pthread_mutex_unlock(pthread_mutex_t *pm) {
     release(m);
     return 0;
   }
+  if (UNLIKELY(glibc_mutex(m))) return let_go(shim_real.pthread_mutex_unlock(pm));
   return mutex_unlock(m);
 }
 
@@ -169,6 +197,10 @@ struct pt_cond {
 };
 _Static_assert(sizeof(struct pt_cond) <= sizeof(pthread_cond_t), "cond layout");
 #define PC(c) ((struct pt_cond *)(void *)(c))
+/* glibc's: the shared bit of __wrefs (offset 36), which ours never write */
+static inline int glibc_cond(const pthread_cond_t *c) {
+  return (((const unsigned *)(const void *)c)[9] & 1) != 0;
+}
 
 SHIM_EXPORT int pthread_cond_init(pthread_cond_t *pc, const pthread_condattr_t *attr) {
   SHIM_ENTER(pthread_cond_init, pc, attr);
@@ -177,8 +209,7 @@ SHIM_EXPORT int pthread_cond_init(pthread_cond_t *pc, const pthread_condattr_t *
     clockid_t clk = CLOCK_REALTIME;
     int sh;
     if (pthread_condattr_getpshared(attr, &sh) == 0 && sh == PTHREAD_PROCESS_SHARED)
-      return REFUSE("pthread_cond_init", "a process-shared condition variable",
-                    "lightweight threads share one process; use a process-private one", ENOTSUP);
+      return shim_real.pthread_cond_init(pc, attr); /* glibc's, for other processes too */
     pthread_condattr_getclock(attr, &clk);
     if (clk == CLOCK_MONOTONIC)
       mono = 1;
@@ -192,6 +223,7 @@ SHIM_EXPORT int pthread_cond_init(pthread_cond_t *pc, const pthread_condattr_t *
 
 SHIM_EXPORT int pthread_cond_destroy(pthread_cond_t *pc) {
   SHIM_ENTER(pthread_cond_destroy, pc);
+  if (UNLIKELY(glibc_cond(pc))) return shim_real.pthread_cond_destroy(pc);
   return __atomic_load_n(&PC(pc)->head, __ATOMIC_RELAXED) ? EBUSY : 0;
 }
 
@@ -240,12 +272,14 @@ static int cond_wait(struct pt_cond *c, struct pt_mutex *m, clockid_t clock,
 
 SHIM_EXPORT int pthread_cond_wait(pthread_cond_t *pc, pthread_mutex_t *pm) {
   SHIM_ENTER(pthread_cond_wait, pc, pm);
+  if (UNLIKELY(glibc_cond(pc))) return shim_real.pthread_cond_wait(pc, pm);
   return cond_wait(PC(pc), PM(pm), CLOCK_REALTIME, NULL);
 }
 
 SHIM_EXPORT int pthread_cond_timedwait(pthread_cond_t *pc, pthread_mutex_t *pm,
                                        const struct timespec *abs) {
   SHIM_ENTER(pthread_cond_timedwait, pc, pm, abs);
+  if (UNLIKELY(glibc_cond(pc))) return shim_real.pthread_cond_timedwait(pc, pm, abs);
   if (shim_null(abs)) return EINVAL;
   return cond_wait(PC(pc), PM(pm), PC(pc)->clock ? CLOCK_MONOTONIC : CLOCK_REALTIME, abs);
 }
@@ -253,6 +287,7 @@ SHIM_EXPORT int pthread_cond_timedwait(pthread_cond_t *pc, pthread_mutex_t *pm,
 SHIM_EXPORT int pthread_cond_clockwait(pthread_cond_t *pc, pthread_mutex_t *pm, clockid_t clock,
                                        const struct timespec *abs) {
   SHIM_ENTER(pthread_cond_clockwait, pc, pm, clock, abs);
+  if (UNLIKELY(glibc_cond(pc))) return shim_real.pthread_cond_clockwait(pc, pm, clock, abs);
   if (shim_bad_clockwait(clock, abs)) return EINVAL;
   return cond_wait(PC(pc), PM(pm), clock, abs);
 }
@@ -268,11 +303,13 @@ static int cond_wake(struct pt_cond *c, int n) {
 
 SHIM_EXPORT int pthread_cond_signal(pthread_cond_t *pc) {
   SHIM_ENTER(pthread_cond_signal, pc);
+  if (UNLIKELY(glibc_cond(pc))) return shim_real.pthread_cond_signal(pc);
   return cond_wake(PC(pc), 1);
 }
 
 SHIM_EXPORT int pthread_cond_broadcast(pthread_cond_t *pc) {
   SHIM_ENTER(pthread_cond_broadcast, pc);
+  if (UNLIKELY(glibc_cond(pc))) return shim_real.pthread_cond_broadcast(pc);
   return cond_wake(PC(pc), -1);
 }
 
@@ -293,6 +330,11 @@ struct pt_rwlock {
 _Static_assert(sizeof(struct pt_rwlock) <= sizeof(pthread_rwlock_t), "rwlock layout");
 _Static_assert(offsetof(struct pt_rwlock, kind) == 48, "the kind stays at glibc's offset");
 #define PRW(l) ((struct pt_rwlock *)(void *)(l))
+/* glibc's: the shim's mark in pad1 (glibc's __pad2, which it never writes) */
+#define RW_GLIBC_MARK 0x69746f2d676c6962ull /* "bilg-oti" */
+static inline int glibc_rw(const pthread_rwlock_t *l) {
+  return __atomic_load_n(&PRW(l)->pad1, __ATOMIC_RELAXED) == RW_GLIBC_MARK;
+}
 enum { TAG_READ = 1, TAG_WRITE = 2 };
 
 /* Under qlock: the waiters that may now enter, with state set for them. */
@@ -374,9 +416,11 @@ SHIM_EXPORT int pthread_rwlock_init(pthread_rwlock_t *pl, const pthread_rwlockat
   int kind = 0;
   if (attr) {
     int v;
-    if (pthread_rwlockattr_getpshared(attr, &v) == 0 && v == PTHREAD_PROCESS_SHARED)
-      return REFUSE("pthread_rwlock_init", "a process-shared rwlock",
-                    "lightweight threads share one process; use a process-private one", ENOTSUP);
+    if (pthread_rwlockattr_getpshared(attr, &v) == 0 && v == PTHREAD_PROCESS_SHARED) {
+      int rc = shim_real.pthread_rwlock_init(pl, attr); /* glibc's, for other processes too */
+      if (!rc) __atomic_store_n(&PRW(pl)->pad1, RW_GLIBC_MARK, __ATOMIC_RELEASE);
+      return rc;
+    }
     if (pthread_rwlockattr_getkind_np(attr, &v) == 0 &&
         v == PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP)
       kind = 2;
@@ -388,51 +432,61 @@ SHIM_EXPORT int pthread_rwlock_init(pthread_rwlock_t *pl, const pthread_rwlockat
 
 SHIM_EXPORT int pthread_rwlock_destroy(pthread_rwlock_t *pl) {
   SHIM_ENTER(pthread_rwlock_destroy, pl);
+  if (UNLIKELY(glibc_rw(pl))) return shim_real.pthread_rwlock_destroy(pl);
   struct pt_rwlock *l = PRW(pl);
   return (__atomic_load_n(&l->state, __ATOMIC_RELAXED) || __atomic_load_n(&l->head, __ATOMIC_RELAXED)) ? EBUSY : 0;
 }
 
 SHIM_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *pl) {
   SHIM_ENTER(pthread_rwlock_rdlock, pl);
+  if (UNLIKELY(glibc_rw(pl))) return held(shim_real.pthread_rwlock_rdlock(pl));
   return rw_rdlock(PRW(pl), 0, CLOCK_REALTIME, NULL);
 }
 SHIM_EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t *pl) {
   SHIM_ENTER(pthread_rwlock_tryrdlock, pl);
+  if (UNLIKELY(glibc_rw(pl))) return held(shim_real.pthread_rwlock_tryrdlock(pl));
   return rw_rdlock(PRW(pl), 1, CLOCK_REALTIME, NULL);
 }
 SHIM_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *pl, const struct timespec *abs) {
   SHIM_ENTER(pthread_rwlock_timedrdlock, pl, abs);
+  if (UNLIKELY(glibc_rw(pl))) return held(shim_real.pthread_rwlock_timedrdlock(pl, abs));
   if (shim_null(abs)) return EINVAL;
   return rw_rdlock(PRW(pl), 0, CLOCK_REALTIME, abs);
 }
 SHIM_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *pl, clockid_t clock,
                                            const struct timespec *abs) {
   SHIM_ENTER(pthread_rwlock_clockrdlock, pl, clock, abs);
+  if (UNLIKELY(glibc_rw(pl))) return held(shim_real.pthread_rwlock_clockrdlock(pl, clock, abs));
   if (shim_bad_clockwait(clock, abs)) return EINVAL;
   return rw_rdlock(PRW(pl), 0, clock, abs);
 }
 SHIM_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *pl) {
   SHIM_ENTER(pthread_rwlock_wrlock, pl);
+  if (UNLIKELY(glibc_rw(pl))) return held(shim_real.pthread_rwlock_wrlock(pl));
   return rw_wrlock(PRW(pl), 0, CLOCK_REALTIME, NULL);
 }
 SHIM_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *pl) {
   SHIM_ENTER(pthread_rwlock_trywrlock, pl);
+  if (UNLIKELY(glibc_rw(pl))) return held(shim_real.pthread_rwlock_trywrlock(pl));
   return rw_wrlock(PRW(pl), 1, CLOCK_REALTIME, NULL);
 }
 SHIM_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *pl, const struct timespec *abs) {
   SHIM_ENTER(pthread_rwlock_timedwrlock, pl, abs);
+  if (UNLIKELY(glibc_rw(pl))) return held(shim_real.pthread_rwlock_timedwrlock(pl, abs));
   if (shim_null(abs)) return EINVAL;
   return rw_wrlock(PRW(pl), 0, CLOCK_REALTIME, abs);
 }
 SHIM_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *pl, clockid_t clock,
                                            const struct timespec *abs) {
   SHIM_ENTER(pthread_rwlock_clockwrlock, pl, clock, abs);
+  if (UNLIKELY(glibc_rw(pl))) return held(shim_real.pthread_rwlock_clockwrlock(pl, clock, abs));
   if (shim_bad_clockwait(clock, abs)) return EINVAL;
   return rw_wrlock(PRW(pl), 0, clock, abs);
 }
 
 SHIM_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *pl) {
   SHIM_ENTER(pthread_rwlock_unlock, pl);
+  if (UNLIKELY(glibc_rw(pl))) return let_go(shim_real.pthread_rwlock_unlock(pl));
   struct pt_rwlock *l = PRW(pl);
   ito__dropin_lock(&l->qlock);
   if (l->state == -1) {
@@ -455,23 +509,72 @@ SHIM_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *pl) {
 _Static_assert(sizeof(ito_barrier_t) == sizeof(pthread_barrier_t), "barrier layout");
 _Static_assert(ITO_BARRIER_SERIAL_THREAD == PTHREAD_BARRIER_SERIAL_THREAD, "serial value");
 
+/* Process-shared barriers are glibc's, known by their addresses: glibc's
+ * and ito's layouts use every word alike. One made by another process
+ * (not through this library) is not known here. */
+struct shared_barrier {
+  pthread_barrier_t *b;
+  struct shared_barrier *next;
+};
+static struct shared_barrier *shared_barriers;
+static int shared_barriers_lock, shared_barriers_n;
+
+static int glibc_barrier(pthread_barrier_t *b) {
+  if (LIKELY(!__atomic_load_n(&shared_barriers_n, __ATOMIC_ACQUIRE))) return 0;
+  ito__dropin_lock(&shared_barriers_lock);
+  struct shared_barrier *s = shared_barriers;
+  while (s && s->b != b) s = s->next;
+  ito__dropin_unlock(&shared_barriers_lock);
+  return s != NULL;
+}
+
 SHIM_EXPORT int pthread_barrier_init(pthread_barrier_t *b, const pthread_barrierattr_t *attr,
                                      unsigned count) {
   SHIM_ENTER(pthread_barrier_init, b, attr, count);
   int sh;
-  if (attr && pthread_barrierattr_getpshared(attr, &sh) == 0 && sh == PTHREAD_PROCESS_SHARED)
-    return REFUSE("pthread_barrier_init", "a process-shared barrier",
-                  "lightweight threads share one process; use a process-private one", ENOTSUP);
+  if (attr && pthread_barrierattr_getpshared(attr, &sh) == 0 && sh == PTHREAD_PROCESS_SHARED) {
+    if (glibc_barrier(b)) return shim_real.pthread_barrier_init(b, attr, count);
+    struct shared_barrier *s = malloc(sizeof *s);
+    if (!s) return ENOMEM;
+    int rc = shim_real.pthread_barrier_init(b, attr, count);
+    if (rc) {
+      free(s);
+      return rc;
+    }
+    s->b = b;
+    ito__dropin_lock(&shared_barriers_lock);
+    s->next = shared_barriers;
+    shared_barriers = s;
+    __atomic_add_fetch(&shared_barriers_n, 1, __ATOMIC_RELEASE);
+    ito__dropin_unlock(&shared_barriers_lock);
+    return 0;
+  }
   return ito_barrier_init((ito_barrier_t *)(void *)b, count);
 }
 
 SHIM_EXPORT int pthread_barrier_destroy(pthread_barrier_t *b) {
   SHIM_ENTER(pthread_barrier_destroy, b);
+  if (UNLIKELY(glibc_barrier(b))) {
+    int rc = shim_real.pthread_barrier_destroy(b);
+    if (rc) return rc;
+    ito__dropin_lock(&shared_barriers_lock);
+    for (struct shared_barrier **p = &shared_barriers; *p; p = &(*p)->next) {
+      if ((*p)->b != b) continue;
+      struct shared_barrier *s = *p;
+      *p = s->next;
+      free(s);
+      __atomic_sub_fetch(&shared_barriers_n, 1, __ATOMIC_RELEASE);
+      break;
+    }
+    ito__dropin_unlock(&shared_barriers_lock);
+    return 0;
+  }
   return ito_barrier_destroy((ito_barrier_t *)(void *)b);
 }
 
 SHIM_EXPORT int pthread_barrier_wait(pthread_barrier_t *b) {
   SHIM_ENTER(pthread_barrier_wait, b);
+  if (UNLIKELY(glibc_barrier(b))) return shim_real.pthread_barrier_wait(b);
   return ito_barrier_wait((ito_barrier_t *)(void *)b);
 }
 

@@ -46,10 +46,6 @@ int main(void) {
     printf("pthread_setaffinity_np: %s\n", code_name(pthread_setaffinity_np(t, sizeof set, &set)));
     printf("pthread_getcpuclockid: %s\n", code_name(pthread_getcpuclockid(t, &clk)));
     pthread_mutexattr_init(&ma);
-    pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
-    printf("process-shared mutex: %s\n", code_name(pthread_mutex_init(&pm, &ma)));
-    pthread_mutexattr_destroy(&ma);
-    pthread_mutexattr_init(&ma);
     pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
     printf("robust mutex: %s\n", code_name(pthread_mutex_init(&pm, &ma)));
     pthread_mutexattr_destroy(&ma);
