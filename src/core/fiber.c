@@ -2,6 +2,7 @@
  * the kernel's mapping limit allows, and stack-overflow reports.
  * Invariants at the top of fiber.h; design in docs/fibers.md. */
 #define _GNU_SOURCE
+#include "atfork.h"
 #include "fiber.h"
 
 #include "config.h"
@@ -336,4 +337,14 @@ void ito__fiber_free(struct fiber_cache *c, fiber *f) {
   f->next = fs.pool;
   fs.pool = f;
   spin_unlock(&fs.pool_lock);
+}
+
+void ito__fibers_fork_lock(int take) {
+  if (take) {
+    spin_lock(&fs.pool_lock);
+    spin_lock(&own_lock);
+  } else {
+    spin_unlock(&own_lock);
+    spin_unlock(&fs.pool_lock);
+  }
 }

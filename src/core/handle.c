@@ -6,6 +6,7 @@
  * set: glibc's pthread_t values have it clear, so the pthread library
  * tells the two apart. Design: docs/scheduler.md, "Threads". */
 #define _GNU_SOURCE
+#include "atfork.h"
 #include "handle.h"
 
 #include "os.h"
@@ -65,4 +66,11 @@ void ito__handle_unregister(ithread *t) {
   s->next = free_slots;
   free_slots = t->idx + 1;
   spin_unlock(&table_lock);
+}
+
+void ito__handles_fork_lock(int take) {
+  if (take)
+    spin_lock(&table_lock);
+  else
+    spin_unlock(&table_lock);
 }

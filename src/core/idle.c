@@ -44,6 +44,7 @@ void ito__idle_setup(struct idler **idlers, int n, const struct idle_ops *ops, b
   ig.spin_max_ns = spin_ns > 4000000L || spin_ns == 0 ? spin_ns : 4000000L;
   ig.top = NULL;
   ig.poller = NULL;
+  ig.sleep_lock = 0; /* (free at a start; after fork, its holder may be gone) */
   for (int i = 0; i < n; i++) ito__idle_init(idlers[i], i);
   __atomic_store_n(&ito__rt_idle.v, (ito__asym_fence ? 0 : IDLE_SYM) | (hooks ? IDLE_HOOKS : 0),
                    __ATOMIC_RELAXED);

@@ -3,6 +3,7 @@
  * set. An OS thread that is not an ito thread has values of its own.
  * Design: docs/api.md, "Thread-specific data". */
 #define _GNU_SOURCE
+#include "atfork.h"
 #include "thread.h"
 
 #include "worker.h"
@@ -93,4 +94,11 @@ void ito__run_key_destructors(ithread *t) {
     }
     if (!any) break;
   }
+}
+
+void ito__keys_fork_lock(int take) {
+  if (take)
+    spin_lock(&key_lock);
+  else
+    spin_unlock(&key_lock);
 }

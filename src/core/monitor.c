@@ -3,6 +3,7 @@
  * docs/monitor.md. */
 #define _GNU_SOURCE
 #include "monitor.h"
+#include "atfork.h"
 #include "signal.h"
 
 #include "config.h"
@@ -415,4 +416,18 @@ void ito__monitor_stop(void) {
   ito__futex_wake(&mon.stop_word, 1);
   ito__os.pthread_join(mon.os, NULL);
   mon.started = 0;
+}
+
+/* In the child the parent's monitor thread is not there; a new one starts
+ * at the child's first thread creation (a thread made inside fork's own
+ * handlers is more than POSIX allows there, and qemu-user aborts on it). */
+static int restart_pending;
+
+void ito__monitor_after_fork(void) {
+  mon.started = 0;
+  STORE_REL(&restart_pending, 1);
+}
+
+void ito__monitor_restart(void) {
+  if (__atomic_exchange_n(&restart_pending, 0, __ATOMIC_ACQ_REL)) ito__monitor_start();
 }

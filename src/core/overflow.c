@@ -18,6 +18,15 @@
 static struct sigaction old_segv, old_bus;
 int ito__segv_installed;
 
+/* The default action again, through libc's own sigaction (a drop-in's
+ * interposer takes locks, which a fault may find held). */
+static void set_default(int sig) {
+  struct sigaction d;
+  memset(&d, 0, sizeof d);
+  d.sa_handler = SIG_DFL;
+  ito__os.sigaction(sig, &d, NULL);
+}
+
 static void segv_handler(int sig, siginfo_t *si, void *uc) {
   worker *w = ito__tls_worker;
   fiber *f = w ? w->cur : NULL;
@@ -36,7 +45,7 @@ static void segv_handler(int sig, siginfo_t *si, void *uc) {
                "raise ITO_STACK_SIZE (for example ITO_STACK_SIZE=%zuK)\n",
                ito__stack_size(), ito__stack_size() * 4 / 1024);
     ito__write_stderr(buf, strlen(buf));
-    signal(SIGABRT, SIG_DFL);
+    set_default(SIGABRT);
     abort();
   }
   struct sigaction *old = sig == SIGSEGV ? &old_segv : &old_bus, prog;
@@ -52,7 +61,7 @@ static void segv_handler(int sig, siginfo_t *si, void *uc) {
     return;
   }
   /* not ours: the default action, taken when the faulting access re-runs */
-  signal(sig, SIG_DFL);
+  set_default(sig);
 }
 
 void ito__install_segv(void) {

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <fcntl.h>
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -163,4 +164,28 @@ int ito__poll_wait(long timeout_ns) {
     n += s->poll(s->arg);
   }
   return n + run_sources(false);
+}
+
+/* After fork, in the child: the sleeper's epoll set and eventfd are the
+ * parent's (shared files); the child gets its own under the same numbers,
+ * with every source's descriptor again (a source replaces its own first:
+ * the I/O layer's epoll). Nobody waits on a source any more. */
+void ito__poll_after_fork(void) {
+  setup_lock = 0;
+  for (struct ito_poll_source *s = sources; s; s = s->next) s->waiters = 0;
+  if (sleep_ep < 0) return;
+  int e = (int)SYS(SYS_epoll_create1, EPOLL_CLOEXEC);
+  int k = (int)SYS(SYS_eventfd2, 0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (e < 0 || k < 0 || SYS(SYS_dup3, e, sleep_ep, O_CLOEXEC) < 0 ||
+      SYS(SYS_dup3, k, kick_fd, O_CLOEXEC) < 0)
+    ito__fatal("fork: cannot give the child its own poller (out of descriptors?)");
+  SYS(SYS_close, e);
+  SYS(SYS_close, k);
+  struct epoll_event ev = {.events = EPOLLIN, .data.u64 = KICK_TAG};
+  SYS(SYS_epoll_ctl, sleep_ep, EPOLL_CTL_ADD, kick_fd, &ev);
+  for (struct ito_poll_source *s = sources; s; s = s->next) {
+    if (s->fd < 0) continue;
+    struct epoll_event se = {.events = EPOLLIN, .data.ptr = s};
+    SYS(SYS_epoll_ctl, sleep_ep, EPOLL_CTL_ADD, s->fd, &se);
+  }
 }

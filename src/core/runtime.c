@@ -4,6 +4,7 @@
 #include "runtime.h"
 #include "signal.h"
 
+#include "atfork.h"
 #include "config.h"
 #include "fiber.h"
 #include "handle.h"
@@ -324,4 +325,41 @@ int ito_finalize(void) {
   __atomic_store_n(&ito__rt_state_, RT_OFF, __ATOMIC_RELEASE);
   spin_unlock(&init_lock);
   return 0;
+}
+
+/* ---- fork: the child's runtime (atfork.h, invariant 3) ------------------------------------- */
+
+void ito__runtime_after_fork(worker *w) {
+  int old = w->id;
+  if (old != 0) { /* the caller's worker becomes worker 0 */
+    worker *z = all_workers[0];
+    all_workers[0] = w;
+    all_workers[old] = z;
+    if (z) z->id = old;
+    w->id = 0;
+  }
+  bool orphan = !root || root->flags & TH_GHOST;
+  for (int i = 0; i < ITO_MAX_WORKERS; i++) {
+    worker *x = all_workers[i];
+    if (!x) continue;
+    if (x != w) { /* its OS thread is the parent's */
+      x->started = 0;
+      x->cur = NULL;
+    }
+    ito__deque_reset(&x->dq);
+    memset(&x->rq, 0, sizeof x->rq);
+    x->mail = NULL;
+    x->mail_lock = 0;
+    x->created = x->ended = 0;
+    x->extra = 0;
+  }
+  w->created = orphan ? 1 : 0; /* the caller, alive (thread.h, invariant 4) */
+  idlers[0] = &w->idle;
+  ito__nworkers = 1;
+  __atomic_store_n(&ito__nslots, 1, __ATOMIC_RELEASE);
+  __atomic_store_n(&ito__stopping, 0, __ATOMIC_RELAXED);
+  ito__idle_setup(idlers, 1, &ito__sched_idle_ops, ito__cfg.wait_policy == WAIT_ACTIVE,
+                  ito__cfg.spin_us * 1000L, LOAD_RLX(&ito__hooks_on));
+  init_lock = 0;
+  if (orphan) __atomic_store_n(&root, NULL, __ATOMIC_RELEASE);
 }

@@ -3,6 +3,7 @@
  * Invariants at the top of sched.h; design in docs/scheduler.md. */
 #define _GNU_SOURCE
 #include "sched.h"
+#include "atfork.h"
 #include "signal.h"
 
 #include "hooks.h"
@@ -92,7 +93,32 @@ static void ready_to(worker *t, fiber *first, fiber *last, int n, bool mail) {
   publish(t, true);
 }
 
+/* After fork, in the child: the threads of the parent other than the one
+ * that forked do not exist (atfork.h); a wake of one (from a queue in the
+ * program's memory) is dropped. Returns the list left. */
+static int drop_ghosts(fiber **first, fiber **last, int n) {
+  fiber *h = NULL, *t = NULL;
+  int k = 0;
+  last[0]->next = NULL;
+  for (fiber *f = *first, *next; f; f = next) {
+    next = f->next;
+    if (f->thread && (LOAD_RLX(&f->thread->flags) & TH_GHOST)) continue;
+    f->next = NULL;
+    if (t)
+      t->next = f;
+    else
+      h = f;
+    t = f;
+    k++;
+  }
+  (void)n;
+  *first = h;
+  *last = t;
+  return k;
+}
+
 void ito__ready_list(fiber *first, fiber *last, int n) {
+  if (UNLIKELY(LOAD_RLX(&ito__forked)) && !(n = drop_ghosts(&first, &last, n))) return;
   worker *here = cur_worker();
   if (LIKELY(!LOAD_RLX(&homes))) { /* nothing has a home: one queue for all */
     ready_to(ito__place(first, PLACE_WOKEN, here), first, last, n, false);
@@ -412,6 +438,7 @@ static void idle_sleep(worker *w) {
     return;
   }
   HOOK(ITO_EV_SLEEP, w->id, NULL, 0);
+  if (UNLIKELY(ito__sig_on)) ito__sig_idle(w); /* a sleeping worker takes no signal */
   ito__idle_sleep(&w->idle);
   HOOK(ITO_EV_WAKE, w->id, NULL, w->idle.ws_hint);
 }

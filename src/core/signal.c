@@ -15,6 +15,7 @@
  * locks, so the handler only leaves the signal in an inbox and pokes the
  * monitor thread, which routes it. */
 #define _GNU_SOURCE
+#include "atfork.h"
 #include "signal.h"
 
 #include "fiber.h"
@@ -188,6 +189,10 @@ void ito__sig_apply(worker *w, uint64_t m) {
 
 static __thread int on_monitor; /* this OS thread is the monitor */
 static uint64_t monitor_caught;  /* what the monitor's mask lets through now */
+
+void ito__sig_idle(worker *w) {
+  if (w->os_sigmask != ALL_ASYNC) ito__sig_apply(w, ALL_ASYNC);
+}
 
 void ito__sig_monitor_start(void) {
   on_monitor = 1;
@@ -433,6 +438,7 @@ static struct {
   int lock;                     /* proc, pinfo, the sigwaiters */
   ithread *waiters[64];         /* threads in sigwait */
   int nwaiters;
+  int in_tramp;                 /* handlers of ito's running now (sigpending waits) */
 } rt;
 
 static int in_context_of(fiber *f) {
@@ -442,12 +448,14 @@ static int in_context_of(fiber *f) {
 
 static void tramp(int sig, siginfo_t *si, void *uc) {
   int saved = errno;
+  __atomic_add_fetch(&rt.in_tramp, 1, __ATOMIC_ACQ_REL);
   worker *w = cur_worker();
   fiber *f = w ? w->cur : NULL;
   ithread *t = f && in_context_of(f) ? f->thread : NULL;
   if (si && si->si_errno == NUDGE_MARK && si->si_code == SI_QUEUE && si->si_pid == getpid()) {
     /* a nudge: the thread it is for, if it runs here, delivers */
     if (t && t == si->si_value.sival_ptr) deliver_pending(t, uc);
+    __atomic_sub_fetch(&rt.in_tramp, 1, __ATOMIC_ACQ_REL);
     errno = saved;
     return;
   }
@@ -463,6 +471,7 @@ static void tramp(int sig, siginfo_t *si, void *uc) {
     __atomic_fetch_or(&rt.inbox, SIGBIT(sig), __ATOMIC_RELEASE);
     ito__monitor_poke();
   }
+  __atomic_sub_fetch(&rt.in_tramp, 1, __ATOMIC_ACQ_REL);
   errno = saved;
 }
 
@@ -567,7 +576,10 @@ void ito__sig_pending(sigset_t *out) {
   /* a caught signal sent to the process may be on its way through the
    * monitor (invariant 6): let it arrive, as the kernel's sigpending would
    * show it at once */
-  if (LOAD_ACQ(&acts.caught)) ito__monitor_sync();
+  if (LOAD_ACQ(&acts.caught)) {
+    for (int i = 0; i < 20000 && LOAD_ACQ(&rt.in_tramp); i++) cpu_relax();
+    ito__monitor_sync();
+  }
   ithread *t = running_thread(cur_worker());
   uint64_t k = 0;
   sigset_t ks;
@@ -656,4 +668,20 @@ int ito__sig_suspend(const sigset_t *mask) {
   ito__sig_apply(cur_worker(), old);
   errno = EINTR;
   return -1;
+}
+
+/* ---- fork ------------------------------------------------------------------------------------ */
+
+void ito__sig_fork_lock(int take) {
+  if (take)
+    spin_lock(&acts.lock);
+  else
+    spin_unlock(&acts.lock);
+}
+
+void ito__sig_after_fork(void) {
+  rt.lock = 0;
+  rt.nwaiters = 0; /* the threads in sigwait were the parent's */
+  STORE_RLX(&rt.inbox, 0);
+  on_monitor = 0;
 }

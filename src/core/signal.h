@@ -4,10 +4,11 @@
  * alone leaves signals to the OS threads. Design: docs/signals.md.
  *
  * Invariants:
- *  1. A worker's OS mask (w->os_sigmask) is the mask of the thread it runs
- *     while a thread runs; in the scheduler it keeps the last one (lazy:
- *     no system call while masks are equal). A worker that has run no
- *     thread blocks every asynchronous signal.
+ *  1. A worker's OS mask (w->os_sigmask) is the osmask of the thread it
+ *     runs while a thread runs; in the scheduler it keeps the last one
+ *     (lazy: no system call while masks are equal) until it sleeps. A
+ *     worker that sleeps or has run no thread blocks every asynchronous
+ *     signal.
  *  2. SIGKILL, SIGSTOP, glibc's two reserved signals (32, 33) and the
  *     synchronous ones (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS)
  *     are never blocked at the OS level by ito.
@@ -51,6 +52,9 @@ HIDDEN void ito__sig_enable(void);
 HIDDEN void ito__sig_worker_start(struct worker *w, struct ithread *root);
 /* The monitor thread starts (invariant 6). */
 HIDDEN void ito__sig_monitor_start(void);
+/* w goes to sleep: it blocks every asynchronous signal (invariant 1), so
+ * that a signal of the process reaches a running thread or the monitor. */
+HIDDEN void ito__sig_idle(struct worker *w);
 /* Sets the OS mask of w's thread to m (invariant 1). */
 HIDDEN void ito__sig_apply(struct worker *w, uint64_t m);
 /* A new thread: its mask is *mask if not NULL, else its creator's. */

@@ -4,6 +4,7 @@
  * docs/scheduler.md, "Threads". */
 #define _GNU_SOURCE
 #include "thread.h"
+#include "atfork.h"
 #include "signal.h"
 
 #include "monitor.h"
@@ -182,6 +183,7 @@ static inline worker *thread_end(ithread *t, void *result) {
   t->result = result;
   worker *w = cur_worker();
   count_ended(w);
+  if (UNLIKELY(LOAD_RLX(&ito__forked))) ito__atfork_thread_ended();
   return w;
 }
 
@@ -219,6 +221,7 @@ int ito__thread_start(fiber *f, void *(*fn)(void *), void *arg, const struct thr
   t->fn = fn;
   t->arg = arg;
   if (UNLIKELY(ito__sig_on)) ito__sig_thread_begin(t, o->has_sigmask ? &o->sigmask : NULL);
+  if (UNLIKELY(LOAD_RLX(&ito__forked))) ito__monitor_restart();
   if (o->detached) {
     t->joiner = JOINER_DETACHED;
     t->detach_refs = 1;
@@ -330,6 +333,7 @@ int ito_create(void *(*fn)(void *), void *arg, ito_thread_t *out) {
   if (UNLIKELY(ito__sig_on)) { /* the creator's signal mask (signal.h) */
     t->sigmask = t->osmask = w->cur->thread ? w->cur->thread->sigmask : w->os_sigmask;
     STORE_REL(&t->sig_live, 1);
+    if (UNLIKELY(LOAD_RLX(&ito__forked))) ito__monitor_restart();
   }
   count_created(w);
   if (out) *out = ito__handle(t); /* before the child runs: it may read it */
@@ -561,4 +565,24 @@ void ito__thread_pin(void) {
 void ito__thread_unpin(void) {
   worker *w = cur_worker();
   if (w && w->cur && w->cur->thread && w->cur->thread->pin > 0) w->cur->thread->pin--;
+}
+
+/* ---- fork (atfork.h) --------------------------------------------------------------------- */
+
+static int fork_orphan; /* the child of a fork from a thread other than the root */
+
+void ito__threads_after_fork(ithread *self) {
+  uint32_t n = LOAD_ACQ(&ito__handle_nslots);
+  for (uint32_t i = 1; i < n; i++) {
+    struct handle_slot *s = handle_slot_at(i);
+    ithread *t = s ? s->t : NULL;
+    if (!t || t == self || !LOAD_RLX(&t->sig_live)) continue; /* (free descriptors stay fresh) */
+    __atomic_fetch_or(&t->flags, TH_GHOST, __ATOMIC_RELAXED);
+    STORE_RLX(&t->sig_live, 0);
+  }
+  fork_orphan = !(self->flags & TH_ROOT);
+}
+
+void ito__atfork_thread_ended(void) {
+  if (fork_orphan && ito__live_threads() == 0) exit(0);
 }

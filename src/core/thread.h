@@ -63,7 +63,8 @@ enum { CANCEL_PENDING = 1, CANCEL_DISABLED = 2, CANCEL_ASYNC = 4, CANCEL_ACTING 
        CANCEL_SEEN = 16 /* a wait was ended for the request */ };
 #define JOINER_DETACHED ((waiter *)1)
 /* TH_ANON: detached from birth and never handed out (ito__thread_spawn) */
-enum { TH_ROOT = 1, TH_DETACHED = 2, TH_ANON = 4 };
+/* TH_GHOST: a thread of the parent, seen in a child after fork (atfork.h) */
+enum { TH_ROOT = 1, TH_DETACHED = 2, TH_ANON = 4, TH_GHOST = 8 };
 
 
 /* ---- creation ------------------------------------------------------------------------------ */

@@ -1,5 +1,6 @@
 /* Timers (invariants at the top of timer.h). */
 #define _GNU_SOURCE
+#include "atfork.h"
 #include "timer.h"
 
 struct ito_timer *ito__timer_lists[2];
@@ -79,4 +80,9 @@ int ito__timers_run(void) {
     n++;
   }
   return n;
+}
+
+void ito__timers_after_fork(void) {
+  timer_lock = 0;
+  ito__timer_lists[0] = ito__timer_lists[1] = NULL; /* every one armed was another thread's */
 }

@@ -6,6 +6,7 @@
  * x86-64 (the struct pthread offsets below were read from its debug
  * information); anything else falls back to worker TLS with one line. */
 #define _GNU_SOURCE
+#include "atfork.h"
 #include "tls.h"
 
 #include "elfsym.h"
@@ -360,6 +361,7 @@ void ito__tls_switch(worker *w, void *tcb) {
 void ito__tls_worker_start(worker *w, fiber *root) {
   w->tls_cur = NULL;
   w->tls_own = ito__tls_mode ? get_tp() : NULL;
+  w->tls_glibc = w->tls_own;
   if (!ito__tls_mode || !root) return;
   /* the root keeps the main thread's block; worker 0's scheduler gets one */
   char *own = block_new();
@@ -423,6 +425,13 @@ void ito__tls_modules_changed(void) {
   spin_unlock(&busy);
 }
 
+void ito__tls_fork_lock(int take) {
+  if (take)
+    spin_lock(&ts.lock);
+  else
+    spin_unlock(&ts.lock);
+}
+
 #else /* not x86-64: not verified, worker TLS */
 
 void ito__tls_setup(int want_thread) {
@@ -446,5 +455,7 @@ void ito__tls_thread_end(fiber *f) { (void)f; }
 void ito__tls_thread_release(fiber *f) { (void)f; }
 void ito__tls_modules_changed(void) {}
 size_t ito__tls_block_size(void) { return 0; }
+void ito__tls_fork_lock(int take) { (void)take; }
 
 #endif
+

@@ -47,6 +47,8 @@ typedef struct worker {
   int extra;                        /* an extra worker the monitor started (monitor.h) */
   void *tls_own;                    /* ITO_TLS=thread: this worker's own block (tls.h) */
   void *tls_cur;                    /* the block in force: NULL (own) or a thread's */
+  void *tls_glibc;                  /* the OS thread's descriptor as glibc knows it (main's, on
+                                       worker 0 of an adopted main: its root keeps it) */
   uint64_t os_sigmask;              /* the OS thread's signal mask (signal.h, invariant 1) */
 
   struct ready_queue rq __attribute__((aligned(CACHELINE))); /* a cache line of its own */

@@ -111,6 +111,13 @@ ITO_DROPIN_API extern int ito__dropin_cancels;
 ITO_DROPIN_API int ito__dropin_cancel(ito_thread_t h);
 ITO_DROPIN_API int *ito__dropin_cancel_word(void);
 
+/* fork (src/core/atfork.h): the library registers these with
+ * pthread_atfork before the program can, so that its prepare runs last
+ * and its parent and child first. They act only for an ito thread. */
+ITO_DROPIN_API void ito__dropin_atfork_prepare(void);
+ITO_DROPIN_API void ito__dropin_atfork_parent(void);
+ITO_DROPIN_API void ito__dropin_atfork_child(void);
+
 /* A module was loaded or unloaded (the library's dlopen, dlclose): with
  * ITO_TLS=thread a new module's static TLS is initialised in every
  * thread's block, and an unloaded one's forgotten (src/core/tls.h). */

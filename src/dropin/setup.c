@@ -6,6 +6,7 @@
 
 #include <errno.h>
 
+#include "../core/atfork.h"
 #include "../core/config.h"
 #include "../core/elfsym.h"
 #include "../core/setxid.h"
@@ -56,3 +57,11 @@ void *ito__dropin_sym(const void *after, const char *name, const char *version) 
 long ito__dropin_setxid(long nr, long a, long b, long c) { return ito__setxid(nr, a, b, c); }
 
 void ito__dropin_tls_loaded(void) { ito__tls_modules_changed(); }
+
+void ito__dropin_atfork_prepare(void) { ito__atfork_prepare(); }
+void ito__dropin_atfork_parent(void) { ito__atfork_parent(); }
+void ito__dropin_atfork_child(void) {
+  if (!ito__atfork_active()) return; /* not forked by an ito thread */
+  ito__io_after_fork(); /* before the core's poller, which adds the I/O epoll again */
+  ito__atfork_child();
+}

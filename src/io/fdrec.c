@@ -188,3 +188,18 @@ long ito__io_sys_poll(struct pollfd *f, unsigned long n, int ms) {
   struct timespec ts = ns_to_ts((long long)(ms < 0 ? 0 : ms) * 1000000LL);
   return SYS(SYS_ppoll, f, n, ms < 0 ? NULL : &ts, NULL, (size_t)8);
 }
+
+void ito__io_recs_after_fork(void) {
+  chunk_lock = 0;
+  for (int c = 0; c < NCHUNKS; c++) {
+    struct fdrec *ch = chunks[c];
+    if (!ch) continue;
+    for (int i = 0; i < IO_CHUNK; i++) {
+      struct fdrec *r = &ch[i];
+      r->lock = 0;
+      r->registered = 0;
+      r->head[0] = r->head[1] = r->tail[0] = r->tail[1] = NULL;
+      r->polls[0] = r->polls[1] = NULL;
+    }
+  }
+}

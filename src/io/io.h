@@ -105,6 +105,10 @@ HIDDEN waiter *ito__io_fire_polls(struct pollnode *n, waiter *list);
 /* ---- the epoll instance and parking (poller.c) ------------------------------------ */
 /* Makes the epoll instance and registers the poll source, once. */
 HIDDEN void ito__io_setup(void);
+/* After fork, in the child: its own epoll instance, every record out of
+ * it and without waiters (src/core/atfork.h). */
+HIDDEN void ito__io_after_fork(void);
+HIDDEN void ito__io_recs_after_fork(void);
 /* RWF_NOWAIT works on pipes (probed at setup; ITO_IO_PIPE_NOWAIT=0: no). */
 HIDDEN bool ito__io_pipe_nowait(void);
 /* r locked: adds fd to the epoll set; 0, or -1 when epoll cannot watch it. */

@@ -148,3 +148,18 @@ int ito__io_park(struct fdrec *r, int fd, uint32_t gen, int dir, unsigned seen,
 }
 
 bool ito__io_parkable(void) { return parkable(cur_worker()) != NULL; }
+
+/* After fork, in the child (before the core's poller): its own epoll
+ * instance under the same number, and every record out of it and without
+ * waiters (they were the parent's threads); a record is added again at its
+ * next wait. */
+void ito__io_after_fork(void) {
+  setup_lock = poll_lock = 0;
+  if (ep >= 0) {
+    int e = (int)SYS(SYS_epoll_create1, EPOLL_CLOEXEC);
+    if (e < 0 || SYS(SYS_dup3, e, ep, O_CLOEXEC) < 0)
+      ito__fatal("fork: cannot give the child its own I/O poller (out of descriptors?)");
+    SYS(SYS_close, e);
+  }
+  ito__io_recs_after_fork();
+}

@@ -110,6 +110,10 @@ void shim_init(void) {
      * (docs/tls.md); ITO_TLS=worker asks for the worker's */
     ito__dropin_config_default("ITO_TLS", "thread", "libito-pthread.so");
     ito__dropin_sig_enable(); /* masks and signals per thread (docs/signals.md) */
+    /* fork: first registered, so that ito's prepare runs after the
+     * program's and its child and parent handlers before (atfork.h) */
+    pthread_atfork(ito__dropin_atfork_prepare, ito__dropin_atfork_parent,
+                   ito__dropin_atfork_child);
     if (ito_key_create(&shim_cleanup_key, NULL) || ito_key_create(&shim_exit_key, free))
       die("ito-pthread: cannot create its thread-specific keys\n");
     ito__dropin_fd_view_tracked();

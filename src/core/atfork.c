@@ -1,0 +1,85 @@
+/* fork() with lightweight threads (invariants at the top of atfork.h). */
+#define _GNU_SOURCE
+#include "atfork.h"
+
+#include "fiber.h"
+#include "runtime.h"
+#include "sched.h"
+#include "signal.h"
+#include "switch.h"
+#include "thread.h"
+#include "tls.h"
+#include "worker.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+int ito__forked;
+
+static struct {
+  worker *w;
+  fiber *f;
+  int active;
+} fk;
+
+static void fork_locks(int take) {
+  /* one order, the same as where they nest (a fiber pool takes a handle) */
+  if (take) {
+    ito__keys_fork_lock(1);
+    ito__sig_fork_lock(1);
+    ito__fibers_fork_lock(1);
+    ito__handles_fork_lock(1);
+    ito__tls_fork_lock(1);
+  } else {
+    ito__tls_fork_lock(0);
+    ito__handles_fork_lock(0);
+    ito__fibers_fork_lock(0);
+    ito__sig_fork_lock(0);
+    ito__keys_fork_lock(0);
+  }
+}
+
+void ito__atfork_prepare(void) {
+  worker *w = cur_worker();
+  fk.active = 0;
+  if (!w || !ito__running() || !w->cur || !w->cur->thread) return;
+  ito__thread_pin(); /* invariant 1 */
+  fk.w = w;
+  fk.f = w->cur;
+  fk.active = 1;
+  fork_locks(1);
+  /* glibc's fork acts on THREAD_SELF: the descriptor glibc made for this
+   * OS thread (on worker 0, main's) */
+  if (ito__tls_mode) ito__tls_switch(w, w->tls_glibc);
+}
+
+int ito__atfork_active(void) { return fk.active; }
+
+void ito__atfork_parent(void) {
+  if (!fk.active) return;
+  fk.active = 0;
+  fork_locks(0);
+  if (ito__tls_mode) ito__tls_switch(fk.w, fk.f->tls);
+  ito__thread_unpin();
+}
+
+void ito__atfork_child(void) {
+  if (!fk.active) return;
+  fk.active = 0;
+  worker *w = fk.w;
+  fiber *f = fk.f;
+  fork_locks(0);
+  STORE_REL(&ito__forked, 1);
+  w->os = ito__os.pthread_self();
+  w->os_tid = (int)gettid();
+  f->create_worker = NULL; /* its creator, if still queued, was another thread */
+  f->home = NULL;
+  ito__threads_after_fork(f->thread);
+  ito__runtime_after_fork(w);
+  ito__timers_after_fork();
+  ito__sig_after_fork();
+  ito__poll_after_fork();
+  if (ito__tls_mode) ito__tls_switch(w, f->tls); /* (the block's tid: the child's) */
+  ito__thread_unpin();
+  ito__monitor_after_fork();
+}
