@@ -104,6 +104,16 @@ static inline fiber *fiber_get(struct fiber_cache *c) {
 #endif
   return ito__fiber_alloc(c);
 }
+/* Appends f to the list (*first .. *last), which ends in NULL. */
+static inline void fiber_append(fiber **first, fiber **last, fiber *f) {
+  f->next = NULL;
+  if (*last)
+    (*last)->next = f;
+  else
+    *first = f;
+  *last = f;
+}
+
 static inline void fiber_put(struct fiber_cache *c, fiber *f) {
   if (LIKELY(c && f->kind == FIBER_POOL && f->guarded && c->n < FIBER_CACHE)) {
     f->next = c->free;

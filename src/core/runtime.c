@@ -71,20 +71,46 @@ static void worker_reset(worker *w, bool new_stacks) {
   if (new_stacks) w->fibers = (struct fiber_cache){NULL, 0}; /* of another size */
 }
 
+/* The process's CPUs when the runtime started (a bound worker's own mask
+ * is one CPU). */
+static cpu_set_t proc_cpus;
+static int all_bound; /* every worker is bound (ITO_BIND=1, or an affinity asked for) */
+
+const cpu_set_t *ito__process_cpus(void) { return &proc_cpus; }
+
+/* ITO_BIND's rule: worker id runs on the (id mod n)-th of the n CPUs of
+ * the process; -1 if it has none. */
+int ito__worker_cpu(int id) {
+  int n = CPU_COUNT(&proc_cpus), k = id % (n ? n : 1), seen = 0;
+  for (int c = 0; c < CPU_SETSIZE; c++)
+    if (CPU_ISSET(c, &proc_cpus) && seen++ == k) return c;
+  return -1;
+}
+
+static void bind_to(worker *w, pthread_t os) {
+  int c = ito__worker_cpu(w->id);
+  if (c < 0) return;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(c, &one);
+  ito__os.pthread_setaffinity_np(os, sizeof one, &one);
+}
+
 static void bind_worker(worker *w) {
-  if (!ito__cfg.bind) return;
-  cpu_set_t set, one;
-  if (sched_getaffinity(0, sizeof set, &set) != 0) return;
-  int n = CPU_COUNT(&set), k = w->id % (n ? n : 1), seen = 0;
-  for (int c = 0; c < CPU_SETSIZE; c++) {
-    if (!CPU_ISSET(c, &set)) continue;
-    if (seen++ == k) {
-      CPU_ZERO(&one);
-      CPU_SET(c, &one);
-      ito__os.pthread_setaffinity_np(ito__os.pthread_self(), sizeof one, &one);
-      return;
+  if (ito__cfg.bind || LOAD_ACQ(&all_bound)) bind_to(w, ito__os.pthread_self());
+}
+
+void ito__bind_all(void) {
+  if (LOAD_ACQ(&all_bound)) return;
+  spin_lock(&init_lock);
+  if (!all_bound) {
+    STORE_REL(&all_bound, 1); /* (workers started from now on bind themselves) */
+    for (int i = 0; i < __atomic_load_n(&ito__nslots, __ATOMIC_ACQUIRE); i++) {
+      worker *w = all_workers[i];
+      if (w && w->os_tid) bind_to(w, w->os);
     }
   }
+  spin_unlock(&init_lock);
 }
 
 static void *sched_tsan_ctx(worker *w) {
@@ -237,6 +263,7 @@ static int start(void) {
   static size_t last_stack;
   ito__config_read_core();
   int n = (int)ito__cfg.workers;
+  if (sched_getaffinity(0, sizeof proc_cpus, &proc_cpus) != 0) CPU_ZERO(&proc_cpus);
   ito__asym_fence = ito__cfg.deque_fence == FENCE_ASYMMETRIC && ito__membarrier_register();
   bool new_stacks = last_stack && last_stack != ito__cfg.stack_size;
   last_stack = ito__cfg.stack_size;
@@ -362,4 +389,5 @@ void ito__runtime_after_fork(worker *w) {
                   ito__cfg.spin_us * 1000L, LOAD_RLX(&ito__hooks_on));
   init_lock = 0;
   if (orphan) __atomic_store_n(&root, NULL, __ATOMIC_RELEASE);
+  if (ito__cfg.bind || all_bound) bind_to(w, w->os); /* worker 0's CPU now */
 }

@@ -14,6 +14,8 @@
 
 #include "base.h"
 
+#include <sched.h>
+
 enum { RT_OFF = 0, RT_STARTING, RT_RUNNING, RT_STOPPING };
 
 extern int ito__rt_state_ HIDDEN;
@@ -22,6 +24,11 @@ static inline bool ito__running(void) { return ito__rt_state() == RT_RUNNING; }
 /* Starts the runtime if it is not running: 0, or EAGAIN / ENOMEM when
  * workers or their memory could not be made. */
 HIDDEN int ito__ensure(void);
+/* CPU affinity: the process's CPUs at start; the CPU worker id is bound to
+ * (-1: none); binds every worker (once; later ones bind themselves). */
+HIDDEN const cpu_set_t *ito__process_cpus(void);
+HIDDEN int ito__worker_cpu(int id);
+HIDDEN void ito__bind_all(void);
 /* The root thread's descriptor while the runtime runs (else NULL). */
 struct ithread;
 HIDDEN struct ithread *ito__root_thread(void);

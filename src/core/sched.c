@@ -96,29 +96,23 @@ static void ready_to(worker *t, fiber *first, fiber *last, int n, bool mail) {
 /* After fork, in the child: the threads of the parent other than the one
  * that forked do not exist (atfork.h); a wake of one (from a queue in the
  * program's memory) is dropped. Returns the list left. */
-static int drop_ghosts(fiber **first, fiber **last, int n) {
+static int drop_ghosts(fiber **first, fiber **last) {
   fiber *h = NULL, *t = NULL;
   int k = 0;
-  last[0]->next = NULL;
+  (*last)->next = NULL;
   for (fiber *f = *first, *next; f; f = next) {
     next = f->next;
     if (f->thread && (LOAD_RLX(&f->thread->flags) & TH_GHOST)) continue;
-    f->next = NULL;
-    if (t)
-      t->next = f;
-    else
-      h = f;
-    t = f;
+    fiber_append(&h, &t, f);
     k++;
   }
-  (void)n;
   *first = h;
   *last = t;
   return k;
 }
 
 void ito__ready_list(fiber *first, fiber *last, int n) {
-  if (UNLIKELY(LOAD_RLX(&ito__forked)) && !(n = drop_ghosts(&first, &last, n))) return;
+  if (UNLIKELY(LOAD_RLX(&ito__forked)) && !(n = drop_ghosts(&first, &last))) return;
   worker *here = cur_worker();
   if (LIKELY(!LOAD_RLX(&homes))) { /* nothing has a home: one queue for all */
     ready_to(ito__place(first, PLACE_WOKEN, here), first, last, n, false);

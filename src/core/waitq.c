@@ -91,13 +91,7 @@ void ito__wq_wake(waiter *list) {
   while (list) {
     waiter *next = list->next;
     if (list->fiber) {
-      fiber *f = list->fiber;
-      f->next = NULL;
-      if (last)
-        last->next = f;
-      else
-        first = f;
-      last = f;
+      fiber_append(&first, &last, list->fiber);
       n++;
     } else {
       ito__wake_waiter(list);

@@ -114,6 +114,18 @@ ITO_DROPIN_API int *ito__dropin_cancel_word(void);
 /* fork (src/core/atfork.h): the library registers these with
  * pthread_atfork before the program can, so that its prepare runs last
  * and its parent and child first. They act only for an ito thread. */
+/* CPU affinity of thread h (0: the root): the thread gets a home worker
+ * bound to a CPU of the set (every worker is then bound, as ITO_BIND=1
+ * does); a set with every CPU of the process takes the home away. The
+ * calling thread moves at once, another when it is next made ready. 0,
+ * ESRCH, EINVAL (no CPU of the process) or ENODEV (CPUs of the process,
+ * but no worker runs on one: fewer workers than CPUs). get:
+ * the home's CPU, or the process's CPUs. */
+ITO_DROPIN_API int ito__dropin_affinity_set(ito_thread_t h, size_t size, const cpu_set_t *set);
+ITO_DROPIN_API int ito__dropin_affinity_get(ito_thread_t h, size_t size, cpu_set_t *set);
+/* The process's CPUs when the runtime started (starts it); 0 or an errno. */
+ITO_DROPIN_API int ito__dropin_process_cpus(cpu_set_t *out);
+
 ITO_DROPIN_API void ito__dropin_atfork_prepare(void);
 ITO_DROPIN_API void ito__dropin_atfork_parent(void);
 ITO_DROPIN_API void ito__dropin_atfork_child(void);

@@ -3,6 +3,8 @@
 #define _GNU_SOURCE
 #include "ito_dropin.h"
 
+#include "../core/fiber.h"
+#include "../core/handle.h"
 #include "../core/hooks.h"
 #include "../core/runtime.h"
 #include "../core/sched.h"
@@ -61,4 +63,72 @@ int ito__dropin_stealable(void) {
   if (!w || !w->cur) return 0;
   uint64_t n = dq_size(&w->dq);
   return n < 1000000 ? (int)n : 1000000;
+}
+
+/* ---- CPU affinity of a thread: a home worker bound to a CPU of the set -------------------- */
+
+static ithread *thread_named(ito_thread_t h) {
+  if (!h) return ito__root_thread();
+  ithread *t = ito__thread_of(h);
+  if (!t || !ito__still_current(t, h) || __atomic_load_n(&t->sync, __ATOMIC_ACQUIRE) >= TS_DONE)
+    return NULL;
+  return t;
+}
+
+int ito__dropin_affinity_set(ito_thread_t h, size_t size, const cpu_set_t *set) {
+  int rc = ito__ensure();
+  if (rc) return rc;
+  ithread *t = thread_named(h);
+  if (!t) return ESRCH;
+  if (!set || size == 0) return EINVAL;
+  const cpu_set_t *all = ito__process_cpus();
+  int wants_all = 1, any = 0;
+  for (int c = 0; c < CPU_SETSIZE; c++) {
+    if (!CPU_ISSET(c, all)) continue;
+    int in = (size_t)c / 8 < size && CPU_ISSET_S(c, size, set);
+    any |= in;
+    wants_all &= in;
+  }
+  if (!any) return EINVAL; /* no CPU of the process, as the kernel says */
+  int home = -1;
+  if (!wants_all) {
+    for (int i = 0; i < ito__nworkers && home < 0; i++) {
+      int c = ito__worker_cpu(i);
+      if (c >= 0 && (size_t)c / 8 < size && CPU_ISSET_S(c, size, set)) home = i;
+    }
+    if (home < 0) return ENODEV; /* a CPU of the process, but no worker runs there */
+    ito__bind_all();
+  }
+  fiber *f = fiber_of_thread(t);
+  worker *w = cur_worker();
+  if (w && w->cur == f) return ito__dropin_home(home); /* moves now */
+  /* another thread: it goes to its home when it is next made ready */
+  if (home >= 0) ito__set_homes();
+  __atomic_store_n(&f->home, home >= 0 ? ito__workers[home] : NULL, __ATOMIC_RELEASE);
+  return 0;
+}
+
+int ito__dropin_affinity_get(ito_thread_t h, size_t size, cpu_set_t *set) {
+  int rc = ito__ensure();
+  if (rc) return rc;
+  ithread *t = thread_named(h);
+  if (!t) return ESRCH;
+  if (!set || size == 0) return EINVAL;
+  worker *home = __atomic_load_n(&fiber_of_thread(t)->home, __ATOMIC_ACQUIRE);
+  CPU_ZERO_S(size, set);
+  if (home) {
+    int c = ito__worker_cpu(home->id);
+    if (c >= 0 && (size_t)c / 8 < size) CPU_SET_S(c, size, set);
+  } else {
+    const cpu_set_t *all = ito__process_cpus();
+    for (int c = 0; c < CPU_SETSIZE && (size_t)c / 8 < size; c++)
+      if (CPU_ISSET(c, all)) CPU_SET_S(c, size, set);
+  }
+  return 0;
+}
+
+int ito__dropin_process_cpus(cpu_set_t *out) {
+  int rc = ito__ensure();
+  if (!rc) *out = *ito__process_cpus();
+  return rc;
 }

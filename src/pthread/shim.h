@@ -153,6 +153,8 @@
   X(sigsuspend, int, (const sigset_t *))                                                         \
   X(pause, int, (void))                                                                          \
   X(siginterrupt, int, (int, int))                                                               \
+  X(sched_setaffinity, int, (pid_t, size_t, const cpu_set_t *))                                  \
+  X(sched_getaffinity, int, (pid_t, size_t, cpu_set_t *))                                        \
   X(sigwaitinfo, int, (const sigset_t *, siginfo_t *))                                           \
   X(sigtimedwait, int, (const sigset_t *, siginfo_t *, const struct timespec *))                 \
   X(__poll_chk, int, (struct pollfd *, nfds_t, int, size_t))                                    \

@@ -122,17 +122,43 @@ static int read_attr(const pthread_attr_t *attr, struct ito_dropin_attr *a) {
     a->policy = policy;
     a->prio = sp.sched_priority;
   }
-  cpu_set_t cpus;
-  if (pthread_attr_getaffinity_np(attr, sizeof cpus, &cpus) == 0 &&
-      CPU_COUNT(&cpus) != CPU_SETSIZE)
-    return REFUSE("pthread_create", "a CPU affinity attribute",
-                  "lightweight threads move between workers; use ITO_BIND=1 to pin the workers",
-                  ENOTSUP);
   sigset_t mask;
   if (pthread_attr_getsigmask_np(attr, &mask) == 0) { /* the child's mask */
     a->has_sigmask = 1;
     memcpy(&a->sigmask, &mask, sizeof a->sigmask);
   }
+  return 0;
+}
+
+/* A child created with an affinity attribute takes its home first thing
+ * (it runs at once, work first: a later call would come after). */
+struct affine_start {
+  void *(*fn)(void *);
+  void *arg;
+  cpu_set_t cpus;
+};
+
+/* The library's answer to a set whose CPUs have no worker: EINVAL, and
+ * one line that says why. */
+static int affinity_result(int rc) {
+  if (rc != ENODEV) return rc;
+  return REFUSE("pthread_setaffinity_np", "a CPU set none of whose CPUs has a worker",
+                "ITO_NUM_WORKERS is below the number of CPUs; raise it", EINVAL);
+}
+
+static void *affine_entry(void *p) {
+  struct affine_start s = *(struct affine_start *)p;
+  free(p);
+  ito__dropin_affinity_set(ito_self(), sizeof s.cpus, &s.cpus);
+  return s.fn(s.arg);
+}
+
+/* Does the set hold a CPU the process may run on? */
+static int cpus_usable(size_t size, const cpu_set_t *set) {
+  cpu_set_t all;
+  if (ito__dropin_process_cpus(&all) != 0) return 1;
+  for (int c = 0; c < CPU_SETSIZE && (size_t)c / 8 < size; c++)
+    if (CPU_ISSET(c, &all) && CPU_ISSET_S(c, size, set)) return 1;
   return 0;
 }
 
@@ -142,6 +168,21 @@ SHIM_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
   struct ito_dropin_attr a;
   int rc = read_attr(attr, &a);
   if (rc) return rc;
+  cpu_set_t cpus;
+  if (attr && pthread_attr_getaffinity_np(attr, sizeof cpus, &cpus) == 0 &&
+      CPU_COUNT(&cpus) != CPU_SETSIZE) {
+    if (!cpus_usable(sizeof cpus, &cpus)) return EINVAL;
+    struct affine_start *s = malloc(sizeof *s);
+    if (!s) return EAGAIN;
+    *s = (struct affine_start){fn, arg, cpus};
+    ito_thread_t h;
+    rc = ito__dropin_create(&h, &a, affine_entry, s);
+    if (rc == 0)
+      *thread = (pthread_t)h;
+    else
+      free(s);
+    return rc;
+  }
   ito_thread_t h;
   rc = ito__dropin_create(&h, attr ? &a : NULL, fn, arg);
   if (rc == 0) *thread = (pthread_t)h;
@@ -377,16 +418,19 @@ SHIM_EXPORT int pthread_getname_np(pthread_t t, char *buf, size_t len) {
 
 SHIM_EXPORT int pthread_setaffinity_np(pthread_t t, size_t size, const cpu_set_t *set) {
   SHIM_ENTER(pthread_setaffinity_np, t, size, set);
+  if (is_root_id(t)) return affinity_result(ito__dropin_affinity_set(0, size, set));
   if (!is_ito(t)) return shim_real.pthread_setaffinity_np(t, size, set);
-  return REFUSE("pthread_setaffinity_np", "CPU affinity of a lightweight thread",
-                "lightweight threads move between workers; use ITO_BIND=1 to pin the workers",
-                ENOTSUP);
+  if (ito__dropin_check((ito_thread_t)t) == ESRCH) return ESRCH;
+  /* the thread gets a home worker bound to a CPU of the set */
+  return affinity_result(ito__dropin_affinity_set((ito_thread_t)t, size, set));
 }
 
 SHIM_EXPORT int pthread_getaffinity_np(pthread_t t, size_t size, cpu_set_t *set) {
   SHIM_ENTER(pthread_getaffinity_np, t, size, set);
+  if (is_root_id(t)) return ito__dropin_affinity_get(0, size, set);
   if (!is_ito(t)) return shim_real.pthread_getaffinity_np(t, size, set);
-  return sched_getaffinity(0, size, set) ? errno : 0; /* the process's mask */
+  if (ito__dropin_check((ito_thread_t)t) == ESRCH) return ESRCH;
+  return ito__dropin_affinity_get((ito_thread_t)t, size, set);
 }
 
 SHIM_EXPORT int pthread_setschedparam(pthread_t t, int policy, const struct sched_param *p) {
@@ -425,4 +469,30 @@ SHIM_EXPORT int pthread_getcpuclockid(pthread_t t, clockid_t *c) {
   if (!is_ito(t)) return shim_real.pthread_getcpuclockid(t, c);
   return REFUSE("pthread_getcpuclockid", "a CPU-time clock of a lightweight thread",
                 "use CLOCK_PROCESS_CPUTIME_ID", ENOTSUP);
+}
+
+/* sched_setaffinity/sched_getaffinity of the calling thread (pid 0) are its
+ * pthread_*affinity_np; any other pid is the kernel's. */
+SHIM_EXPORT int sched_setaffinity(pid_t pid, size_t size, const cpu_set_t *set) {
+  SHIM_ENTER(sched_setaffinity, pid, size, set);
+  ito_thread_t self = ito_self();
+  if (pid != 0 || !self) return shim_real.sched_setaffinity(pid, size, set);
+  int rc = affinity_result(ito__dropin_affinity_set(ito__dropin_is_root() ? 0 : self, size, set));
+  if (rc) {
+    errno = rc;
+    return -1;
+  }
+  return 0;
+}
+
+SHIM_EXPORT int sched_getaffinity(pid_t pid, size_t size, cpu_set_t *set) {
+  SHIM_ENTER(sched_getaffinity, pid, size, set);
+  ito_thread_t self = ito_self();
+  if (pid != 0 || !self) return shim_real.sched_getaffinity(pid, size, set);
+  int rc = ito__dropin_affinity_get(ito__dropin_is_root() ? 0 : self, size, set);
+  if (rc) {
+    errno = rc;
+    return -1;
+  }
+  return 0;
 }

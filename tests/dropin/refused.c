@@ -24,7 +24,6 @@ static void *waiter(void *p) {
   return p;
 }
 
-static void *nothing(void *p) { return p; }
 
 int main(void) {
   pthread_t t;
@@ -34,25 +33,15 @@ int main(void) {
     return 1;
   }
   for (int round = 0; round < 2; round++) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(0, &set);
     clockid_t clk;
     pthread_mutexattr_t ma;
     pthread_mutex_t pm;
-    pthread_attr_t aa;
-    pthread_t u;
     printf("pthread_kill 0: %s\n", code_name(pthread_kill(t, 0)));
-    printf("pthread_setaffinity_np: %s\n", code_name(pthread_setaffinity_np(t, sizeof set, &set)));
     printf("pthread_getcpuclockid: %s\n", code_name(pthread_getcpuclockid(t, &clk)));
     pthread_mutexattr_init(&ma);
     pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
     printf("robust mutex: %s\n", code_name(pthread_mutex_init(&pm, &ma)));
     pthread_mutexattr_destroy(&ma);
-    pthread_attr_init(&aa);
-    pthread_attr_setaffinity_np(&aa, sizeof set, &set);
-    printf("create with an affinity attribute: %s\n", code_name(pthread_create(&u, &aa, nothing, NULL)));
-    pthread_attr_destroy(&aa);
   }
   pthread_mutex_lock(&m);
   go = 1;
