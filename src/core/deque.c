@@ -19,6 +19,15 @@ int ito__deque_init(struct ito_deque *d, int log2) {
   return 0;
 }
 
+void ito__deque_drop_all(struct ito_deque *d) {
+  uint64_t h = atomic_load_explicit(&d->head, memory_order_relaxed);
+  uint64_t t = atomic_load_explicit(&d->tail, memory_order_relaxed);
+  for (uint64_t i = h; i < t; i++) d->slots[i & d->mask] = 0; /* (invariant 2's cleared slots) */
+  atomic_store_explicit(&d->head, t, memory_order_relaxed);
+  d->steal_lock = 0;
+  ito__deque_reset(d);
+}
+
 void ito__deque_reset(struct ito_deque *d) {
   ITO_ASSERT(!dq_nonempty(d));
   /* without membarrier every pop fences, for ever (invariant 4) */

@@ -57,6 +57,9 @@ _Static_assert((DEQUE_MARGIN & (DEQUE_MARGIN - 1)) == 0, "DEQUE_MARGIN is a powe
 HIDDEN int ito__deque_init(struct ito_deque *d, int log2);
 /* Before each start of the runtime: empty, and the fence mode set. */
 HIDDEN void ito__deque_reset(struct ito_deque *d);
+/* After fork, in the child: the entries belong to threads that are not
+ * there; they are dropped (their slots cleared) and the deque is empty. */
+HIDDEN void ito__deque_drop_all(struct ito_deque *d);
 
 /* ---- the owner ---------------------------------------------------------------------- */
 

@@ -2,9 +2,9 @@
  * the kernel's mapping limit allows, and stack-overflow reports.
  * Invariants at the top of fiber.h; design in docs/fibers.md. */
 #define _GNU_SOURCE
-#include "atfork.h"
 #include "fiber.h"
 
+#include "atfork.h"
 #include "config.h"
 #include "handle.h"
 #include "os.h"

@@ -6,9 +6,9 @@
  * set: glibc's pthread_t values have it clear, so the pthread library
  * tells the two apart. Design: docs/scheduler.md, "Threads". */
 #define _GNU_SOURCE
-#include "atfork.h"
 #include "handle.h"
 
+#include "atfork.h"
 #include "os.h"
 
 #include <errno.h>

@@ -3,9 +3,9 @@
  * set. An OS thread that is not an ito thread has values of its own.
  * Design: docs/api.md, "Thread-specific data". */
 #define _GNU_SOURCE
-#include "atfork.h"
 #include "thread.h"
 
+#include "atfork.h"
 #include "worker.h"
 
 #include <errno.h>

@@ -373,7 +373,7 @@ void ito__runtime_after_fork(worker *w) {
       x->started = 0;
       x->cur = NULL;
     }
-    ito__deque_reset(&x->dq);
+    ito__deque_drop_all(&x->dq);
     memset(&x->rq, 0, sizeof x->rq);
     x->mail = NULL;
     x->mail_lock = 0;

@@ -15,9 +15,9 @@
  * locks, so the handler only leaves the signal in an inbox and pokes the
  * monitor thread, which routes it. */
 #define _GNU_SOURCE
-#include "atfork.h"
 #include "signal.h"
 
+#include "atfork.h"
 #include "fiber.h"
 #include "handle.h"
 #include "monitor.h"

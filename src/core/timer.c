@@ -1,7 +1,7 @@
 /* Timers (invariants at the top of timer.h). */
 #define _GNU_SOURCE
-#include "atfork.h"
 #include "timer.h"
+#include "atfork.h"
 
 struct ito_timer *ito__timer_lists[2];
 static int timer_lock;

@@ -6,9 +6,9 @@
  * x86-64 (the struct pthread offsets below were read from its debug
  * information); anything else falls back to worker TLS with one line. */
 #define _GNU_SOURCE
-#include "atfork.h"
 #include "tls.h"
 
+#include "atfork.h"
 #include "elfsym.h"
 #include "fiber.h"
 #include "os.h"
@@ -379,7 +379,15 @@ void ito__tls_worker_start(worker *w, fiber *root) {
 }
 
 int ito__tls_thread_begin(fiber *f) {
-  if (!f->tls_block && !(f->tls_block = block_new())) return EAGAIN;
+  if (!f->tls_block) {
+    /* glibc's allocator calls malloc, which may be the program's and may
+     * wait on a mutex: the creator must not move meanwhile (its caller
+     * holds its worker) */
+    ito__thread_pin();
+    f->tls_block = block_new();
+    ito__thread_unpin();
+    if (!f->tls_block) return EAGAIN;
+  }
   char *pd = f->tls_block;
   F(pd, OFF_STACKBLOCK, void *) = f->lo;
   F(pd, OFF_STACKBLOCK_SIZE, size_t) = (size_t)(f->hi - f->lo);

@@ -188,7 +188,8 @@ int main(void) {
   pthread_create(&t, NULL, in_sleep, NULL);
   usleep(20000);
   pthread_cancel(t);
-  printf("cancel twice: %s\n", code_name(pthread_cancel(t)));
-  pthread_join(t, NULL);
+  int twice = pthread_cancel(t);
+  pthread_join(t, NULL); /* (its cleanup prints first) */
+  printf("cancel twice: %s\n", code_name(twice));
   return 0;
 }
