@@ -325,6 +325,7 @@ static void *sched_tsan(worker *w) {
 
 static void enter_sched(worker *w, fiber *from, int action, void *arg, bool keep) {
   tls_enter(w, NULL); /* the scheduler runs on the worker's own block (tls.h, invariant 4) */
+  if (UNLIKELY(ito__sig_on) && UNLIKELY(LOAD_RLX(&ito__cpuclock_on))) ito__cpu_enter(w, NULL);
   w->sched_action = action;
   w->sched_arg = arg;
   w->sched_from = from;

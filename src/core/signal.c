@@ -233,6 +233,7 @@ void ito__sig_thread_begin(ithread *t, const uint64_t *mask) {
 void ito__sig_thread_release(ithread *t) {
   STORE_REL(&t->sig_live, 0);
   t->cancel = 0;
+  t->cpu_ns = t->cpu_in = 0;
   t->sigmask = t->osmask = 0;
   STORE_RLX(&t->sigpend, 0);
   t->sigwaitset = 0;
@@ -684,4 +685,51 @@ void ito__sig_after_fork(void) {
   rt.nwaiters = 0; /* the threads in sigwait were the parent's */
   STORE_RLX(&rt.inbox, 0);
   on_monitor = 0;
+}
+
+/* ---- CPU time per thread ------------------------------------------------------------------ */
+
+int ito__cpuclock_on;
+
+/* The CPU time of OS thread tid (the kernel's clock of a thread: CPUCLOCK_SCHED, per thread). */
+static long long os_thread_cpu_ns(int tid) {
+  struct timespec ts;
+  clockid_t c = (clockid_t)((~(unsigned)tid << 3) | 6);
+  if (tid == 0) c = CLOCK_THREAD_CPUTIME_ID;
+  if (ito__os.syscall(SYS_clock_gettime, c, &ts) != 0) return 0;
+  return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+void ito__cpu_enter(worker *w, fiber *f) {
+  ithread *next = f ? f->thread : NULL, *prev = w->on_cpu;
+  if (next == prev) return;
+  long long now = os_thread_cpu_ns(0);
+  if (prev) __atomic_add_fetch(&prev->cpu_ns, now - prev->cpu_in, __ATOMIC_RELAXED);
+  if (next) STORE_RLX(&next->cpu_in, now);
+  STORE_REL(&w->on_cpu, next);
+}
+
+void ito__cpuclock_enable(void) {
+  if (__atomic_exchange_n(&ito__cpuclock_on, 1, __ATOMIC_ACQ_REL)) return;
+  worker *w = cur_worker();
+  ithread *t = running_thread(w);
+  if (t) {
+    STORE_RLX(&t->cpu_in, os_thread_cpu_ns(0));
+    STORE_REL(&w->on_cpu, t);
+  }
+}
+
+long long ito__thread_cpu_ns(ithread *t) {
+  long long sum = LOAD_RLX(&t->cpu_ns);
+  worker *here = cur_worker();
+  if (here && LOAD_ACQ(&here->on_cpu) == t) return sum + os_thread_cpu_ns(0) - LOAD_RLX(&t->cpu_in);
+  int n = LOAD_ACQ(&ito__nslots);
+  for (int i = 0; i < n; i++) { /* running elsewhere: its slice so far, from that OS thread */
+    worker *w = ito__workers[i];
+    if (w && LOAD_ACQ(&w->on_cpu) == t && w->os_tid) {
+      long long d = os_thread_cpu_ns(w->os_tid) - LOAD_RLX(&t->cpu_in);
+      return sum + (d > 0 ? d : 0);
+    }
+  }
+  return sum;
 }

@@ -36,6 +36,7 @@
 
 struct worker;
 struct ithread;
+struct fiber;
 struct waiter;
 
 extern int ito__sig_on HIDDEN;
@@ -88,6 +89,19 @@ struct sig_intr {
 HIDDEN int ito__sig_park_begin(struct ithread *t, struct sig_intr *reg);
 /* After the wait, before the registration goes away. */
 HIDDEN void ito__sig_park_end(struct ithread *t);
+
+/* ---- CPU time per thread (a drop-in's pthread_getcpuclockid) -------------------------------
+ * Off until the program first asks for a thread's CPU clock; then every
+ * switch on a worker charges the thread that leaves with the worker's
+ * thread CPU time since it came (one clock_gettime per switch). */
+extern int ito__cpuclock_on HIDDEN;
+/* What runs next on w is f (NULL: the scheduler). */
+HIDDEN void ito__cpu_enter(struct worker *w, struct fiber *f);
+/* Turns the accounting on (the caller's time counts from now). */
+HIDDEN void ito__cpuclock_enable(void);
+/* t's CPU time in nanoseconds (its share of its workers' since the
+ * accounting began, and the running slice). */
+HIDDEN long long ito__thread_cpu_ns(struct ithread *t);
 
 /* ---- the calls a drop-in library makes ---------------------------------------------------- */
 /* pthread_sigmask for the running ito thread: 0 or EINVAL. */

@@ -45,8 +45,10 @@ static inline void tls_enter(worker *w, fiber *f) {
 /* The signal mask of what runs next on w (signal.h, invariant 1): f's
  * thread's; the scheduler keeps the last. */
 static inline void sig_enter(worker *w, fiber *f) {
-  if (UNLIKELY(ito__sig_on) && f && f->thread && f->thread->osmask != w->os_sigmask)
-    ito__sig_apply(w, f->thread->osmask);
+  if (UNLIKELY(ito__sig_on)) {
+    if (f && f->thread && f->thread->osmask != w->os_sigmask) ito__sig_apply(w, f->thread->osmask);
+    if (UNLIKELY(LOAD_RLX(&ito__cpuclock_on))) ito__cpu_enter(w, f); /* (CPU clocks, signal.h) */
+  }
 }
 
 /* Just before a switch: f's stack runs next, the current context is not

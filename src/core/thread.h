@@ -53,6 +53,8 @@ typedef struct ithread {
   int ilock, iflight, sig_last;
   int sig_live;             /* a program thread that signals can be routed to */
   int cancel;               /* a drop-in's cancellation state: CANCEL_* */
+  long long cpu_ns;         /* CPU time charged to it (signal.h, CPU time per thread) */
+  long long cpu_in;         /* its worker's thread CPU time when it last came on */
 } ithread;
 
 enum { TS_RUNNING = 0, TS_EXITING = 1, TS_DONE = 2, TS_CLAIMED = 3 };

@@ -50,6 +50,7 @@ typedef struct worker {
   void *tls_glibc;                  /* the OS thread's descriptor as glibc knows it (main's, on
                                        worker 0 of an adopted main: its root keeps it) */
   uint64_t os_sigmask;              /* the OS thread's signal mask (signal.h, invariant 1) */
+  struct ithread *on_cpu;           /* the thread charged for this OS thread's CPU time now */
 
   struct ready_queue rq __attribute__((aligned(CACHELINE))); /* a cache line of its own */
 

@@ -126,6 +126,13 @@ ITO_DROPIN_API int ito__dropin_affinity_get(ito_thread_t h, size_t size, cpu_set
 /* The process's CPUs when the runtime started (starts it); 0 or an errno. */
 ITO_DROPIN_API int ito__dropin_process_cpus(cpu_set_t *out);
 
+/* CPU clocks (src/core/signal.h): cpuclock gives thread h's clock id (0:
+ * the root), and turns the accounting on; 0 or ESRCH. cpuclock_read reads
+ * one of those or CLOCK_THREAD_CPUTIME_ID for the calling ito thread: 0,
+ * EINVAL (its thread is gone), or ENOENT (not ito's: libc's clock). */
+ITO_DROPIN_API int ito__dropin_cpuclock(ito_thread_t h, clockid_t *out);
+ITO_DROPIN_API int ito__dropin_cpuclock_read(clockid_t c, struct timespec *ts);
+
 ITO_DROPIN_API void ito__dropin_atfork_prepare(void);
 ITO_DROPIN_API void ito__dropin_atfork_parent(void);
 ITO_DROPIN_API void ito__dropin_atfork_child(void);

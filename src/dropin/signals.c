@@ -10,6 +10,7 @@
 #include "../core/worker.h"
 
 #include <errno.h>
+#include <limits.h>
 
 _Static_assert(ITO_DROPIN_CANCEL_PENDING == CANCEL_PENDING &&
                    ITO_DROPIN_CANCEL_DISABLED == CANCEL_DISABLED &&
@@ -70,4 +71,45 @@ int *ito__dropin_cancel_word(void) {
   worker *w = cur_worker();
   ithread *t = w && w->cur ? w->cur->thread : NULL;
   return t ? &t->cancel : NULL;
+}
+
+/* ---- CPU clocks of threads ---------------------------------------------------------------
+ * A thread's clock id: negative with the low three bits 7, which the
+ * kernel never makes (CPUCLOCK_PERTHREAD with clock 3, past CPUCLOCK_MAX),
+ * and the descriptor's slot above them. */
+#define CLOCK_MARK 7
+static clockid_t clock_of(const ithread *t) {
+  return (clockid_t)(INT_MIN | (int)(t->idx << 3) | CLOCK_MARK);
+}
+
+int ito__dropin_cpuclock(ito_thread_t h, clockid_t *out) {
+  ithread *t = h ? ito__thread_of(h) : ito__root_thread();
+  if (!t || (h && !ito__still_current(t, h))) return ESRCH;
+  if (t->idx >= (1u << 28)) return ENOTSUP; /* (2^28 descriptors: never seen) */
+  ito__cpuclock_enable();
+  *out = clock_of(t);
+  return 0;
+}
+
+int ito__dropin_cpuclock_read(clockid_t c, struct timespec *ts) {
+  ithread *t;
+  if (c == CLOCK_THREAD_CPUTIME_ID) {
+    worker *w = cur_worker();
+    t = w && w->cur ? w->cur->thread : NULL;
+    if (!t) return ENOENT;
+    ito__cpuclock_enable();
+  } else if (c < 0 && (c & 7) == CLOCK_MARK) {
+    uint32_t idx = (uint32_t)(c & INT_MAX) >> 3;
+    struct handle_slot *s =
+        idx && idx < LOAD_ACQ(&ito__handle_nslots) ? handle_slot_at(idx) : NULL;
+    t = s ? LOAD_ACQ(&s->t) : NULL;
+    if (!t || !LOAD_ACQ(&t->sig_live)) return EINVAL; /* its thread is gone */
+  } else {
+    return ENOENT; /* not a clock of ito's */
+  }
+  long long ns = ito__thread_cpu_ns(t);
+  if (ns < 0) ns = 0;
+  ts->tv_sec = ns / 1000000000LL;
+  ts->tv_nsec = ns % 1000000000LL;
+  return 0;
 }

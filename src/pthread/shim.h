@@ -154,6 +154,8 @@
   X(pause, int, (void))                                                                          \
   X(siginterrupt, int, (int, int))                                                               \
   X(sched_setaffinity, int, (pid_t, size_t, const cpu_set_t *))                                  \
+  X(clock_gettime, int, (clockid_t, struct timespec *))                                          \
+  X(clock_getres, int, (clockid_t, struct timespec *))                                           \
   X(sched_getaffinity, int, (pid_t, size_t, cpu_set_t *))                                        \
   X(sigwaitinfo, int, (const sigset_t *, siginfo_t *))                                           \
   X(sigtimedwait, int, (const sigset_t *, siginfo_t *, const struct timespec *))                 \

@@ -466,9 +466,38 @@ SHIM_EXPORT int pthread_setschedprio(pthread_t t, int prio) {
 
 SHIM_EXPORT int pthread_getcpuclockid(pthread_t t, clockid_t *c) {
   SHIM_ENTER(pthread_getcpuclockid, t, c);
+  if (is_root_id(t)) return ito__dropin_cpuclock(0, c);
   if (!is_ito(t)) return shim_real.pthread_getcpuclockid(t, c);
-  return REFUSE("pthread_getcpuclockid", "a CPU-time clock of a lightweight thread",
-                "use CLOCK_PROCESS_CPUTIME_ID", ENOTSUP);
+  if (ito__dropin_check((ito_thread_t)t) == ESRCH) return ESRCH;
+  return ito__dropin_cpuclock((ito_thread_t)t, c); /* its own CPU time (docs/signals.md) */
+}
+
+/* A thread's CPU clock, and CLOCK_THREAD_CPUTIME_ID of an ito thread, are
+ * the runtime's; every other clock is libc's. */
+SHIM_EXPORT int clock_gettime(clockid_t c, struct timespec *ts) {
+  SHIM_ENTER(clock_gettime, c, ts);
+  if (LIKELY(c >= 0 && c != CLOCK_THREAD_CPUTIME_ID)) return shim_real.clock_gettime(c, ts);
+  int rc = ito__dropin_cpuclock_read(c, ts);
+  if (rc == ENOENT) return shim_real.clock_gettime(c, ts);
+  if (rc) {
+    errno = rc;
+    return -1;
+  }
+  return 0;
+}
+
+SHIM_EXPORT int clock_getres(clockid_t c, struct timespec *ts) {
+  SHIM_ENTER(clock_getres, c, ts);
+  struct timespec now;
+  if (LIKELY(c >= 0 && c != CLOCK_THREAD_CPUTIME_ID)) return shim_real.clock_getres(c, ts);
+  int rc = ito__dropin_cpuclock_read(c, &now);
+  if (rc == ENOENT) return shim_real.clock_getres(c, ts);
+  if (rc) {
+    errno = rc;
+    return -1;
+  }
+  if (ts) ts->tv_sec = 0, ts->tv_nsec = 1;
+  return 0;
 }
 
 /* sched_setaffinity/sched_getaffinity of the calling thread (pid 0) are its

@@ -33,11 +33,9 @@ int main(void) {
     return 1;
   }
   for (int round = 0; round < 2; round++) {
-    clockid_t clk;
     pthread_mutexattr_t ma;
     pthread_mutex_t pm;
     printf("pthread_kill 0: %s\n", code_name(pthread_kill(t, 0)));
-    printf("pthread_getcpuclockid: %s\n", code_name(pthread_getcpuclockid(t, &clk)));
     pthread_mutexattr_init(&ma);
     pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
     printf("robust mutex: %s\n", code_name(pthread_mutex_init(&pm, &ma)));
