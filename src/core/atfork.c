@@ -43,6 +43,15 @@ void ito__atfork_prepare(void) {
   worker *w = cur_worker();
   fk.active = 0;
   if (!w || !ito__running() || !w->cur || !w->cur->thread) return;
+  /* worker 0's glibc descriptor is main's TLS block: while another thread
+   * forks on it, main (running elsewhere) would share it. Fork from
+   * another worker instead. */
+  ithread *root = ito__root_thread();
+  if (ito__tls_mode && w->id == 0 && root && root != w->cur->thread && ito__nworkers > 1 &&
+      parkable(w)) {
+    ito__suspend(ACT_MIGRATE, ito__workers[1], NULL, NULL);
+    w = cur_worker();
+  }
   ito__thread_pin(); /* invariant 1 */
   fk.w = w;
   fk.f = w->cur;

@@ -5,8 +5,9 @@
  *
  * Invariants:
  *  1. Between ito__atfork_prepare and ito__atfork_parent/child the calling
- *     thread is pinned to its OS thread, runs on its worker's own TLS
- *     block (glibc's fork acts on THREAD_SELF), and holds the runtime's
+ *     thread is pinned to its OS thread, runs on the TLS block glibc made
+ *     for that OS thread (glibc's fork acts on THREAD_SELF; never worker
+ *     0's, which is main's, while main may run elsewhere), and holds the runtime's
  *     locks that guard what the child keeps (keys, actions, fiber pools,
  *     handles, TLS slabs): no other OS thread is inside them at the fork.
  *  2. In the child, everything that belonged to the other threads is
