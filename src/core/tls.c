@@ -98,6 +98,7 @@ static struct {
   size_t static_size, align;
   void *(*allocate)(void *mem); /* _dl_allocate_tls */
   void (*call_dtors)(void);     /* __call_tls_dtors */
+  void (*ctype_init)(void);     /* __ctype_init: the thread's ctype table pointers */
   struct module mod[MAX_MODULES];
   int nmod;
   ptrdiff_t errno_off, h_errno_off, resp_off;
@@ -199,7 +200,9 @@ static const char *unusable(void) {
   void (*info)(size_t *, size_t *) =
       (void (*)(size_t *, size_t *))ito__elf_sym(NULL, "_dl_get_tls_static_info", "GLIBC_PRIVATE");
   ts.call_dtors = (void (*)(void))ito__elf_sym(NULL, "__call_tls_dtors", "GLIBC_PRIVATE");
-  if (!ts.allocate || !info || !ts.call_dtors) return "glibc's TLS allocator is not found";
+  ts.ctype_init = (void (*)(void))ito__elf_sym(NULL, "__ctype_init", "GLIBC_PRIVATE");
+  if (!ts.allocate || !info || !ts.call_dtors || !ts.ctype_init)
+    return "glibc's TLS allocator is not found";
   info(&ts.static_size, &ts.align);
   if (ts.align < 64) ts.align = 64;
   if (ts.static_size < TCB_SIZE || ts.static_size > (1u << 20))
@@ -297,6 +300,13 @@ static void *block_new(void) {
   F(pd, OFF_SPECIFIC, void *) = pd + OFF_SPECIFIC_1ST;
   F(pd, OFF_RSEQ_CPU_ID, int) = RSEQ_CPU_ID_REGISTRATION_FAILED;
   F(pd + ts.resp_off, 0, void *) = pd + OFF_RES;
+  /* libc's ctype pointers (isspace, toupper ...) are per thread and set
+   * at thread start by __ctype_init, which works on the running block:
+   * run it on this one (glibc's start_thread does the same) */
+  void *was = get_tp();
+  set_tp(pd);
+  ts.ctype_init();
+  set_tp(was);
   spin_lock(&ts.lock);
   if (ts.nall == ts.capall) {
     size_t cap = ts.capall ? ts.capall * 2 : 256;

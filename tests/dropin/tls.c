@@ -18,6 +18,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <locale.h>
+#include <ctype.h>
 #include <pthread.h>
 #include <resolv.h>
 #include <sched.h>
@@ -88,6 +89,15 @@ static void *res_addr(void *p) {
   return __res_state();
 }
 
+static pthread_barrier_t ctype_bar;
+static void *ctype_user(void *p) {
+  (void)p;
+  pthread_barrier_wait(&ctype_bar);
+  int ok = isspace(' ') && !isspace('x') && toupper('a') == 'A' && tolower('Q') == 'q' &&
+           isdigit('7') && isalpha('z');
+  return ok ? (void *)1 : NULL;
+}
+
 int main(int argc, char **argv) {
   if (argc < 2) FAIL("usage: tls MODULE_DIR");
   pthread_t t[T];
@@ -137,5 +147,18 @@ int main(int argc, char **argv) {
   pthread_join(t[1], &r1);
   printf("resolver states: %s\n", r0 && r1 && r0 != r1 && r0 != __res_state()
                                       ? "one per thread" : "shared");
+
+  /* 128 threads at once (new TLS blocks among them) use <ctype.h>, whose
+   * tables glibc points to per thread at its start */
+  pthread_t many[128];
+  pthread_barrier_init(&ctype_bar, NULL, 128);
+  for (int i = 0; i < 128; i++) pthread_create(&many[i], NULL, ctype_user, NULL);
+  long good = 0;
+  for (int i = 0; i < 128; i++) {
+    void *ok;
+    pthread_join(many[i], &ok);
+    good += ok != NULL;
+  }
+  printf("<ctype.h> in 128 new threads: %ld right\n", good);
   return 0;
 }
