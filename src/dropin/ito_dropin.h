@@ -87,8 +87,7 @@ ITO_DROPIN_API long ito__dropin_setxid(long nr, long a, long b, long c);
  * sig_enable: before the runtime starts. The others act for the calling
  * ito thread (mask, pending, suspend) or on thread h (send: h 0 is the
  * root; value NULL for pthread_kill); results as the POSIX calls' (error numbers, or
- * -1 with errno for suspend). sig_restart: after a wait that a signal
- * ended, whether every handler that ran asked for SA_RESTART. */
+ * -1 with errno for suspend). */
 ITO_DROPIN_API void ito__dropin_sig_enable(void);
 ITO_DROPIN_API int ito__dropin_sigmask(int how, const sigset_t *set, sigset_t *old);
 ITO_DROPIN_API int ito__dropin_sigsend(ito_thread_t h, int sig, const union sigval *value);
@@ -96,7 +95,6 @@ ITO_DROPIN_API int ito__dropin_sigaction(int sig, const struct sigaction *act,
                                          struct sigaction *old);
 ITO_DROPIN_API void ito__dropin_sigpending(sigset_t *out);
 ITO_DROPIN_API int ito__dropin_sigsuspend(const sigset_t *mask);
-ITO_DROPIN_API int ito__dropin_sig_restart(void);
 
 /* Cancellation (docs/dropin.md section 6): cancel asks thread h (0: the
  * root) to act at its next cancellation point, ending its interruptible

@@ -44,7 +44,6 @@ void ito__dropin_sigpending(sigset_t *out) { ito__sig_pending(out); }
 
 int ito__dropin_sigsuspend(const sigset_t *mask) { return ito__sig_suspend(mask); }
 
-int ito__dropin_sig_restart(void) { return ito__sig_restartable(); }
 
 /* ---- cancellation ------------------------------------------------------------------------- */
 

@@ -343,13 +343,8 @@ int ito_connect(int fd, const struct sockaddr *addr, socklen_t alen) {
     }
     if (k == ETIMEDOUT || (k == EINTR && !ito__sig_restartable())) {
       /* as Linux: the connection goes on in the background */
-      if (k == EINTR) {
-        SYS(SYS_fcntl, fd, F_SETFL, fl);
-        ito__io_set_errno(EINTR);
-        return -1;
-      }
       SYS(SYS_fcntl, fd, F_SETFL, fl);
-      ito__io_set_errno(EINPROGRESS);
+      ito__io_set_errno(k == EINTR ? EINTR : EINPROGRESS);
       return -1;
     }
     if (k == ENOTSUP) break;
