@@ -28,8 +28,8 @@ measure() {
     "$dir/fib_ito" 25 1 >/dev/null 2>&1 || { echo "fib_ito failed in $dir" >&2; exit 1; }
   ITO_NUM_WORKERS=1 valgrind --tool=callgrind --callgrind-out-file="$tmp/spawn.$tag" \
     "$dir/spawn_loop_ito" >/dev/null 2>&1 || { echo "spawn_loop_ito failed in $dir" >&2; exit 1; }
-  fib=$(incl "$tmp/fib.$tag" 'fib_par\(int\)')
-  spawn=$(incl "$tmp/spawn.$tag" 'create_many\(long\)')
+  fib=$(incl "$tmp/fib.$tag" 'fib_par[(]int[)]')
+  spawn=$(incl "$tmp/spawn.$tag" 'create_many[(]long[)]')
   echo "$fib $spawn"
 }
 

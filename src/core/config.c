@@ -62,6 +62,10 @@ static const struct ito_cfg core_rows[] = {
      .dflt = "worker",
      .what = "thread: every thread has its own thread-local storage (errno, thread_local); "
              "worker: threads share their worker's"},
+    {.name = "ITO_PREEMPT_MS", .kind = ITO_CFG_INT, .dst = &ito__cfg.preempt_ms, .lo = 0,
+     .hi = 100000, .dflt = "10",
+     .what = "time slice in milliseconds of a pthread or OpenMP team member, after which the "
+             "monitor preempts it while other threads wait (0: never)"},
     {.name = "ITO_SPIN_US", .kind = ITO_CFG_INT, .dst = &ito__cfg.spin_us, .lo = 0,
      .hi = 10 * 1000 * 1000, .dflt = "50",
      .what = "microseconds an idle worker looks for work before it sleeps"},
@@ -284,6 +288,7 @@ void ito__config_read_core(void) {
       .pipe_nowait = PIPE_NOWAIT_AUTO,
       .extra_workers = 256,
       .tls_thread = 0,
+      .preempt_ms = 10,
   };
   for (int i = 0; i < N_CORE_ROWS; i++) {
     const char *v = env(core_rows[i].name);

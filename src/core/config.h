@@ -34,6 +34,7 @@ struct ito_settings {
   int pipe_nowait;    /* ITO_IO_PIPE_NOWAIT: PIPE_NOWAIT_* */
   long extra_workers; /* ITO_EXTRA_WORKERS: the monitor's cap */
   int tls_thread;     /* ITO_TLS: 1 thread, 0 worker */
+  long preempt_ms;    /* ITO_PREEMPT_MS: the time slice of a program thread, 0 none */
 };
 extern struct ito_settings ito__cfg HIDDEN;
 

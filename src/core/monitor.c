@@ -10,6 +10,7 @@
 #include "handle.h"
 #include "idle.h"
 #include "os.h"
+#include "preempt.h"
 #include "sched.h"
 #include "thread.h"
 #include "timer.h"
@@ -49,6 +50,7 @@ struct sample {
   long long same_since; /* when cur last changed */
   int still;
   bool blocked;
+  bool computing; /* its OS thread used CPU over the last tick (not blocked) */
 };
 
 static struct {
@@ -63,6 +65,9 @@ static struct {
   int state[ITO_MAX_WORKERS];
   struct sample s[ITO_MAX_WORKERS];
   unsigned long started_total; /* extras started since the runtime started */
+  long long slice;       /* ITO_PREEMPT_MS in ns, 0: no preemption (preempt.h) */
+  bool preempt;          /* the signal is there: time slices or asynchronous cancellation */
+  long long last_tick;   /* when the last observation was */
   long long stall_since; /* blocked workers left work waiting since */
   long long starve_since;
   bool warned_cap, warned_starve, warned_thread;
@@ -241,6 +246,7 @@ void ito__monitor_retired(worker *w) {
  * mail, a timer due, or threads waiting for a poll source (somebody must
  * poll it). */
 static bool work_waits(int n) {
+  if (LOAD_RLX(&ito__preempted.len)) return true;
   for (int i = 0; i < n; i++) {
     worker *w = ito__workers[i];
     if (LOAD_RLX(&w->rq.len) || dq_nonempty(&w->dq) || LOAD_RLX(&w->mail)) return true;
@@ -252,12 +258,45 @@ static bool work_waits(int n) {
 /* Threads (not fork-join continuations) wait to run: in a ready queue or
  * mail, or a thread's creator or a suspended thread in a deque. */
 static bool threads_wait(int n) {
+  if (LOAD_RLX(&ito__preempted.len)) return true;
   for (int i = 0; i < n; i++) {
     worker *w = ito__workers[i];
     if (LOAD_RLX(&w->rq.len) || LOAD_RLX(&w->mail)) return true;
     if (dq_oldest(&w->dq) & (ENT_FIBER | ENT_CREATE)) return true;
   }
   return false;
+}
+
+/* Threads a worker's scheduler would find by looking: a sleeper whose time
+ * has come (a timer due), or threads parked on I/O, which somebody must
+ * poll. */
+static bool threads_to_find(void) {
+  return idle_waiters_any() || (timers_armed() && ito__timers_next_ns() == 0);
+}
+
+/* Rule 2 of docs/monitor.md: a program thread that has computed for a
+ * time slice without a switch while threads wait to run (waiting: a
+ * thread waits in a queue or deque any worker takes from, a timer is due
+ * or threads wait for I/O, and no worker is idle; or one waits in this
+ * worker's mail) is preempted. The signal is
+ * sent at every tick until the thread switches: its handler declines
+ * while the thread runs code that is not the program's. */
+static void preempt(int n, long long now, bool waiting) {
+  for (int i = 0; i < n; i++) {
+    if (!slot_active(i)) continue;
+    worker *w = ito__workers[i];
+    struct sample *s = &mon.s[i];
+    fiber *cur = s->cur;
+    if (cur && LOAD_RLX(&w->cur) == cur && ito__preempt_cancel_due(cur->thread)) {
+      ito__preempt_send(w, cur); /* an asynchronous cancellation */
+      continue;
+    }
+    if (!mon.slice) continue;
+    if (!cur || s->blocked || !s->computing || now - s->same_since < mon.slice) continue;
+    if (!waiting && !LOAD_RLX(&w->mail)) continue;
+    if (LOAD_RLX(&w->cur) != cur || !ito__preemptible(cur->thread)) continue;
+    ito__preempt_send(w, cur);
+  }
 }
 
 /* Returns whether any worker ran a fiber (the tick stays short). */
@@ -277,11 +316,13 @@ static bool observe(void) {
     fiber *cur = LOAD_RLX(&w->cur);
     int tid = LOAD_RLX(&w->os_tid);
     long long cpu = tid > 0 ? thread_cpu_ns(tid) : -1;
-    if (cur != s->cur) s->same_since = now;
+    /* (it came on between the last tick and this one: halfway, as a guess) */
+    if (cur != s->cur) s->same_since = mon.last_tick ? (mon.last_tick + now) / 2 : now;
     if (cur && cur == s->cur && cpu >= 0 && cpu - s->cpu < CPU_STILL_NS)
       s->still++;
     else
       s->still = 0;
+    s->computing = cpu >= 0 && s->cpu > 0 && cpu - s->cpu >= CPU_STILL_NS;
     s->cur = cur;
     s->cpu = cpu;
     s->blocked = s->still >= STILL_TICKS && in_kernel(tid);
@@ -303,6 +344,7 @@ static bool observe(void) {
   uint64_t idle = __atomic_load_n(&ito__rt_idle.v, __ATOMIC_SEQ_CST) & ~IDLE_FLAGS;
   bool waits = blocked ? work_waits(n) : false;
   bool threads = threads_wait(n);
+  if (mon.preempt) preempt(n, now, (threads || threads_to_find()) && idle == 0);
   RACY_END();
 
   __atomic_store_n(&mon.wanted, blocked, __ATOMIC_RELAXED);
@@ -343,7 +385,7 @@ static bool observe(void) {
   if (threads && stuck_all && active && !blocked) {
     if (now - mon.starve_since >= WARN_NS && !mon.warned_starve) {
       mon.warned_starve = true;
-      char who[96], msg[512];
+      char who[96], msg[768];
       RACY_BEGIN();
       describe(stuck ? stuck : ito__workers[0], stuck_cur, who, sizeof who);
       RACY_END();
@@ -351,12 +393,14 @@ static bool observe(void) {
                "ito: threads have waited %lld ms to run while every worker ran one thread all "
                "along (%s for %lld ms, without a call that can switch); if those threads wait "
                "for the others by spinning, the program cannot go on: such a loop must yield "
-               "(sched_yield, ito_yield) or block, since lightweight threads are not "
-               "preempted\n",
+               "(sched_yield, ito_yield) or block, since this thread is not preempted (the "
+               "native API's threads never are; pthreads and OpenMP team members are unless "
+               "ITO_PREEMPT_MS=0)\n",
                (now - mon.starve_since) / 1000000, who, (now - oldest) / 1000000);
       say(msg);
     }
   }
+  mon.last_tick = now;
   return busy > 0 || alive > 0;
 }
 
@@ -400,6 +444,7 @@ void ito__monitor_start(void) {
   if (cap > ITO_MAX_WORKERS - ito__nworkers) cap = ITO_MAX_WORKERS - ito__nworkers;
   memset(&mon, 0, sizeof mon);
   mon.cap = (int)cap;
+  mon.preempt = ito__preempt_setup(&mon.slice);
   pthread_attr_t a;
   pthread_attr_init(&a);
   pthread_attr_setstacksize(&a, 64 << 10);

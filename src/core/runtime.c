@@ -380,6 +380,7 @@ void ito__runtime_after_fork(worker *w) {
     x->created = x->ended = 0;
     x->extra = 0;
   }
+  memset(&ito__preempted, 0, sizeof ito__preempted);
   w->created = orphan ? 1 : 0; /* the caller, alive (thread.h, invariant 4) */
   idlers[0] = &w->idle;
   ito__nworkers = 1;

@@ -24,17 +24,33 @@ static int homes;            /* some fiber has had a home: ready lists are split
 
 /* ---- ready queues and mail ------------------------------------------------------------ */
 
-static void rq_push(worker *w, fiber *first, fiber *last, int n) {
+static void q_push(struct ready_queue *q, fiber *first, fiber *last, int n) {
   last->next = NULL;
-  spin_lock(&w->rq.lock);
-  if (w->rq.tail)
-    w->rq.tail->next = first;
+  spin_lock(&q->lock);
+  if (q->tail)
+    q->tail->next = first;
   else
-    w->rq.head = first;
-  w->rq.tail = last;
-  STORE_RLX(&w->rq.len, w->rq.len + n);
-  spin_unlock(&w->rq.lock);
+    q->head = first;
+  q->tail = last;
+  STORE_RLX(&q->len, q->len + n);
+  spin_unlock(&q->lock);
 }
+
+static fiber *q_pop(struct ready_queue *q) {
+  if (!LOAD_RLX(&q->len)) return NULL;
+  spin_lock(&q->lock);
+  fiber *f = q->head;
+  if (f) {
+    q->head = f->next;
+    if (!q->head) q->tail = NULL;
+    STORE_RLX(&q->len, q->len - 1);
+  }
+  spin_unlock(&q->lock);
+  return f;
+}
+
+static void rq_push(worker *w, fiber *first, fiber *last, int n) { q_push(&w->rq, first, last, n); }
+static fiber *rq_pop(worker *w) { return q_pop(&w->rq); }
 
 static void rq_push_front(worker *w, fiber *f) {
   spin_lock(&w->rq.lock);
@@ -45,18 +61,11 @@ static void rq_push_front(worker *w, fiber *f) {
   spin_unlock(&w->rq.lock);
 }
 
-static fiber *rq_pop(worker *w) {
-  if (!LOAD_RLX(&w->rq.len)) return NULL;
-  spin_lock(&w->rq.lock);
-  fiber *f = w->rq.head;
-  if (f) {
-    w->rq.head = f->next;
-    if (!w->rq.head) w->rq.tail = NULL;
-    STORE_RLX(&w->rq.len, w->rq.len - 1);
-  }
-  spin_unlock(&w->rq.lock);
-  return f;
-}
+/* Preempted threads (preempt.h), one queue for all workers, taken after a
+ * worker's own ready queue: threads that compute share every worker in
+ * turn, not only the one they were preempted on (as Go's global run queue
+ * does for preempted goroutines). */
+struct ready_queue ito__preempted __attribute__((aligned(CACHELINE)));
 
 /* A fiber with a home goes to the home's mail, which only the home runs
  * (invariant 2). */
@@ -66,6 +75,25 @@ static void mail_to(worker *to, fiber *f) {
   STORE_RLX(&to->mail, f); /* read without the lock (run_mail, scan) */
   spin_unlock(&to->mail_lock);
   ito__idle_wake(&to->idle);
+}
+
+/* A fiber that yields to mail goes last, behind what is there; when it
+ * yields to its own worker's mail, that worker looks at its deque and
+ * ready queue first once (a yield lets other work run first). */
+static void mail_last(worker *to, fiber *f, worker *here) {
+  f->next = NULL;
+  spin_lock(&to->mail_lock);
+  fiber **p = &to->mail;
+  while (*p) p = &(*p)->next;
+  if (p == &to->mail)
+    STORE_RLX(&to->mail, f);
+  else
+    *p = f;
+  spin_unlock(&to->mail_lock);
+  if (to == here)
+    here->yielded = 1;
+  else
+    ito__idle_wake(&to->idle);
 }
 
 /* ---- placement ------------------------------------------------------------------------- */
@@ -278,13 +306,21 @@ static void sched_entry(void *arg) {
       HOOK(ITO_EV_PARK, w->id, from, 0);
       ito__run_post(w);
       break;
-    case ACT_YIELD: {
+    case ACT_YIELD:
+    case ACT_PREEMPT: {
       take_records_of(w, from);
+      if (w->sched_action == ACT_PREEMPT) w->poll_pass = 60; /* threads on I/O: poll first */
       worker *t = ito__place(from, PLACE_YIELD, w);
       if (from->home)
-        mail_to(t, from);
-      else
+        mail_last(t, from, w);
+      else if (w->sched_action != ACT_PREEMPT)
         ready_to(t, from, from, 1, false);
+      else if (!ito__tls_mode)
+        mail_last(w, from, w); /* its code may hold an address in this worker's TLS */
+      else {
+        q_push(&ito__preempted, from, from, 1);
+        publish(w, true);
+      }
       break;
     }
     case ACT_JOIN_WAIT: {
@@ -391,6 +427,7 @@ static int scan(int self) {
     worker *v = ito__workers[(self + k) % n];
     if (dq_nonempty(&v->dq) || LOAD_RLX(&v->rq.len)) return v->id + 1;
   }
+  if (LOAD_RLX(&ito__preempted.len)) return -1;
   if (timers_armed() && ito__timers_next_ns() == 0) return -1;
   return 0;
 }
@@ -446,7 +483,10 @@ void ito__sched_loop(worker *w) {
       w->poll_pass = 0;
       ito__poll_run();
     }
-    run_mail(w);
+    if (LIKELY(!w->yielded))
+      run_mail(w);
+    else
+      w->yielded = 0;
     uintptr_t e = ito__deque_pop(&w->dq);
     if (e) {
       found_work(w);
@@ -457,6 +497,7 @@ void ito__sched_loop(worker *w) {
      * worker with nothing else to do */
     if (timers_armed()) ito__timers_run();
     fiber *f = rq_pop(w);
+    if (!f && UNLIKELY(LOAD_RLX(&ito__preempted.len))) f = q_pop(&ito__preempted);
     if (f) {
       found_work(w);
       HOOK(ITO_EV_RESUME, w->id, f, w->id);

@@ -29,7 +29,12 @@ enum {
   ACT_EXIT,      /* the fiber's thread ended: free the fiber */
   ACT_JOIN_WAIT, /* the fiber waits in a task-group join (sched_arg = tg) */
   ACT_MIGRATE,   /* the fiber moves to the worker sched_arg (its mailbox) */
+  ACT_PREEMPT,   /* the fiber was preempted (preempt.h): like a yield, but with worker
+                    TLS it stays on this worker */
 };
+
+/* Preempted threads, queued for every worker (sched.c). */
+extern struct ready_queue ito__preempted HIDDEN;
 
 /* The workers, for the scheduler's loops (runtime.c fills it). */
 extern worker **ito__workers HIDDEN;

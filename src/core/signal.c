@@ -453,9 +453,11 @@ static void tramp(int sig, siginfo_t *si, void *uc) {
   worker *w = cur_worker();
   fiber *f = w ? w->cur : NULL;
   ithread *t = f && in_context_of(f) ? f->thread : NULL;
+  if (t) t->in_handler++; /* never preempted inside this frame (preempt.h, invariant 3) */
   if (si && si->si_errno == NUDGE_MARK && si->si_code == SI_QUEUE && si->si_pid == getpid()) {
     /* a nudge: the thread it is for, if it runs here, delivers */
     if (t && t == si->si_value.sival_ptr) deliver_pending(t, uc);
+    if (t) t->in_handler--;
     __atomic_sub_fetch(&rt.in_tramp, 1, __ATOMIC_ACQ_REL);
     errno = saved;
     return;
@@ -472,6 +474,7 @@ static void tramp(int sig, siginfo_t *si, void *uc) {
     __atomic_fetch_or(&rt.inbox, SIGBIT(sig), __ATOMIC_RELEASE);
     ito__monitor_poke();
   }
+  if (t) t->in_handler--;
   __atomic_sub_fetch(&rt.in_tramp, 1, __ATOMIC_ACQ_REL);
   errno = saved;
 }

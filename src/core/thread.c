@@ -375,6 +375,7 @@ static inline void mark_anon(ithread *t) {
   t->joiner = JOINER_DETACHED;
   t->detach_refs = 1;
   t->flags = TH_DETACHED | TH_ANON;
+  t->preempt = 0; /* (a team member that ended abnormally may have left it set) */
 }
 
 int ito__thread_spawn(void (*fn)(void *), const void *arg, size_t size, size_t align,

@@ -55,6 +55,10 @@ typedef struct ithread {
   int cancel;               /* a drop-in's cancellation state: CANCEL_* */
   long long cpu_ns;         /* CPU time charged to it (signal.h, CPU time per thread) */
   long long cpu_in;         /* its worker's thread CPU time when it last came on */
+  /* preemption (preempt.h): a team member of a drop-in library, preemptible
+   * while set; inside a kernel signal frame of ito's (never preempted) */
+  int preempt;
+  int in_handler;
 } ithread;
 
 enum { TS_RUNNING = 0, TS_EXITING = 1, TS_DONE = 2, TS_CLAIMED = 3 };

@@ -45,6 +45,8 @@ typedef struct worker {
   unsigned long created, ended;
   unsigned long steals;             /* successful steals by this worker (for debugging) */
   int extra;                        /* an extra worker the monitor started (monitor.h) */
+  int yielded;                      /* a fiber yielded to this worker's mail: look at the
+                                       deque and the ready queue before the mail once */
   void *tls_own;                    /* ITO_TLS=thread: this worker's own block (tls.h) */
   void *tls_cur;                    /* the block in force: NULL (own) or a thread's */
   void *tls_glibc;                  /* the OS thread's descriptor as glibc knows it (main's, on

@@ -137,8 +137,19 @@ ITO_DROPIN_API void ito__dropin_atfork_child(void);
 
 /* A module was loaded or unloaded (the library's dlopen, dlclose): with
  * ITO_TLS=thread a new module's static TLS is initialised in every
- * thread's block, and an unloaded one's forgotten (src/core/tls.h). */
-ITO_DROPIN_API void ito__dropin_tls_loaded(void);
+ * thread's block, and an unloaded one's forgotten (src/core/tls.h); the
+ * table of code that preemption avoids is rebuilt (src/core/preempt.h). */
+ITO_DROPIN_API void ito__dropin_modules_changed(void);
+
+/* Preemption (src/core/preempt.h, docs/monitor.md), before the runtime
+ * starts: preempt_enable turns it on; all_threads makes every thread that
+ * is not a task preemptible (the pthread library); cancel (or NULL) is
+ * called, and does not return, in a thread whose asynchronous
+ * cancellation is due, interrupted in the program's own code. After:
+ * preemptible marks the calling ito thread (an OpenMP team member)
+ * preemptible or not, and returns what it was. */
+ITO_DROPIN_API void ito__dropin_preempt_enable(int all_threads, void (*cancel)(void));
+ITO_DROPIN_API int ito__dropin_preemptible(int on);
 
 /* ---- threads (threads.c) -------------------------------------------------------------------- */
 

@@ -14,6 +14,7 @@
 #include "../core/hooks.h"
 #include "../core/os.h"
 #include "../core/poll.h"
+#include "../core/preempt.h"
 #include "../core/runtime.h"
 #include "../core/switch.h"
 #include "../io/io.h"
@@ -56,7 +57,16 @@ void *ito__dropin_sym(const void *after, const char *name, const char *version) 
 
 long ito__dropin_setxid(long nr, long a, long b, long c) { return ito__setxid(nr, a, b, c); }
 
-void ito__dropin_tls_loaded(void) { ito__tls_modules_changed(); }
+void ito__dropin_modules_changed(void) {
+  ito__tls_modules_changed();
+  ito__preempt_modules_changed();
+}
+
+void ito__dropin_preempt_enable(int all_threads, void (*cancel)(void)) {
+  ito__preempt_enabled = 1;
+  if (all_threads) ito__preempt_threads = 1;
+  if (cancel) ito__preempt_on_cancel(cancel);
+}
 
 void ito__dropin_atfork_prepare(void) { ito__atfork_prepare(); }
 void ito__dropin_atfork_parent(void) { ito__atfork_parent(); }

@@ -4,6 +4,7 @@
 #include "ito_dropin.h"
 
 #include "../core/handle.h"
+#include "../core/preempt.h"
 #include "../core/runtime.h"
 #include "../core/signal.h"
 #include "../core/thread.h"
@@ -62,7 +63,10 @@ int ito__dropin_cancel(ito_thread_t h) {
   if (!__atomic_load_n(&ito__dropin_cancels, __ATOMIC_RELAXED))
     __atomic_store_n(&ito__dropin_cancels, 1, __ATOMIC_RELEASE);
   int c = __atomic_fetch_or(&t->cancel, CANCEL_PENDING, __ATOMIC_ACQ_REL);
-  if (!(c & CANCEL_DISABLED)) ito__sig_alert(t); /* its interruptible wait ends */
+  if (!(c & CANCEL_DISABLED)) {
+    ito__sig_alert(t);      /* its interruptible wait ends */
+    ito__preempt_cancel(t); /* running with the asynchronous type: now */
+  }
   return 0;
 }
 

@@ -53,6 +53,15 @@ int ito__dropin_home(int home) {
   return 0;
 }
 
+int ito__dropin_preemptible(int on) {
+  worker *w = cur_worker();
+  ithread *t = w && w->cur ? w->cur->thread : NULL;
+  if (!t) return 0;
+  int was = t->preempt;
+  STORE_RLX(&t->preempt, on);
+  return was;
+}
+
 void **ito__dropin_ctx(void) {
   worker *w = cur_worker();
   return w && w->cur ? &w->cur->ctx : NULL;

@@ -151,6 +151,9 @@ __attribute__((constructor)) static void read_env(void) {
   omp_g.init.chunk = 1;
   omp_g.init.dyn = 0;
   ito__dropin_config_read(rows, (int)(sizeof rows / sizeof rows[0]));
+  /* team members are threads: preempted after a time slice while others
+   * wait (docs/monitor.md); tasks are not */
+  ito__dropin_preempt_enable(0, NULL);
   if (omp_g.nlist) omp_g.init.nthreads = omp_g.list[0];
   if (env_dynamic >= 0) omp_g.init.dyn = env_dynamic;
   /* Nesting: off unless asked for (OMP_NESTED, OMP_MAX_ACTIVE_LEVELS, or a

@@ -131,6 +131,7 @@ typedef struct team {
   int combined;                 /* work share 0 was made with the team (combined construct) */
   int level, active_level;
   task *encountering;           /* the task that encountered the parallel construct */
+  int enc_preempt;              /* the encountering thread was preemptible before */
   void (*fn)(void *);
   void *data;
   /* the end of the region: members not yet over, waiter bit as in kids */

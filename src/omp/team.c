@@ -52,8 +52,10 @@ static void member_entry(void *p) {
   implicit_init(&t, s.tm, s.lo);
   if (s.tm->combined) t.ws_seq = 1, t.ws = &s.tm->ws[0]; /* made with the team */
   ito_omp_set_cur(&t);
+  ito__dropin_preemptible(1); /* members are threads: preempted (docs/openmp.md) */
   s.tm->fn(s.tm->data);
   member_done(s.tm, &t);
+  ito__dropin_preemptible(0); /* (the stack's descriptor is fresh for the next spawn) */
 }
 
 static unsigned team_size(task *enc, unsigned nthreads) {
@@ -119,9 +121,11 @@ static void team_begin(team *tm, task *t, void (*init)(struct ws *, void *, unsi
     split(tm, 0, tm->n);
   }
   ito_omp_set_cur(t);
+  tm->enc_preempt = ito__dropin_preemptible(1); /* member 0 */
 }
 
 static void team_end(team *tm, task *t) {
+  ito__dropin_preemptible(tm->enc_preempt);
   ito_omp_wait_kids(t, KID_WAIT_ALIVE);
   if (t->deps) ito_omp_deptab_free(t);
   ito_omp_word_wait(&tm->left, KID_WAIT_ALIVE, &tm->qlock, &tm->qhead, &tm->qtail);

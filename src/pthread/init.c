@@ -110,6 +110,9 @@ void shim_init(void) {
      * (docs/tls.md); ITO_TLS=worker asks for the worker's */
     ito__dropin_config_default("ITO_TLS", "thread", "libito-pthread.so");
     ito__dropin_sig_enable(); /* masks and signals per thread (docs/signals.md) */
+    /* pthreads are preempted, and cancelled asynchronously wherever they
+     * compute (docs/monitor.md) */
+    ito__dropin_preempt_enable(1, shim_cancel_async);
     /* fork: first registered, so that ito's prepare runs after the
      * program's and its child and parent handlers before (atfork.h) */
     pthread_atfork(ito__dropin_atfork_prepare, ito__dropin_atfork_parent,

@@ -48,7 +48,7 @@ SHIM_EXPORT void *dlopen(const char *file, int mode) {
     if (g) ito__dropin_set_eh((void *(*)(void))g);
     /* a module with static TLS: glibc initialises it only in the threads
      * it knows, not in the lightweight threads' own blocks */
-    ito__dropin_tls_loaded();
+    ito__dropin_modules_changed();
   }
   return h;
 }
@@ -58,7 +58,7 @@ SHIM_EXPORT int dlclose(void *h) {
   int pinned = pin_if_ito();
   int rc = shim_real.dlclose(h);
   if (pinned) ito__dropin_unpin();
-  if (rc == 0) ito__dropin_tls_loaded(); /* (a module's static TLS may be gone) */
+  if (rc == 0) ito__dropin_modules_changed(); /* (a module's static TLS may be gone) */
   return rc;
 }
 

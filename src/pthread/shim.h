@@ -225,6 +225,7 @@ static inline int shim_to_libc(void) {
  * of the process; then the calling ito thread acts on a request it has
  * enabled (pthread_exit(PTHREAD_CANCELED)). */
 SHIM_HIDDEN void shim_cancel_check(void);
+SHIM_HIDDEN void shim_cancel_async(void); /* the handler's asynchronous cancellation */
 static inline void shim_testcancel(void) {
   if (UNLIKELY(__atomic_load_n(&ito__dropin_cancels, __ATOMIC_RELAXED))) shim_cancel_check();
 }

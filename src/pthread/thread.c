@@ -313,6 +313,11 @@ static void __attribute__((noreturn)) act_on_cancel(int *w) {
   pthread_exit(PTHREAD_CANCELED);
 }
 
+void shim_cancel_async(void) {
+  int *w = ito__dropin_cancel_word();
+  if (w) act_on_cancel(w);
+}
+
 void shim_cancel_check(void) {
   int *w = ito__dropin_cancel_word();
   if (w && (__atomic_load_n(w, __ATOMIC_ACQUIRE) & (CP | CD | CX)) == CP) act_on_cancel(w);

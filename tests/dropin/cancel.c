@@ -4,7 +4,9 @@
  * handlers run, the condition variable's with the mutex held again; a
  * disabled request waits until the thread enables it and reaches a point;
  * pthread_testcancel in a loop; the asynchronous type acts at once on the
- * thread itself; join reports PTHREAD_CANCELED. Output is deterministic;
+ * thread itself, and on a thread that computes in a loop without any call
+ * (under the drop-in, the monitor's signal: docs/monitor.md); join reports
+ * PTHREAD_CANCELED. Output is deterministic;
  * both.sh compares it with the native run. */
 #define _GNU_SOURCE
 #define DROPIN_PROG "cancel"
@@ -117,12 +119,8 @@ static void *spinning(void *p) {
   (void)p;
   pthread_cleanup_push(note, "testcancel loop");
   started = 1;
-  /* (it yields now and then: lightweight threads are not preempted, and
-   * with one worker the canceller must get to run) */
-  for (volatile long i = 0;; i++) {
-    pthread_testcancel();
-    if (i % 1024 == 0) sched_yield();
-  }
+  /* (with one worker the canceller runs when this thread is preempted) */
+  for (volatile long i = 0;; i++) pthread_testcancel();
   pthread_cleanup_pop(0);
   return NULL;
 }
@@ -142,6 +140,18 @@ static void *async_self(void *p) {
   pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &old);
   pthread_cancel(pthread_self());
   printf("  async_self: went on after cancelling itself\n");
+  pthread_cleanup_pop(0);
+  return NULL;
+}
+
+static volatile unsigned long spun;
+static void *async_loop(void *p) {
+  (void)p;
+  pthread_cleanup_push(count_only, NULL);
+  int old;
+  pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &old);
+  started = 1;
+  for (;;) spun++; /* no call at all */
   pthread_cleanup_pop(0);
   return NULL;
 }
@@ -184,6 +194,7 @@ int main(void) {
   printf("the disabled thread slept through: %s\n", slept_through ? "yes" : "no");
   run("testcancel loop", spinning, 1);
   run("asynchronous, itself", async_self, 0);
+  run("asynchronous, computing", async_loop, 1);
   pthread_t t;
   pthread_create(&t, NULL, in_sleep, NULL);
   usleep(20000);

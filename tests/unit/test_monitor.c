@@ -8,12 +8,19 @@
  *     waiting in the deques the whole time, starts no extra worker.
  *  4. the same blocking with a blocked worker among the extras: three
  *     blocked threads need two extras, and all run to the end.
+ *  5. rule 2 leaves the native API alone: two threads computing fib for
+ *     half a second each, while main's continuation waits in a deque, are
+ *     never sent the preemption signal.
+ *  6. with every thread preemptible (what libito-pthread.so asks for), two
+ *     threads that spin on a flag main sets after creating both finish:
+ *     they are preempted, and main, waiting in a deque, runs.
  * Timings are printed, never asserted: a hang is the failure (the test's
  * timeout). */
 #define _GNU_SOURCE
 #include <ito/ito.h>
 
 #include "../../src/core/monitor.h"
+#include "../../src/core/preempt.h"
 #include "../../src/core/timespec.h"
 
 #include <stdio.h>
@@ -56,6 +63,18 @@ static long fib(int n) {
   return x + y;
 }
 
+static void *fib_for_half_a_second(void *p) {
+  (void)p;
+  long long t0 = clock_ns(CLOCK_MONOTONIC);
+  long r = 0;
+  while (clock_ns(CLOCK_MONOTONIC) - t0 < 500000000LL) r = fib(25);
+  return (void *)r;
+}
+
+/* (monitor_spin.c: outside the executable, which holds ito) */
+void *unit_monitor_spin(void *flag);
+static int flag;
+
 /* k threads block; main, resumed by an extra worker, releases them. */
 static void block_and_release(int k) {
   ito_thread_t t[4];
@@ -96,6 +115,7 @@ static void wait_for_retirement(void) {
 
 int main(void) {
   setenv("ITO_NUM_WORKERS", "2", 1);
+  ito__preempt_enabled = 1; /* (as a drop-in library does: the signal's handler) */
   CHECK_EQ(ito_init(), 0);
   CHECK_EQ(ito_num_workers(), 2);
 
@@ -126,6 +146,36 @@ int main(void) {
   /* 4: three blocked threads on two workers */
   block_and_release(3);
   wait_for_retirement();
+
+  /* 5: native threads are never preempted */
+  unsigned long done0, refused0, done1, refused1;
+  ito__preempt_counts(&done0, &refused0);
+  ito_thread_t ft[2];
+  for (int i = 0; i < 2; i++) CHECK_EQ(ito_create(fib_for_half_a_second, NULL, &ft[i]), 0);
+  for (int i = 0; i < 2; i++) {
+    void *res = NULL;
+    CHECK_EQ(ito_join(ft[i], &res), 0);
+    CHECK_EQ((long)res, 75025);
+  }
+  ito__preempt_counts(&done1, &refused1);
+  printf("unit_monitor: two native threads computed fib for 0.5 s: %lu preemptions, %lu "
+         "signals declined\n",
+         done1 - done0, refused1 - refused0);
+  CHECK_EQ(done1 - done0, 0);
+  CHECK_EQ(refused1 - refused0, 0);
+
+  /* 6: preemptible spinners let main run */
+  ito__preempt_threads = 1;
+  ito_thread_t st[2];
+  for (int i = 0; i < 2; i++) CHECK_EQ(ito_create(unit_monitor_spin, &flag, &st[i]), 0);
+  __atomic_store_n(&flag, 1, __ATOMIC_RELEASE); /* (main ran again: they were preempted) */
+  for (int i = 0; i < 2; i++) CHECK_EQ(ito_join(st[i], NULL), 0);
+  ito__preempt_counts(&done1, &refused1);
+  printf("unit_monitor: two spinning threads were preempted %lu times (%lu declined) for main "
+         "to set their flag\n",
+         done1 - done0, refused1 - refused0);
+  CHECK(done1 > done0);
+  ito__preempt_threads = 0;
   CHECK_EQ(ito_finalize(), 0);
   printf("unit_monitor: PASS\n");
   return 0;

@@ -1,0 +1,323 @@
+/* Preemption of program threads: which threads, the table of code that is
+ * not the program's, the signal and its handler. Invariants at the top of
+ * preempt.h; design in docs/monitor.md, "Preemption". */
+#define _GNU_SOURCE
+#include "preempt.h"
+
+#include "config.h"
+#include "fiber.h"
+#include "monitor.h"
+#include "os.h"
+#include "sched.h"
+#include "signal.h"
+#include "thread.h"
+#include "tls.h"
+#include "worker.h"
+
+#include <errno.h>
+#include <link.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+int ito__preempt_enabled, ito__preempt_threads;
+
+/* ito's preemption signal: SI_QUEUE from our pid, its value the fiber's
+ * address (64-byte aligned) with these low bits set (qemu-user drops
+ * si_errno, so the mark is in the value) */
+#define PREEMPT_MARK 0x2aUL
+#define MARK_BITS 0x3fUL
+/* Stack the handler wants left below its own frame before it yields: the
+ * scheduler's path and a context switch. */
+#define ROOM 4096
+
+/* ---- code that is not the program's (invariant 2) ---------------------------------------- */
+
+struct range {
+  uintptr_t lo, hi;
+};
+#define MAX_RANGES 96
+struct table {
+  int n;
+  struct range r[MAX_RANGES];
+};
+/* Two tables: the handler reads the current one; a rebuild fills the other
+ * once no handler reads it (readers). */
+static struct table tables[2];
+static struct table *cur_table;
+static int readers;
+static int build_lock;
+
+static const char *base_name(const char *path) {
+  const char *s = strrchr(path, '/');
+  return s ? s + 1 : path;
+}
+
+/* Objects whose code may hold locks tied to the OS thread or ito's state. */
+static bool foreign(const char *path) {
+  static const char *const prefixes[] = {
+      "libc.so", "ld-linux", "ld64.so", "libpthread.so", "libdl.so", "librt.so", "libgcc_s.so",
+      "libito", "linux-vdso", "linux-gate", "libasan.so", "libtsan.so", "libubsan.so",
+      "liblsan.so", "libhwasan.so", "vgpreload_", "libresolv.so", "libnss_",
+  };
+  const char *b = base_name(path);
+  for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+    if (!strncmp(b, prefixes[i], strlen(prefixes[i]))) return true;
+  return false;
+}
+
+static int note_object(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  struct table *t = arg;
+  const char *name = info->dlpi_name ? info->dlpi_name : "";
+  /* the object that holds this code: ito itself, even linked statically */
+  uintptr_t self = (uintptr_t)&note_object;
+  bool mine = false;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+    uintptr_t lo = info->dlpi_addr + p->p_vaddr;
+    if (p->p_type == PT_LOAD && self >= lo && self < lo + p->p_memsz) mine = true;
+  }
+  if (!mine && !foreign(name)) return 0;
+  for (int i = 0; i < info->dlpi_phnum && t->n < MAX_RANGES; i++) {
+    const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+    if (p->p_type != PT_LOAD || !(p->p_flags & PF_X)) continue;
+    uintptr_t lo = info->dlpi_addr + p->p_vaddr;
+    t->r[t->n++] = (struct range){lo, lo + p->p_memsz};
+  }
+  return 0;
+}
+
+static void build(void) {
+  spin_lock(&build_lock);
+  struct table *t = cur_table == &tables[0] ? &tables[1] : &tables[0];
+  /* a handler that read the old pointer before the last swap is done */
+  for (int i = 0; i < 1000000 && LOAD_ACQ(&readers); i++) cpu_relax();
+  t->n = 0;
+  dl_iterate_phdr(note_object, t);
+  STORE_REL(&cur_table, t);
+  spin_unlock(&build_lock);
+}
+
+static bool programs_code(uintptr_t pc) {
+  __atomic_add_fetch(&readers, 1, __ATOMIC_ACQ_REL);
+  const struct table *t = LOAD_ACQ(&cur_table);
+  bool ok = t != NULL;
+  for (int i = 0; ok && i < t->n; i++)
+    if (pc >= t->r[i].lo && pc < t->r[i].hi) ok = false;
+  __atomic_sub_fetch(&readers, 1, __ATOMIC_ACQ_REL);
+  return ok;
+}
+
+void ito__preempt_modules_changed(void) {
+  if (LOAD_ACQ(&cur_table)) build();
+}
+
+/* ---- which threads --------------------------------------------------------------------------- */
+
+bool ito__preemptible(const ithread *t) {
+  return t && (LOAD_RLX(&t->preempt) ||
+               (ito__preempt_threads && !(LOAD_RLX(&t->flags) & TH_ANON)));
+}
+
+/* ---- the handler ------------------------------------------------------------------------------- */
+
+/* The kernel's sigaction (glibc's refuses its reserved signals). */
+struct ksigaction {
+  void *handler;
+  unsigned long flags;
+  void *restorer;
+  uint64_t mask;
+};
+#define K_SA_RESTORER 0x04000000UL
+
+static struct ksigaction chained; /* what the kernel held before ours (glibc's, if any) */
+static int installed;
+static pid_t self_pid;
+static unsigned long n_done, n_refused;
+
+void ito__preempt_counts(unsigned long *done, unsigned long *refused) {
+  *done = __atomic_load_n(&n_done, __ATOMIC_RELAXED);
+  *refused = __atomic_load_n(&n_refused, __ATOMIC_RELAXED);
+}
+
+static uintptr_t context_pc(const ucontext_t *uc) {
+#if defined(__x86_64__)
+  return (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+#elif defined(__aarch64__)
+  return (uintptr_t)uc->uc_mcontext.pc;
+#else
+  (void)uc;
+  return 0;
+#endif
+}
+
+static uintptr_t context_sp(const ucontext_t *uc) {
+#if defined(__x86_64__)
+  return (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+#elif defined(__aarch64__)
+  return (uintptr_t)uc->uc_mcontext.sp;
+#else
+  (void)uc;
+  return 0;
+#endif
+}
+
+static void (*cancel_act)(void);
+void ito__preempt_on_cancel(void (*act)(void)) { STORE_REL(&cancel_act, act); }
+
+bool ito__preempt_cancel_due(const ithread *t) {
+  return t && (LOAD_ACQ(&t->cancel) & (CANCEL_PENDING | CANCEL_ASYNC | CANCEL_DISABLED |
+                                       CANCEL_ACTING)) == (CANCEL_PENDING | CANCEL_ASYNC);
+}
+
+/* Invariants 1-3 for fiber f on worker w, interrupted at uc. */
+static bool may_preempt(worker *w, fiber *f, const ucontext_t *uc) {
+  ithread *t = f->thread;
+  if (!t || !(ito__preemptible(t) || ito__preempt_cancel_due(t)) || t->pin || t->in_handler || w->post_fn)
+    return false;
+  uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
+  uintptr_t sp = context_sp(uc);
+  uintptr_t lo = (uintptr_t)f->lo, hi = (uintptr_t)f->hi;
+  if (fp < lo + ROOM || fp >= hi || sp < lo || sp >= hi) return false; /* another stack */
+  if (ito__sig_on) { /* the mask ito set for the thread (not a handler's) */
+    uint64_t m;
+    memcpy(&m, &uc->uc_sigmask, sizeof m);
+    if (m != w->os_sigmask) return false;
+  }
+  return programs_code(context_pc(uc));
+}
+
+/* Invariant 4: the frame returns into the OS thread the fiber now runs on. */
+static void adopt_os_state(ucontext_t *uc) {
+  stack_t ss;
+  if (ito__os.syscall(SYS_sigaltstack, NULL, &ss) == 0) {
+    ss.ss_flags &= ~SS_ONSTACK;
+    uc->uc_stack = ss;
+  }
+  uint64_t m = 0;
+  if (ito__os.syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &m, (size_t)8) == 0) {
+    sigemptyset(&uc->uc_sigmask);
+    memcpy(&uc->uc_sigmask, &m, sizeof m);
+  }
+}
+
+static void chain(int sig, siginfo_t *si, void *uc) {
+  void *h = chained.handler;
+  if (h == (void *)SIG_DFL || h == (void *)SIG_IGN) return;
+  if (chained.flags & SA_SIGINFO)
+    ((void (*)(int, siginfo_t *, void *))h)(sig, si, uc);
+  else
+    ((void (*)(int))h)(sig);
+}
+
+static void on_signal(int sig, siginfo_t *si, void *ucv) {
+  uintptr_t v = si ? (uintptr_t)si->si_value.sival_ptr : 0;
+  if (!si || si->si_code != SI_QUEUE || (v & MARK_BITS) != PREEMPT_MARK || si->si_pid != self_pid) {
+    chain(sig, si, ucv);
+    return;
+  }
+  int saved = errno;
+  worker *w = cur_worker();
+  fiber *f = w ? w->cur : NULL;
+  if (f && (uintptr_t)f == (v & ~MARK_BITS) && may_preempt(w, f, ucv)) {
+    void (*act)(void) = LOAD_ACQ(&cancel_act);
+    if (act && ito__preempt_cancel_due(f->thread)) {
+      /* pthread_exit from here: the unwind goes through this frame into
+       * the interrupted code's (the frame's mask and stack are the
+       * thread's: nothing to restore) */
+      errno = saved;
+      act();
+    }
+    __atomic_add_fetch(&n_done, 1, __ATOMIC_RELAXED);
+    ito__suspend(ACT_PREEMPT, NULL, NULL, NULL);
+    adopt_os_state(ucv);
+  } else {
+    __atomic_add_fetch(&n_refused, 1, __ATOMIC_RELAXED);
+  }
+  errno = saved;
+}
+
+#if defined(__x86_64__)
+/* The return from a handler: rt_sigreturn, in the very bytes of glibc's
+ * __restore_rt, which the unwinder recognises (an unwind through the frame
+ * goes on into the interrupted code). No unwind table of its own. */
+void ito__preempt_restorer(void) HIDDEN;
+__asm__(".text\n"
+        ".align 16\n"
+        ".type ito__preempt_restorer,@function\n"
+        "ito__preempt_restorer:\n"
+        "\tmovq $15, %rax\n"
+        "\tsyscall\n"
+        "\thlt\n"
+        ".size ito__preempt_restorer,.-ito__preempt_restorer\n");
+#endif
+
+static int ksigaction(const struct ksigaction *act, struct ksigaction *old) {
+  return (int)ito__os.syscall(SYS_rt_sigaction, ITO_PREEMPT_SIG, act, old, (size_t)8);
+}
+
+/* Ours in the kernel, with what was there chained (glibc's SIGCANCEL
+ * handler, installed at a program's first pthread_cancel without the
+ * pthread library, may replace it: each send puts ours back). */
+static void install(void) {
+  struct ksigaction now;
+  if (ksigaction(NULL, &now) != 0) return;
+  if (now.handler == (void *)on_signal) return;
+  struct ksigaction sa = {
+      .handler = (void *)on_signal,
+      /* the thread's own stack (invariant 1); no mask change, so that the
+       * frame's saved mask is the thread's */
+      .flags = SA_SIGINFO | SA_RESTART | SA_NODEFER,
+      .mask = 0,
+  };
+#if defined(__x86_64__)
+  sa.flags |= K_SA_RESTORER;
+  sa.restorer = (void *)ito__preempt_restorer;
+#endif
+  chained = now;
+  if (ksigaction(&sa, NULL) == 0) STORE_REL(&installed, 1);
+}
+
+bool ito__preempt_setup(long long *slice_ns) {
+  STORE_REL(&installed, 0);
+  *slice_ns = 0;
+#if ITO_TSAN || (!defined(__x86_64__) && !defined(__aarch64__))
+  /* ThreadSanitizer runs handlers late, with a context of its own */
+  return false;
+#else
+  if (!ito__preempt_enabled) return false;
+  self_pid = getpid();
+  build();
+  install(); /* (also for asynchronous cancellation, with no time slice) */
+  if (!LOAD_ACQ(&installed)) return false;
+  *slice_ns = ito__cfg.preempt_ms * 1000000LL;
+  return true;
+#endif
+}
+
+void ito__preempt_cancel(ithread *t) {
+  if (!LOAD_ACQ(&installed) || !ito__preempt_cancel_due(t)) return;
+  fiber *f = fiber_of_thread(t);
+  int n = LOAD_ACQ(&ito__nslots);
+  for (int i = 0; i < n; i++) {
+    worker *w = ito__workers[i];
+    if (w && LOAD_RLX(&w->cur) == f) ito__preempt_send(w, f);
+  }
+}
+
+void ito__preempt_send(worker *w, fiber *f) {
+  int tid = LOAD_RLX(&w->os_tid);
+  if (tid <= 0) return;
+  install(); /* (one sigaction call: still ours?) */
+  siginfo_t si;
+  memset(&si, 0, sizeof si);
+  si.si_signo = ITO_PREEMPT_SIG;
+  si.si_code = SI_QUEUE;
+  si.si_pid = self_pid;
+  si.si_uid = getuid();
+  si.si_value.sival_ptr = (void *)((uintptr_t)f | PREEMPT_MARK);
+  ito__os.syscall(SYS_rt_tgsigqueueinfo, self_pid, tid, ITO_PREEMPT_SIG, &si);
+}

@@ -1,0 +1,74 @@
+/* Preemption of program threads (preempt.c): a pthread or an OpenMP team
+ * member that has run one time slice without a scheduling point while
+ * other threads wait to run is made to yield by a signal to its worker.
+ * The monitor decides (monitor.c); this module says which threads are
+ * preemptible, sends the signal, and yields in its handler when the
+ * interrupted code is the program's own. Fork-join tasks and the native
+ * API's threads are never preempted. Design: docs/monitor.md,
+ * "Preemption".
+ *
+ * Invariants:
+ *  1. A thread is preempted only in its own context: the handler runs on
+ *     its stack (never an alternate one), on the worker that runs it, and
+ *     only for the fiber the signal names.
+ *  2. The interrupted instruction is the program's: never inside libc, the
+ *     dynamic linker, libgcc_s, the vDSO, a sanitizer's runtime or ito's
+ *     own libraries (their code may hold locks tied to the OS thread, or
+ *     ito's own state mid-change). Elsewhere the signal is a no-op and the
+ *     monitor retries at its next tick.
+ *  3. A pinned thread, one inside a kernel signal frame of ito's (tramp),
+ *     and one whose OS mask is not the one ito set for it are not
+ *     preempted.
+ *  4. A preempted thread resumes with the OS state of the worker it lands
+ *     on: the signal frame's saved alternate stack and mask are rewritten
+ *     to that worker's before the handler returns. With worker TLS it
+ *     lands on the worker it left (its code may hold a TLS address). */
+#ifndef ITO_CORE_PREEMPT_H
+#define ITO_CORE_PREEMPT_H
+
+#include "base.h"
+
+struct worker;
+struct fiber;
+struct ithread;
+
+/* The signal that carries preemption: glibc's SIGCANCEL, which a program
+ * cannot catch, block or send with glibc's calls (ito's pthread_cancel
+ * does not use it); marked, so that glibc's own use still reaches
+ * glibc's handler. */
+#define ITO_PREEMPT_SIG 32
+
+/* Set by a drop-in library before the runtime starts: enabled, preemption
+ * and asynchronous cancellation are possible (the signal's handler is
+ * installed at start; the native API alone leaves the signal to glibc);
+ * threads, every thread that is not a task is preemptible (pthreads,
+ * main). */
+extern int ito__preempt_enabled HIDDEN;
+extern int ito__preempt_threads HIDDEN;
+
+/* At each start of the runtime (monitor start), if enabled: the table of
+ * code that is not the program's and the handler. Returns whether the
+ * handler is there; *slice_ns gets ITO_PREEMPT_MS in nanoseconds (0: no
+ * time slices). */
+HIDDEN bool ito__preempt_setup(long long *slice_ns);
+/* The loaded objects changed (dlopen, dlclose): the table is rebuilt. */
+HIDDEN void ito__preempt_modules_changed(void);
+/* May t ever be preempted (a program thread or a team member)? */
+HIDDEN bool ito__preemptible(const struct ithread *t);
+/* The monitor asks worker w to preempt fiber f (it may have moved on: the
+ * handler checks). */
+HIDDEN void ito__preempt_send(struct worker *w, struct fiber *f);
+/* Asynchronous cancellation (a drop-in library): act(), which does not
+ * return, runs in the handler for a thread whose cancellation is pending,
+ * enabled and asynchronous, where the interrupted code is the program's.
+ * ito__preempt_cancel sends the signal to the worker running t, if any;
+ * the monitor also sends it at each tick while such a thread runs. */
+HIDDEN void ito__preempt_on_cancel(void (*act)(void));
+/* t's cancellation is pending, enabled and asynchronous. */
+HIDDEN bool ito__preempt_cancel_due(const struct ithread *t);
+HIDDEN void ito__preempt_cancel(struct ithread *t);
+/* Preemptions done and refused (interrupted code not the program's, or
+ * not preemptible at that instant), since the start. For tests. */
+HIDDEN void ito__preempt_counts(unsigned long *done, unsigned long *refused);
+
+#endif

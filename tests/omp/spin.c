@@ -1,0 +1,56 @@
+/* Team members that wait for each other by spinning, with no OpenMP
+ * construct that could switch: they run at the same time, as threads do
+ * (OpenMP's progress rules). Under libito-omp.so with fewer workers than
+ * members, this needs the monitor's preemption (docs/monitor.md): a
+ * member that has run a time slice while other members wait to run is
+ * preempted.
+ *  1. A spin barrier of 4 members, three times over.
+ *  2. A relay: member i waits until member i-1 has passed, in a team of 4,
+ *     so the last member to start may be the first to need the CPU.
+ *  3. Nested: an inner team of 3 spins the same way inside each of 2 outer
+ *     members.
+ * Counts come out the same under any runtime; a runtime that does not
+ * preempt hangs (compare.sh's time limit). */
+#include "omptest.h"
+
+static void spin_barrier(int *arrived, int n, int round) {
+  __atomic_add_fetch(arrived, 1, __ATOMIC_SEQ_CST);
+  while (__atomic_load_n(arrived, __ATOMIC_SEQ_CST) < n * round) {
+  }
+}
+
+int main(void) {
+  int arrived = 0, passed = 0;
+#pragma omp parallel num_threads(4)
+  {
+    int n = omp_get_num_threads();
+    for (int r = 1; r <= 3; r++) spin_barrier(&arrived, n, r);
+    __atomic_add_fetch(&passed, 1, __ATOMIC_SEQ_CST);
+  }
+  printf("spin barrier: %d members passed 3 rounds\n", passed);
+
+  int turn = 0, order_ok = 1;
+#pragma omp parallel num_threads(4)
+  {
+    int me = omp_get_thread_num();
+    while (__atomic_load_n(&turn, __ATOMIC_SEQ_CST) != me) {
+    }
+    if (__atomic_fetch_add(&turn, 1, __ATOMIC_SEQ_CST) != me) order_ok = 0;
+  }
+  CHECK(order_ok);
+  printf("relay: %d members passed in order\n", turn);
+
+  omp_set_max_active_levels(2);
+  int inner_passed = 0;
+#pragma omp parallel num_threads(2)
+  {
+    int in_arrived = 0;
+#pragma omp parallel num_threads(3) shared(in_arrived)
+    {
+      spin_barrier(&in_arrived, omp_get_num_threads(), 1);
+      __atomic_add_fetch(&inner_passed, 1, __ATOMIC_SEQ_CST);
+    }
+  }
+  printf("nested: %d inner members passed\n", inner_passed);
+  return omptest_finish("spin");
+}
