@@ -95,6 +95,9 @@ ITO_DROPIN_API int ito__dropin_sigaction(int sig, const struct sigaction *act,
                                          struct sigaction *old);
 ITO_DROPIN_API void ito__dropin_sigpending(sigset_t *out);
 ITO_DROPIN_API int ito__dropin_sigsuspend(const sigset_t *mask);
+/* The calling ito thread jumped (siglongjmp): it is no longer inside a
+ * handler's kernel frame (preemption may act again, src/core/preempt.h). */
+ITO_DROPIN_API void ito__dropin_jumped(void);
 
 /* Cancellation (docs/dropin.md section 6): cancel asks thread h (0: the
  * root) to act at its next cancellation point, ending its interruptible

@@ -45,6 +45,12 @@ void ito__dropin_sigpending(sigset_t *out) { ito__sig_pending(out); }
 
 int ito__dropin_sigsuspend(const sigset_t *mask) { return ito__sig_suspend(mask); }
 
+void ito__dropin_jumped(void) {
+  worker *w = cur_worker();
+  ithread *t = w && w->cur ? w->cur->thread : NULL;
+  if (t) t->in_handler = 0;
+}
+
 
 /* ---- cancellation ------------------------------------------------------------------------- */
 

@@ -14,7 +14,10 @@
 /* libc's longjmp, taking the buffer untyped: a cleanup buffer is a jmp_buf
  * without the saved signal mask, which longjmp reads only when
  * __mask_was_saved is set (the macros save with a mask flag of 0). */
-extern void shim_longjmp(void *env, int val) __asm__("longjmp") __attribute__((noreturn));
+static void __attribute__((noreturn)) shim_longjmp(void *env, int val) {
+  shim_real.longjmp(env, val);
+  __builtin_unreachable();
+}
 
 /* glibc keeps the link to the outer buffer in the first private word. */
 #define PREV(b) ((b)->__pad[0])

@@ -153,6 +153,21 @@
   X(sigsuspend, int, (const sigset_t *))                                                         \
   X(pause, int, (void))                                                                          \
   X(siginterrupt, int, (int, int))                                                               \
+  X(sighold, int, (int))                                                                         \
+  X(sigrelse, int, (int))                                                                        \
+  X(sigignore, int, (int))                                                                       \
+  X(sigset, sighandler_t, (int, sighandler_t))                                                   \
+  X(sigpause, int, (int))                                                                        \
+  X(__sigpause, int, (int, int))                                                                 \
+  X(__xpg_sigpause, int, (int))                                                                  \
+  X(sigblock, int, (int))                                                                        \
+  X(sigsetmask, int, (int))                                                                      \
+  X(siggetmask, int, (void))                                                                     \
+  X(sigaltstack, int, (const stack_t *, stack_t *))                                              \
+  X(longjmp, void, (void *, int))                                                                \
+  X(_longjmp, void, (void *, int))                                                               \
+  X(siglongjmp, void, (void *, int))                                                             \
+  X(__longjmp_chk, void, (void *, int))                                                          \
   X(sched_setaffinity, int, (pid_t, size_t, const cpu_set_t *))                                  \
   X(clock_gettime, int, (clockid_t, struct timespec *))                                          \
   X(clock_getres, int, (clockid_t, struct timespec *))                                           \

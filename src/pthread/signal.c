@@ -5,6 +5,8 @@
  * before the runtime runs, get libc. Results as glibc's. */
 #include "shim.h"
 
+#include <setjmp.h>
+#include <stdlib.h>
 #include <string.h>
 
 static int ito_thread(void) { return ito_self() != 0; }
@@ -111,4 +113,216 @@ SHIM_EXPORT int siginterrupt(int sig, int flag) {
     return -1;
   }
   return 0;
+}
+
+/* ---- System V and BSD calls on masks and actions ---------------------------------------------
+ * glibc's change the mask and the action through its internal sigprocmask
+ * and sigaction, which the shim does not see: here they go through the
+ * thread's own mask and ito's actions, with glibc's results. */
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations" /* (they are, and programs call them) */
+static int mask_one(int how, int sig) {
+  sigset_t s;
+  sigemptyset(&s);
+  if (sigaddset(&s, sig) < 0) return -1; /* (EINVAL, as glibc's) */
+  return sigprocmask(how, &s, NULL);
+}
+
+SHIM_EXPORT int sighold(int sig) {
+  SHIM_ENTER(sighold, sig);
+  return mask_one(SIG_BLOCK, sig);
+}
+
+SHIM_EXPORT int sigrelse(int sig) {
+  SHIM_ENTER(sigrelse, sig);
+  return mask_one(SIG_UNBLOCK, sig);
+}
+
+SHIM_EXPORT int sigignore(int sig) {
+  SHIM_ENTER(sigignore, sig);
+  struct sigaction a;
+  memset(&a, 0, sizeof a);
+  a.sa_handler = SIG_IGN;
+  sigemptyset(&a.sa_mask);
+  return sigaction(sig, &a, NULL);
+}
+
+/* System V: SIG_HOLD blocks the signal; any other disposition becomes the
+ * action (empty mask, no flags) and unblocks it. Returns SIG_HOLD if it
+ * was blocked, else the previous handler. */
+SHIM_EXPORT sighandler_t sigset(int sig, sighandler_t disp) {
+  SHIM_ENTER(sigset, sig, disp);
+  sigset_t s, old;
+  sigemptyset(&s);
+  if (sigaddset(&s, sig) < 0) return SIG_ERR;
+  struct sigaction a, oa;
+  if (disp == SIG_HOLD) {
+    if (sigprocmask(SIG_BLOCK, &s, &old) < 0) return SIG_ERR;
+    if (sigismember(&old, sig)) return SIG_HOLD;
+    if (sigaction(sig, NULL, &oa) < 0) return SIG_ERR;
+    return oa.sa_handler;
+  }
+  memset(&a, 0, sizeof a);
+  a.sa_handler = disp;
+  sigemptyset(&a.sa_mask);
+  if (sigaction(sig, &a, &oa) < 0) return SIG_ERR;
+  if (sigprocmask(SIG_UNBLOCK, &s, &old) < 0) return SIG_ERR;
+  return sigismember(&old, sig) ? SIG_HOLD : oa.sa_handler;
+}
+
+/* The old BSD masks: an int of the first 31 signals' bits. */
+static int bsd_mask(const sigset_t *s) {
+  int m = 0;
+  for (int i = 1; i < 32; i++)
+    if (sigismember(s, i) == 1) m |= 1 << (i - 1);
+  return m;
+}
+static void bsd_set(sigset_t *s, int m) {
+  sigemptyset(s);
+  for (int i = 1; i < 32; i++)
+    if (m & (1 << (i - 1))) sigaddset(s, i);
+}
+
+SHIM_EXPORT int __sigpause(int sig_or_mask, int is_sig) {
+  SHIM_ENTER(__sigpause, sig_or_mask, is_sig);
+  sigset_t s;
+  if (is_sig) {
+    sigprocmask(SIG_BLOCK, NULL, &s);
+    if (sigdelset(&s, sig_or_mask) < 0) return -1;
+  } else {
+    bsd_set(&s, sig_or_mask);
+  }
+  return sigsuspend(&s);
+}
+
+SHIM_EXPORT int __xpg_sigpause(int sig) {
+  SHIM_ENTER(__xpg_sigpause, sig);
+  return __sigpause(sig, 1);
+}
+
+/* (glibc's sigpause symbol is the BSD one, a mask; <signal.h> names the
+ * POSIX one sigpause too, as __xpg_sigpause) */
+SHIM_EXPORT int shim_bsd_sigpause(int mask) __asm__("sigpause");
+SHIM_EXPORT int shim_bsd_sigpause(int mask) {
+  if (UNLIKELY(shim_to_libc())) return shim_real.sigpause(mask);
+  return __sigpause(mask, 0);
+}
+
+SHIM_EXPORT int sigblock(int mask) {
+  SHIM_ENTER(sigblock, mask);
+  sigset_t s, old;
+  bsd_set(&s, mask);
+  if (sigprocmask(SIG_BLOCK, &s, &old) < 0) return -1;
+  return bsd_mask(&old);
+}
+
+SHIM_EXPORT int sigsetmask(int mask) {
+  SHIM_ENTER(sigsetmask, mask);
+  sigset_t s, old;
+  bsd_set(&s, mask);
+  if (sigprocmask(SIG_SETMASK, &s, &old) < 0) return -1;
+  return bsd_mask(&old);
+}
+
+SHIM_EXPORT int siggetmask(void) {
+  SHIM_ENTER(siggetmask);
+  return sigblock(0);
+}
+
+/* ---- sigaltstack: per thread --------------------------------------------------------------------
+ * The kernel keeps one alternate stack per OS thread, and ito's workers
+ * keep their own there (the overflow handler runs on it). An ito thread's
+ * sigaltstack is its own record, read back as set; a handler with
+ * SA_ONSTACK runs on the worker's alternate stack, which is always there
+ * (64 KiB). */
+#ifndef SS_AUTODISARM
+#define SS_AUTODISARM (1U << 31) /* (Linux 4.7; not in glibc 2.36's headers) */
+#endif
+static ito_key_t altstack_key;
+static pthread_once_t altstack_once = PTHREAD_ONCE_INIT;
+static void altstack_key_make(void) {
+  if (ito_key_create(&altstack_key, free)) altstack_key = (ito_key_t)-1;
+}
+
+SHIM_EXPORT int sigaltstack(const stack_t *ss, stack_t *old) {
+  SHIM_ENTER(sigaltstack, ss, old);
+  if (!ito_thread()) return shim_real.sigaltstack(ss, old);
+  pthread_once(&altstack_once, altstack_key_make);
+  if (altstack_key == (ito_key_t)-1) return shim_real.sigaltstack(ss, old);
+  stack_t *mine = ito_getspecific(altstack_key);
+  char *sp = (char *)__builtin_frame_address(0);
+  int on = mine && !(mine->ss_flags & SS_DISABLE) && sp >= (char *)mine->ss_sp &&
+           sp < (char *)mine->ss_sp + mine->ss_size;
+  if (ss) {
+    int flags = (int)((unsigned)ss->ss_flags & ~SS_AUTODISARM);
+    if (flags != 0 && flags != SS_DISABLE) {
+      errno = EINVAL;
+      return -1;
+    }
+    if (on) {
+      errno = EPERM;
+      return -1;
+    }
+    if (!(ss->ss_flags & SS_DISABLE) && ss->ss_size < (size_t)MINSIGSTKSZ) {
+      errno = ENOMEM;
+      return -1;
+    }
+  }
+  stack_t prev = mine ? *mine : (stack_t){.ss_sp = NULL, .ss_flags = SS_DISABLE, .ss_size = 0};
+  if (on) prev.ss_flags |= SS_ONSTACK;
+  if (ss) {
+    if (!mine) {
+      mine = malloc(sizeof *mine);
+      if (!mine || ito_setspecific(altstack_key, mine)) {
+        free(mine);
+        errno = ENOMEM;
+        return -1;
+      }
+    }
+    *mine = *ss;
+    if (ss->ss_flags & SS_DISABLE) *mine = (stack_t){.ss_sp = NULL, .ss_flags = SS_DISABLE};
+  }
+  if (old) *old = prev;
+  return 0;
+}
+
+/* ---- longjmp out of a handler ---------------------------------------------------------------
+ * glibc's siglongjmp (and longjmp, _longjmp: the same code) restores a
+ * saved mask through its internal sigprocmask: here it becomes the
+ * thread's mask first. A jump may also leave a handler's frame: the
+ * thread is then no longer inside one (ito__dropin_jumped). */
+static void before_jump(void *env) {
+  if (!ito_thread()) return;
+  struct __jmp_buf_tag *b = env;
+  if (b->__mask_was_saved) ito__dropin_sigmask(SIG_SETMASK, &b->__saved_mask, NULL);
+  ito__dropin_jumped();
+}
+
+SHIM_EXPORT void shim_longjmp_(void *env, int val) __asm__("longjmp") __attribute__((noreturn));
+SHIM_EXPORT void shim_longjmp_(void *env, int val) {
+  if (!shim_to_libc()) before_jump(env);
+  shim_real.longjmp(env, val);
+  __builtin_unreachable();
+}
+
+SHIM_EXPORT void shim__longjmp_(void *env, int val) __asm__("_longjmp") __attribute__((noreturn));
+SHIM_EXPORT void shim__longjmp_(void *env, int val) {
+  if (!shim_to_libc()) before_jump(env);
+  shim_real._longjmp(env, val);
+  __builtin_unreachable();
+}
+
+SHIM_EXPORT void shim_siglongjmp_(void *env, int val) __asm__("siglongjmp")
+    __attribute__((noreturn));
+SHIM_EXPORT void shim_siglongjmp_(void *env, int val) {
+  if (!shim_to_libc()) before_jump(env);
+  shim_real.siglongjmp(env, val);
+  __builtin_unreachable();
+}
+
+SHIM_EXPORT void shim_longjmp_chk_(void *env, int val) __asm__("__longjmp_chk")
+    __attribute__((noreturn));
+SHIM_EXPORT void shim_longjmp_chk_(void *env, int val) {
+  if (!shim_to_libc()) before_jump(env);
+  shim_real.__longjmp_chk(env, val);
+  __builtin_unreachable();
 }
