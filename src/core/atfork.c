@@ -3,6 +3,7 @@
 #include "atfork.h"
 
 #include "fiber.h"
+#include "preempt.h"
 #include "runtime.h"
 #include "sched.h"
 #include "signal.h"
@@ -91,4 +92,5 @@ void ito__atfork_child(void) {
   if (ito__tls_mode) ito__tls_switch(w, f->tls); /* (the block's tid: the child's) */
   ito__thread_unpin();
   ito__monitor_after_fork();
+  ito__preempt_after_fork();
 }

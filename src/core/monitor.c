@@ -97,6 +97,16 @@ static long read_task_file(int tid, const char *what, char *buf, size_t len) {
   return n;
 }
 
+/* Is OS thread tid running its own code, not in a system call, right now?
+ * (/proc/self/task/<tid>/syscall says "running"). A signal that lands in
+ * a system call that does not restart ends it with EINTR, which a program
+ * that catches no signal does not expect: the preemption signal goes only
+ * to a thread seen running. */
+static bool in_user_code(int tid) {
+  char buf[64];
+  return read_task_file(tid, "syscall", buf, sizeof buf) > 0 && !strncmp(buf, "running", 7);
+}
+
 /* Is OS thread tid asleep in the kernel (state S or D)? */
 static bool in_kernel(int tid) {
   char buf[512];
@@ -282,20 +292,26 @@ static bool threads_to_find(void) {
  * sent at every tick until the thread switches: its handler declines
  * while the thread runs code that is not the program's. */
 static void preempt(int n, long long now, bool waiting) {
+  bool fresh = false;
   for (int i = 0; i < n; i++) {
     if (!slot_active(i)) continue;
     worker *w = ito__workers[i];
     struct sample *s = &mon.s[i];
     fiber *cur = s->cur;
-    if (cur && LOAD_RLX(&w->cur) == cur && ito__preempt_cancel_due(cur->thread)) {
-      ito__preempt_send(w, cur); /* an asynchronous cancellation */
-      continue;
+    if (!cur || s->blocked || !s->computing) continue;
+    int tid = LOAD_RLX(&w->os_tid);
+    bool cancel = LOAD_RLX(&w->cur) == cur && ito__preempt_cancel_due(cur->thread);
+    if (!cancel) {
+      if (!mon.slice || now - s->same_since < mon.slice) continue;
+      if (!waiting && !LOAD_RLX(&w->mail)) continue;
+      if (LOAD_RLX(&w->cur) != cur || !ito__preemptible(cur->thread)) continue;
     }
-    if (!mon.slice) continue;
-    if (!cur || s->blocked || !s->computing || now - s->same_since < mon.slice) continue;
-    if (!waiting && !LOAD_RLX(&w->mail)) continue;
-    if (LOAD_RLX(&w->cur) != cur || !ito__preemptible(cur->thread)) continue;
-    ito__preempt_send(w, cur);
+    if (!in_user_code(tid)) continue;
+    if (!fresh) { /* (once per tick that sends) */
+      ito__preempt_refresh();
+      fresh = true;
+    }
+    ito__preempt_send(w, cur); /* a time slice is over, or an asynchronous cancellation */
   }
 }
 

@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <link.h>
+#include <stddef.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -49,6 +50,8 @@ static struct table tables[2];
 static struct table *cur_table;
 static int readers;
 static int build_lock;
+/* the loader's counts of objects loaded and unloaded when it was built */
+static unsigned long long built_adds, built_subs;
 
 static const char *base_name(const char *path) {
   const char *s = strrchr(path, '/');
@@ -68,9 +71,21 @@ static bool foreign(const char *path) {
   return false;
 }
 
+static int load_counts(struct dl_phdr_info *info, size_t size, void *arg) {
+  unsigned long long *c = arg;
+  if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
+    c[0] = info->dlpi_adds;
+    c[1] = info->dlpi_subs;
+  }
+  return 1; /* (the first object says it) */
+}
+
 static int note_object(struct dl_phdr_info *info, size_t size, void *arg) {
-  (void)size;
   struct table *t = arg;
+  if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
+    built_adds = info->dlpi_adds;
+    built_subs = info->dlpi_subs;
+  }
   const char *name = info->dlpi_name ? info->dlpi_name : "";
   /* the object that holds this code: ito itself, even linked statically */
   uintptr_t self = (uintptr_t)&note_object;
@@ -92,27 +107,43 @@ static int note_object(struct dl_phdr_info *info, size_t size, void *arg) {
 
 static void build(void) {
   spin_lock(&build_lock);
-  struct table *t = cur_table == &tables[0] ? &tables[1] : &tables[0];
-  /* a handler that read the old pointer before the last swap is done */
-  for (int i = 0; i < 1000000 && LOAD_ACQ(&readers); i++) cpu_relax();
+  struct table *t = LOAD_ACQ(&cur_table) == &tables[0] ? &tables[1] : &tables[0];
+  /* a handler that read the old pointer before the last swap is done with
+   * it: a handler's look-up never blocks, so this ends (readers and the
+   * pointer are sequentially consistent: a reader that counted itself
+   * after this read sees the pointer of the last swap) */
+  while (__atomic_load_n(&readers, __ATOMIC_SEQ_CST)) cpu_relax();
   t->n = 0;
   dl_iterate_phdr(note_object, t);
-  STORE_REL(&cur_table, t);
+  __atomic_store_n(&cur_table, t, __ATOMIC_SEQ_CST);
   spin_unlock(&build_lock);
 }
 
 static bool programs_code(uintptr_t pc) {
-  __atomic_add_fetch(&readers, 1, __ATOMIC_ACQ_REL);
-  const struct table *t = LOAD_ACQ(&cur_table);
+  __atomic_add_fetch(&readers, 1, __ATOMIC_SEQ_CST);
+  const struct table *t = __atomic_load_n(&cur_table, __ATOMIC_SEQ_CST);
   bool ok = t != NULL;
   for (int i = 0; ok && i < t->n; i++)
     if (pc >= t->r[i].lo && pc < t->r[i].hi) ok = false;
-  __atomic_sub_fetch(&readers, 1, __ATOMIC_ACQ_REL);
+  __atomic_sub_fetch(&readers, 1, __ATOMIC_SEQ_CST);
   return ok;
+}
+
+/* In the child of a fork: the other threads are gone, with whatever they
+ * held (a rebuild's lock, a handler's count). */
+void ito__preempt_after_fork(void) {
+  build_lock = 0;
+  readers = 0;
 }
 
 void ito__preempt_modules_changed(void) {
   if (LOAD_ACQ(&cur_table)) build();
+}
+
+void ito__preempt_refresh(void) {
+  unsigned long long c[2] = {built_adds, built_subs};
+  dl_iterate_phdr(load_counts, c);
+  if (c[0] != built_adds || c[1] != built_subs) build();
 }
 
 /* ---- which threads --------------------------------------------------------------------------- */
@@ -137,6 +168,8 @@ static struct ksigaction chained; /* what the kernel held before ours (glibc's, 
 static int installed;
 static pid_t self_pid;
 static unsigned long n_done, n_refused;
+
+bool ito__preempt_ready(void) { return LOAD_ACQ(&installed) != 0; }
 
 void ito__preempt_counts(unsigned long *done, unsigned long *refused) {
   *done = __atomic_load_n(&n_done, __ATOMIC_RELAXED);
@@ -245,8 +278,11 @@ static void on_signal(int sig, siginfo_t *si, void *ucv) {
  * __restore_rt, which the unwinder recognises (an unwind through the frame
  * goes on into the interrupted code). No unwind table of its own. */
 void ito__preempt_restorer(void) HIDDEN;
+/* (a nop before it, as glibc has: the unwinder looks up the address before
+ * a return address, which must not fall in the previous function's table) */
 __asm__(".text\n"
         ".align 16\n"
+        "nop\n"
         ".type ito__preempt_restorer,@function\n"
         "ito__preempt_restorer:\n"
         "\tmovq $15, %rax\n"

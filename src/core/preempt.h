@@ -53,6 +53,10 @@ extern int ito__preempt_threads HIDDEN;
 HIDDEN bool ito__preempt_setup(long long *slice_ns);
 /* The loaded objects changed (dlopen, dlclose): the table is rebuilt. */
 HIDDEN void ito__preempt_modules_changed(void);
+/* The monitor, before it sends: the table is rebuilt if the loader loaded
+ * or unloaded anything since (libc's own dlopen of NSS modules, libgcc_s,
+ * gconv, or a library's without the pthread library's dlopen). */
+HIDDEN void ito__preempt_refresh(void);
 /* May t ever be preempted (a program thread or a team member)? */
 HIDDEN bool ito__preemptible(const struct ithread *t);
 /* The monitor asks worker w to preempt fiber f (it may have moved on: the
@@ -67,6 +71,11 @@ HIDDEN void ito__preempt_on_cancel(void (*act)(void));
 /* t's cancellation is pending, enabled and asynchronous. */
 HIDDEN bool ito__preempt_cancel_due(const struct ithread *t);
 HIDDEN void ito__preempt_cancel(struct ithread *t);
+/* In the child of a fork (atfork.c). */
+HIDDEN void ito__preempt_after_fork(void);
+/* The signal's handler is installed (not under ThreadSanitizer, nor on an
+ * architecture without one). */
+HIDDEN bool ito__preempt_ready(void);
 /* Preemptions done and refused (interrupted code not the program's, or
  * not preemptible at that instant), since the start. For tests. */
 HIDDEN void ito__preempt_counts(unsigned long *done, unsigned long *refused);

@@ -496,7 +496,13 @@ void ito__sched_loop(worker *w) {
      * back to the ready queue and would otherwise starve a sleeper on a
      * worker with nothing else to do */
     if (timers_armed()) ito__timers_run();
-    fiber *f = rq_pop(w);
+    /* preempted threads take turns with the ready queue's: every fourth
+     * pick at least, so that threads that yield in a loop (and go back to
+     * this queue) do not keep a preempted one waiting */
+    fiber *f = NULL;
+    if (UNLIKELY(LOAD_RLX(&ito__preempted.len)) && (++w->picks & 3) == 0)
+      f = q_pop(&ito__preempted);
+    if (!f) f = rq_pop(w);
     if (!f && UNLIKELY(LOAD_RLX(&ito__preempted.len))) f = q_pop(&ito__preempted);
     if (f) {
       found_work(w);

@@ -17,8 +17,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #define SIGSETXID 33 /* glibc's reserved signal: a program cannot block or catch it */
@@ -33,19 +35,23 @@ struct kernel_sigaction {
 static struct {
   int lock;          /* one broadcast at a time */
   long nr, a, b, c;  /* the system call every thread makes */
-  int pending;       /* handlers yet to finish (futex) */
+  int pending[8];    /* handlers yet to finish, per broadcast (futex; the signal names its
+                        counter, so that a late answer counts for its own broadcast) */
+  unsigned gen;      /* broadcasts so far */
   int error;         /* the first error a handler met */
   void (*glibc)(int, siginfo_t *, void *); /* glibc's handler, for its own broadcasts */
   int installed;
 } sx;
 
 static void handler(int sig, siginfo_t *si, void *uc) {
-  if (si->si_code == SI_QUEUE && si->si_pid == getpid() && si->si_value.sival_ptr == (void *)&sx) {
+  int *cnt = si->si_value.sival_ptr;
+  if (si->si_code == SI_QUEUE && si->si_pid == getpid() && cnt >= sx.pending &&
+      cnt < sx.pending + 8) {
     int saved = errno;
     long r = ito__os.syscall(LOAD_ACQ(&sx.nr), sx.a, sx.b, sx.c);
     if (r != 0) __atomic_compare_exchange_n(&sx.error, &(int){0}, errno, 0, __ATOMIC_RELAXED,
                                             __ATOMIC_RELAXED);
-    if (__atomic_sub_fetch(&sx.pending, 1, __ATOMIC_ACQ_REL) == 0) ito__futex_wake(&sx.pending, 1);
+    if (__atomic_sub_fetch(cnt, 1, __ATOMIC_ACQ_REL) == 0) ito__futex_wake(cnt, 1);
     errno = saved;
     return;
   }
@@ -78,7 +84,7 @@ struct linux_dirent64 {
 #define MAX_SEEN 4096
 /* Signals every OS thread of the process not in seen[] (adding them);
  * returns how many it signalled. */
-static int signal_others(int self, int *seen, int *nseen) {
+static int signal_others(int self, int *seen, int *nseen, int *cnt) {
   int fd = (int)ito__os.syscall(SYS_openat, AT_FDCWD, "/proc/self/task",
                                 O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return 0;
@@ -103,10 +109,10 @@ static int signal_others(int self, int *seen, int *nseen) {
       si.si_code = SI_QUEUE;
       si.si_pid = pid;
       si.si_uid = getuid();
-      si.si_value.sival_ptr = &sx;
-      __atomic_add_fetch(&sx.pending, 1, __ATOMIC_ACQ_REL);
+      si.si_value.sival_ptr = cnt;
+      __atomic_add_fetch(cnt, 1, __ATOMIC_ACQ_REL);
       if (ito__os.syscall(SYS_rt_tgsigqueueinfo, pid, tid, SIGSETXID, &si) != 0)
-        __atomic_sub_fetch(&sx.pending, 1, __ATOMIC_ACQ_REL); /* it has ended meanwhile */
+        __atomic_sub_fetch(cnt, 1, __ATOMIC_ACQ_REL); /* it has ended meanwhile */
       else
         sent++;
     }
@@ -137,11 +143,34 @@ long ito__setxid(long nr, long a, long b, long c) {
   sx.error = 0;
   static int seen[MAX_SEEN];
   int nseen = 0, self = (int)ito__os.syscall(SYS_gettid);
+  int *cnt = &sx.pending[sx.gen++ % 8];
+  STORE_REL(cnt, 0);
   /* again until no new thread shows up: one created meanwhile by a thread
-   * not yet changed would have the old credentials */
-  while (signal_others(self, seen, &nseen) > 0) {
-    int p;
-    while ((p = LOAD_ACQ(&sx.pending)) != 0) ito__futex_wait(&sx.pending, p, NULL);
+   * not yet changed would have the old credentials. A thread that has not
+   * run the handler after 2 s never will (qemu-user lists its own threads
+   * in /proc/self/task, and they never run a handler of the program's):
+   * said once, and the call returns */
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  int p = 0;
+  while (signal_others(self, seen, &nseen, cnt) > 0) {
+    while ((p = LOAD_ACQ(cnt)) > 0) {
+      struct timespec now, rel = {0, 50000000};
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      if (now.tv_sec - t0.tv_sec >= 2) break;
+      ito__futex_wait(cnt, p, &rel);
+    }
+    if (p > 0) break;
+  }
+  static int said;
+  if (p > 0 && !__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED)) {
+    char msg[200];
+    int n = snprintf(msg, sizeof msg,
+                     "ito: set*id: %d OS thread(s) of the process did not take the call's signal "
+                     "in 2 s (an emulator's own threads never do); their credentials are "
+                     "unchanged\n",
+                     p);
+    ito__write_stderr(msg, (size_t)n);
   }
   int e = sx.error;
   spin_unlock(&sx.lock);

@@ -44,9 +44,12 @@ int ito__sig_on;
   (SIGBIT(SIGSEGV) | SIGBIT(SIGBUS) | SIGBIT(SIGFPE) | SIGBIT(SIGILL) | SIGBIT(SIGTRAP) |       \
    SIGBIT(SIGSYS))
 #define ALL_ASYNC (~(NEVER_BLOCKED | SYNCHRONOUS))
-/* si_errno of the signal ito sends to a worker to reach the thread it
- * runs (a nudge); sival_ptr is that thread */
-#define NUDGE_MARK 0x69746f
+/* A nudge: the signal ito sends to a worker to reach the thread it runs,
+ * SI_QUEUE from our pid with the thread's address (64-byte aligned: its
+ * fiber's start) and these low bits as its value (qemu-user drops
+ * si_errno, so the mark is in the value) */
+#define NUDGE_BITS 0x15UL
+#define NUDGE_MASK 0x3fUL
 
 static uint64_t set_bits(const sigset_t *s) {
   uint64_t m;
@@ -383,8 +386,7 @@ void ito__sig_alert(ithread *t) {
     si.si_code = SI_QUEUE;
     si.si_pid = getpid();
     si.si_uid = getuid();
-    si.si_errno = NUDGE_MARK;
-    si.si_value.sival_ptr = t;
+    si.si_value.sival_ptr = (void *)((uintptr_t)t | NUDGE_BITS);
     /* the lowest deliverable signal carries it (its handler is tramp); a
      * cancellation alone waits for the thread's next cancellation point */
     uint64_t ready = LOAD_ACQ(&t->sigpend) & ~t->sigmask;
@@ -454,9 +456,10 @@ static void tramp(int sig, siginfo_t *si, void *uc) {
   fiber *f = w ? w->cur : NULL;
   ithread *t = f && in_context_of(f) ? f->thread : NULL;
   if (t) t->in_handler++; /* never preempted inside this frame (preempt.h, invariant 3) */
-  if (si && si->si_errno == NUDGE_MARK && si->si_code == SI_QUEUE && si->si_pid == getpid()) {
+  uintptr_t v = si ? (uintptr_t)si->si_value.sival_ptr : 0;
+  if (si && (v & NUDGE_MASK) == NUDGE_BITS && si->si_code == SI_QUEUE && si->si_pid == getpid()) {
     /* a nudge: the thread it is for, if it runs here, delivers */
-    if (t && t == si->si_value.sival_ptr) deliver_pending(t, uc);
+    if (t && (uintptr_t)t == (v & ~NUDGE_MASK)) deliver_pending(t, uc);
     if (t) t->in_handler--;
     __atomic_sub_fetch(&rt.in_tramp, 1, __ATOMIC_ACQ_REL);
     errno = saved;

@@ -4,7 +4,10 @@
  *
  * This rests on glibc's private thread layout: verified for glibc 2.36 on
  * x86-64 (the struct pthread offsets below were read from its debug
- * information); anything else falls back to worker TLS with one line. */
+ * information) and AArch64 (the same fields 512 bytes earlier: only the
+ * header before them differs), and checked at start against the offsets
+ * glibc publishes for libthread_db; anything else falls back to worker TLS
+ * with one line. */
 #define _GNU_SOURCE
 #include "tls.h"
 
@@ -30,12 +33,17 @@
 
 int ito__tls_mode;
 
-#if defined(__x86_64__)
+#if defined(__x86_64__) || defined(__aarch64__)
 
-/* glibc 2.36, x86-64: struct pthread (nptl/descr.h), with tcbhead_t at
- * its start (sysdeps/x86_64/nptl/tls.h); the thread pointer is its
- * address and the static TLS lies below it (TLS variant II). */
-#define TCB_SIZE 2368           /* sizeof (struct pthread) == TLS_TCB_SIZE */
+/* glibc 2.36: struct pthread (nptl/descr.h). It starts with a header of
+ * 704 bytes on x86-64 (tcbhead_t: the thread pointer is the descriptor's
+ * address, and the static TLS lies below it, TLS variant II) and of 192 on
+ * AArch64 (the descriptor lies just below the thread pointer, which points
+ * to a two-word tcbhead_t {dtv, private} with the static TLS above it, TLS
+ * variant I); the fields after the header are the same. */
+#if defined(__x86_64__)
+#define DESC_SIZE 2368          /* sizeof (struct pthread) == TLS_TCB_SIZE */
+#define HEAD 704                /* the header union: tcbhead_t */
 #define OFF_TCB 0               /* header.tcb: the block's own address */
 #define OFF_DTV 8               /* header.dtv */
 #define OFF_SELF 16             /* header.self */
@@ -44,18 +52,34 @@ int ito__tls_mode;
 #define OFF_STACK_GUARD 40      /* header.stack_guard: %fs:0x28 */
 #define OFF_POINTER_GUARD 48    /* header.pointer_guard: %fs:0x30 */
 #define OFF_FEATURE_1 72        /* header.feature_1 (CET) */
-#define OFF_TID 720             /* tid */
-#define OFF_ROBUST_PREV 728     /* robust_prev */
-#define OFF_ROBUST_HEAD 736     /* robust_head {list, futex_offset, list_op_pending} */
-#define OFF_SPECIFIC_1ST 784    /* specific_1stblock */
-#define OFF_SPECIFIC 1296       /* specific[0] */
-#define OFF_STACKBLOCK 1680     /* stackblock */
-#define OFF_STACKBLOCK_SIZE 1688 /* stackblock_size: the alloca cutoff reads it */
-#define OFF_RES 1720            /* res: the resolver state __resp points to */
-#define OFF_RSEQ_CPU_ID 2340    /* rseq_area.cpu_id */
+#else
+#define DESC_SIZE 1856          /* sizeof (struct pthread) == TLS_PRE_TCB_SIZE */
+#define HEAD 192                /* the header union: void *__padding[24] */
+#define OFF_MULTIPLE 0          /* header.multiple_threads */
+/* (the stack and pointer guards are globals on AArch64) */
+#endif
+#define OFF_TID (HEAD + 16)             /* tid, after list */
+#define OFF_ROBUST_PREV (HEAD + 24)     /* robust_prev */
+#define OFF_ROBUST_HEAD (HEAD + 32)     /* robust_head {list, futex_offset, list_op_pending} */
+#define OFF_SPECIFIC_1ST (HEAD + 80)    /* specific_1stblock */
+#define OFF_SPECIFIC (HEAD + 592)       /* specific[0] */
+#define OFF_SCHEDPOLICY (HEAD + 884)    /* schedpolicy (checked, not set) */
+#define OFF_STACKBLOCK (HEAD + 976)     /* stackblock */
+#define OFF_STACKBLOCK_SIZE (HEAD + 984) /* stackblock_size: the alloca cutoff reads it */
+#define OFF_RES (HEAD + 1016)           /* res: the resolver state __resp points to */
+#define OFF_RSEQ_CPU_ID (HEAD + 1636)   /* rseq_area.cpu_id */
 #define RSEQ_CPU_ID_REGISTRATION_FAILED (-2) /* sched_getcpu then asks the kernel */
 
-#define F(tcb, off, type) (*(type *)((char *)(tcb) + (off)))
+#define F(p, off, type) (*(type *)((char *)(p) + (off)))
+
+/* A thread pointer's descriptor (struct pthread), and its dtv. */
+static inline char *desc_of(void *tp) {
+#if defined(__x86_64__)
+  return tp;
+#else
+  return (char *)tp - DESC_SIZE;
+#endif
+}
 
 /* glibc's dtv: dtv[-1].counter is its length, dtv[0].counter the
  * generation, dtv[m] module m's block (val), and what to free. */
@@ -68,6 +92,7 @@ typedef union {
 } dtv_t;
 #define TLS_DTV_UNALLOCATED ((void *)-1l)
 
+#if defined(__x86_64__)
 static inline void set_tp(void *tcb) {
   if (LIKELY(ito__tls_mode == 2))
     __asm__ volatile("wrfsbase %0" ::"r"(tcb) : "memory");
@@ -79,6 +104,35 @@ static inline void *get_tp(void) {
   void *p;
   __asm__ volatile("movq %%fs:0, %0" : "=r"(p));
   return p;
+}
+#define R_TPOFF R_X86_64_TPOFF64 /* initial-exec: a symbol's offset from the thread pointer */
+#else
+static inline void set_tp(void *tcb) { __asm__ volatile("msr tpidr_el0, %0" ::"r"(tcb) : "memory"); }
+
+static inline void *get_tp(void) {
+  void *p;
+  __asm__ volatile("mrs %0, tpidr_el0" : "=r"(p));
+  return p;
+}
+#define R_TPOFF R_AARCH64_TLS_TPREL
+#endif
+
+static inline dtv_t *dtv_of(void *tp) {
+#if defined(__x86_64__)
+  return F(tp, OFF_DTV, dtv_t *);
+#else
+  return F(tp, 0, dtv_t *); /* tcbhead_t.dtv */
+#endif
+}
+
+/* Is p in the static TLS of the block whose thread pointer is tp? */
+static inline bool in_static(const void *tp, const void *p, size_t static_size) {
+  const char *t = tp, *q = p;
+#if defined(__x86_64__)
+  return q < t && q >= t - static_size;
+#else
+  return q >= t && q < t + static_size;
+#endif
 }
 
 /* ---- what the checks found at setup ----------------------------------------------------- */
@@ -115,7 +169,7 @@ static struct {
  * glibc fills for the static TLS of every thread it knows, also for a
  * module loaded later with dlopen. */
 static char *static_block_of(size_t modid) {
-  dtv_t *dtv = F(ts.proto, OFF_DTV, dtv_t *);
+  dtv_t *dtv = dtv_of(ts.proto);
   if (!dtv || modid > dtv[-1].counter) return NULL;
   void *v = __atomic_load_n(&dtv[modid].pointer.val, __ATOMIC_ACQUIRE);
   return v == TLS_DTV_UNALLOCATED ? NULL : v;
@@ -143,11 +197,35 @@ static char *static_block_by_relocs(const struct dl_phdr_info *info) {
     if (d->d_tag == DT_SYMTAB) sym = (const ElfW(Sym) *)p;
   }
   for (size_t i = 0; rela && i < relasz / sizeof *rela; i++) {
-    if (ELF64_R_TYPE(rela[i].r_info) != R_X86_64_TPOFF64) continue;
+    if (ELF64_R_TYPE(rela[i].r_info) != R_TPOFF) continue;
     size_t si = ELF64_R_SYM(rela[i].r_info);
     long in_block = (long)rela[i].r_addend + (si && sym ? (long)sym[si].st_value : 0);
     long tpoff = *(const long *)(info->dlpi_addr + rela[i].r_offset);
     return (char *)ts.proto + tpoff - in_block;
+  }
+  return NULL;
+}
+
+/* The loader's own record: its link map's l_tls_offset (at the offset glibc
+ * publishes for libthread_db), which says where a module's static TLS is
+ * also when no thread has reached it yet and no relocation names it (on
+ * AArch64 the loader gives a general-dynamic module loaded later static
+ * TLS from the surplus and resolves its TLS descriptors to it). */
+static char *static_block_by_linkmap(const struct dl_phdr_info *info) {
+  static const uint32_t *off_d, *mod_d;
+  if (!off_d) {
+    mod_d = ito__elf_sym(NULL, "_thread_db_link_map_l_tls_modid", "GLIBC_PRIVATE");
+    off_d = ito__elf_sym(NULL, "_thread_db_link_map_l_tls_offset", "GLIBC_PRIVATE");
+  }
+  if (!off_d || !mod_d || off_d[0] != 64 || mod_d[0] != 64) return NULL;
+  for (struct link_map *l = _r_debug.r_map; l; l = l->l_next) {
+    if (l->l_addr != info->dlpi_addr || F(l, mod_d[2], size_t) != info->dlpi_tls_modid) continue;
+    ptrdiff_t o = F(l, off_d[2], ptrdiff_t);
+#if defined(__x86_64__)
+    return o > 0 ? (char *)ts.proto - o : NULL; /* (0: none; -1: forced dynamic) */
+#else
+    return o >= 16 ? (char *)ts.proto + o : NULL; /* (-1: none; -2: forced dynamic) */
+#endif
   }
   return NULL;
 }
@@ -161,9 +239,10 @@ static int note_module(struct dl_phdr_info *info, size_t size, void *arg) {
   char *tp = ts.proto;
   char *data = static_block_of(info->dlpi_tls_modid);
   if (!data) data = static_block_by_relocs(info);
-  /* static TLS only: a block at a fixed place below the thread pointer
+  if (!data) data = static_block_by_linkmap(info);
+  /* static TLS only: a block at a fixed place beside the thread pointer
    * (dynamic TLS is reached through the dtv, allocated on first use) */
-  if (!tls || !data || data >= tp || data < tp - ts.static_size) return 0;
+  if (!tls || !data || !in_static(tp, data, ts.static_size)) return 0;
   const void *image = (const void *)(info->dlpi_addr + tls->p_vaddr);
   for (int i = 0; i < ts.nmod; i++) {
     if (ts.mod[i].modid == info->dlpi_tls_modid && ts.mod[i].image == image) {
@@ -205,13 +284,28 @@ static const char *unusable(void) {
     return "glibc's TLS allocator is not found";
   info(&ts.static_size, &ts.align);
   if (ts.align < 64) ts.align = 64;
-  if (ts.static_size < TCB_SIZE || ts.static_size > (1u << 20))
+#if defined(__x86_64__)
+  if (ts.static_size < DESC_SIZE || ts.static_size > (1u << 20))
     return "glibc's static TLS size is not as expected";
+#else
+  if (ts.static_size > (1u << 20)) return "glibc's static TLS size is not as expected";
+#endif
+  /* the layout above, as glibc describes it to libthread_db: {bits,
+   * count, offset} of a field, and the descriptor's size */
+  const uint32_t *tid = ito__elf_sym(NULL, "_thread_db_pthread_tid", "GLIBC_PRIVATE");
+  const uint32_t *spec = ito__elf_sym(NULL, "_thread_db_pthread_specific", "GLIBC_PRIVATE");
+  const uint32_t *pol = ito__elf_sym(NULL, "_thread_db_pthread_schedpolicy", "GLIBC_PRIVATE");
+  const uint32_t *size = ito__elf_sym(NULL, "_thread_db_sizeof_pthread", "GLIBC_PRIVATE");
+  if (!tid || !spec || !pol || !size || tid[2] != OFF_TID || spec[2] != OFF_SPECIFIC ||
+      pol[2] != OFF_SCHEDPOLICY || size[0] != DESC_SIZE)
+    return "glibc's thread descriptor is not laid out as verified";
   /* the running thread's block must look like the layout above */
   char *tp = get_tp();
+#if defined(__x86_64__)
   if (F(tp, OFF_TCB, void *) != tp || F(tp, OFF_SELF, void *) != tp)
     return "glibc's thread descriptor is not as expected";
-  if (F(tp, OFF_TID, pid_t) != (pid_t)syscall(SYS_gettid))
+#endif
+  if (F(desc_of(tp), OFF_TID, pid_t) != (pid_t)syscall(SYS_gettid))
     return "glibc's thread descriptor is not as expected (its thread id)";
   return NULL;
 }
@@ -247,10 +341,20 @@ void ito__tls_setup(int want_thread) {
     return;
   }
   ts.proto = get_tp();
+#if defined(__x86_64__)
   ito__tls_mode = (getauxval(AT_HWCAP2) & 2 /* HWCAP2_FSGSBASE */) ? 2 : 1;
+#else
+  ito__tls_mode = 2; /* (msr tpidr_el0: always) */
+#endif
 }
 
-size_t ito__tls_block_size(void) { return ito__tls_mode ? ts.static_size + ts.align : 0; }
+size_t ito__tls_block_size(void) {
+#if defined(__x86_64__)
+  return ito__tls_mode ? ts.static_size + ts.align : 0;
+#else
+  return ito__tls_mode ? DESC_SIZE + ts.static_size + ts.align : 0;
+#endif
+}
 
 /* ---- blocks ------------------------------------------------------------------------------- */
 
@@ -281,30 +385,49 @@ static char *slab_take(size_t stride) {
   return b;
 }
 
+/* A block's thread pointer (x86-64: the descriptor at the top, the static
+ * TLS below; AArch64: the descriptor at the bottom, the static TLS above
+ * the thread pointer), aligned for the static TLS. */
+static char *block_tp(char *mem, size_t stride) {
+#if defined(__x86_64__)
+  return (char *)(((uintptr_t)mem + stride - DESC_SIZE) & ~(uintptr_t)(ts.align - 1));
+#else
+  (void)stride;
+  return (char *)(((uintptr_t)mem + DESC_SIZE + ts.align - 1) & ~(uintptr_t)(ts.align - 1));
+#endif
+}
+
 static void *block_new(void) {
-  size_t stride = (ts.static_size + ts.align + ts.align - 1) & ~(ts.align - 1);
+#if defined(__x86_64__)
+  size_t need = ts.static_size + ts.align;
+#else
+  size_t need = DESC_SIZE + ts.static_size + ts.align;
+#endif
+  size_t stride = (need + ts.align - 1) & ~(ts.align - 1);
   char *mem = slab_take(stride);
   if (!mem) return NULL;
-  char *pd = (char *)(((uintptr_t)mem + stride - TCB_SIZE) & ~(uintptr_t)(ts.align - 1));
-  if (!ts.allocate(pd)) return NULL; /* (the slot stays unused) */
+  char *tp = block_tp(mem, stride), *pd = desc_of(tp);
+  if (!ts.allocate(tp)) return NULL; /* (the slot stays unused) */
+#if defined(__x86_64__)
   F(pd, OFF_TCB, void *) = pd;
   F(pd, OFF_SELF, void *) = pd;
-  F(pd, OFF_MULTIPLE, int) = 1;
   F(pd, OFF_SYSINFO, uintptr_t) = F(ts.proto, OFF_SYSINFO, uintptr_t);
   F(pd, OFF_STACK_GUARD, uintptr_t) = F(ts.proto, OFF_STACK_GUARD, uintptr_t);
   F(pd, OFF_POINTER_GUARD, uintptr_t) = F(ts.proto, OFF_POINTER_GUARD, uintptr_t);
   F(pd, OFF_FEATURE_1, unsigned) = F(ts.proto, OFF_FEATURE_1, unsigned);
+#endif
+  F(pd, OFF_MULTIPLE, int) = 1;
   F(pd, OFF_ROBUST_PREV, void *) = pd + OFF_ROBUST_HEAD;
   F(pd, OFF_ROBUST_HEAD, void *) = pd + OFF_ROBUST_HEAD;
   F(pd, OFF_ROBUST_HEAD + 8, long) = -24; /* __lock minus __list.__next in a mutex */
   F(pd, OFF_SPECIFIC, void *) = pd + OFF_SPECIFIC_1ST;
   F(pd, OFF_RSEQ_CPU_ID, int) = RSEQ_CPU_ID_REGISTRATION_FAILED;
-  F(pd + ts.resp_off, 0, void *) = pd + OFF_RES;
+  F(tp + ts.resp_off, 0, void *) = pd + OFF_RES;
   /* libc's ctype pointers (isspace, toupper ...) are per thread and set
    * at thread start by __ctype_init, which works on the running block:
    * run it on this one (glibc's start_thread does the same) */
   void *was = get_tp();
-  set_tp(pd);
+  set_tp(tp);
   ts.ctype_init();
   set_tp(was);
   spin_lock(&ts.lock);
@@ -316,13 +439,13 @@ static void *block_new(void) {
       ts.capall = cap;
     }
   }
-  if (ts.nall < ts.capall) ts.all[ts.nall++] = pd;
+  if (ts.nall < ts.capall) ts.all[ts.nall++] = tp;
   spin_unlock(&ts.lock);
-  return pd;
+  return tp;
 }
 
-static void init_module(char *pd, const struct module *m) {
-  char *dst = pd + m->off;
+static void init_module(char *tp, const struct module *m) {
+  char *dst = tp + m->off;
   memcpy(dst, m->image, m->filesz);
   memset(dst + m->filesz, 0, m->memsz - m->filesz);
 }
@@ -331,25 +454,24 @@ static void init_module(char *pd, const struct module *m) {
  * keeps its caches (malloc's tcache and arena, the resolver and dlerror
  * states: glibc 2.36 has no public call that frees them, so a fresh block
  * would leak them at every thread); errno and h_errno start at 0. */
-static void block_reset(char *pd) {
+static void block_reset(char *tp) {
   /* the table changes only at a dlopen or dlclose: read it again if it
    * changed meanwhile (ts.seq is odd while it changes) */
   unsigned v;
   do {
     while ((v = LOAD_ACQ(&ts.seq)) & 1) cpu_relax();
     for (int i = 0; i < LOAD_RLX(&ts.nmod); i++)
-      if (!ts.mod[i].libc) init_module(pd, &ts.mod[i]);
+      if (!ts.mod[i].libc) init_module(tp, &ts.mod[i]);
   } while (LOAD_ACQ(&ts.seq) != v);
-  F(pd + ts.errno_off, 0, int) = 0;
-  F(pd + ts.h_errno_off, 0, int) = 0;
+  F(tp + ts.errno_off, 0, int) = 0;
+  F(tp + ts.h_errno_off, 0, int) = 0;
   /* dynamic TLS (modules loaded by dlopen, reached through the dtv) is
    * freed: the next thread allocates its own on first use */
-  dtv_t *dtv = F(pd, OFF_DTV, dtv_t *);
+  dtv_t *dtv = dtv_of(tp);
   size_t n = dtv[-1].counter;
-  char *lo = pd - ts.static_size;
   for (size_t m = 1; m <= n; m++) {
     void *v = dtv[m].pointer.val;
-    if (v == TLS_DTV_UNALLOCATED || ((char *)v >= lo && (char *)v < pd)) continue;
+    if (v == TLS_DTV_UNALLOCATED || in_static(tp, v, ts.static_size)) continue;
     free(dtv[m].pointer.to_free);
     dtv[m].pointer.val = TLS_DTV_UNALLOCATED;
     dtv[m].pointer.to_free = NULL;
@@ -363,7 +485,7 @@ void ito__tls_switch(worker *w, void *tcb) {
   set_tp(to);
   w->tls_cur = tcb;
   if (tcb) {
-    F(tcb, OFF_TID, pid_t) = (pid_t)w->os_tid; /* invariant 2 */
+    F(desc_of(tcb), OFF_TID, pid_t) = (pid_t)w->os_tid; /* invariant 2 */
     ito__tls_worker = w;                        /* (now the block's own copy) */
   }
 }
@@ -378,7 +500,7 @@ void ito__tls_worker_start(worker *w, fiber *root) {
   if (!own) {
     ito__fatal("out of memory for worker 0's TLS block (ITO_TLS=thread)");
   }
-  F(own, OFF_TID, pid_t) = (pid_t)w->os_tid;
+  F(desc_of(own), OFF_TID, pid_t) = (pid_t)w->os_tid;
   root->tls = w->tls_own;
   root->tls_block = NULL; /* glibc's own: never reset by ito */
   w->tls_own = own;
@@ -398,10 +520,10 @@ int ito__tls_thread_begin(fiber *f) {
     ito__thread_unpin();
     if (!f->tls_block) return EAGAIN;
   }
-  char *pd = f->tls_block;
+  char *tp = f->tls_block, *pd = desc_of(tp);
   F(pd, OFF_STACKBLOCK, void *) = f->lo;
   F(pd, OFF_STACKBLOCK_SIZE, size_t) = (size_t)(f->hi - f->lo);
-  f->tls = pd;
+  f->tls = tp;
   return 0;
 }
 
@@ -450,13 +572,13 @@ void ito__tls_fork_lock(int take) {
     spin_unlock(&ts.lock);
 }
 
-#else /* not x86-64: not verified, worker TLS */
+#else /* neither x86-64 nor AArch64: not verified, worker TLS */
 
 void ito__tls_setup(int want_thread) {
   ito__tls_mode = 0;
   if (want_thread) {
-    static const char msg[] = "ito: ITO_TLS=thread is verified on x86-64 only; lightweight "
-                              "threads use their worker's TLS (docs/tls.md)\n";
+    static const char msg[] = "ito: ITO_TLS=thread is verified on x86-64 and AArch64 only; "
+                              "lightweight threads use their worker's TLS (docs/tls.md)\n";
     ito__write_stderr(msg, sizeof msg - 1);
   }
 }

@@ -47,6 +47,7 @@ typedef struct worker {
   int extra;                        /* an extra worker the monitor started (monitor.h) */
   int yielded;                      /* a fiber yielded to this worker's mail: look at the
                                        deque and the ready queue before the mail once */
+  unsigned picks;                   /* picks while preempted threads wait (sched.c) */
   void *tls_own;                    /* ITO_TLS=thread: this worker's own block (tls.h) */
   void *tls_cur;                    /* the block in force: NULL (own) or a thread's */
   void *tls_glibc;                  /* the OS thread's descriptor as glibc knows it (main's, on
