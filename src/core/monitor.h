@@ -52,6 +52,11 @@ HIDDEN int ito__monitor_extras(unsigned long *started);
 /* Slots in use: the configured workers and every extra slot used since
  * the start (runtime.c); the scheduler scans them all. */
 extern int ito__nslots HIDDEN;
+/* Every slot ever in use, also in an earlier start of the runtime: the
+ * thread counts (thread.h, invariant 4) sum them all, since a thread made
+ * on one slot may have ended on an extra that a later start no longer
+ * scans (it would count as alive for ever, and ito_finalize wait). */
+extern int ito__slots_counted HIDDEN;
 /* A worker in slot id, made or reset, its idler ready (runtime.c); NULL
  * when out of memory. */
 HIDDEN worker *ito__worker_slot(int id);

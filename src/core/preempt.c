@@ -301,7 +301,10 @@ static int ksigaction(const struct ksigaction *act, struct ksigaction *old) {
 static void install(void) {
   struct ksigaction now;
   if (ksigaction(NULL, &now) != 0) return;
-  if (now.handler == (void *)on_signal) return;
+  if (now.handler == (void *)on_signal) {
+    STORE_REL(&installed, 1); /* (from an earlier start) */
+    return;
+  }
   struct ksigaction sa = {
       .handler = (void *)on_signal,
       /* the thread's own stack (invariant 1); no mask change, so that the

@@ -133,6 +133,14 @@ static void first_sched(void *arg) {
 /* ---- extra workers (monitor.c): slots beyond the configured ones ------------------------ */
 
 int ito__nslots;
+int ito__slots_counted;
+
+static void count_slot(int id) {
+  int c = __atomic_load_n(&ito__slots_counted, __ATOMIC_RELAXED);
+  while (id + 1 > c && !__atomic_compare_exchange_n(&ito__slots_counted, &c, id + 1, 1,
+                                                      __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
+  }
+}
 
 worker *ito__worker_slot(int id) {
   if (id < 0 || id >= ITO_MAX_WORKERS) return NULL;
@@ -149,6 +157,7 @@ static void *worker_main(void *arg);
 
 int ito__worker_launch(worker *w) {
   /* the slot's memory is set before any worker can count it */
+  count_slot(w->id);
   int n = __atomic_load_n(&ito__nslots, __ATOMIC_RELAXED);
   if (w->id >= n) __atomic_store_n(&ito__nslots, w->id + 1, __ATOMIC_RELEASE);
   pthread_attr_t a;
@@ -279,6 +288,7 @@ static int start(void) {
   ito__install_segv();
   ito__workers = all_workers;
   ito__nworkers = n;
+  count_slot(n - 1);
   __atomic_store_n(&ito__nslots, n, __ATOMIC_RELEASE);
   __atomic_store_n(&ito__stopping, 0, __ATOMIC_RELAXED);
   ito__idle_setup(idlers, n, &ito__sched_idle_ops, ito__cfg.wait_policy == WAIT_ACTIVE,

@@ -82,7 +82,7 @@ static inline void count_ended(worker *w) {
 
 long ito__live_threads(void) {
   unsigned long ended = __atomic_load_n(&ended_outside, __ATOMIC_ACQUIRE);
-  int n = LOAD_ACQ(&ito__nslots);
+  int n = LOAD_ACQ(&ito__slots_counted);
   for (int i = 0; i < n; i++)
     ended += __atomic_load_n(&ito__workers[i]->ended, __ATOMIC_ACQUIRE);
   return (long)(ito__threads_created() - ended);
@@ -90,7 +90,7 @@ long ito__live_threads(void) {
 
 unsigned long ito__threads_created(void) {
   unsigned long created = __atomic_load_n(&created_outside, __ATOMIC_RELAXED);
-  int n = LOAD_ACQ(&ito__nslots);
+  int n = LOAD_ACQ(&ito__slots_counted);
   for (int i = 0; i < n; i++) created += LOAD_RLX(&ito__workers[i]->created);
   return created;
 }

@@ -11,6 +11,11 @@
  *  5. rule 2 leaves the native API alone: two threads computing fib for
  *     half a second each, while main's continuation waits in a deque, are
  *     never sent the preemption signal.
+ *  7. a thread made on a worker that ends on an extra worker (it waited on
+ *     a condition variable while both workers were blocked, and main,
+ *     running on the extra, signalled it): after a restart of the runtime
+ *     its end still counts, and ito_finalize returns (it waited for ever
+ *     when only the slots of the running start were counted).
  *  6. with every thread preemptible (what libito-pthread.so asks for), two
  *     threads that spin on a flag main sets after creating both finish:
  *     they are preempted, and main, waiting in a deque, runs.
@@ -74,6 +79,18 @@ static void *fib_for_half_a_second(void *p) {
 /* (monitor_spin.c: outside the executable, which holds ito) */
 void *unit_monitor_spin(void *flag);
 static int flag;
+
+static ito_mutex_t m7 = ITO_MUTEX_INITIALIZER;
+static ito_cond_t c7;
+static int go7, ended_on7 = -1;
+static void *wait_go(void *p) {
+  (void)p;
+  ito_mutex_lock(&m7);
+  while (!go7) ito_cond_wait(&c7, &m7);
+  ito_mutex_unlock(&m7);
+  __atomic_store_n(&ended_on7, ito_worker_id(), __ATOMIC_RELAXED);
+  return NULL;
+}
 
 /* k threads block; main, resumed by an extra worker, releases them. */
 static void block_and_release(int k) {
@@ -146,6 +163,35 @@ int main(void) {
   /* 4: three blocked threads on two workers */
   block_and_release(3);
   wait_for_retirement();
+
+  /* 7: a thread's end on an extra counts after a restart */
+  CHECK_EQ(ito_cond_init(&c7), 0);
+  ito_thread_t w7;
+  CHECK_EQ(ito_create(wait_go, NULL, &w7), 0); /* made on a configured worker */
+  for (long i = 0; i < 2; i++) CHECK(pipe(pipes[i]) == 0);
+  ito_thread_t b7[2];
+  for (long i = 0; i < 2; i++) CHECK_EQ(ito_create(block_in_read, (void *)i, &b7[i]), 0);
+  int on7 = ito_worker_id(); /* main runs again: on an extra, both workers being blocked */
+  ito_mutex_lock(&m7);
+  go7 = 1;
+  ito_cond_signal(&c7);
+  ito_mutex_unlock(&m7);
+  CHECK_EQ(ito_join(w7, NULL), 0);
+  for (int i = 0; i < 2; i++) CHECK_EQ(write(pipes[i][1], "x", 1), 1);
+  for (int i = 0; i < 2; i++) {
+    CHECK_EQ(ito_join(b7[i], NULL), 0);
+    close(pipes[i][0]);
+    close(pipes[i][1]);
+  }
+  printf("unit_monitor: main signalled on worker %d; the waiting thread ended on worker %d\n",
+         on7, __atomic_load_n(&ended_on7, __ATOMIC_RELAXED));
+  CHECK(on7 >= 2);
+  wait_for_retirement();
+  CHECK_EQ(ito_finalize(), 0);
+  CHECK_EQ(ito_init(), 0);
+  CHECK_EQ(ito_finalize(), 0); /* (waited for ever before) */
+  CHECK_EQ(ito_init(), 0);
+  printf("unit_monitor: restarted twice after threads ended on extra workers\n");
 
   /* 5: native threads are never preempted */
   unsigned long done0, refused0, done1, refused1;
