@@ -9,7 +9,7 @@
  *  2. Progress: 3 threads compute until main, asleep for 300 ms, sets a
  *     stop flag; each must have made progress, and main must wake.
  *  3. State kept across preemption: threads compute sums in integer,
- *     SSE and x87 registers, with errno and a thread_local set before, in
+ *     SSE, x87 and (on x86-64 with AVX) ymm registers, with errno and a thread_local set before, in
  *     loops long enough to be preempted many times; the results are the
  *     ones computed with no other thread running. (With the argument
  *     worker-tls, errno and the thread_local are not checked: on a machine
@@ -106,8 +106,21 @@ struct sums {
   unsigned long ints;
   double sse;
   long double x87;
+  double avx; /* x86-64 with AVX: sums kept in the upper halves of ymm registers */
   int err_ok, tl_ok;
 };
+
+#if defined(__x86_64__)
+typedef double v4d __attribute__((vector_size(32)));
+__attribute__((target("avx"), noinline)) static double avx_part(unsigned long seed) {
+  v4d acc = {0, 0, 0, 0}, step = {(double)seed, 1.0, 2.0, 3.0};
+  for (unsigned long i = 0; i < ROUNDS / 2; i++) {
+    acc = acc * 0.999999 + step;
+    step = step + 0.5;
+  }
+  return acc[0] + acc[1] * 3 + acc[2] * 5 + acc[3] * 7;
+}
+#endif
 
 __attribute__((noinline)) static void compute(unsigned long seed, struct sums *s) {
   unsigned long a = seed;
@@ -121,6 +134,10 @@ __attribute__((noinline)) static void compute(unsigned long seed, struct sums *s
   s->ints = a;
   s->sse = d;
   s->x87 = x;
+  s->avx = 0;
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx")) s->avx = avx_part(seed);
+#endif
 }
 
 static struct sums alone[NSTATE], together[NSTATE];
@@ -144,7 +161,8 @@ static void state_kept(void) {
   for (int i = 0; i < NSTATE; i++) must("pthread_join", pthread_join(t[i], NULL));
   for (int i = 0; i < NSTATE; i++) {
     if (together[i].ints != alone[i].ints || memcmp(&together[i].sse, &alone[i].sse, sizeof(double)) ||
-        together[i].x87 != alone[i].x87)
+        together[i].x87 != alone[i].x87 ||
+        memcmp(&together[i].avx, &alone[i].avx, sizeof(double)))
       FAIL("thread %d computed another result beside other threads", i);
     if (check_tls && !together[i].err_ok) FAIL("thread %d: errno changed while it computed", i);
     if (check_tls && !together[i].tl_ok)
@@ -161,10 +179,11 @@ static unsigned long counted;
 
 static void *locker(void *p) {
   (void)p;
-  for (int k = 0; k < 20; k++) {
+  for (int k = 0; k < 10; k++) {
     pthread_mutex_lock(&m);
     unsigned long c = counted;
-    for (volatile unsigned long spin = 0; spin < 2000000; spin++) {
+    /* (longer than a time slice: preempted holding the mutex) */
+    for (volatile unsigned long spin = 0; spin < 12000000; spin++) {
     }
     counted = c + 1;
     pthread_mutex_unlock(&m);
