@@ -15,6 +15,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -139,4 +140,15 @@ void ito__fatal(const char *fmt, ...) {
 
 void ito__assert_fail(const char *file, int line, const char *cond) {
   ito__fatal("internal error: %s:%d: assertion %s failed", file, line, cond);
+}
+
+long ito__queue_signal(int tid, int sig, void *v) {
+  siginfo_t si;
+  memset(&si, 0, sizeof si);
+  si.si_signo = sig;
+  si.si_code = SI_QUEUE;
+  si.si_pid = getpid();
+  si.si_uid = getuid();
+  si.si_value.sival_ptr = v;
+  return ito__os.syscall(SYS_rt_tgsigqueueinfo, si.si_pid, tid, sig, &si);
 }

@@ -58,4 +58,10 @@ HIDDEN int ito__own_fd_take(int fd);
  * interposer). */
 HIDDEN void ito__write_stderr(const char *s, size_t n);
 
+/* Queues signal sig to OS thread tid of this process (rt_tgsigqueueinfo):
+ * SI_QUEUE, from this process, with value v, by which the runtime's
+ * handlers know their own signals. 0, or -1 with errno (the thread has
+ * ended, say). */
+HIDDEN long ito__queue_signal(int tid, int sig, void *v);
+
 #endif

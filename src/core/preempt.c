@@ -351,12 +351,5 @@ void ito__preempt_send(worker *w, fiber *f) {
   int tid = LOAD_RLX(&w->os_tid);
   if (tid <= 0) return;
   install(); /* (one sigaction call: still ours?) */
-  siginfo_t si;
-  memset(&si, 0, sizeof si);
-  si.si_signo = ITO_PREEMPT_SIG;
-  si.si_code = SI_QUEUE;
-  si.si_pid = self_pid;
-  si.si_uid = getuid();
-  si.si_value.sival_ptr = (void *)((uintptr_t)f | PREEMPT_MARK);
-  ito__os.syscall(SYS_rt_tgsigqueueinfo, self_pid, tid, ITO_PREEMPT_SIG, &si);
+  ito__queue_signal(tid, ITO_PREEMPT_SIG, (void *)((uintptr_t)f | PREEMPT_MARK));
 }

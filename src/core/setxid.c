@@ -91,7 +91,6 @@ static int signal_others(int self, int *seen, int *nseen, int *cnt) {
   char buf[4096];
   int sent = 0;
   long n;
-  pid_t pid = getpid();
   while ((n = ito__os.syscall(SYS_getdents64, fd, buf, sizeof buf)) > 0) {
     for (long off = 0; off < n;) {
       struct linux_dirent64 *d = (struct linux_dirent64 *)(buf + off);
@@ -103,15 +102,8 @@ static int signal_others(int self, int *seen, int *nseen, int *cnt) {
       for (int i = 0; i < *nseen && !known; i++) known = seen[i] == tid;
       if (known) continue;
       if (*nseen < MAX_SEEN) seen[(*nseen)++] = tid;
-      siginfo_t si;
-      memset(&si, 0, sizeof si);
-      si.si_signo = SIGSETXID;
-      si.si_code = SI_QUEUE;
-      si.si_pid = pid;
-      si.si_uid = getuid();
-      si.si_value.sival_ptr = cnt;
       __atomic_add_fetch(cnt, 1, __ATOMIC_ACQ_REL);
-      if (ito__os.syscall(SYS_rt_tgsigqueueinfo, pid, tid, SIGSETXID, &si) != 0)
+      if (ito__queue_signal(tid, SIGSETXID, cnt) != 0)
         __atomic_sub_fetch(cnt, 1, __ATOMIC_ACQ_REL); /* it has ended meanwhile */
       else
         sent++;

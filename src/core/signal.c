@@ -380,20 +380,12 @@ void ito__sig_alert(ithread *t) {
   for (int i = 0; i < n; i++) {
     worker *w = ito__workers[i];
     if (!w || LOAD_RLX(&w->cur) != f || !w->os_tid) continue;
-    siginfo_t si;
-    memset(&si, 0, sizeof si);
-    si.si_signo = 0;
-    si.si_code = SI_QUEUE;
-    si.si_pid = getpid();
-    si.si_uid = getuid();
-    si.si_value.sival_ptr = (void *)((uintptr_t)t | NUDGE_BITS);
     /* the lowest deliverable signal carries it (its handler is tramp); a
      * cancellation alone waits for the thread's next cancellation point */
     uint64_t ready = LOAD_ACQ(&t->sigpend) & ~t->sigmask;
     if (!ready) return;
     int sig = __builtin_ctzll(ready) + 1;
-    si.si_signo = sig;
-    ito__os.syscall(SYS_rt_tgsigqueueinfo, getpid(), w->os_tid, sig, &si);
+    ito__queue_signal(w->os_tid, sig, (void *)((uintptr_t)t | NUDGE_BITS));
     return;
   }
 }
