@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 int ito__rt_state_;
@@ -87,17 +88,22 @@ int ito__worker_cpu(int id) {
   return -1;
 }
 
-static void bind_to(worker *w, pthread_t os) {
+/* Binds w's OS thread (kernel id tid) to its CPU. By the kernel id, not
+ * glibc's pthread_t: with TLS per thread, the descriptor of worker 0's OS
+ * thread (the program's main thread) is the root thread's block, whose tid
+ * follows the worker that runs the root (tls.h, invariant 2), so binding
+ * through it bound whichever worker ran main at the time. */
+static void bind_to(worker *w, int tid) {
   int c = ito__worker_cpu(w->id);
-  if (c < 0) return;
+  if (c < 0 || tid <= 0) return;
   cpu_set_t one;
   CPU_ZERO(&one);
   CPU_SET(c, &one);
-  ito__os.pthread_setaffinity_np(os, sizeof one, &one);
+  ito__os.syscall(SYS_sched_setaffinity, tid, sizeof one, &one);
 }
 
 static void bind_worker(worker *w) {
-  if (ito__cfg.bind || LOAD_ACQ(&all_bound)) bind_to(w, ito__os.pthread_self());
+  if (ito__cfg.bind || LOAD_ACQ(&all_bound)) bind_to(w, (int)gettid());
 }
 
 void ito__bind_all(void) {
@@ -107,7 +113,7 @@ void ito__bind_all(void) {
     STORE_REL(&all_bound, 1); /* (workers started from now on bind themselves) */
     for (int i = 0; i < __atomic_load_n(&ito__nslots, __ATOMIC_ACQUIRE); i++) {
       worker *w = all_workers[i];
-      if (w && w->os_tid) bind_to(w, w->os);
+      if (w && w->os_tid) bind_to(w, w->os_tid);
     }
   }
   spin_unlock(&init_lock);
@@ -400,5 +406,5 @@ void ito__runtime_after_fork(worker *w) {
                   ito__cfg.spin_us * 1000L, LOAD_RLX(&ito__hooks_on));
   init_lock = 0;
   if (orphan) __atomic_store_n(&root, NULL, __ATOMIC_RELEASE);
-  if (ito__cfg.bind || all_bound) bind_to(w, w->os); /* worker 0's CPU now */
+  if (ito__cfg.bind || all_bound) bind_to(w, w->os_tid); /* worker 0's CPU now */
 }
