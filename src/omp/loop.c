@@ -50,23 +50,30 @@ static void loop_init(struct ws *w, void *p, unsigned nth) {
   if (w->kind != SCHED_STATIC && w->chunk == 0) w->chunk = 1;
   w->ordered = a->ordered;
   if (w->kind == SCHED_SPLIT) {
-    /* each member starts with the block static would give it */
+    /* each member starts with the block static would give it, in whole
+     * chunks: chunk k is [k * chunk, (k + 1) * chunk), as a dynamic
+     * schedule's chunks are (only the loop's last may be shorter) */
     w->ranges = aligned_alloc(64, nth * sizeof *w->ranges);
     if (!w->ranges) ito_omp_fatal("out of memory for a work-sharing loop");
-    unsigned long q = w->niter / nth, r = w->niter % nth;
+    unsigned long c = w->chunk, nch = (w->niter + c - 1) / c;
+    unsigned long q = nch / nth, r = nch % nth;
     for (unsigned i = 0; i < nth; i++) {
       unsigned long lo = i < r ? i * (q + 1) : r * (q + 1) + (i - r) * q;
+      unsigned long hi = lo + q + (i < r);
       w->ranges[i].lock = 0;
-      w->ranges[i].lo = lo;
-      w->ranges[i].hi = lo + q + (i < r);
+      w->ranges[i].lo = lo * c < w->niter ? lo * c : w->niter;
+      w->ranges[i].hi = hi * c < w->niter ? hi * c : w->niter;
     }
   }
 }
 
 /* Nonmonotonic dynamic: a member takes chunks from the front of its own
- * range; when it is empty it takes the back half of another member's
- * (halving down to the chunk), which becomes its own. A member that took
- * the loop's last chunk stops there (take). */
+ * range; when it is empty it takes the back half of another member's, in
+ * whole chunks (one chunk when one is left), which becomes its own. Every
+ * range starts and every split falls at a multiple of the chunk, so every
+ * chunk handed out is [k * chunk, (k + 1) * chunk) or the loop's last,
+ * run by one member. A member that took the loop's last chunk stops there
+ * (take). */
 static bool take_split(struct ws *w, unsigned nth, unsigned id, unsigned long *i0,
                        unsigned long *i1) {
   struct range *mine = &w->ranges[id];
@@ -90,8 +97,10 @@ static bool take_split(struct ws *w, unsigned nth, unsigned id, unsigned long *i
       ito__dropin_unlock(&v->lock);
       continue;
     }
-    unsigned long take = left <= c ? left : left / 2 < c ? c : left / 2;
-    unsigned long a = v->hi - take, b = v->hi;
+    /* (lo is a multiple of c; hi too, or the loop's end) */
+    unsigned long chunks = (left + c - 1) / c, keep = chunks - chunks / 2;
+    if (chunks == 1) keep = 0;
+    unsigned long a = v->lo + keep * c, b = v->hi;
     v->hi = a;
     ito__dropin_unlock(&v->lock);
     *i0 = a;
