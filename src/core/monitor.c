@@ -75,14 +75,6 @@ static struct {
 
 /* ---- reading an OS thread ---------------------------------------------------------------- */
 
-/* The CPU time of OS thread tid (its per-thread CPU clock), or -1. */
-static long long thread_cpu_ns(int tid) {
-  struct timespec ts;
-  clockid_t c = (clockid_t)((~(unsigned)tid << 3) | 6); /* CPUCLOCK_SCHED, per thread */
-  if (clock_gettime(c, &ts) != 0) return -1;
-  return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 /* /proc/self/task/<tid>/<what> into buf (NUL-terminated); its length or -1.
  * With raw system calls: a drop-in library interposes read. */
 static long read_task_file(int tid, const char *what, char *buf, size_t len) {
@@ -298,13 +290,12 @@ static void preempt(int n, long long now, bool waiting) {
     worker *w = ito__workers[i];
     struct sample *s = &mon.s[i];
     fiber *cur = s->cur;
-    if (!cur || s->blocked || !s->computing) continue;
+    if (!cur || s->blocked || !s->computing || LOAD_RLX(&w->cur) != cur) continue;
     int tid = LOAD_RLX(&w->os_tid);
-    bool cancel = LOAD_RLX(&w->cur) == cur && ito__preempt_cancel_due(cur->thread);
-    if (!cancel) {
+    if (!ito__preempt_cancel_due(cur->thread)) {
       if (!mon.slice || now - s->same_since < mon.slice) continue;
       if (!waiting && !LOAD_RLX(&w->mail)) continue;
-      if (LOAD_RLX(&w->cur) != cur || !ito__preemptible(cur->thread)) continue;
+      if (!ito__preemptible(cur->thread)) continue;
     }
     if (!in_user_code(tid)) continue;
     if (!fresh) { /* (once per tick that sends) */
@@ -331,7 +322,7 @@ static bool observe(void) {
     struct sample *s = &mon.s[i];
     fiber *cur = LOAD_RLX(&w->cur);
     int tid = LOAD_RLX(&w->os_tid);
-    long long cpu = tid > 0 ? thread_cpu_ns(tid) : -1;
+    long long cpu = tid > 0 ? ito__os_cpu_ns(tid) : -1;
     /* (it came on between the last tick and this one: halfway, as a guess) */
     if (cur != s->cur) s->same_since = mon.last_tick ? (mon.last_tick + now) / 2 : now;
     if (cur && cur == s->cur && cpu >= 0 && cpu - s->cpu < CPU_STILL_NS)

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 struct ito_os ito__os = {
@@ -151,4 +152,12 @@ long ito__queue_signal(int tid, int sig, void *v) {
   si.si_uid = getuid();
   si.si_value.sival_ptr = v;
   return ito__os.syscall(SYS_rt_tgsigqueueinfo, si.si_pid, tid, sig, &si);
+}
+
+long long ito__os_cpu_ns(int tid) {
+  struct timespec ts;
+  /* CPUCLOCK_SCHED of one thread: ~tid << 3 | 6 */
+  clockid_t c = tid ? (clockid_t)((~(unsigned)tid << 3) | 6) : CLOCK_THREAD_CPUTIME_ID;
+  if (ito__os.syscall(SYS_clock_gettime, c, &ts) != 0) return -1;
+  return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }

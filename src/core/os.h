@@ -58,6 +58,11 @@ HIDDEN int ito__own_fd_take(int fd);
  * interposer). */
 HIDDEN void ito__write_stderr(const char *s, size_t n);
 
+/* The CPU time in nanoseconds of OS thread tid of this process (0: the
+ * calling one), from the kernel's clock of a thread; -1 if it cannot be
+ * read (the thread has ended). */
+HIDDEN long long ito__os_cpu_ns(int tid);
+
 /* Queues signal sig to OS thread tid of this process (rt_tgsigqueueinfo):
  * SI_QUEUE, from this process, with value v, by which the runtime's
  * handlers know their own signals. 0, or -1 with errno (the thread has

@@ -339,12 +339,8 @@ bool ito__preempt_setup(long long *slice_ns) {
 
 void ito__preempt_cancel(ithread *t) {
   if (!LOAD_ACQ(&installed) || !ito__preempt_cancel_due(t)) return;
-  fiber *f = fiber_of_thread(t);
-  int n = LOAD_ACQ(&ito__nslots);
-  for (int i = 0; i < n; i++) {
-    worker *w = ito__workers[i];
-    if (w && LOAD_RLX(&w->cur) == f) ito__preempt_send(w, f);
-  }
+  worker *w = ito__worker_running(t);
+  if (w) ito__preempt_send(w, fiber_of_thread(t));
 }
 
 void ito__preempt_send(worker *w, fiber *f) {

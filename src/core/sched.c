@@ -106,6 +106,16 @@ worker *ito__place(const fiber *f, int why, worker *here) {
   return ito__workers[i % (unsigned)ito__nworkers];
 }
 
+worker *ito__worker_running(const ithread *t) {
+  const fiber *f = fiber_of_thread((ithread *)t);
+  int n = LOAD_ACQ(&ito__nslots);
+  for (int i = 0; i < n; i++) {
+    worker *w = ito__workers[i];
+    if (w && LOAD_RLX(&w->cur) == f && w->os_tid) return w;
+  }
+  return NULL;
+}
+
 void ito__set_homes(void) { __atomic_store_n(&homes, 1, __ATOMIC_RELAXED); }
 
 /* One batch per run of fibers that go to the same queue. */

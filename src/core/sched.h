@@ -40,6 +40,11 @@ extern struct ready_queue ito__preempted HIDDEN;
 extern worker **ito__workers HIDDEN;
 extern int ito__nworkers HIDDEN;
 
+/* The worker whose OS thread runs thread t now (on the fiber it started
+ * on), or NULL. Read without locks: it may have moved on by the time the
+ * caller acts on it. */
+HIDDEN worker *ito__worker_running(const struct ithread *t);
+
 /* After work was published on w (P2, P3 of docs/idle.md); full: the
  * publisher fences (every path but the forks'). A spinner will steal from
  * w, or a sleeper was woken for it: w's next pops fence (a fenced window),

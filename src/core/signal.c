@@ -318,11 +318,6 @@ static int deliver_pending(ithread *t, void *uc) {
   return res;
 }
 
-static ithread *running_thread(worker *w) {
-  fiber *f = w ? w->cur : NULL;
-  return f ? f->thread : NULL;
-}
-
 int ito__sig_deliver(void) {
   ithread *t = running_thread(cur_worker());
   if (!t) return 0;
@@ -375,19 +370,14 @@ void ito__sig_alert(ithread *t) {
   }
   /* running? the worker that runs it takes a nudge (if it has moved on
    * meanwhile, it sees its pending set at its next wait) */
-  fiber *f = fiber_of_thread(t);
-  int n = LOAD_ACQ(&ito__nslots);
-  for (int i = 0; i < n; i++) {
-    worker *w = ito__workers[i];
-    if (!w || LOAD_RLX(&w->cur) != f || !w->os_tid) continue;
-    /* the lowest deliverable signal carries it (its handler is tramp); a
-     * cancellation alone waits for the thread's next cancellation point */
-    uint64_t ready = LOAD_ACQ(&t->sigpend) & ~t->sigmask;
-    if (!ready) return;
-    int sig = __builtin_ctzll(ready) + 1;
-    ito__queue_signal(w->os_tid, sig, (void *)((uintptr_t)t | NUDGE_BITS));
-    return;
-  }
+  worker *w = ito__worker_running(t);
+  if (!w) return;
+  /* the lowest deliverable signal carries it (its handler is tramp); a
+   * cancellation alone waits for the thread's next cancellation point */
+  uint64_t ready = LOAD_ACQ(&t->sigpend) & ~t->sigmask;
+  if (!ready) return;
+  int sig = __builtin_ctzll(ready) + 1;
+  ito__queue_signal(w->os_tid, sig, (void *)((uintptr_t)t | NUDGE_BITS));
 }
 
 /* Makes sig pending on t with info si. */
@@ -689,13 +679,10 @@ void ito__sig_after_fork(void) {
 
 int ito__cpuclock_on;
 
-/* The CPU time of OS thread tid (the kernel's clock of a thread: CPUCLOCK_SCHED, per thread). */
+/* The CPU time of OS thread tid (0: this one), 0 if it cannot be read. */
 static long long os_thread_cpu_ns(int tid) {
-  struct timespec ts;
-  clockid_t c = (clockid_t)((~(unsigned)tid << 3) | 6);
-  if (tid == 0) c = CLOCK_THREAD_CPUTIME_ID;
-  if (ito__os.syscall(SYS_clock_gettime, c, &ts) != 0) return 0;
-  return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+  long long ns = ito__os_cpu_ns(tid);
+  return ns < 0 ? 0 : ns;
 }
 
 void ito__cpu_enter(worker *w, fiber *f) {

@@ -102,6 +102,12 @@ static inline worker *cur_worker(void) {
   return w;
 }
 
+/* The thread w runs (NULL: none, or the scheduler; w may be NULL). */
+static inline struct ithread *running_thread(const worker *w) {
+  fiber *f = w ? w->cur : NULL;
+  return f ? f->thread : NULL;
+}
+
 /* The fiber of the calling lightweight thread if it may be suspended, or
  * NULL: on a thread that is not an ito thread, and for a pinned one, whose
  * waits block its OS thread. */

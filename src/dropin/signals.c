@@ -47,7 +47,7 @@ int ito__dropin_sigsuspend(const sigset_t *mask) { return ito__sig_suspend(mask)
 
 void ito__dropin_jumped(void) {
   worker *w = cur_worker();
-  ithread *t = w && w->cur ? w->cur->thread : NULL;
+  ithread *t = running_thread(w);
   if (t) t->in_handler = 0;
 }
 
@@ -78,7 +78,7 @@ int ito__dropin_cancel(ito_thread_t h) {
 
 int *ito__dropin_cancel_word(void) {
   worker *w = cur_worker();
-  ithread *t = w && w->cur ? w->cur->thread : NULL;
+  ithread *t = running_thread(w);
   return t ? &t->cancel : NULL;
 }
 
@@ -104,7 +104,7 @@ int ito__dropin_cpuclock_read(clockid_t c, struct timespec *ts) {
   ithread *t;
   if (c == CLOCK_THREAD_CPUTIME_ID) {
     worker *w = cur_worker();
-    t = w && w->cur ? w->cur->thread : NULL;
+    t = running_thread(w);
     if (!t) return ENOENT;
     ito__cpuclock_enable();
   } else if (c < 0 && (c & 7) == CLOCK_MARK) {

@@ -55,7 +55,7 @@ int ito__dropin_home(int home) {
 
 int ito__dropin_preemptible(int on) {
   worker *w = cur_worker();
-  ithread *t = w && w->cur ? w->cur->thread : NULL;
+  ithread *t = running_thread(w);
   if (!t) return 0;
   int was = t->preempt;
   STORE_RLX(&t->preempt, on);
