@@ -12,7 +12,14 @@
  *     stale handle still reads a descriptor; FIBER_USER memory is the
  *     caller's and is never touched once released.
  *  3. A free pool fiber's descriptor is fresh (flags 0, RUNNING, no keys,
- *     no joiner): creation sets only what differs. */
+ *     no joiner): creation sets only what differs.
+ *  4. create_worker is non-NULL exactly while the creator record in start
+ *     may still be read by someone other than the thread: set when the
+ *     record is published, cleared (release) by whoever takes it once it
+ *     is copied, or by the thread that takes it back. The fiber is not
+ *     freed while it is set (thread_release waits, acquire): a thread
+ *     detached or joined by another may end before the worker that took
+ *     its creator's record has finished copying it. */
 #ifndef ITO_CORE_FIBER_H
 #define ITO_CORE_FIBER_H
 

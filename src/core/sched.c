@@ -249,7 +249,11 @@ static void run_entry(worker *w, uintptr_t e, worker *victim, uintptr_t *slot) {
     ito__run_fiber(w, f);
   }
   if (e & ENT_CREATE) { /* the creator of a running thread: resume it on its own stack */
-    struct ito_rec copy = *(const struct ito_rec *)(e & ~(uintptr_t)ENT_TAGS);
+    const struct ito_rec *rec = (const struct ito_rec *)(e & ~(uintptr_t)ENT_TAGS);
+    struct ito_rec copy = *rec;
+    /* copied: the child's fiber may be freed from now on (fiber.h, invariant 4) */
+    fiber *child = (fiber *)((char *)rec - offsetof(fiber, start));
+    __atomic_store_n(&child->create_worker, NULL, __ATOMIC_RELEASE);
     if (victim) dq_steal_done(&victim->dq, slot, e);
     found_work(w);
     fiber *parent = copy.fiber;

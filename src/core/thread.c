@@ -38,11 +38,14 @@ static ithread *thread_init(fiber *f) {
  * it; the generation moves first (thread.h, invariant 2). */
 static inline void thread_release(ithread *t) {
   ITO_ASSERT(t->sync == TS_CLAIMED || (t->flags & TH_DETACHED));
+  fiber *f = fiber_of_thread(t);
+  /* the creator's record in the header may still be being copied by the
+   * worker that took it (fiber.h, invariant 4): a few instructions away */
+  while (UNLIKELY(__atomic_load_n(&f->create_worker, __ATOMIC_ACQUIRE))) cpu_relax();
   if (t->keys) {
     free(t->keys);
     t->keys = NULL;
   }
-  fiber *f = fiber_of_thread(t);
   if (UNLIKELY(f->tls)) ito__tls_thread_release(f); /* reset for the next thread */
   if (f->kind == FIBER_USER)
     ito__handle_unregister(t); /* the memory is the caller's again */
@@ -157,8 +160,11 @@ static void thread_done_post(void *t) { ito__thread_done(t); }
 /* Takes the creator's record back if it is still at the tail of this
  * worker's deque (nobody took it). */
 static inline bool reclaim_creator(worker *w, fiber *f) {
-  return f->create_worker == w &&
-         dq_take_back(&w->dq, f->create_idx, (uintptr_t)&f->start | ENT_CREATE);
+  if (__atomic_load_n(&f->create_worker, __ATOMIC_RELAXED) != w ||
+      !dq_take_back(&w->dq, f->create_idx, (uintptr_t)&f->start | ENT_CREATE))
+    return false;
+  f->create_worker = NULL; /* nobody else reads the record (fiber.h, invariant 4) */
+  return true;
 }
 
 /* A thread started by ito_create ends away from its first frame (ito_exit):
@@ -195,7 +201,7 @@ static void thread_finish(void *result) {
   ithread *t = w->cur->thread;
   w = thread_end(t, result);
   fiber *f = w->cur;
-  if (f->create_worker) resume_creator(w, f);
+  if (__atomic_load_n(&f->create_worker, __ATOMIC_RELAXED)) resume_creator(w, f);
   ito__exit_fiber(w, f);
 }
 
