@@ -253,8 +253,8 @@ static int sched_kind(long sched, long *chunk) {
 }
 
 static void no_extras(const char *name, uintptr_t *reductions, void **mem) {
-  if (reductions) ito_omp_fatal("%s with task reductions is not supported", name);
   if (mem && *mem) ito_omp_fatal("%s with shared scratch memory is not supported", name);
+  if (reductions) ito_omp_ws_reductions(ito_omp_cur(), reductions);
 }
 
 OMP_API bool GOMP_loop_start(long s, long e, long incr, long sched, long chunk, long *istart,

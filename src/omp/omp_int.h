@@ -19,6 +19,15 @@
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 
+/* An invariant of docs/openmp.md: checked in Debug and sanitizer builds,
+ * compiled out of Release (no side effects in cond). */
+#if !defined(NDEBUG) || ITO_ASAN || ITO_TSAN
+#define ITO_OMP_ASSERT(cond) \
+  (LIKELY(cond) ? (void)0 : ito_omp_fatal("%s:%d: invariant broken: %s", __FILE__, __LINE__, #cond))
+#else
+#define ITO_OMP_ASSERT(cond) ((void)0)
+#endif
+
 /* ---- internal control variables ------------------------------------------ */
 enum { SCHED_RUNTIME = 0, SCHED_STATIC = 1, SCHED_DYNAMIC = 2, SCHED_GUIDED = 3, SCHED_AUTO = 4 };
 /* Internal: nonmonotonic dynamic, by halving (loop.c) */
@@ -99,10 +108,17 @@ typedef struct task {
   void (*fn)(void *);
   void *data;
   void *heap;                   /* a block to free once the task is over */
+  /* task reductions (reduction.c) */
+  uintptr_t *red0;              /* the registered reductions it sees outside its taskgroups */
+  struct team *rteam;           /* the team one of whose slots it holds, or NULL */
+  struct task *rbelow;          /* the holder under it in that slot */
+  unsigned rslot;               /* that slot */
+  unsigned char rwait;          /* it waits: the slot may be lent */
 } task;
 
 struct taskgroup {
   struct taskgroup *prev;
+  uintptr_t *red;               /* the registered reductions tasks created in it see */
   _Atomic uint64_t count;       /* tasks created in it not yet over (KID_ALIVE units) */
 };
 
@@ -147,6 +163,10 @@ typedef struct team {
   int cq_lock;
   void *cq_head, *cq_tail;
   _Atomic int cq_waiters;
+  /* task reductions (reduction.c) */
+  uintptr_t *red;               /* registered by parallel with the task modifier */
+  struct task **rs;             /* per member slot: the top of its holders (NULL: free) */
+  int rs_lock;
   struct ws ws[NWS];
 } team;
 
@@ -200,5 +220,22 @@ void ito_omp_runtime_sched(int *kind, unsigned long *chunk);
 /* ---- task.c ---------------------------------------------------------------------- */
 /* frees the dependence table of a task whose children are all over */
 void ito_omp_deptab_free(task *t);
+
+/* ---- reduction.c ----------------------------------------------------------------- */
+/* a holder of a reduction slot (t->rteam set) gives it back at the end of
+ * its code, lends it while it waits and takes it back after */
+void ito_omp_red_release(task *t);
+void ito_omp_red_lend(task *t);
+void ito_omp_red_reclaim(task *t);
+/* a work-sharing construct's reductions with the task modifier */
+void ito_omp_ws_reductions(task *me, uintptr_t *data);
+/* parallel with the task modifier: before the members start; each member's
+ * slot; the end of the team */
+void ito_omp_parallel_reductions(team *tm, uintptr_t *data);
+void ito_omp_member_reductions(task *t);
+void ito_omp_team_reductions_end(team *tm);
+OMP_API void GOMP_taskgroup_start(void);
+OMP_API void GOMP_taskgroup_end(void);
+OMP_API void GOMP_taskgroup_reduction_register(uintptr_t *data);
 
 #endif

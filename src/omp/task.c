@@ -240,6 +240,8 @@ static inline void task_init(task *t, task *parent, int final_) {
   t->qhead = t->qtail = NULL;
   t->tg = NULL;
   t->ingroup = parent->tg;
+  t->red0 = parent->tg ? parent->tg->red : parent->red0;
+  t->rteam = NULL;
   t->deps = NULL;
   t->node = NULL;
   t->icv = parent->icv;
@@ -257,6 +259,7 @@ static void count_child(task *parent) {
 /* The task's code returned: dependences, then the parent's taskwait, then
  * (once its own children are over) its lifetime in taskgroup and parent. */
 static void task_finish(task *t) {
+  if (UNLIKELY(t->rteam)) ito_omp_red_release(t);
   if (t->node) dep_complete(t->node);
   task *p = t->parent;
   uint64_t k = atomic_load_explicit(&t->kids, memory_order_acquire);
@@ -358,6 +361,7 @@ static void run_inline(struct create *c, size_t align, struct dnode *node) {
     ito_omp_set_cur(&t);
   }
   c->fn(data);
+  if (UNLIKELY(t.rteam)) ito_omp_red_release(&t);
   if (node) dep_complete(node);
   if (atomic_load_explicit(&t.kids, memory_order_relaxed)) ito_omp_wait_kids(&t, KID_WAIT_ALIVE);
   if (t.deps) deptab_free(t.deps);
@@ -433,6 +437,7 @@ OMP_API void GOMP_taskgroup_start(void) {
   struct taskgroup *g = malloc(sizeof *g);
   if (!g) ito_omp_fatal("out of memory for a taskgroup");
   g->prev = t->tg;
+  g->red = t->tg ? t->tg->red : t->red0;
   atomic_store_explicit(&g->count, 0, memory_order_relaxed);
   t->tg = g;
 }
@@ -452,7 +457,6 @@ static void taskloop(void (*fn)(void *), void *data, void (*cpyfn)(void *, void 
                      long arg_size, long arg_align, unsigned flags, unsigned long num_tasks,
                      bool up, unsigned long long start, unsigned long long end,
                      unsigned long long step, bool is_signed) {
-  if (flags & TASK_FLAG_REDUCTION) ito_omp_fatal("GOMP_taskloop with reductions is not supported");
   unsigned long long d;
   bool empty = up ? (is_signed ? (long long)start >= (long long)end : start >= end)
                   : (is_signed ? (long long)start <= (long long)end : start <= end);
@@ -461,7 +465,15 @@ static void taskloop(void (*fn)(void *), void *data, void (*cpyfn)(void *, void 
   unsigned long long niter = empty ? 0 : d / a + (d % a != 0);
   task *parent = ito_omp_cur();
   bool group = !(flags & TASK_FLAG_NOGROUP);
+  /* reductions: the array gcc registers is the third word of the data (after
+   * the bounds); its d[2] left 0 tells the caller nothing was registered */
+  uintptr_t *red = (flags & TASK_FLAG_REDUCTION) && group ? ((uintptr_t **)data)[2] : NULL;
+  if (red && !niter) {
+    red[2] = 0;
+    return;
+  }
   if (group) GOMP_taskgroup_start();
+  if (red) GOMP_taskgroup_reduction_register(red);
   if (niter) {
     unsigned long long ntasks;
     if (flags & TASK_FLAG_GRAINSIZE) {

@@ -35,6 +35,7 @@ static void implicit_init(task *t, team *tm, unsigned id) {
   t->kind = TASK_IMPLICIT;
   t->icv = enc->icv;
   if (tm->level < omp_g.nlist) t->icv.nthreads = omp_g.list[tm->level];
+  t->red0 = tm->red;
 }
 
 /* The end of a member's part: its tasks are over (the region ends with a
@@ -42,6 +43,7 @@ static void implicit_init(task *t, team *tm, unsigned id) {
 static void member_done(team *tm, task *t) {
   ito_omp_wait_kids(t, KID_WAIT_ALIVE);
   if (t->deps) ito_omp_deptab_free(t);
+  if (UNLIKELY(t->rteam)) ito_omp_red_release(t);
   ito_omp_kids_sub(&tm->left, KID_ALIVE, &tm->qlock, &tm->qhead, &tm->qtail);
 }
 
@@ -52,6 +54,7 @@ static void member_entry(void *p) {
   implicit_init(&t, s.tm, s.lo);
   if (s.tm->combined) t.ws_seq = 1, t.ws = &s.tm->ws[0]; /* made with the team */
   ito_omp_set_cur(&t);
+  if (UNLIKELY(s.tm->red)) ito_omp_member_reductions(&t);
   ito__dropin_preemptible(1); /* members are threads: preempted (docs/openmp.md) */
   s.tm->fn(s.tm->data);
   member_done(s.tm, &t);
@@ -121,6 +124,7 @@ static void team_begin(team *tm, task *t, void (*init)(struct ws *, void *, unsi
     split(tm, 0, tm->n);
   }
   ito_omp_set_cur(t);
+  if (UNLIKELY(tm->red)) ito_omp_member_reductions(t);
   tm->enc_preempt = ito__dropin_preemptible(1); /* member 0 */
 }
 
@@ -129,6 +133,8 @@ static void team_end(team *tm, task *t) {
   ito_omp_wait_kids(t, KID_WAIT_ALIVE);
   if (t->deps) ito_omp_deptab_free(t);
   ito_omp_word_wait(&tm->left, KID_WAIT_ALIVE, &tm->qlock, &tm->qhead, &tm->qtail);
+  if (UNLIKELY(t->rteam)) ito_omp_red_release(t);
+  if (UNLIKELY(tm->rs != NULL)) ito_omp_team_reductions_end(tm);
   ito_omp_set_cur(tm->encountering);
 }
 
@@ -142,6 +148,22 @@ void ito_omp_parallel(void (*fn)(void *), void *data, unsigned nthreads, unsigne
   team_begin(&tm, &t, init, init_arg);
   fn(data);
   team_end(&tm, &t);
+}
+
+/* parallel with reduction(task, ...): the array gcc registers is the first
+ * word of the data; returns the team's size (the copies to combine). */
+OMP_API unsigned GOMP_parallel_reductions(void (*fn)(void *), void *data, unsigned nthreads,
+                                          unsigned flags) {
+  (void)flags;
+  task *enc = ito_omp_cur();
+  team tm;
+  task t;
+  team_init(&tm, enc, team_size(enc, nthreads), fn, data);
+  ito_omp_parallel_reductions(&tm, *(uintptr_t **)data);
+  team_begin(&tm, &t, NULL, NULL);
+  fn(data);
+  team_end(&tm, &t);
+  return tm.n;
 }
 
 OMP_API void GOMP_parallel(void (*fn)(void *), void *data, unsigned nthreads, unsigned flags) {
@@ -194,6 +216,8 @@ void ito_omp_barrier(task *me) {
     ito__dropin_wq_wake(list);
     return;
   }
+  bool lent = UNLIKELY(me->rteam != NULL); /* (reduction.c) */
+  if (lent) ito_omp_red_lend(me);
   ito__dropin_lock(&tm->bar_lock);
   while (atomic_load_explicit(&tm->bar_phase, memory_order_acquire) == phase) {
     ito__dropin_wq_wait(&tm->bar_lock, &tm->bar_head, &tm->bar_tail, 0, CLOCK_MONOTONIC, NULL, NULL,
@@ -201,6 +225,7 @@ void ito_omp_barrier(task *me) {
     ito__dropin_lock(&tm->bar_lock);
   }
   ito__dropin_unlock(&tm->bar_lock);
+  if (lent) ito_omp_red_reclaim(me);
 }
 
 OMP_API void GOMP_barrier(void) { ito_omp_barrier(ito_omp_cur()); }
@@ -375,8 +400,8 @@ OMP_API unsigned GOMP_sections_start(unsigned count) {
 }
 
 OMP_API unsigned GOMP_sections2_start(unsigned count, uintptr_t *reductions, void **mem) {
-  if (reductions || (mem && *mem))
-    ito_omp_fatal("GOMP_sections2_start with task reductions is not supported");
+  if (mem && *mem) ito_omp_fatal("GOMP_sections2_start with shared scratch memory is not supported");
+  if (reductions) ito_omp_ws_reductions(ito_omp_cur(), reductions);
   return GOMP_sections_start(count);
 }
 
