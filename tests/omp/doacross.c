@@ -33,7 +33,7 @@ static long spin(long i) {
 }
 
 /* ---- 1-D: v[i] = mix(v[i - 1], v[i - 3], i) ---------------------------------------- */
-#define N1 600
+#define N1 300
 static long v1[N1], want1;
 static unsigned char d1[N1];
 
@@ -73,8 +73,8 @@ static long at1(long i, int *bad) {
   } while (0)
 
 /* ---- 2-D wavefront: g[i][j] = mix(g[i-1][j], g[i][j-1]) ------------------------------ */
-#define NI 24
-#define NJ 20
+#define NI 18
+#define NJ 12
 static long g[NI][NJ], want2, want2d;
 static unsigned char gd[NI][NJ];
 
@@ -321,7 +321,7 @@ static void many(void) {
 #pragma omp single
     reset1();
     /* (the single's barrier orders the reset before the loop) */
-#pragma omp for ordered(1) schedule(static, 5) nowait
+#pragma omp for ordered(1) schedule(static, 25) nowait
     for (long i = 0; i < N1 / 4; i++) {
 #pragma omp ordered depend(sink : i - 1) depend(sink : i - 3)
       v1[i] = mix(at1(i - 1, &bad), at1(i - 3, &bad), i + r);
@@ -406,7 +406,7 @@ int main(void) {
   ONE_D(schedule(guided, 3));
   ONE_D(schedule(runtime));
   ONE_D(schedule(auto));
-  ONE_D(schedule(static, 1) num_threads(5));
+  ONE_D(schedule(static, 16) num_threads(5));
   ONE_D(schedule(dynamic, 2) num_threads(5));
   TWO_D(schedule(static));
   TWO_D(schedule(static, 1));
