@@ -13,6 +13,9 @@ binary each, run unchanged under three runtimes of the GNU OpenMP ABI:
                                              (nested) and =1 (flat)
   omp_jacobi    jacobi_dep N BLOCK SWEEPS 1  blocked Jacobi, tasks with depend
   omp_sparselu  sparselu_dep NB BS 1         blocked sparse LU, tasks with depend
+  omp_wavefront wavefront_doacross N BLOCK SWEEPS 1
+                                             Gauss-Seidel wavefront, a doacross
+                                             loop (ordered(2), depend(sink/source))
 
 in rounds (--reps, default 3): in each, every runtime runs once in turn, one
 timed repetition per process, so that a drift of a shared machine touches
@@ -47,7 +50,7 @@ import subprocess
 import sys
 import time
 
-BENCHES = ["omp_fib", "omp_qsort", "omp_matmul", "omp_jacobi", "omp_sparselu"]
+BENCHES = ["omp_fib", "omp_qsort", "omp_matmul", "omp_jacobi", "omp_sparselu", "omp_wavefront"]
 RUNTIMES = ["gomp", "iomp", "ito"]
 LEVELS_DEEP = "255"  # libgomp's largest max-active-levels: nesting as deep as it goes
 
@@ -99,6 +102,15 @@ PROGRAMS = {
              "doubles, many absent; lu0, fwd, bdiv and bmod tasks ordered by `depend` "
              "(in/inout on the blocks), no barrier between the steps. Checked bit for "
              "bit against the serial factorisation, and |LUx - Ax| / |Ax| < 1e-10"),
+    "omp_wavefront": dict(
+        binary="wavefront_doacross", params=["n", "block", "sweeps"], extra=[],
+        default=["2048", "128", "20"], quick=["256", "32", "5"],
+        what="in-place Gauss-Seidel sweeps (5-point Poisson stencil, as Polybench's "
+             "seidel-2d) on an n x n grid as a doacross loop: `omp for ordered(2) "
+             "schedule(static, 1)` over the rows, each row cut into blocks of *block* "
+             "columns; block (i, jb) waits with `ordered depend(sink: i - 1, jb)` and posts "
+             "with `ordered depend(source)`, so the rows run as a pipeline; one loop per "
+             "sweep. Checked bit for bit against the serial sweeps"),
 }
 # matmul configurations: name -> OMP_MAX_ACTIVE_LEVELS
 MATMUL_NESTING = {"nested": "2", "flat": "1"}
@@ -126,7 +138,8 @@ CSV_COLS = {b: csv_cols(b) for b in BENCHES}
 def add_args(p):
     p.add_argument("--omp-param", action="append", default=[], metavar="BENCH=A,B,..",
                    help="an OpenMP benchmark's parameters, e.g. omp_qsort=16777216,10000, "
-                        "omp_matmul=512, omp_jacobi=4096,128,20, omp_sparselu=50,64 "
+                        "omp_matmul=512, omp_jacobi=4096,128,20, omp_sparselu=50,64, "
+                        "omp_wavefront=4096,128,10 "
                         "(omp_fib takes --fib-n)")
     p.add_argument("--omp-lib", help="libito-omp.so for the ito runs (default: next to "
                                      "libito.so, the parent of --bindir)")

@@ -56,6 +56,11 @@ void GOMP_sections_end_nowait(void);
 void GOMP_parallel_sections(void);
 void GOMP_atomic_start(void);
 void GOMP_atomic_end(void);
+void GOMP_loop_doacross_static_start(void);
+void GOMP_loop_static_next(void);
+void GOMP_loop_end(void);
+void GOMP_doacross_post(void);
+void GOMP_doacross_wait(void);
 
 /* The omp_* functions ompb_meta calls, in every program's list. */
 #define OMPB_META_ENTRIES OMPB_ENTRY(omp_get_max_active_levels), OMPB_ENTRY(omp_get_num_procs)

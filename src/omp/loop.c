@@ -2,6 +2,7 @@
  * long and unsigned long long iteration variables. docs/openmp.md. */
 #include "omp_int.h"
 
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -327,6 +328,282 @@ OMP_API bool GOMP_loop_ull_ordered_start(bool up, ull s, ull e, ull incr, long s
   long c = (long)chunk;
   int k = sched_kind(sched, &c);
   return start_u(up, s, e, incr, k, (ull)c, 1, istart, iend);
+}
+
+/* ---- doacross loops ---------------------------------------------------------------
+ * ordered(n) with depend(sink: ...) and depend(source): gcc shares the first
+ * of the n loops as a loop over its logical iterations [0, counts[0]) and
+ * runs the other n - 1 inside each of them; post and wait take iteration
+ * vectors of logical iteration numbers (counts[d] each). Rows (first-loop
+ * iterations) are grouped into entries, each run by one member in
+ * increasing order: a member's block or its round-robin chunks (static),
+ * a chunk (dynamic), a row (guided, whose chunks are not known in advance).
+ * Within an entry iterations therefore run in lexicographic order, so one
+ * word per entry says how far it got: 1 + the linear index (mixed radix
+ * over counts) of the last iteration posted there. A wait for v returns
+ * once v's entry holds more than v's linear index (v and every iteration
+ * of the entry before it are done). docs/openmp.md, "Doacross loops". */
+#define DA_WAITING (1ULL << 63) /* an entry's waiter bit */
+#define DA_MAX_ITER (1ULL << 62) /* iterations a doacross loop may have */
+
+struct da_queue {
+  int lock;
+  void *head, *tail;
+} __attribute__((aligned(64)));
+
+struct doacross {
+  _Atomic uint64_t *posted;  /* entry e at posted[e * stride]; NULL: nothing to order */
+  struct da_queue *queues;   /* entry e's waiters park on queues[e & (nq - 1)] */
+  void *extra;               /* gcc's shared scratch memory (lastprivate(conditional:)) */
+  unsigned long stride;      /* words from one entry to the next */
+  unsigned nq;               /* queues: a power of two */
+  unsigned ncounts;
+  int kind;                  /* the loop's schedule: how rows map to entries */
+  unsigned long chunk, nth;
+  unsigned long q, r;        /* static blocks: the first r have q + 1 rows, the others q */
+  unsigned long long counts[]; /* iterations of each of the ncounts loops */
+};
+
+/* Sets up the doacross state of w (the first member in it, under its lock,
+ * after loop_init). extra: bytes of zeroed scratch memory gcc asked for. */
+static void da_init(struct ws *w, unsigned ncounts, const ull *counts, unsigned nth,
+                    size_t extra) {
+  if (ncounts == 0) ito_omp_fatal("a doacross loop with no loops");
+  bool order = nth > 1;
+  ull total = 1;
+  for (unsigned i = 0; i < ncounts; i++) {
+    if (counts[i] == 0) order = false; /* no iteration runs: no post, no wait */
+    else if (__builtin_mul_overflow(total, counts[i], &total) || total > DA_MAX_ITER)
+      ito_omp_fatal("a doacross loop of more than 2^62 iterations");
+  }
+  unsigned long nent = 0, stride = 8; /* a cache line per entry */
+  if (order) {
+    if (w->kind == SCHED_STATIC) nent = nth;
+    else if (w->kind == SCHED_DYNAMIC) nent = (w->niter + w->chunk - 1) / w->chunk;
+    else nent = w->niter, stride = 1; /* guided: neighbouring rows are mostly one member's */
+  }
+  unsigned nq = 1;
+  while (nq < 2 * nth && nq < 1024) nq *= 2;
+  size_t head = (sizeof(struct doacross) + ncounts * sizeof(ull) + 63) & ~(size_t)63;
+  size_t qsz = order ? nq * sizeof(struct da_queue) : 0;
+  size_t psz = ((nent * stride * sizeof(uint64_t)) + 63) & ~(size_t)63;
+  size_t esz = (extra + 63) & ~(size_t)63;
+  char *m = aligned_alloc(64, head + qsz + psz + esz);
+  if (!m) ito_omp_fatal("out of memory for a doacross loop");
+  memset(m, 0, head + qsz + psz + esz); /* queues empty, entries 0 (nothing posted) */
+  struct doacross *d = (struct doacross *)m;
+  d->queues = order ? (struct da_queue *)(m + head) : NULL;
+  d->posted = order ? (_Atomic uint64_t *)(m + head + qsz) : NULL;
+  d->extra = extra ? m + head + qsz + psz : NULL;
+  d->stride = stride;
+  d->nq = nq;
+  d->ncounts = ncounts;
+  d->kind = w->kind;
+  d->chunk = w->chunk;
+  d->nth = nth;
+  d->q = w->niter / nth;
+  d->r = w->niter % nth;
+  memcpy(d->counts, counts, ncounts * sizeof(ull));
+  w->da = d;
+}
+
+/* The entry of row i0: whose iterations the take() of w's schedule runs
+ * together, in order. */
+static unsigned long da_entry(const struct doacross *d, ull i0) {
+  switch (d->kind) {
+    case SCHED_STATIC:
+      if (d->chunk == 0) { /* the member's block (take: the first r have q + 1 rows) */
+        ull big = d->r * (d->q + 1);
+        return i0 < big ? i0 / (d->q + 1) : d->r + (i0 - big) / d->q;
+      }
+      return (i0 / d->chunk) % d->nth; /* the member dealt that chunk */
+    case SCHED_DYNAMIC:
+      return i0 / d->chunk;
+    default:
+      return i0;
+  }
+}
+
+/* Adds logical iteration number v of loop i to the linear index lin of the
+ * loops before it. */
+static uint64_t da_index(const struct doacross *d, uint64_t lin, unsigned i, ull v,
+                         const char *who) {
+  if (v >= d->counts[i])
+    ito_omp_fatal("%s: iteration %llu of loop %u of a doacross loop of %llu", who, v, i + 1,
+                  d->counts[i]);
+  return lin * d->counts[i] + v;
+}
+
+/* The doacross state of the caller's loop, or NULL when there is nothing
+ * to order (a team of one, a loop with no iteration). */
+static struct doacross *da_cur(const char *who) {
+  struct ws *w = ito_omp_cur()->ws;
+  struct doacross *d = w ? w->da : NULL;
+  if (!d) {
+    if (!w) ito_omp_fatal("%s called outside a doacross loop", who);
+    return NULL; /* (a loop without ordered(n) reaches here only by a compiler bug) */
+  }
+  return d->posted ? d : NULL;
+}
+
+/* Iteration lin of entry e is done: publish it (release: the iteration's
+ * writes, and those of the entry's iterations before it) and wake the
+ * entry's waiters if one set the waiter bit. */
+static void da_post(struct doacross *d, unsigned long e, uint64_t lin) {
+  _Atomic uint64_t *p = &d->posted[e * d->stride];
+  uint64_t old = atomic_exchange_explicit(p, lin + 1, memory_order_release);
+  /* an entry's iterations run, and post, in increasing order */
+  if (UNLIKELY((old & ~DA_WAITING) > lin + 1))
+    ito_omp_fatal("doacross post out of order (iteration index %llu after %llu)",
+                  (ull)lin, (ull)((old & ~DA_WAITING) - 1));
+  if (LIKELY(!(old & DA_WAITING))) return;
+  /* a waiter set the bit under the queue's lock and parks before it lets
+   * the lock go: it is on the queue now, or it saw the new value */
+  struct da_queue *q = &d->queues[e & (d->nq - 1)];
+  ito__dropin_lock(&q->lock);
+  void *list = ito__dropin_wq_take(&q->head, &q->tail, -1);
+  ito__dropin_unlock(&q->lock);
+  ito__dropin_wq_wake(list);
+}
+
+/* Waits until iteration lin of entry e is done (acquire: its writes are
+ * visible after). Parks the member; never spins. */
+static void da_wait(struct doacross *d, unsigned long e, uint64_t lin) {
+  _Atomic uint64_t *p = &d->posted[e * d->stride];
+  if ((atomic_load_explicit(p, memory_order_acquire) & ~DA_WAITING) > lin) return;
+  struct da_queue *q = &d->queues[e & (d->nq - 1)];
+  ito__dropin_lock(&q->lock);
+  /* the bit stays set after we leave: a later post then takes the lock
+   * for nothing, which is cheaper than counting waiters per entry */
+  uint64_t v = atomic_fetch_or_explicit(p, DA_WAITING, memory_order_acq_rel);
+  while ((v & ~DA_WAITING) <= lin) {
+    /* woken by a post to e or to an entry sharing the queue: test again */
+    ito__dropin_wq_wait(&q->lock, &q->head, &q->tail, 0, CLOCK_MONOTONIC, NULL, NULL, NULL);
+    ito__dropin_lock(&q->lock);
+    v = atomic_fetch_or_explicit(p, DA_WAITING, memory_order_acq_rel);
+  }
+  ito__dropin_unlock(&q->lock);
+}
+
+OMP_API void GOMP_doacross_post(long *counts) {
+  struct doacross *d = da_cur("GOMP_doacross_post");
+  if (!d) return;
+  uint64_t lin = 0;
+  for (unsigned i = 0; i < d->ncounts; i++)
+    lin = da_index(d, lin, i, (ull)counts[i], "GOMP_doacross_post");
+  da_post(d, da_entry(d, (ull)counts[0]), lin);
+}
+
+OMP_API void GOMP_doacross_ull_post(ull *counts) {
+  struct doacross *d = da_cur("GOMP_doacross_ull_post");
+  if (!d) return;
+  uint64_t lin = 0;
+  for (unsigned i = 0; i < d->ncounts; i++)
+    lin = da_index(d, lin, i, counts[i], "GOMP_doacross_ull_post");
+  da_post(d, da_entry(d, counts[0]), lin);
+}
+
+OMP_API void GOMP_doacross_wait(long first, ...) {
+  struct doacross *d = da_cur("GOMP_doacross_wait");
+  if (!d) return;
+  uint64_t lin = da_index(d, 0, 0, (ull)first, "GOMP_doacross_wait");
+  va_list ap;
+  va_start(ap, first);
+  for (unsigned i = 1; i < d->ncounts; i++)
+    lin = da_index(d, lin, i, (ull)va_arg(ap, long), "GOMP_doacross_wait");
+  va_end(ap);
+  da_wait(d, da_entry(d, (ull)first), lin);
+}
+
+OMP_API void GOMP_doacross_ull_wait(ull first, ...) {
+  struct doacross *d = da_cur("GOMP_doacross_ull_wait");
+  if (!d) return;
+  uint64_t lin = da_index(d, 0, 0, first, "GOMP_doacross_ull_wait");
+  va_list ap;
+  va_start(ap, first);
+  for (unsigned i = 1; i < d->ncounts; i++)
+    lin = da_index(d, lin, i, va_arg(ap, ull), "GOMP_doacross_ull_wait");
+  va_end(ap);
+  da_wait(d, da_entry(d, first), lin);
+}
+
+/* The loop over the first loop's logical iterations [0, counts[0]) in
+ * kind (a nonmonotonic dynamic schedule is run monotonic: ordered loops
+ * are), with the doacross state made by the first member in. */
+static bool doacross_start(unsigned ncounts, const ull *counts, int kind, ull chunk,
+                           void **mem, ull *istart, ull *iend) {
+  task *me = ito_omp_cur();
+  if (kind == SCHED_SPLIT) kind = SCHED_DYNAMIC;
+  struct loop_args a = {true, false, 0, ncounts ? counts[0] : 0, 1, kind,
+                        (unsigned long)chunk, 0};
+  int first;
+  struct ws *w = ito_omp_ws_enter(me, &first);
+  if (first) {
+    unsigned nth = ito_omp_ws_team(me)->n;
+    loop_init(w, &a, nth);
+    da_init(w, ncounts, counts, nth, mem ? (size_t)(uintptr_t)*mem : 0);
+    ito_omp_ws_publish(me, w);
+  }
+  if (mem) *mem = ((struct doacross *)w->da)->extra;
+  return next(me, istart, iend);
+}
+
+static bool doacross_start_l(unsigned ncounts, long *counts, int kind, long chunk, void **mem,
+                             long *istart, long *iend) {
+  ull c[ncounts ? ncounts : 1];
+  for (unsigned i = 0; i < ncounts; i++) c[i] = counts[i] > 0 ? (ull)counts[i] : 0;
+  return doacross_start(ncounts, c, kind, (ull)chunk, mem, (ull *)istart, (ull *)iend);
+}
+
+#define DOACROSS_L(name, kind)                                                               \
+  OMP_API bool GOMP_loop_doacross_##name##_start(unsigned ncounts, long *counts, long chunk, \
+                                                 long *istart, long *iend) {                \
+    return doacross_start_l(ncounts, counts, kind, chunk, NULL, istart, iend);              \
+  }
+DOACROSS_L(static, SCHED_STATIC)
+DOACROSS_L(dynamic, SCHED_DYNAMIC)
+DOACROSS_L(guided, SCHED_GUIDED)
+
+OMP_API bool GOMP_loop_doacross_runtime_start(unsigned ncounts, long *counts, long *istart,
+                                              long *iend) {
+  int kind;
+  unsigned long chunk;
+  ito_omp_runtime_sched(&kind, &chunk);
+  return doacross_start_l(ncounts, counts, kind, (long)chunk, NULL, istart, iend);
+}
+
+OMP_API bool GOMP_loop_doacross_start(unsigned ncounts, long *counts, long sched, long chunk,
+                                      long *istart, long *iend, uintptr_t *reductions,
+                                      void **mem) {
+  if (reductions) ito_omp_ws_reductions(ito_omp_cur(), reductions);
+  int k = sched_kind(sched, &chunk);
+  return doacross_start_l(ncounts, counts, k, chunk, mem, istart, iend);
+}
+
+#define DOACROSS_U(name, kind)                                                               \
+  OMP_API bool GOMP_loop_ull_doacross_##name##_start(unsigned ncounts, ull *counts, ull chunk, \
+                                                     ull *istart, ull *iend) {              \
+    return doacross_start(ncounts, counts, kind, chunk, NULL, istart, iend);                \
+  }
+DOACROSS_U(static, SCHED_STATIC)
+DOACROSS_U(dynamic, SCHED_DYNAMIC)
+DOACROSS_U(guided, SCHED_GUIDED)
+
+OMP_API bool GOMP_loop_ull_doacross_runtime_start(unsigned ncounts, ull *counts, ull *istart,
+                                                  ull *iend) {
+  int kind;
+  unsigned long chunk;
+  ito_omp_runtime_sched(&kind, &chunk);
+  return doacross_start(ncounts, counts, kind, chunk, NULL, istart, iend);
+}
+
+OMP_API bool GOMP_loop_ull_doacross_start(unsigned ncounts, ull *counts, long sched, ull chunk,
+                                          ull *istart, ull *iend, uintptr_t *reductions,
+                                          void **mem) {
+  if (reductions) ito_omp_ws_reductions(ito_omp_cur(), reductions);
+  long c = (long)chunk;
+  int k = sched_kind(sched, &c);
+  return doacross_start(ncounts, counts, k, (ull)c, mem, istart, iend);
 }
 
 /* ---- the end of a loop ----------------------------------------------------------- */

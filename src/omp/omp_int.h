@@ -138,6 +138,8 @@ struct ws {
   _Atomic unsigned long next;   /* dynamic, guided, sections: first index not handed out */
   _Atomic unsigned long ord_turn; /* ordered: the first index whose ordered part may run */
   struct range *ranges;         /* SCHED_SPLIT: one per member, freed by the last to leave */
+  void *da;                     /* doacross loops: their struct doacross (loop.c), one block
+                                 * freed by the last to leave */
   void *_Atomic copy;           /* single copyprivate */
   _Atomic int copy_set;
 } __attribute__((aligned(64)));

@@ -296,6 +296,8 @@ void ito_omp_ws_leave(task *me) {
     atomic_store_explicit(&w->left, 0, memory_order_relaxed);
     free(w->ranges); /* a split loop's (loop.c); nobody else is in it now */
     w->ranges = NULL;
+    free(w->da); /* a doacross loop's (loop.c) */
+    w->da = NULL;
     atomic_store_explicit(&w->copy_set, 0, memory_order_relaxed);
     atomic_store_explicit(&w->avail, me->ws_seq - 1 + NWS, memory_order_release);
     ito_omp_team_notify(tm);
