@@ -275,9 +275,11 @@ int ito__config_default(const char *name, const char *text, const char *from) {
 
 void ito__config_default_workers(int n) { default_workers = n; }
 
-void ito__config_read_core(void) {
+/* The settings the variables give now: the defaults, then each core row's
+ * variable or the fallback a library gave. */
+static void settings_from_env(struct ito_settings *s) {
   int cpus = ito__usable_cpus();
-  ito__cfg = (struct ito_settings){
+  *s = (struct ito_settings){
       .workers = default_workers > 0 && default_workers < cpus ? default_workers : cpus,
       .stack_size = ITO_DEFAULT_STACK,
       .stack_guard = GUARD_AUTO,
@@ -291,13 +293,42 @@ void ito__config_read_core(void) {
       .preempt_ms = 10,
   };
   for (int i = 0; i < N_CORE_ROWS; i++) {
-    const char *v = env(core_rows[i].name);
+    /* the row's destination is a field of ito__cfg: the same field of *s */
+    struct ito_cfg r = core_rows[i];
+    r.dst = (char *)s + ((char *)core_rows[i].dst - (char *)&ito__cfg);
+    const char *v = env(r.name);
     if (v)
-      parse_row(&core_rows[i], v, core_rows[i].name);
+      parse_row(&r, v, r.name);
     else if (fallback[i])
-      parse_row(&core_rows[i], fallback[i], fallback_from[i] ? fallback_from[i] : core_rows[i].name);
+      parse_row(&r, fallback[i], fallback_from[i] ? fallback_from[i] : r.name);
   }
-  ito__cfg.stack_size = (ito__cfg.stack_size + 4095) & ~(size_t)4095;
+  s->stack_size = (s->stack_size + 4095) & ~(size_t)4095;
+}
+
+void ito__config_read_core(void) { settings_from_env(&ito__cfg); }
+
+int ito__config_value(const char *name, char *out, size_t len) {
+  for (int i = 0; i < N_CORE_ROWS; i++) {
+    if (strcmp(core_rows[i].name, name)) continue;
+    struct ito_settings s;
+    settings_from_env(&s);
+    const struct ito_cfg *r = &core_rows[i];
+    const void *field = (const char *)&s + ((const char *)r->dst - (const char *)&ito__cfg);
+    switch (r->kind) {
+      case ITO_CFG_INT: snprintf(out, len, "%ld", *(const long *)field); break;
+      case ITO_CFG_SIZE: snprintf(out, len, "%zu", *(const size_t *)field); break;
+      case ITO_CFG_CHOICE: {
+        int v = *(const int *)field;
+        const struct ito_cfg_choice *c = r->choices;
+        while (c->word && c->value != v) c++;
+        snprintf(out, len, "%s", c->word ? c->word : "?");
+        break;
+      }
+      case ITO_CFG_PARSE: return EINVAL; /* the core has no such row */
+    }
+    return 0;
+  }
+  return EINVAL;
 }
 
 /* ---- usable CPUs ------------------------------------------------------------------------- */

@@ -55,6 +55,11 @@ HIDDEN int ito__config_default(const char *name, const char *text, const char *f
 /* The default worker count of a drop-in library (at most the usable
  * CPUs); 0: the usable CPUs. */
 HIDDEN void ito__config_default_workers(int n);
+/* The value core row `name` has from the environment now (what the next
+ * start reads: the variable, a library's default, or the built-in one),
+ * as text: a number, a size in bytes, or the choice's word. 0, or EINVAL
+ * for an unknown name. A bad value stops the program as at start. */
+HIDDEN int ito__config_value(const char *name, char *out, size_t len);
 /* A bad value: the one-line message and exit status 2. */
 HIDDEN void ito__config_error(const char *name, const char *value, const char *expected)
     __attribute__((noreturn));

@@ -348,3 +348,46 @@ void ito__fibers_fork_lock(int take) {
     spin_unlock(&fs.pool_lock);
   }
 }
+
+/* A free stack's pages go back to the system now (all but its header's). */
+static size_t release_pages(fiber *f) {
+  uintptr_t lo = ((uintptr_t)f->lo + PAGE - 1) & ~(PAGE - 1);
+  uintptr_t hi = (uintptr_t)f & ~(PAGE - 1);
+  if (hi <= lo) return 0;
+  madvise((void *)lo, hi - lo, MADV_DONTNEED);
+  return hi - lo;
+}
+
+size_t ito__fibers_release(struct fiber_cache *c) {
+  size_t bytes = 0;
+  /* the caller's worker's own free stacks go to the pool, released */
+  fiber *mine = c ? c->free : NULL;
+  if (c) {
+    c->free = NULL;
+    c->n = 0;
+  }
+  spin_lock(&fs.pool_lock);
+  while (mine) {
+    fiber *next = mine->next;
+    bytes += release_pages(mine);
+    mine->next = fs.pool;
+    fs.pool = mine;
+    mine = next;
+  }
+  for (fiber *f = fs.pool; f; f = f->next) {
+    if (!f->dirty) continue;
+    dirty_take(f);
+    bytes += release_pages(f);
+  }
+  spin_unlock(&fs.pool_lock);
+  spin_lock(&own_lock);
+  for (int k = 0; k < OWN_CLASSES; k++) {
+    for (fiber *f = own_free[k]; f; f = f->next) {
+      if (!f->dirty) continue;
+      dirty_take(f);
+      bytes += release_pages(f);
+    }
+  }
+  spin_unlock(&own_lock);
+  return bytes;
+}

@@ -90,6 +90,11 @@ HIDDEN fiber *ito__fiber_alloc(struct fiber_cache *c);
 /* Gives f back (canary check, own-stack list, or nothing for FIBER_USER
  * and FIBER_NATIVE). */
 HIDDEN void ito__fiber_free(struct fiber_cache *c, fiber *f);
+/* Gives the pages of free stacks back to the system (their headers stay):
+ * those of the global pool and the own-stack lists, and those of cache c
+ * (the calling worker's, or NULL), which move to the pool. Other workers'
+ * caches are theirs alone and are left. Returns the bytes released. */
+HIDDEN size_t ito__fibers_release(struct fiber_cache *c);
 /* A stack larger than the pool's, for one thread (NULL: out of memory). */
 HIDDEN fiber *ito__own_fiber(size_t stack_bytes);
 /* The caller's memory [addr, addr + size) (NULL: too small). */

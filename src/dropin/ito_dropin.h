@@ -53,6 +53,11 @@ ITO_DROPIN_API int ito__dropin_config_default(const char *name, const char *text
 /* The worker count to use when ITO_NUM_WORKERS is not set (at most the
  * usable CPUs); before the runtime starts. 0: the usable CPUs. */
 ITO_DROPIN_API void ito__dropin_default_workers(int n);
+/* The value of core variable `name` (ITO_*) as the runtime reads it at
+ * start, from the environment and the defaults given: a number, a size in
+ * bytes, or the choice's word. 0, or EINVAL for a name the core does not
+ * read. */
+ITO_DROPIN_API int ito__dropin_config_value(const char *name, char *out, size_t len);
 /* The C++ runtime's per-thread exception globals (__cxa_get_globals): kept
  * per lightweight thread across every switch. The runtime looks the
  * function up at start; a library hands it again after a dlopen. */
@@ -239,6 +244,12 @@ ITO_DROPIN_API void **ito__dropin_ctx(void);
  * estimate: it reads the two ends without the thieves' lock); 0 on a
  * thread that is not an ito thread. */
 ITO_DROPIN_API int ito__dropin_stealable(void);
+/* Gives the pages of the free thread stacks back to the system (each
+ * keeps its header page): the global pool's (the ITO_STACK_CACHE bytes
+ * kept resident), the larger stacks' free lists, and the calling worker's
+ * own cache, which goes to the pool. The other workers' caches (up to 64
+ * stacks each) are theirs alone and stay. Returns the bytes released. */
+ITO_DROPIN_API size_t ito__dropin_release_stacks(void);
 
 /* ---- waits (waits.c) ---------------------------------------------------------------------------
  * A queue is a spinlock word and a head and tail pointer anywhere in the

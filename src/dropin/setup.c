@@ -40,6 +40,10 @@ int ito__dropin_config_default(const char *name, const char *text, const char *f
 
 void ito__dropin_default_workers(int n) { ito__config_default_workers(n); }
 
+int ito__dropin_config_value(const char *name, char *out, size_t len) {
+  return ito__config_value(name, out, len);
+}
+
 void ito__dropin_set_eh(void *(*get_globals)(void)) { ito__set_eh(get_globals); }
 
 int ito__dropin_hooks_attach(void (*fn)(const struct ito_event *e, void *arg), void *arg) {

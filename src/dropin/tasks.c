@@ -141,3 +141,10 @@ int ito__dropin_process_cpus(cpu_set_t *out) {
   if (!rc) *out = *ito__process_cpus();
   return rc;
 }
+
+/* ---- idle memory ---------------------------------------------------------------------------- */
+
+size_t ito__dropin_release_stacks(void) {
+  worker *w = cur_worker();
+  return ito__fibers_release(w && w->cur ? &w->fibers : NULL);
+}

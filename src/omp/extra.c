@@ -102,22 +102,36 @@ OMP_API int omp_get_max_teams(void) { return 1; }
 OMP_API void omp_set_num_teams(int n) { (void)n; }
 OMP_API int omp_get_teams_thread_limit(void) { return omp_g.thread_limit; }
 OMP_API void omp_set_teams_thread_limit(int n) { (void)n; }
+
+/* ---- pausing: what is kept idle goes back to the system -------------------------------
+ * libito-omp.so itself keeps nothing idle between regions (team and task
+ * descriptors live on their threads' stacks, dependence nodes are freed
+ * when done); the runtime keeps free thread stacks, whose pages
+ * ito__dropin_release_stacks gives back. Soft and hard pauses do the same:
+ * the workers stay (idle ones sleep: ITO_WAIT_POLICY), and a later region
+ * starts as before. As gcc's runtime, a pause inside a parallel region
+ * fails, and only the host device (omp_get_initial_device()) can be
+ * paused. */
+enum { PAUSE_SOFT = 1, PAUSE_HARD = 2 }; /* omp_pause_soft, omp_pause_hard */
+
+static int pause_host(int kind) {
+  if (kind != PAUSE_SOFT && kind != PAUSE_HARD) return -1;
+  task *t = ito_omp_cur();
+  if (t->team && t->team->level > 0) return -1;
+  ito__dropin_release_stacks();
+  return 0;
+}
 OMP_API int omp_pause_resource(int kind, int device) {
-  (void)kind;
-  (void)device;
-  return -1; /* nothing is paused */
+  /* the host is the only device: the initial device's number is the
+   * device count, 0 */
+  if (device != 0) return -1;
+  return pause_host(kind);
 }
-OMP_API int omp_pause_resource_all(int kind) {
-  (void)kind;
-  return -1;
-}
+OMP_API int omp_pause_resource_all(int kind) { return pause_host(kind); }
 
 /* ---- not supported ----------------------------------------------------------------------- */
 static void unsupported(const char *name) {
-  const char *why = name[strlen(name) - 1] == '_'
-                        ? "Fortran entry points are not supported"
-                        : "not supported by ito's OpenMP runtime (docs/openmp.md)";
-  ito_omp_fatal("%s: %s", name, why);
+  ito_omp_fatal("%s: not supported by ito's OpenMP runtime (docs/openmp.md)", name);
 }
 
 #define UNSUPPORTED(name) \

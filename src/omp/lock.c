@@ -65,13 +65,6 @@ static ito_mutex_t *mutex_of(unsigned id, const char *fn) {
   return &c[(id - 1) % CHUNK].m;
 }
 
-typedef struct { unsigned id; } lock_t;
-typedef struct {
-  unsigned id;
-  int depth;
-  void *owner;
-} nest_lock_t;
-
 _Static_assert(sizeof(lock_t) <= 4, "omp_lock_t is 4 bytes in gcc's omp.h");
 _Static_assert(sizeof(nest_lock_t) <= 16, "omp_nest_lock_t is 16 bytes in gcc's omp.h");
 

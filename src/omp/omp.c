@@ -67,11 +67,12 @@ static const char *parse_schedule(const char *v, void *dst) {
   const char *expected =
       "[monotonic:|nonmonotonic:]static|dynamic|guided|auto[,chunk] with a positive chunk";
   const char *p = v;
-  int mono = 0;
+  int mono = 0, nonmono = 0;
   if (!strncasecmp(p, "monotonic:", 10)) {
     mono = 1;
     p += 10;
   } else if (!strncasecmp(p, "nonmonotonic:", 13)) {
+    nonmono = 1;
     p += 13;
   }
   static const struct { const char *name; int kind; } kinds[] = {
@@ -96,10 +97,20 @@ static const char *parse_schedule(const char *v, void *dst) {
   } else if (*p) {
     return expected;
   }
-  /* a static schedule is monotonic; gcc's runtime reports OMP_SCHEDULE=static so */
-  if (kind == SCHED_STATIC) mono = 1;
+  /* a static schedule is monotonic unless it says otherwise; gcc's runtime
+   * reports OMP_SCHEDULE=static so, and nonmonotonic:static without the bit */
+  if (kind == SCHED_STATIC && !nonmono) mono = 1;
   omp_g.init.sched = kind | (mono ? (int)SCHED_MONOTONIC : 0);
   omp_g.init.chunk = chunk;
+  return NULL;
+}
+
+/* Any text that fits (OpenMP gives it no syntax; the fields are expanded
+ * when affinity is displayed). */
+static const char *parse_affinity_format(const char *v, void *dst) {
+  (void)dst;
+  if (strlen(v) >= sizeof omp_g.affinity_format) return "a format of at most 255 characters";
+  strcpy(omp_g.affinity_format, v);
   return NULL;
 }
 
@@ -113,11 +124,14 @@ static int usable_cpus(void) {
 
 /* Values of the rows below that need a second look. */
 static int env_dynamic = -1, env_nested = -1, env_cancellation = -1, env_wait = -1;
-static long env_levels = -1, env_limit = -1;
+static int env_display = -1;
+static long env_levels = -1, env_limit = -1, env_priority = -1;
 static size_t env_stack;
 static const struct ito_cfg_choice bool_words[] = {
     {"true", 1}, {"false", 0}, {"1", 1}, {"0", 0}, {0, 0}};
 static const struct ito_cfg_choice wait_words[] = {{"active", 1}, {"passive", 0}, {0, 0}};
+static const struct ito_cfg_choice display_words[] = {
+    {"true", 1}, {"false", 0}, {"verbose", 2}, {0, 0}};
 
 static const struct ito_cfg rows[] = {
     {.name = "OMP_NUM_THREADS", .kind = ITO_CFG_PARSE, .parse = parse_num_threads,
@@ -140,6 +154,14 @@ static const struct ito_cfg rows[] = {
      .what = "stack size of every thread and task (ITO_STACK_SIZE when that is not set)"},
     {.name = "OMP_WAIT_POLICY", .kind = ITO_CFG_CHOICE, .dst = &env_wait, .choices = wait_words,
      .dflt = "passive", .what = "ITO_WAIT_POLICY when that is not set"},
+    {.name = "OMP_MAX_TASK_PRIORITY", .kind = ITO_CFG_INT, .dst = &env_priority, .lo = 0,
+     .hi = INT_MAX, .dflt = "0", .what = "the highest priority a task may be given"},
+    {.name = "OMP_DISPLAY_ENV", .kind = ITO_CFG_CHOICE, .dst = &env_display,
+     .choices = display_words, .dflt = "false",
+     .what = "print the OpenMP settings in force at start (verbose: and ito's own)"},
+    {.name = "OMP_AFFINITY_FORMAT", .kind = ITO_CFG_PARSE, .parse = parse_affinity_format,
+     .dflt = "level %L thread %i affinity %A",
+     .what = "the format of omp_get_affinity_format (affinity display is not supported)"},
 };
 
 static void init_root(void);
@@ -150,6 +172,7 @@ __attribute__((constructor)) static void read_env(void) {
   omp_g.init.sched = SCHED_DYNAMIC;
   omp_g.init.chunk = 1;
   omp_g.init.dyn = 0;
+  strcpy(omp_g.affinity_format, "level %L thread %i affinity %A");
   ito__dropin_config_read(rows, (int)(sizeof rows / sizeof rows[0]));
   /* team members are threads: preempted after a time slice while others
    * wait (docs/monitor.md); tasks are not */
@@ -163,6 +186,7 @@ __attribute__((constructor)) static void read_env(void) {
   if (env_levels >= 0) omp_g.max_active_levels = (int)env_levels;
   if (omp_g.max_active_levels > MAX_LEVELS) omp_g.max_active_levels = MAX_LEVELS;
   omp_g.thread_limit = env_limit > 0 ? (int)env_limit : INT_MAX;
+  omp_g.max_task_priority = env_priority > 0 ? (int)env_priority : 0;
   if (env_cancellation == 1)
     fprintf(stderr, "ito-omp: OMP_CANCELLATION=%s: cancellation is not supported; cancel "
                     "constructs are ignored (docs/openmp.md)\n", getenv("OMP_CANCELLATION"));
@@ -180,7 +204,101 @@ __attribute__((constructor)) static void read_env(void) {
    * (ITO_NUM_WORKERS overrides) */
   if (omp_g.nlist) ito__dropin_default_workers(omp_g.list[0]);
   init_root(); /* the program's initial task starts with these ICVs */
+  if (env_display > 0) ito_omp_display_env(env_display == 2);
 }
+
+/* ---- OMP_DISPLAY_ENV -------------------------------------------------------------------
+ * gcc 12's lines, in its order, with the values this runtime uses: the
+ * initial task's ICVs and the process-wide ones; the stack size and wait
+ * policy are those of the ito variables OMP_STACKSIZE and OMP_WAIT_POLICY
+ * stand for. docs/openmp.md, "OMP_DISPLAY_ENV", says which lines differ
+ * from gcc's and why. */
+
+static void display_schedule(FILE *f) {
+  int kind = omp_g.init.sched & ~(int)SCHED_MONOTONIC;
+  int mono = (omp_g.init.sched & (int)SCHED_MONOTONIC) != 0;
+  /* static is monotonic, and said so only when it is not */
+  if (mono && kind != SCHED_STATIC) fputs("MONOTONIC:", f);
+  if (!mono && kind == SCHED_STATIC) fputs("NONMONOTONIC:", f);
+  static const char *const names[] = {"RUNTIME", "STATIC", "DYNAMIC", "GUIDED", "AUTO"};
+  fputs(kind >= 0 && kind <= SCHED_AUTO ? names[kind] : "?", f);
+  /* the chunk, unless it is the kind's default (static: none; others: 1) */
+  long chunk = omp_g.init.chunk;
+  if (kind == SCHED_STATIC && chunk > 0) fprintf(f, ",%ld", chunk);
+  if ((kind == SCHED_DYNAMIC || kind == SCHED_GUIDED) && chunk > 1) fprintf(f, ",%ld", chunk);
+}
+
+static void display_ito_row(const struct ito_cfg *row, void *arg) {
+  char value[64];
+  if (strncmp(row->name, "ITO_", 4) || ito__dropin_config_value(row->name, value, sizeof value))
+    return;
+  fprintf((FILE *)arg, "  %s = '%s'\n", row->name, value);
+}
+
+static const char *allocator_name(uintptr_t a) {
+  static const char *const names[] = {
+      "omp_null_allocator", "omp_default_mem_alloc", "omp_large_cap_mem_alloc",
+      "omp_const_mem_alloc", "omp_high_bw_mem_alloc", "omp_low_lat_mem_alloc",
+      "omp_cgroup_mem_alloc", "omp_pteam_mem_alloc", "omp_thread_mem_alloc"};
+  return a < sizeof names / sizeof names[0] ? names[a] : NULL;
+}
+
+OMP_API uintptr_t omp_get_default_allocator(void);
+OMP_API int omp_get_max_teams(void);
+OMP_API int omp_get_teams_thread_limit(void);
+OMP_API int omp_get_cancellation(void);
+OMP_API int omp_get_default_device(void);
+
+void ito_omp_display_env(int verbose) {
+  FILE *f = stderr;
+  char stack[64], wait[64];
+  if (ito__dropin_config_value("ITO_STACK_SIZE", stack, sizeof stack)) strcpy(stack, "?");
+  if (ito__dropin_config_value("ITO_WAIT_POLICY", wait, sizeof wait)) strcpy(wait, "?");
+  for (char *p = wait; *p; p++)
+    if (*p >= 'a' && *p <= 'z') *p = (char)(*p - 'a' + 'A');
+  flockfile(f);
+  fputs("\nOPENMP DISPLAY ENVIRONMENT BEGIN\n", f);
+  fprintf(f, "  _OPENMP = '%d'\n", 201511);
+  fprintf(f, "  OMP_DYNAMIC = '%s'\n", omp_g.init.dyn ? "TRUE" : "FALSE");
+  fprintf(f, "  OMP_NESTED = '%s'\n", omp_g.max_active_levels > 1 ? "TRUE" : "FALSE");
+  fputs("  OMP_NUM_THREADS = '", f);
+  if (omp_g.nlist)
+    for (int i = 0; i < omp_g.nlist; i++) fprintf(f, "%s%d", i ? "," : "", omp_g.list[i]);
+  else
+    fprintf(f, "%d", omp_g.init.nthreads);
+  fputs("'\n  OMP_SCHEDULE = '", f);
+  display_schedule(f);
+  fputs("'\n", f);
+  /* threads are not bound to places (workers move them) */
+  fprintf(f, "  OMP_PROC_BIND = '%s'\n", "FALSE");
+  fprintf(f, "  OMP_PLACES = '%s'\n", "");
+  fprintf(f, "  OMP_STACKSIZE = '%s'\n", stack);
+  fprintf(f, "  OMP_WAIT_POLICY = '%s'\n", wait);
+  fprintf(f, "  OMP_THREAD_LIMIT = '%d'\n", omp_g.thread_limit);
+  fprintf(f, "  OMP_MAX_ACTIVE_LEVELS = '%d'\n", omp_g.max_active_levels);
+  fprintf(f, "  OMP_NUM_TEAMS = '%d'\n", omp_get_max_teams());
+  fprintf(f, "  OMP_TEAMS_THREAD_LIMIT = '%d'\n", omp_get_teams_thread_limit());
+  /* cancellation is not supported: cancel constructs are no-ops */
+  fprintf(f, "  OMP_CANCELLATION = '%s'\n", omp_get_cancellation() ? "TRUE" : "FALSE");
+  fprintf(f, "  OMP_DEFAULT_DEVICE = '%d'\n", omp_get_default_device());
+  fprintf(f, "  OMP_MAX_TASK_PRIORITY = '%d'\n", omp_g.max_task_priority);
+  /* affinity is never displayed (omp_display_affinity is not supported) */
+  fprintf(f, "  OMP_DISPLAY_AFFINITY = '%s'\n", "FALSE");
+  fprintf(f, "  OMP_AFFINITY_FORMAT = '%s'\n", omp_g.affinity_format);
+  const char *alloc = allocator_name(omp_get_default_allocator());
+  if (alloc)
+    fprintf(f, "  OMP_ALLOCATOR = '%s'\n", alloc);
+  else
+    fprintf(f, "  OMP_ALLOCATOR = '%#lx'\n", (unsigned long)omp_get_default_allocator());
+  /* no offload devices: target regions always run on the host */
+  fprintf(f, "  OMP_TARGET_OFFLOAD = '%s'\n", "DISABLED");
+  if (verbose) ito__dropin_config_each(display_ito_row, f);
+  fputs("OPENMP DISPLAY ENVIRONMENT END\n", f);
+  funlockfile(f);
+  fflush(f);
+}
+
+OMP_API void omp_display_env(int verbose) { ito_omp_display_env(verbose != 0); }
 
 /* ---- the current task ---------------------------------------------------------------
  * An ito thread keeps it in its stack's context word; a thread outside the
@@ -360,7 +478,7 @@ OMP_API int omp_get_proc_bind(void) { return 0; /* omp_proc_bind_false */ }
 OMP_API int omp_get_num_places(void) { return 0; }
 OMP_API int omp_get_place_num(void) { return -1; }
 OMP_API int omp_get_partition_num_places(void) { return 0; }
-OMP_API int omp_get_max_task_priority(void) { return 0; }
+OMP_API int omp_get_max_task_priority(void) { return omp_g.max_task_priority; }
 OMP_API int omp_get_num_devices(void) { return 0; }
 OMP_API int omp_get_default_device(void) { return 0; }
 OMP_API void omp_set_default_device(int d) { (void)d; }
@@ -383,6 +501,17 @@ OMP_API void omp_get_schedule(int *kind, int *chunk) {
   long c = t->icv.chunk;
   if (!c) c = (t->icv.sched & ~(int)SCHED_MONOTONIC) == SCHED_STATIC ? 0 : 1;
   *chunk = (int)c;
+}
+
+/* affinity-format-var: kept and read back; displaying affinity
+ * (omp_display_affinity, omp_capture_affinity) is not supported. */
+OMP_API void omp_set_affinity_format(const char *format) {
+  snprintf(omp_g.affinity_format, sizeof omp_g.affinity_format, "%s", format);
+}
+OMP_API size_t omp_get_affinity_format(char *buffer, size_t size) {
+  size_t len = strlen(omp_g.affinity_format);
+  if (size) snprintf(buffer, size, "%s", omp_g.affinity_format);
+  return len;
 }
 
 OMP_API double omp_get_wtime(void) {

@@ -56,6 +56,8 @@ struct omp_global {
   int max_active_levels;      /* max-active-levels-var */
   int thread_limit;           /* thread-limit-var */
   int nprocs;                 /* CPUs usable by the process */
+  int max_task_priority;      /* max-task-priority-var (OMP_MAX_TASK_PRIORITY) */
+  char affinity_format[256];  /* affinity-format-var (OMP_AFFINITY_FORMAT) */
 };
 extern struct omp_global omp_g;
 
@@ -190,6 +192,8 @@ void ito_omp_word_wait(_Atomic uint64_t *word, uint64_t wait_bit, int *qlock, vo
 /* the team's condition queue: wait until pred(arg), and wake all waiters */
 void ito_omp_team_wait(team *tm, int (*pred)(void *), void *arg);
 void ito_omp_team_notify(team *tm);
+/* OMP_DISPLAY_ENV's report, on stderr: verbose adds ito's own variables */
+void ito_omp_display_env(int verbose);
 
 /* ---- team.c ---------------------------------------------------------------------- */
 void ito_omp_barrier(task *me);
@@ -218,6 +222,27 @@ void ito_omp_loop_init(struct ws *w, bool up, unsigned long long start, unsigned
                        unsigned n);
 /* the runtime schedule of the current task, resolved */
 void ito_omp_runtime_sched(int *kind, unsigned long *chunk);
+
+/* ---- lock.c: omp_lock_t and omp_nest_lock_t as this library lays them out
+ * in gcc's 4 and 16 bytes ------------------------------------------------------------ */
+typedef struct { unsigned id; } lock_t;
+typedef struct {
+  unsigned id;
+  int depth;
+  void *owner;
+} nest_lock_t;
+OMP_API void omp_init_lock(lock_t *l);
+OMP_API void omp_init_lock_with_hint(lock_t *l, int hint);
+OMP_API void omp_destroy_lock(lock_t *l);
+OMP_API void omp_set_lock(lock_t *l);
+OMP_API void omp_unset_lock(lock_t *l);
+OMP_API int omp_test_lock(lock_t *l);
+OMP_API void omp_init_nest_lock(nest_lock_t *l);
+OMP_API void omp_init_nest_lock_with_hint(nest_lock_t *l, int hint);
+OMP_API void omp_destroy_nest_lock(nest_lock_t *l);
+OMP_API void omp_set_nest_lock(nest_lock_t *l);
+OMP_API void omp_unset_nest_lock(nest_lock_t *l);
+OMP_API int omp_test_nest_lock(nest_lock_t *l);
 
 /* ---- task.c ---------------------------------------------------------------------- */
 /* frees the dependence table of a task whose children are all over */
