@@ -1,27 +1,42 @@
-/* Constructs whose entry points libito-omp does not implement:
- *   unimpl target   #pragma omp target       -> GOMP_target_ext
- *   unimpl teams    #pragma omp teams (host) -> GOMP_teams_reg
- * Under libgomp both run on the host and the program prints "ran" and
- * exits 0. Under libito-omp the call must stop the program with a message
- * naming the entry point (unimpl.sh checks it): falling through to
- * libgomp's implementation would mix two runtimes. */
+/* Constructs and calls whose entry points libito-omp does not implement:
+ *   unimpl offload     GOMP_offload_register_ver (what a program with
+ *                      offload code calls from its constructor)
+ *   unimpl scope_task  #pragma omp scope reduction(task, ...) -> GOMP_scope_start
+ * Under libgomp both run and the program prints "ran" and exits 0. Under
+ * libito-omp the call must stop the program with a message naming the
+ * entry point (unimpl.sh checks it): falling through to libgomp's
+ * implementation would mix two runtimes. */
 #include <omp.h>
 #include <stdio.h>
 #include <string.h>
 
+/* libgomp's registration of a program's offload images (gcc calls it from
+ * a constructor of programs built with an offload target) */
+void GOMP_offload_register_ver(unsigned version, const void *host_table, int target_type,
+                               const void *target_data);
+void GOMP_offload_unregister_ver(unsigned version, const void *host_table, int target_type,
+                                 const void *target_data);
+
 int main(int argc, char **argv) {
   int x = 0;
   if (argc < 2) {
-    fprintf(stderr, "usage: unimpl target|teams\n");
+    fprintf(stderr, "usage: unimpl offload|scope_task\n");
     return 2;
   }
-  if (!strcmp(argv[1], "target")) {
-#pragma omp target map(tofrom : x)
+  if (!strcmp(argv[1], "offload")) {
+    /* an image for a device type that is not there: recorded, never loaded */
+    static const void *table[4];
+    static const char data[16];
+    GOMP_offload_register_ver(1u << 16, table, 5 /* GOMP_DEVICE_NVIDIA_PTX */, data);
+    GOMP_offload_unregister_ver(1u << 16, table, 5, data);
     x = 42;
-  } else if (!strcmp(argv[1], "teams")) {
-#pragma omp teams num_teams(2)
+  } else if (!strcmp(argv[1], "scope_task")) {
+    x = 40;
+#pragma omp parallel num_threads(2)
+#pragma omp scope reduction(task, + : x)
     {
-      if (omp_get_team_num() == 0) x = 42;
+#pragma omp task in_reduction(+ : x)
+      x++;
     }
   } else {
     fprintf(stderr, "unimpl: unknown case %s\n", argv[1]);
