@@ -1,5 +1,5 @@
-/* libito-omp.so: the small entry points (cancellation off, allocation,
- * error directives, places, teams of the host) and every other entry point
+/* libito-omp.so: the small entry points (cancellation off, error
+ * directives, places) and every other entry point
  * of gcc's runtime, which stops the program naming itself instead of
  * running libgomp's code beside ito's. docs/openmp.md, "Not supported". */
 #include "omp_int.h"
@@ -19,60 +19,6 @@ OMP_API bool GOMP_cancellation_point(int which) {
   return false;
 }
 
-/* ---- allocation --------------------------------------------------------------------- */
-static void *alloc_aligned(size_t align, size_t size) {
-  if (align < sizeof(void *)) align = sizeof(void *);
-  void *p = NULL;
-  if (posix_memalign(&p, align, size ? size : 1)) return NULL;
-  return p;
-}
-OMP_API void *GOMP_alloc(size_t align, size_t size, uintptr_t allocator) {
-  (void)allocator;
-  void *p = alloc_aligned(align, size);
-  if (!p) ito_omp_fatal("GOMP_alloc: out of memory (%zu bytes)", size);
-  return p;
-}
-OMP_API void GOMP_free(void *p, uintptr_t allocator) {
-  (void)allocator;
-  free(p);
-}
-/* The predefined allocators all take memory from malloc; user-made ones are
- * not supported. */
-static uintptr_t default_allocator = 1; /* omp_default_mem_alloc */
-OMP_API void *omp_alloc(size_t size, uintptr_t a) {
-  (void)a;
-  return alloc_aligned(sizeof(void *), size);
-}
-OMP_API void *omp_aligned_alloc(size_t align, size_t size, uintptr_t a) {
-  (void)a;
-  return alloc_aligned(align, size);
-}
-OMP_API void *omp_calloc(size_t n, size_t size, uintptr_t a) {
-  (void)a;
-  if (size && n > (size_t)-1 / size) return NULL;
-  void *p = alloc_aligned(sizeof(void *), n * size);
-  if (p) memset(p, 0, n * size);
-  return p;
-}
-OMP_API void *omp_aligned_calloc(size_t align, size_t n, size_t size, uintptr_t a) {
-  (void)a;
-  if (size && n > (size_t)-1 / size) return NULL;
-  void *p = alloc_aligned(align, n * size);
-  if (p) memset(p, 0, n * size);
-  return p;
-}
-OMP_API void *omp_realloc(void *p, size_t size, uintptr_t a, uintptr_t fa) {
-  (void)a;
-  (void)fa;
-  return realloc(p, size);
-}
-OMP_API void omp_free(void *p, uintptr_t a) {
-  (void)a;
-  free(p);
-}
-OMP_API void omp_set_default_allocator(uintptr_t a) { default_allocator = a; }
-OMP_API uintptr_t omp_get_default_allocator(void) { return default_allocator; }
-
 /* ---- the error directive ------------------------------------------------------------- */
 OMP_API void GOMP_warning(const char *msg, size_t len) {
   if (msg)
@@ -88,7 +34,7 @@ OMP_API void GOMP_error(const char *msg, size_t len) {
   exit(EXIT_FAILURE);
 }
 
-/* ---- places and the host's one team ---------------------------------------------------- */
+/* ---- places ------------------------------------------------------------------------- */
 OMP_API int omp_get_place_num_procs(int place) {
   (void)place;
   return 0;
@@ -98,10 +44,6 @@ OMP_API void omp_get_place_proc_ids(int place, int *ids) {
   (void)ids;
 }
 OMP_API void omp_get_partition_place_nums(int *nums) { (void)nums; }
-OMP_API int omp_get_max_teams(void) { return 1; }
-OMP_API void omp_set_num_teams(int n) { (void)n; }
-OMP_API int omp_get_teams_thread_limit(void) { return omp_g.thread_limit; }
-OMP_API void omp_set_teams_thread_limit(int n) { (void)n; }
 
 /* ---- pausing: what is kept idle goes back to the system -------------------------------
  * libito-omp.so itself keeps nothing idle between regions (team and task

@@ -124,14 +124,20 @@ static int usable_cpus(void) {
 
 /* Values of the rows below that need a second look. */
 static int env_dynamic = -1, env_nested = -1, env_cancellation = -1, env_wait = -1;
-static int env_display = -1;
-static long env_levels = -1, env_limit = -1, env_priority = -1;
+static int env_display = -1, env_allocator = -1;
+static long env_levels = -1, env_limit = -1, env_priority = -1, env_teams = -1,
+            env_teams_limit = -1;
 static size_t env_stack;
 static const struct ito_cfg_choice bool_words[] = {
     {"true", 1}, {"false", 0}, {"1", 1}, {"0", 0}, {0, 0}};
 static const struct ito_cfg_choice wait_words[] = {{"active", 1}, {"passive", 0}, {0, 0}};
 static const struct ito_cfg_choice display_words[] = {
     {"true", 1}, {"false", 0}, {"verbose", 2}, {0, 0}};
+/* gcc 12's runtime takes the predefined allocators' names */
+static const struct ito_cfg_choice allocator_words[] = {
+    {"omp_default_mem_alloc", 1}, {"omp_large_cap_mem_alloc", 2}, {"omp_const_mem_alloc", 3},
+    {"omp_high_bw_mem_alloc", 4}, {"omp_low_lat_mem_alloc", 5},   {"omp_cgroup_mem_alloc", 6},
+    {"omp_pteam_mem_alloc", 7},   {"omp_thread_mem_alloc", 8},    {0, 0}};
 
 static const struct ito_cfg rows[] = {
     {.name = "OMP_NUM_THREADS", .kind = ITO_CFG_PARSE, .parse = parse_num_threads,
@@ -162,6 +168,14 @@ static const struct ito_cfg rows[] = {
     {.name = "OMP_AFFINITY_FORMAT", .kind = ITO_CFG_PARSE, .parse = parse_affinity_format,
      .dflt = "level %L thread %i affinity %A",
      .what = "the format of omp_get_affinity_format (affinity display is not supported)"},
+    {.name = "OMP_ALLOCATOR", .kind = ITO_CFG_CHOICE, .dst = &env_allocator,
+     .choices = allocator_words, .dflt = "omp_default_mem_alloc",
+     .what = "the initial default allocator (def-allocator-var)"},
+    {.name = "OMP_NUM_TEAMS", .kind = ITO_CFG_INT, .dst = &env_teams, .lo = 1, .hi = INT_MAX,
+     .dflt = "3 teams", .what = "teams of a teams construct without num_teams"},
+    {.name = "OMP_TEAMS_THREAD_LIMIT", .kind = ITO_CFG_INT, .dst = &env_teams_limit, .lo = 1,
+     .hi = INT_MAX, .dflt = "no limit",
+     .what = "thread limit in a teams construct without thread_limit"},
 };
 
 static void init_root(void);
@@ -185,7 +199,10 @@ __attribute__((constructor)) static void read_env(void) {
   if (env_nested >= 0) omp_g.max_active_levels = env_nested ? MAX_LEVELS : 1;
   if (env_levels >= 0) omp_g.max_active_levels = (int)env_levels;
   if (omp_g.max_active_levels > MAX_LEVELS) omp_g.max_active_levels = MAX_LEVELS;
-  omp_g.thread_limit = env_limit > 0 ? (int)env_limit : INT_MAX;
+  omp_g.init.thread_limit = env_limit > 0 ? (int)env_limit : INT_MAX;
+  omp_g.init.def_allocator = env_allocator > 0 ? (uintptr_t)env_allocator : ALLOC_DEFAULT;
+  omp_g.nteams = env_teams > 0 ? (int)env_teams : 0;
+  omp_g.teams_thread_limit = env_teams_limit > 0 ? (int)env_teams_limit : 0;
   omp_g.max_task_priority = env_priority > 0 ? (int)env_priority : 0;
   if (env_cancellation == 1)
     fprintf(stderr, "ito-omp: OMP_CANCELLATION=%s: cancellation is not supported; cancel "
@@ -274,7 +291,7 @@ void ito_omp_display_env(int verbose) {
   fprintf(f, "  OMP_PLACES = '%s'\n", "");
   fprintf(f, "  OMP_STACKSIZE = '%s'\n", stack);
   fprintf(f, "  OMP_WAIT_POLICY = '%s'\n", wait);
-  fprintf(f, "  OMP_THREAD_LIMIT = '%d'\n", omp_g.thread_limit);
+  fprintf(f, "  OMP_THREAD_LIMIT = '%d'\n", omp_g.init.thread_limit);
   fprintf(f, "  OMP_MAX_ACTIVE_LEVELS = '%d'\n", omp_g.max_active_levels);
   fprintf(f, "  OMP_NUM_TEAMS = '%d'\n", omp_get_max_teams());
   fprintf(f, "  OMP_TEAMS_THREAD_LIMIT = '%d'\n", omp_get_teams_thread_limit());
@@ -470,7 +487,7 @@ OMP_API void omp_set_max_active_levels(int n) {
 }
 OMP_API int omp_get_max_active_levels(void) { return omp_g.max_active_levels; }
 OMP_API int omp_get_supported_active_levels(void) { return MAX_LEVELS; }
-OMP_API int omp_get_thread_limit(void) { return omp_g.thread_limit; }
+OMP_API int omp_get_thread_limit(void) { return ito_omp_cur()->icv.thread_limit; }
 OMP_API int omp_get_num_procs(void) { return omp_g.nprocs; }
 OMP_API int omp_in_final(void) { return ito_omp_cur()->final_; }
 OMP_API int omp_get_cancellation(void) { return 0; }
@@ -479,14 +496,8 @@ OMP_API int omp_get_num_places(void) { return 0; }
 OMP_API int omp_get_place_num(void) { return -1; }
 OMP_API int omp_get_partition_num_places(void) { return 0; }
 OMP_API int omp_get_max_task_priority(void) { return omp_g.max_task_priority; }
-OMP_API int omp_get_num_devices(void) { return 0; }
-OMP_API int omp_get_default_device(void) { return 0; }
-OMP_API void omp_set_default_device(int d) { (void)d; }
-OMP_API int omp_get_initial_device(void) { return 0; }
-OMP_API int omp_get_device_num(void) { return 0; }
-OMP_API int omp_is_initial_device(void) { return 1; }
-OMP_API int omp_get_num_teams(void) { return 1; }
-OMP_API int omp_get_team_num(void) { return 0; }
+OMP_API int omp_get_num_teams(void) { return (int)ito_omp_cur()->num_teams + 1; }
+OMP_API int omp_get_team_num(void) { return (int)ito_omp_cur()->team_num; }
 
 OMP_API void omp_set_schedule(int kind, int chunk) {
   task *t = ito_omp_cur();

@@ -46,7 +46,16 @@ struct icv {
   int sched;         /* run-sched-var kind (SCHED_*, maybe | SCHED_MONOTONIC) */
   long chunk;        /* run-sched-var chunk (0: the kind's default) */
   int dyn;           /* dyn-var */
+  int thread_limit;  /* thread-limit-var (INT_MAX: none) */
+  int default_device; /* default-device-var */
+  uintptr_t def_allocator; /* def-allocator-var (alloc.c) */
 };
+
+/* omp_allocator_handle_t values (alloc.c): above the last predefined one a
+ * handle is a user-made allocator's address. */
+#define ALLOC_NULL 0
+#define ALLOC_DEFAULT 1          /* omp_default_mem_alloc */
+#define ALLOC_MAX_PREDEFINED 8   /* omp_thread_mem_alloc */
 
 /* Process-wide settings, read from the environment at load. */
 struct omp_global {
@@ -54,10 +63,11 @@ struct omp_global {
   int nlist;                  /* OMP_NUM_THREADS entries (nthreads-var per level) */
   int list[16];
   int max_active_levels;      /* max-active-levels-var */
-  int thread_limit;           /* thread-limit-var */
   int nprocs;                 /* CPUs usable by the process */
   int max_task_priority;      /* max-task-priority-var (OMP_MAX_TASK_PRIORITY) */
   char affinity_format[256];  /* affinity-format-var (OMP_AFFINITY_FORMAT) */
+  int nteams;                 /* nteams-var (0: the default, 3 teams) */
+  int teams_thread_limit;     /* teams-thread-limit-var (0: none) */
 };
 extern struct omp_global omp_g;
 
@@ -100,6 +110,7 @@ typedef struct task {
   struct deptab *deps;          /* dependences among its children */
   struct dnode *node;           /* its own dependence node, or NULL */
   struct icv icv;
+  unsigned team_num, num_teams; /* the league of a host teams region (omp_get_team_num) */
   /* implicit tasks only: the work-sharing state of this member */
   unsigned ws_seq;              /* work shares entered */
   struct ws *ws;                /* the current one */
@@ -247,6 +258,10 @@ OMP_API int omp_test_nest_lock(nest_lock_t *l);
 /* ---- task.c ---------------------------------------------------------------------- */
 /* frees the dependence table of a task whose children are all over */
 void ito_omp_deptab_free(task *t);
+OMP_API void GOMP_task(void (*fn)(void *), void *data, void (*cpyfn)(void *, void *),
+                       long arg_size, long arg_align, bool if_clause, unsigned flags,
+                       void **depend, int priority, void *detach);
+OMP_API void GOMP_taskwait_depend(void **depend);
 
 /* ---- reduction.c ----------------------------------------------------------------- */
 /* a holder of a reduction slot (t->rteam set) gives it back at the end of

@@ -245,6 +245,8 @@ static inline void task_init(task *t, task *parent, int final_) {
   t->deps = NULL;
   t->node = NULL;
   t->icv = parent->icv;
+  t->team_num = parent->team_num;
+  t->num_teams = parent->num_teams;
   t->ws = NULL;
   t->solo = NULL;
   t->heap = NULL;

@@ -34,6 +34,8 @@ static void implicit_init(task *t, team *tm, unsigned id) {
   t->id = id;
   t->kind = TASK_IMPLICIT;
   t->icv = enc->icv;
+  t->team_num = enc->team_num; /* a region inside a host teams region is in its team */
+  t->num_teams = enc->num_teams;
   if (tm->level < omp_g.nlist) t->icv.nthreads = omp_g.list[tm->level];
   t->red0 = tm->red;
 }
@@ -65,7 +67,7 @@ static unsigned team_size(task *enc, unsigned nthreads) {
   int active = enc->team ? enc->team->active_level : 0;
   if (active >= omp_g.max_active_levels) return 1;
   long n = nthreads ? (long)nthreads : enc->icv.nthreads;
-  if (n > omp_g.thread_limit) n = omp_g.thread_limit;
+  if (n > enc->icv.thread_limit) n = enc->icv.thread_limit;
   if (n > 65536) n = 65536;
   return n < 1 ? 1 : (unsigned)n;
 }
@@ -88,7 +90,10 @@ static void team_init(team *tm, task *enc, unsigned n, void (*fn)(void *), void 
  * workers' thread-local storage) are per member and persist between such
  * regions, as OpenMP promises (docs/openmp.md, "threadprivate"). */
 static int bind_team(team *tm) {
-  if (tm->level != 1 || tm->n < 2 || tm->encountering->kind != TASK_INITIAL) return -1;
+  /* (an initial task with a parent is a target region's, target.c) */
+  if (tm->level != 1 || tm->n < 2 || tm->encountering->kind != TASK_INITIAL ||
+      tm->encountering->parent)
+    return -1;
   int w = ito_worker_id();
   if (w < 0 || !ito__dropin_ctx() || (int)tm->n > ito_num_workers()) return -1;
   static _Atomic int home0 = -1; /* the initial thread's worker, kept from the first region */
@@ -302,6 +307,25 @@ void ito_omp_ws_leave(task *me) {
     atomic_store_explicit(&w->avail, me->ws_seq - 1 + NWS, memory_order_release);
     ito_omp_team_notify(tm);
   }
+}
+
+/* ---- scope ----------------------------------------------------------------------
+ * gcc 12 lowers a scope construct to its code, its barrier (unless nowait)
+ * and, for reduction clauses, the same code as a parallel region's; it
+ * calls GOMP_scope_start only for task reductions (reduction(task, ...)),
+ * registered as a work-sharing construct's (reduction.c; the barrier and
+ * GOMP_workshare_task_reduction_unregister follow in the program's code).
+ * Without them the call is a work share with no work. */
+OMP_API void GOMP_scope_start(uintptr_t *reductions) {
+  task *me = ito_omp_cur();
+  if (reductions) {
+    ito_omp_ws_reductions(me, reductions);
+    return;
+  }
+  int first;
+  struct ws *w = ito_omp_ws_enter(me, &first);
+  if (first) ito_omp_ws_publish(me, w);
+  ito_omp_ws_leave(me);
 }
 
 /* ---- single ---------------------------------------------------------------------- */

@@ -186,6 +186,25 @@ int main(void) {
     printf("for: %ld sections: %ld\n", s, q);
   }
 
+  /* 7b. scope with reduction(task, ...). */
+  {
+    long r = 0;
+    int n = 0;
+#pragma omp parallel
+    {
+#pragma omp single
+      n = omp_get_num_threads();
+#pragma omp scope reduction(task, + : r)
+      {
+        r += 10;
+#pragma omp task in_reduction(+ : r)
+        slow_add(&r, STEPS);
+      }
+    }
+    CHECK_EQ(r, (long)n * (10 + STEPS));
+    printf("scope: %ld per thread\n", r / n);
+  }
+
   /* 8. Identities that are not zero: *, max, min, & and |. */
   {
     long p = 3, mx = -5, mn = 1000;
