@@ -96,6 +96,16 @@ struct taskgroup;
 struct deptab;
 struct dnode;
 
+/* The completion event of a task with detach (omp_event_handle_t is its
+ * address): the task is complete once its code has ended and the event is
+ * fulfilled (task.c). */
+enum { EV_NONE, EV_PENDING, EV_WAITING, EV_FULFILLED };
+struct tevent {
+  int lock;
+  int state;                    /* EV_*, under lock */
+  void *head, *tail;            /* the task, parked until fulfilled */
+};
+
 typedef struct task {
   struct task *parent;          /* the creating task (implicit tasks: the encountering task) */
   struct team *team;            /* the team it binds to; NULL: outside any region */
@@ -121,6 +131,7 @@ typedef struct task {
   void (*fn)(void *);
   void *data;
   void *heap;                   /* a block to free once the task is over */
+  struct tevent ev;             /* detach: its completion event */
   /* task reductions (reduction.c) */
   uintptr_t *red0;              /* the registered reductions it sees outside its taskgroups */
   struct team *rteam;           /* the team one of whose slots it holds, or NULL */

@@ -16,6 +16,38 @@
 #define TASK_FLAG_IF 1024
 #define TASK_FLAG_NOGROUP 2048
 #define TASK_FLAG_REDUCTION 4096
+#define TASK_FLAG_DETACH 8192
+
+/* ---- detach: completion events -----------------------------------------------------
+ * The event is the task's: the handle is its address. Its state is read
+ * and written under its lock only, so a fulfiller that took the lock is
+ * done with the event once it lets go, and the task, which looks under
+ * the same lock, cannot end (and free the event with its stack) before. */
+static void event_wait(struct tevent *e) {
+  ito__dropin_lock(&e->lock);
+  while (e->state != EV_FULFILLED) {
+    e->state = EV_WAITING;
+    ito__dropin_wq_wait(&e->lock, &e->head, &e->tail, 0, CLOCK_MONOTONIC, NULL, NULL, NULL);
+    ito__dropin_lock(&e->lock);
+  }
+  ito__dropin_unlock(&e->lock);
+}
+
+OMP_API void omp_fulfill_event(uintptr_t event) {
+  struct tevent *e = (struct tevent *)event;
+  if (!e) ito_omp_fatal("omp_fulfill_event: not an event of a task with detach");
+  ito__dropin_lock(&e->lock);
+  int s = e->state;
+  if (s != EV_PENDING && s != EV_WAITING) {
+    ito__dropin_unlock(&e->lock);
+    ito_omp_fatal("omp_fulfill_event: the event %p was fulfilled already or is not an event "
+                  "of a task with detach", (void *)e);
+  }
+  e->state = EV_FULFILLED;
+  void *list = ito__dropin_wq_take(&e->head, &e->tail, -1);
+  ito__dropin_unlock(&e->lock);
+  ito__dropin_wq_wake(list);
+}
 
 /* ---- dependences ------------------------------------------------------------------
  * A task with depend clauses gets a node. Its creator's table maps each
@@ -242,6 +274,7 @@ static inline void task_init(task *t, task *parent, int final_) {
   t->ingroup = parent->tg;
   t->red0 = parent->tg ? parent->tg->red : parent->red0;
   t->rteam = NULL;
+  t->ev.state = EV_NONE;
   t->deps = NULL;
   t->node = NULL;
   t->icv = parent->icv;
@@ -262,6 +295,7 @@ static void count_child(task *parent) {
  * (once its own children are over) its lifetime in taskgroup and parent. */
 static void task_finish(task *t) {
   if (UNLIKELY(t->rteam)) ito_omp_red_release(t);
+  if (UNLIKELY(t->ev.state != EV_NONE)) event_wait(&t->ev); /* detach: complete once fulfilled */
   if (t->node) dep_complete(t->node);
   task *p = t->parent;
   uint64_t k = atomic_load_explicit(&t->kids, memory_order_acquire);
@@ -311,7 +345,16 @@ struct create {
   size_t size, off;
   int bounds;                 /* taskloop: write lo, hi into the copy's first two words */
   unsigned long long lo, hi;
+  uintptr_t *detach;          /* detach: where the creator wants the event's handle */
 };
+
+static inline void detach_init(task *t, struct create *c) {
+  if (LIKELY(!c->detach)) return;
+  t->ev.lock = 0;
+  t->ev.head = t->ev.tail = NULL;
+  t->ev.state = EV_PENDING;
+  *c->detach = (uintptr_t)&t->ev; /* before the task's code runs */
+}
 
 static inline void copy_data(void *dst, struct create *c) {
   if (c->cpyfn)
@@ -331,6 +374,7 @@ static void build_child(void *dst, void *arg) {
   t->fn = c->fn;
   t->data = (char *)dst + c->off;
   copy_data(t->data, c);
+  detach_init(t, c);
 }
 
 static inline size_t data_off(size_t align) {
@@ -345,6 +389,7 @@ static void run_inline(struct create *c, size_t align, struct dnode *node) {
   task_init(&t, c->parent, c->final_);
   t.kind = TASK_INLINE;
   t.ingroup = NULL; /* over before the taskgroup can end */
+  detach_init(&t, c);
   void *data = c->data;
   if (c->cpyfn || c->bounds) {
     if (align < 16) align = 16;
@@ -364,6 +409,7 @@ static void run_inline(struct create *c, size_t align, struct dnode *node) {
   }
   c->fn(data);
   if (UNLIKELY(t.rteam)) ito_omp_red_release(&t);
+  if (UNLIKELY(t.ev.state != EV_NONE)) event_wait(&t.ev);
   if (node) dep_complete(node);
   if (atomic_load_explicit(&t.kids, memory_order_relaxed)) ito_omp_wait_kids(&t, KID_WAIT_ALIVE);
   if (t.deps) deptab_free(t.deps);
@@ -407,15 +453,16 @@ OMP_API void GOMP_task(void (*fn)(void *), void *data, void (*cpyfn)(void *, voi
                        long arg_size, long arg_align, bool if_clause, unsigned flags,
                        void **depend, int priority, void *detach) {
   (void)priority; /* a hint; tasks start in creation order */
-  if (UNLIKELY(detach)) ito_omp_fatal("GOMP_task: the detach clause is not supported");
   task *parent = ito_omp_cur();
   size_t align = arg_align > 0 ? (size_t)arg_align : 1;
   struct create c = {parent, (flags & TASK_FLAG_FINAL) != 0, fn, data, cpyfn,
-                     (size_t)arg_size, 0, 0, 0, 0};
+                     (size_t)arg_size, 0, 0, 0, 0, NULL};
+  if (UNLIKELY((flags & TASK_FLAG_DETACH) && detach)) c.detach = (uintptr_t *)detach;
   /* The cut-off (docs/openmp.md): while this worker's deque already holds
    * INLINE_DEPTH continuations idle workers can take, a deferrable task
-   * without dependences runs here as a call (an undeferred task). */
-  if (LIKELY(if_clause && !(flags & 8) && !parent->final_) &&
+   * without dependences runs here as a call (an undeferred task). Never a
+   * task with detach: its creator may be the one to fulfill the event. */
+  if (LIKELY(if_clause && !(flags & (8 | TASK_FLAG_DETACH)) && !parent->final_) &&
       ito__dropin_stealable() >= INLINE_DEPTH) {
     run_inline(&c, align, NULL);
     return;
@@ -491,7 +538,7 @@ static void taskloop(void (*fn)(void *), void *data, void (*cpyfn)(void *, void 
     for (unsigned long long i = 0; i < ntasks; i++) {
       unsigned long long len = q + (i < r);
       struct create c = {parent, (flags & TASK_FLAG_FINAL) != 0, fn, data, cpyfn,
-                         (size_t)arg_size, 0, 1, start + at * step, 0};
+                         (size_t)arg_size, 0, 1, start + at * step, 0, NULL};
       at += len;
       c.hi = at == niter ? end : start + at * step;
       create_task(&c, arg_align > 0 ? (size_t)arg_align : 1, (flags & TASK_FLAG_IF) != 0, NULL);
