@@ -438,7 +438,28 @@ void ito_omp_team_notify(team *tm) {
 
 /* ---- the user API ------------------------------------------------------------------- */
 
-OMP_API int omp_get_thread_num(void) { return (int)ito_omp_cur()->id; }
+/* In an explicit task: the member on whose behalf it runs. A task holding
+ * a task reduction slot runs for that member; in a bound team (each
+ * member homed on its own worker, team.c) a task reports the member whose
+ * worker runs it; otherwise (unbound teams, a worker with no member) the
+ * member that created it. docs/openmp.md, "Team queries in tasks". */
+static int task_thread_num(const task *t) {
+  team *tm = t->team;
+  if (t->rteam && t->rteam == tm) return (int)t->rslot;
+  if (tm && tm->home >= 0) {
+    int w = ito_worker_id(), nw = ito_num_workers();
+    if (w >= 0 && nw > 0) {
+      int k = ((w - tm->home) % nw + nw) % nw;
+      if (k < (int)tm->n) return k;
+    }
+  }
+  return (int)t->id;
+}
+OMP_API int omp_get_thread_num(void) {
+  task *t = ito_omp_cur();
+  if (LIKELY(t->kind == TASK_IMPLICIT || t->kind == TASK_INITIAL)) return (int)t->id;
+  return task_thread_num(t);
+}
 OMP_API int omp_get_num_threads(void) {
   team *tm = ito_omp_cur()->team;
   return tm ? (int)tm->n : 1;

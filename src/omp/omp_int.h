@@ -189,6 +189,7 @@ typedef struct team {
   int cq_lock;
   void *cq_head, *cq_tail;
   _Atomic int cq_waiters;
+  int home;                     /* bound: member i lives on worker (home + i) % workers; -1 */
   /* task reductions (reduction.c) */
   uintptr_t *red;               /* registered by parallel with the task modifier */
   struct task **rs;             /* per member slot: the top of its holders (NULL: free) */

@@ -11,6 +11,7 @@
 #define INLINE_DEPTH 8
 
 #define TASK_FLAG_FINAL 2
+#define TASK_FLAG_PRIORITY 16
 #define TASK_FLAG_UP 256
 #define TASK_FLAG_GRAINSIZE 512
 #define TASK_FLAG_IF 1024
@@ -64,6 +65,8 @@ struct dnode {
   struct dnode **succ;
   unsigned nsucc, csucc;
   task *t;                     /* a deferred task to start when npred reaches 0 */
+  int prio;                    /* its priority (a hint: among successors released together,
+                                  the higher start first) */
   int qlock;                   /* an undeferred task's creator waits here */
   void *qhead, *qtail;
 };
@@ -245,6 +248,14 @@ static void dep_complete(struct dnode *n) {
   n->succ = NULL;
   n->nsucc = n->csucc = 0;
   ito__dropin_unlock(&n->lock);
+  /* priorities: the highest first, in creation order among equals (the
+   * first one started runs at once on this worker) */
+  for (unsigned i = 1; i < ns; i++) {
+    struct dnode *x = succ[i];
+    unsigned j = i;
+    for (; j > 0 && succ[j - 1]->prio < x->prio; j--) succ[j] = succ[j - 1];
+    succ[j] = x;
+  }
   for (unsigned i = 0; i < ns; i++) dep_release(succ[i]);
   free(succ);
   node_unref(n);
@@ -346,6 +357,7 @@ struct create {
   int bounds;                 /* taskloop: write lo, hi into the copy's first two words */
   unsigned long long lo, hi;
   uintptr_t *detach;          /* detach: where the creator wants the event's handle */
+  int prio;                   /* priority, within [0, max-task-priority-var] */
 };
 
 static inline void detach_init(task *t, struct create *c) {
@@ -429,6 +441,7 @@ static void create_task(struct create *c, size_t align, bool deferred, void **de
   size_t a = align > _Alignof(task) ? align : _Alignof(task);
   if (depend) {
     struct dnode *n = dep_register(parent, depend);
+    n->prio = c->prio;
     char *blk = aligned_alloc(a < 64 ? 64 : a, (c->off + c->size + 63) & ~(size_t)63);
     if (!blk) ito_omp_fatal("out of memory for a task");
     build_child(blk, c);
@@ -452,12 +465,13 @@ static void create_task(struct create *c, size_t align, bool deferred, void **de
 OMP_API void GOMP_task(void (*fn)(void *), void *data, void (*cpyfn)(void *, void *),
                        long arg_size, long arg_align, bool if_clause, unsigned flags,
                        void **depend, int priority, void *detach) {
-  (void)priority; /* a hint; tasks start in creation order */
   task *parent = ito_omp_cur();
   size_t align = arg_align > 0 ? (size_t)arg_align : 1;
   struct create c = {parent, (flags & TASK_FLAG_FINAL) != 0, fn, data, cpyfn,
-                     (size_t)arg_size, 0, 0, 0, 0, NULL};
+                     (size_t)arg_size, 0, 0, 0, 0, NULL, 0};
   if (UNLIKELY((flags & TASK_FLAG_DETACH) && detach)) c.detach = (uintptr_t *)detach;
+  if (UNLIKELY((flags & TASK_FLAG_PRIORITY) && priority > 0))
+    c.prio = priority < omp_g.max_task_priority ? priority : omp_g.max_task_priority;
   /* The cut-off (docs/openmp.md): while this worker's deque already holds
    * INLINE_DEPTH continuations idle workers can take, a deferrable task
    * without dependences runs here as a call (an undeferred task). Never a
@@ -538,7 +552,7 @@ static void taskloop(void (*fn)(void *), void *data, void (*cpyfn)(void *, void 
     for (unsigned long long i = 0; i < ntasks; i++) {
       unsigned long long len = q + (i < r);
       struct create c = {parent, (flags & TASK_FLAG_FINAL) != 0, fn, data, cpyfn,
-                         (size_t)arg_size, 0, 1, start + at * step, 0, NULL};
+                         (size_t)arg_size, 0, 1, start + at * step, 0, NULL, 0};
       at += len;
       c.hi = at == niter ? end : start + at * step;
       create_task(&c, arg_align > 0 ? (size_t)arg_align : 1, (flags & TASK_FLAG_IF) != 0, NULL);

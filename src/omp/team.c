@@ -74,6 +74,7 @@ static unsigned team_size(task *enc, unsigned nthreads) {
 
 static void team_init(team *tm, task *enc, unsigned n, void (*fn)(void *), void *data) {
   memset(tm, 0, sizeof *tm);
+  tm->home = -1;
   tm->n = n;
   tm->encountering = enc;
   tm->level = (enc->team ? enc->team->level : 0) + 1;
@@ -117,6 +118,7 @@ static void team_begin(team *tm, task *t, void (*init)(struct ws *, void *, unsi
     t->ws = &tm->ws[0];
   }
   int h = bind_team(tm);
+  tm->home = h;
   if (h >= 0) {
     int nw = ito_num_workers();
     for (unsigned i = 1; i < tm->n; i++) {
