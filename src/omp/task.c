@@ -60,7 +60,7 @@ OMP_API void omp_fulfill_event(uintptr_t event) {
 struct dnode {
   int lock;
   int done;                    /* the task's code finished: no more edges to it */
-  _Atomic int refs;            /* the task, and table entries naming it */
+  _Atomic int refs;            /* the task, table entries naming it, edges to it */
   _Atomic uint64_t npred;
   struct dnode **succ;
   unsigned nsucc, csucc;
@@ -145,6 +145,9 @@ static void add_edge(struct dnode *p, struct dnode *n) {
     }
     p->succ[p->nsucc++] = n;
     atomic_fetch_add_explicit(&n->npred, KID_ALIVE, memory_order_relaxed);
+    /* the edge holds n: the predecessor reads n->t after its release, when an
+     * undeferred node's creator may already be done with n */
+    atomic_fetch_add_explicit(&n->refs, 1, memory_order_relaxed);
   }
   ito__dropin_unlock(&p->lock);
 }
@@ -256,7 +259,10 @@ static void dep_complete(struct dnode *n) {
     for (; j > 0 && succ[j - 1]->prio < x->prio; j--) succ[j] = succ[j - 1];
     succ[j] = x;
   }
-  for (unsigned i = 0; i < ns; i++) dep_release(succ[i]);
+  for (unsigned i = 0; i < ns; i++) {
+    dep_release(succ[i]);
+    node_unref(succ[i]); /* the edge's reference */
+  }
   free(succ);
   node_unref(n);
 }

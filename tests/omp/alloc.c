@@ -73,8 +73,11 @@ static void invalid_traits(void) {
   /* several traits, one bad: the whole call fails */
   omp_alloctrait_t t3[] = {{omp_atk_alignment, 64}, {omp_atk_pool_size, 4096},
                            {omp_atk_fallback, 42}};
-  printf("three traits, one bad: %s\n", make(3, t3) == omp_null_allocator ? "null" : "allocator");
-  printf("no traits: %s\n", make(0, NULL) == omp_null_allocator ? "null" : "allocator");
+  omp_allocator_handle_t a3 = make(3, t3), a0 = make(0, NULL);
+  printf("three traits, one bad: %s\n", a3 == omp_null_allocator ? "null" : "allocator");
+  printf("no traits: %s\n", a0 == omp_null_allocator ? "null" : "allocator");
+  omp_destroy_allocator(a3);
+  omp_destroy_allocator(a0);
 }
 
 /* Blocks of size bytes taken from a until it returns NULL (at most max). */

@@ -180,6 +180,7 @@ program fortran_api
   print '(a,l1,1x,l1)', 'wtime advances, wtick in (0, 0.01]: ', t1 - t0 >= 0.01d0, &
       tick > 0 .and. tick <= 0.01d0
 
+  deallocate(seen)
   if (failures /= 0) then
     print '(a,i0,a)', 'FAILED (', failures, ' checks)'
     stop 1
