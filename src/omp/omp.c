@@ -445,7 +445,7 @@ void ito_omp_team_notify(team *tm) {
  * member that created it. docs/openmp.md, "Team queries in tasks". */
 static int task_thread_num(const task *t) {
   team *tm = t->team;
-  if (t->rteam && t->rteam == tm) return (int)t->rslot;
+  if (t->rteam) return (int)t->rslot;
   if (tm && tm->home >= 0) {
     int w = ito_worker_id(), nw = ito_num_workers();
     if (w >= 0 && nw > 0) {

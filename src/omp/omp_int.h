@@ -135,6 +135,8 @@ typedef struct task {
   /* task reductions (reduction.c) */
   uintptr_t *red0;              /* the registered reductions it sees outside its taskgroups */
   struct team *rteam;           /* the team one of whose slots it holds, or NULL */
+  struct team *rtake;           /* a taskloop reduction's task: takes a slot of this team
+                                   before its code runs (its code uses omp_get_thread_num) */
   struct task *rbelow;          /* the holder under it in that slot */
   unsigned rslot;               /* that slot */
   unsigned char rwait;          /* it waits: the slot may be lent */
@@ -279,6 +281,7 @@ OMP_API void GOMP_taskwait_depend(void **depend);
 /* a holder of a reduction slot (t->rteam set) gives it back at the end of
  * its code, lends it while it waits and takes it back after */
 void ito_omp_red_release(task *t);
+void ito_omp_red_take(task *t);
 void ito_omp_red_lend(task *t);
 void ito_omp_red_reclaim(task *t);
 /* a work-sharing construct's reductions with the task modifier */

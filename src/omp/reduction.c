@@ -128,6 +128,15 @@ static void acquire_own(task *t, team *tm) {
   if (!try_own(&a)) ito_omp_team_wait(tm, try_own, &a);
 }
 
+/* A task of a taskloop with reductions: gcc's code for it indexes the
+ * copies with omp_get_thread_num() instead of remapping, so it takes its
+ * slot before it runs (omp_get_thread_num answers the slot: omp.c). */
+void ito_omp_red_take(task *t) {
+  team *tm = t->rtake;
+  t->rtake = NULL;
+  acquire(t, tm);
+}
+
 void ito_omp_red_release(task *t) {
   team *tm = t->rteam;
   ito__dropin_lock(&tm->rs_lock);

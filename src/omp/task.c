@@ -291,6 +291,7 @@ static inline void task_init(task *t, task *parent, int final_) {
   t->ingroup = parent->tg;
   t->red0 = parent->tg ? parent->tg->red : parent->red0;
   t->rteam = NULL;
+  t->rtake = NULL;
   t->ev.state = EV_NONE;
   t->deps = NULL;
   t->node = NULL;
@@ -333,6 +334,7 @@ static void task_finish(task *t) {
 /* Entry of a task whose task and data are on its own stack. */
 static void task_entry(void *arg) {
   task *t = arg; /* already the current task (ITO_DROPIN_CTX_COPY) */
+  if (UNLIKELY(t->rtake)) ito_omp_red_take(t);
   t->fn(t->data);
   task_finish(t);
 }
@@ -341,6 +343,7 @@ static void task_entry(void *arg) {
 static void heap_task_entry(void *arg) {
   task *t = *(task **)arg;
   ito_omp_set_cur(t);
+  if (UNLIKELY(t->rtake)) ito_omp_red_take(t);
   t->fn(t->data);
   void *heap = t->heap;
   task_finish(t);
@@ -364,6 +367,7 @@ struct create {
   unsigned long long lo, hi;
   uintptr_t *detach;          /* detach: where the creator wants the event's handle */
   int prio;                   /* priority, within [0, max-task-priority-var] */
+  struct team *red_tm;        /* taskloop reduction: the team whose copies its tasks use */
 };
 
 static inline void detach_init(task *t, struct create *c) {
@@ -393,6 +397,7 @@ static void build_child(void *dst, void *arg) {
   t->data = (char *)dst + c->off;
   copy_data(t->data, c);
   detach_init(t, c);
+  t->rtake = c->red_tm;
 }
 
 static inline size_t data_off(size_t align) {
@@ -408,6 +413,7 @@ static void run_inline(struct create *c, size_t align, struct dnode *node) {
   t.kind = TASK_INLINE;
   t.ingroup = NULL; /* over before the taskgroup can end */
   detach_init(&t, c);
+  t.rtake = c->red_tm;
   void *data = c->data;
   if (c->cpyfn || c->bounds) {
     if (align < 16) align = 16;
@@ -425,6 +431,7 @@ static void run_inline(struct create *c, size_t align, struct dnode *node) {
   } else {
     ito_omp_set_cur(&t);
   }
+  if (UNLIKELY(t.rtake)) ito_omp_red_take(&t);
   c->fn(data);
   if (UNLIKELY(t.rteam)) ito_omp_red_release(&t);
   if (UNLIKELY(t.ev.state != EV_NONE)) event_wait(&t.ev);
@@ -474,7 +481,7 @@ OMP_API void GOMP_task(void (*fn)(void *), void *data, void (*cpyfn)(void *, voi
   task *parent = ito_omp_cur();
   size_t align = arg_align > 0 ? (size_t)arg_align : 1;
   struct create c = {parent, (flags & TASK_FLAG_FINAL) != 0, fn, data, cpyfn,
-                     (size_t)arg_size, 0, 0, 0, 0, NULL, 0};
+                     (size_t)arg_size, 0, 0, 0, 0, NULL, 0, NULL};
   if (UNLIKELY((flags & TASK_FLAG_DETACH) && detach)) c.detach = (uintptr_t *)detach;
   if (UNLIKELY((flags & TASK_FLAG_PRIORITY) && priority > 0))
     c.prio = priority < omp_g.max_task_priority ? priority : omp_g.max_task_priority;
@@ -558,7 +565,8 @@ static void taskloop(void (*fn)(void *), void *data, void (*cpyfn)(void *, void 
     for (unsigned long long i = 0; i < ntasks; i++) {
       unsigned long long len = q + (i < r);
       struct create c = {parent, (flags & TASK_FLAG_FINAL) != 0, fn, data, cpyfn,
-                         (size_t)arg_size, 0, 1, start + at * step, 0, NULL, 0};
+                         (size_t)arg_size, 0, 1, start + at * step, 0, NULL, 0,
+                         red ? ito_omp_ws_team(parent) : NULL};
       at += len;
       c.hi = at == niter ? end : start + at * step;
       create_task(&c, arg_align > 0 ? (size_t)arg_align : 1, (flags & TASK_FLAG_IF) != 0, NULL);
