@@ -1,4 +1,4 @@
-"""omp_fib, omp_qsort, omp_matmul, omp_jacobi, omp_sparselu, omp_wavefront: one gcc -fopenmp
+"""omp_fib, omp_qsort, omp_matmul, omp_jacobi, omp_sparselu, omp_wavefront, omp_taskred: one gcc -fopenmp
 binary each, under libgomp, LLVM's libomp and libito-omp.so.
 
 The programs of bench/omp/, run unchanged under three runtimes of the GNU
@@ -8,8 +8,9 @@ the largest worker count, in rounds so that a drift of the machine touches
 every runtime alike. Tasks without cut-off (fib), nested parallel regions
 (quicksort and matrix product, after Tanaka, Taura and Yonezawa,
 'Implementation and Evaluation of Nested Parallelism in OpenMP',
-docs/references.md), tasks ordered by `depend` (Jacobi, sparse LU) and a
-doacross loop (a Gauss-Seidel wavefront, `ordered(2)` with `depend(sink/source)`). The
+docs/references.md), tasks ordered by `depend` (Jacobi, sparse LU), a
+doacross loop (a Gauss-Seidel wavefront, `ordered(2)` with `depend(sink/source)`) and
+task reductions (fib's call tree as `in_reduction` tasks in a `taskgroup task_reduction`). The
 options, runs, checks and report part are bench/omp/omp_bench.py's; this
 module fits them to the harness.
 """

@@ -16,6 +16,8 @@ binary each, run unchanged under three runtimes of the GNU OpenMP ABI:
   omp_wavefront wavefront_doacross N BLOCK SWEEPS 1
                                              Gauss-Seidel wavefront, a doacross
                                              loop (ordered(2), depend(sink/source))
+  omp_taskred   taskred_omp N CUTOFF 1       fib's call tree as in_reduction(+) tasks
+                                             in a taskgroup task_reduction(+)
 
 in rounds (--reps, default 3): in each, every runtime runs once in turn, one
 timed repetition per process, so that a drift of a shared machine touches
@@ -50,7 +52,8 @@ import subprocess
 import sys
 import time
 
-BENCHES = ["omp_fib", "omp_qsort", "omp_matmul", "omp_jacobi", "omp_sparselu", "omp_wavefront"]
+BENCHES = ["omp_fib", "omp_qsort", "omp_matmul", "omp_jacobi", "omp_sparselu", "omp_wavefront",
+           "omp_taskred"]
 RUNTIMES = ["gomp", "iomp", "ito"]
 LEVELS_DEEP = "255"  # libgomp's largest max-active-levels: nesting as deep as it goes
 
@@ -111,6 +114,16 @@ PROGRAMS = {
              "columns; block (i, jb) waits with `ordered depend(sink: i - 1, jb)` and posts "
              "with `ordered depend(source)`, so the rows run as a pipeline; one loop per "
              "sweep. Checked bit for bit against the serial sweeps"),
+    "omp_taskred": dict(
+        binary="taskred_omp", params=["n", "cutoff"], extra=[],
+        default=["25", "1"], quick=["16", "1"],
+        what="a reduction over a tree of tasks: fib(n)'s call tree, every call of fib(m) "
+             "with m > *cutoff* two tasks `in_reduction(+: sum)` (for m - 1 and m - 2), a "
+             "task for m <= *cutoff* adds fib(m) to sum; all in one `taskgroup "
+             "task_reduction(+: sum)` opened by one thread (`parallel` + `single`), no "
+             "taskwait (the end of the taskgroup waits and combines the copies). Each task "
+             "updates the copy of sum its runtime gives it (`GOMP_task_reduction_remap`). "
+             "Checked against the closed form and the same tree walked without pragmas"),
 }
 # matmul configurations: name -> OMP_MAX_ACTIVE_LEVELS
 MATMUL_NESTING = {"nested": "2", "flat": "1"}
@@ -139,7 +152,7 @@ def add_args(p):
     p.add_argument("--omp-param", action="append", default=[], metavar="BENCH=A,B,..",
                    help="an OpenMP benchmark's parameters, e.g. omp_qsort=16777216,10000, "
                         "omp_matmul=512, omp_jacobi=4096,128,20, omp_sparselu=50,64, "
-                        "omp_wavefront=4096,128,10 "
+                        "omp_wavefront=4096,128,10, omp_taskred=27,1 "
                         "(omp_fib takes --fib-n)")
     p.add_argument("--omp-lib", help="libito-omp.so for the ito runs (default: next to "
                                      "libito.so, the parent of --bindir)")

@@ -61,6 +61,11 @@ void GOMP_loop_static_next(void);
 void GOMP_loop_end(void);
 void GOMP_doacross_post(void);
 void GOMP_doacross_wait(void);
+void GOMP_taskgroup_start(void);
+void GOMP_taskgroup_end(void);
+void GOMP_taskgroup_reduction_register(void);
+void GOMP_taskgroup_reduction_unregister(void);
+void GOMP_task_reduction_remap(void);
 
 /* The omp_* functions ompb_meta calls, in every program's list. */
 #define OMPB_META_ENTRIES OMPB_ENTRY(omp_get_max_active_levels), OMPB_ENTRY(omp_get_num_procs)
