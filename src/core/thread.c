@@ -392,7 +392,7 @@ int ito__thread_spawn(void (*fn)(void *), const void *arg, size_t size, size_t a
   }
   if (align < 16) align = 16;
   worker *w = cur_worker();
-  if (LIKELY(home < 0 && w && w->cur && parkable(w) && !w->cur->home && size <= 4096 &&
+  if (LIKELY(home == -1 && w && w->cur && parkable(w) && !w->cur->home && size <= 4096 &&
              align <= 4096 && !dq_full_at_margin(&w->dq, dq_tail(&w->dq)))) {
     fiber *f = fiber_get(&w->fibers);
     if (!f) return EAGAIN;
@@ -436,7 +436,7 @@ int ito__thread_spawn(void (*fn)(void *), const void *arg, size_t size, size_t a
   ithread *t;
   struct thread_opts o = {
       .detached = 1,
-      .queue = (w && w->cur && !parkable(w)) || home >= 0 || size > 4096 || align > 4096,
+      .queue = (w && w->cur && !parkable(w)) || home != -1 || size > 4096 || align > 4096,
       .anon = 1,
   };
   return ito__thread_start(f, spawn_entry, c, &o, &t, NULL);

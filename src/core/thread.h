@@ -94,8 +94,11 @@ HIDDEN int ito__thread_start(struct fiber *f, void *(*fn)(void *), void *arg,
  * stack holding the copy when the caller is an ito thread, else queued
  * with a heap copy. The new stack's context word starts as ctx, or as the
  * copy's address when ctx is THREAD_CTX_COPY. home >= 0: the thread lives
- * on worker home (placement). 0 or EAGAIN. */
+ * on worker home (placement); THREAD_QUEUED: queued on the caller's worker
+ * for any worker to take, the caller going on (help-first); -1: work-first
+ * where it can. 0 or EAGAIN. */
 #define THREAD_CTX_COPY ((void *)1)
+#define THREAD_QUEUED (-2)
 HIDDEN int ito__thread_spawn(void (*fn)(void *), const void *arg, size_t size, size_t align,
                              void (*cpy)(void *, void *), void *ctx, int home);
 /* Threads other than the root still alive (invariant 4). */

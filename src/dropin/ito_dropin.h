@@ -224,6 +224,11 @@ ITO_DROPIN_API int ito__dropin_can_park(void);
 #define ITO_DROPIN_CTX_COPY ((void *)1)
 ITO_DROPIN_API int ito__dropin_spawn(void (*fn)(void *), const void *arg, size_t size,
                                      size_t align, void (*cpy)(void *, void *), void *ctx);
+/* The same, queued (help-first): the caller goes on and any worker may take
+ * the new thread from the caller's worker's ready queue. */
+ITO_DROPIN_API int ito__dropin_spawn_queued(void (*fn)(void *), const void *arg, size_t size,
+                                            size_t align, void (*cpy)(void *, void *),
+                                            void *ctx);
 /* The same, queued for worker `home` (0 <= home < ito_num_workers(), else
  * EINVAL), where the task stays: see ito__dropin_home. */
 ITO_DROPIN_API int ito__dropin_spawn_home(int home, void (*fn)(void *), const void *arg,

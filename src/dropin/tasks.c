@@ -38,6 +38,13 @@ int ito__dropin_spawn_home(int home, void (*fn)(void *), const void *arg, size_t
                            ctx == ITO_DROPIN_CTX_COPY ? THREAD_CTX_COPY : ctx, home);
 }
 
+int ito__dropin_spawn_queued(void (*fn)(void *), const void *arg, size_t size, size_t align,
+                             void (*cpy)(void *, void *), void *ctx) {
+  report_spawn();
+  return ito__thread_spawn(fn, arg, size, align, cpy,
+                           ctx == ITO_DROPIN_CTX_COPY ? THREAD_CTX_COPY : ctx, THREAD_QUEUED);
+}
+
 int ito__dropin_home(int home) {
   worker *w = cur_worker();
   if (!w || !w->cur) return ESRCH;

@@ -135,6 +135,7 @@ typedef struct task {
   /* task reductions (reduction.c) */
   uintptr_t *red0;              /* the registered reductions it sees outside its taskgroups */
   struct team *rteam;           /* the team one of whose slots it holds, or NULL */
+  struct team *rqueued;         /* queued behind a slot holder of this team, not started */
   struct team *rtake;           /* a taskloop reduction's task: takes a slot of this team
                                    before its code runs (its code uses omp_get_thread_num) */
   struct task *rbelow;          /* the holder under it in that slot */
@@ -195,6 +196,7 @@ typedef struct team {
   /* task reductions (reduction.c) */
   uintptr_t *red;               /* registered by parallel with the task modifier */
   struct task **rs;             /* per member slot: the top of its holders (NULL: free) */
+  _Atomic unsigned rqueued;     /* children of slot holders queued, not yet started */
   int rs_lock;
   struct ws ws[NWS];
 } team;
@@ -281,6 +283,15 @@ OMP_API void GOMP_taskwait_depend(void **depend);
 /* a holder of a reduction slot (t->rteam set) gives it back at the end of
  * its code, lends it while it waits and takes it back after */
 void ito_omp_red_release(task *t);
+/* The holder whose slot is idle while t waits: t, or for a task run as a
+ * call inside its creator, the nearest creator that holds one; NULL. */
+static inline task *ito_omp_red_holder(task *t) {
+  for (; t; t = t->parent) {
+    if (UNLIKELY(t->rteam != NULL)) return t;
+    if (LIKELY(t->kind != TASK_INLINE)) return NULL;
+  }
+  return NULL;
+}
 void ito_omp_red_take(task *t);
 void ito_omp_red_lend(task *t);
 void ito_omp_red_reclaim(task *t);

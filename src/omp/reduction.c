@@ -26,10 +26,14 @@
  * taskgroup end, barrier, dependences, the end of a region) lends its slot:
  * a task may push itself on a slot whose top is waiting (or which is
  * empty), and the holder, once its wait is over, goes on only when it is
- * the top again. A task run as a call inside its creator (undeferred)
- * pushes itself on the creator's slot, since the creator cannot run before
- * it returns. A task that finds no slot to take parks until one is lent or
- * freed.
+ * the top again (a task run as a call inside its creator waits on its
+ * creator's behalf: the nearest holder among its undeferred creators
+ * lends, ito_omp_red_holder). A task run as a call inside its creator
+ * (undeferred) pushes itself on the creator's slot, since the creator
+ * cannot run before it returns. A holder's children are queued rather than
+ * run first (task.c): the holder goes on with its copy, as a libgomp
+ * thread does, and idle workers take the children, each with a free slot.
+ * A task that finds no slot to take parks until one is lent or freed.
  *
  * Invariants (under the team's rs_lock):
  *  1. t->rteam == tm and t->rslot == k exactly while t is in slot k's stack
@@ -80,9 +84,14 @@ static int try_take(void *p) {
   unsigned n = tm->n, start = t->parent ? t->parent->id % n : 0;
   int got = 0;
   task *par = t->parent;
-  if (t->kind == TASK_INLINE && par && par->rteam == tm && tm->rs[par->rslot] == par) {
-    push(tm, par->rslot, t); /* the creator is suspended in the call */
-    got = 1;
+  /* first the creator's slot: it is suspended in the call that runs t
+   * (undeferred), or lent it while t runs first (task.c) */
+  if (par && par->rteam == tm) {
+    task *top = tm->rs[par->rslot];
+    if ((t->kind == TASK_INLINE && top == par) || lendable(top)) {
+      push(tm, par->rslot, t);
+      got = 1;
+    }
   }
   for (unsigned i = 0; !got && i < n; i++) {
     unsigned k = (start + i) % n;

@@ -9,6 +9,9 @@
 /* Stealable continuations on the worker's deque from which on tasks run
  * inline (docs/openmp.md, "The cut-off"). */
 #define INLINE_DEPTH 8
+/* Children a reduction slot holder may have queued per team member before
+ * more run undeferred (libgomp: 64 queued tasks per thread). */
+#define QUEUED_PER_MEMBER 64
 
 #define TASK_FLAG_FINAL 2
 #define TASK_FLAG_PRIORITY 16
@@ -292,6 +295,7 @@ static inline void task_init(task *t, task *parent, int final_) {
   t->red0 = parent->tg ? parent->tg->red : parent->red0;
   t->rteam = NULL;
   t->rtake = NULL;
+  t->rqueued = NULL;
   t->ev.state = EV_NONE;
   t->deps = NULL;
   t->node = NULL;
@@ -334,6 +338,7 @@ static void task_finish(task *t) {
 /* Entry of a task whose task and data are on its own stack. */
 static void task_entry(void *arg) {
   task *t = arg; /* already the current task (ITO_DROPIN_CTX_COPY) */
+  if (UNLIKELY(t->rqueued)) atomic_fetch_sub_explicit(&t->rqueued->rqueued, 1, memory_order_relaxed);
   if (UNLIKELY(t->rtake)) ito_omp_red_take(t);
   t->fn(t->data);
   task_finish(t);
@@ -368,6 +373,7 @@ struct create {
   uintptr_t *detach;          /* detach: where the creator wants the event's handle */
   int prio;                   /* priority, within [0, max-task-priority-var] */
   struct team *red_tm;        /* taskloop reduction: the team whose copies its tasks use */
+  struct team *queued;        /* queued behind a reduction slot holder: counted there */
 };
 
 static inline void detach_init(task *t, struct create *c) {
@@ -398,6 +404,7 @@ static void build_child(void *dst, void *arg) {
   copy_data(t->data, c);
   detach_init(t, c);
   t->rtake = c->red_tm;
+  t->rqueued = c->queued;
 }
 
 static inline size_t data_off(size_t align) {
@@ -467,7 +474,29 @@ static void create_task(struct create *c, size_t align, bool deferred, void **de
     return;
   }
   count_child(parent);
-  if (ito__dropin_spawn(task_entry, c, c->off + c->size, a, build_child, ITO_DROPIN_CTX_COPY)) {
+  team *rt = parent->rteam;
+  if (UNLIKELY(rt != NULL)) {
+    /* A holder of a task reduction slot goes on with its copy and queues
+     * the child (help-first, libgomp's order): run first, an in_reduction
+     * child would find the slot taken, and the holder's continuation, if
+     * stolen, would wait for it (reduction.c). Past QUEUED_PER_MEMBER
+     * queued children per member, the child runs here, undeferred. */
+    if (atomic_load_explicit(&rt->rqueued, memory_order_relaxed) >= QUEUED_PER_MEMBER * rt->n) {
+      atomic_fetch_sub_explicit(&parent->kids, KID_BOTH, memory_order_relaxed);
+      if (parent->tg) atomic_fetch_sub_explicit(&parent->tg->count, KID_ALIVE, memory_order_relaxed);
+      run_inline(c, align, NULL);
+      return;
+    }
+    atomic_fetch_add_explicit(&rt->rqueued, 1, memory_order_relaxed);
+    c->queued = rt;
+  }
+  int rc = c->queued ? ito__dropin_spawn_queued(task_entry, c, c->off + c->size, a, build_child,
+                                                ITO_DROPIN_CTX_COPY)
+                     : ito__dropin_spawn(task_entry, c, c->off + c->size, a, build_child,
+                                         ITO_DROPIN_CTX_COPY);
+  if (rc) {
+    if (c->queued) atomic_fetch_sub_explicit(&rt->rqueued, 1, memory_order_relaxed);
+    c->queued = NULL;
     /* no memory for a stack: run it here, uncounted */
     atomic_fetch_sub_explicit(&parent->kids, KID_BOTH, memory_order_relaxed);
     if (parent->tg) atomic_fetch_sub_explicit(&parent->tg->count, KID_ALIVE, memory_order_relaxed);
@@ -481,7 +510,7 @@ OMP_API void GOMP_task(void (*fn)(void *), void *data, void (*cpyfn)(void *, voi
   task *parent = ito_omp_cur();
   size_t align = arg_align > 0 ? (size_t)arg_align : 1;
   struct create c = {parent, (flags & TASK_FLAG_FINAL) != 0, fn, data, cpyfn,
-                     (size_t)arg_size, 0, 0, 0, 0, NULL, 0, NULL};
+                     (size_t)arg_size, 0, 0, 0, 0, NULL, 0, NULL, NULL};
   if (UNLIKELY((flags & TASK_FLAG_DETACH) && detach)) c.detach = (uintptr_t *)detach;
   if (UNLIKELY((flags & TASK_FLAG_PRIORITY) && priority > 0))
     c.prio = priority < omp_g.max_task_priority ? priority : omp_g.max_task_priority;
@@ -566,7 +595,7 @@ static void taskloop(void (*fn)(void *), void *data, void (*cpyfn)(void *, void 
       unsigned long long len = q + (i < r);
       struct create c = {parent, (flags & TASK_FLAG_FINAL) != 0, fn, data, cpyfn,
                          (size_t)arg_size, 0, 1, start + at * step, 0, NULL, 0,
-                         red ? ito_omp_ws_team(parent) : NULL};
+                         red ? ito_omp_ws_team(parent) : NULL, NULL};
       at += len;
       c.hi = at == niter ? end : start + at * step;
       create_task(&c, arg_align > 0 ? (size_t)arg_align : 1, (flags & TASK_FLAG_IF) != 0, NULL);

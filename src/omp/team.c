@@ -223,8 +223,8 @@ void ito_omp_barrier(task *me) {
     ito__dropin_wq_wake(list);
     return;
   }
-  bool lent = UNLIKELY(me->rteam != NULL); /* (reduction.c) */
-  if (lent) ito_omp_red_lend(me);
+  task *h = ito_omp_red_holder(me); /* (reduction.c) */
+  if (h) ito_omp_red_lend(h);
   ito__dropin_lock(&tm->bar_lock);
   while (atomic_load_explicit(&tm->bar_phase, memory_order_acquire) == phase) {
     ito__dropin_wq_wait(&tm->bar_lock, &tm->bar_head, &tm->bar_tail, 0, CLOCK_MONOTONIC, NULL, NULL,
@@ -232,7 +232,7 @@ void ito_omp_barrier(task *me) {
     ito__dropin_lock(&tm->bar_lock);
   }
   ito__dropin_unlock(&tm->bar_lock);
-  if (lent) ito_omp_red_reclaim(me);
+  if (h) ito_omp_red_reclaim(h);
 }
 
 OMP_API void GOMP_barrier(void) { ito_omp_barrier(ito_omp_cur()); }
