@@ -186,25 +186,30 @@ static bool next(task *me, ull *istart, ull *iend) {
   return true;
 }
 
-static bool start(struct loop_args *a, ull *istart, ull *iend) {
+/* mem: gcc's request for shared scratch memory (ito_omp_ws_mem_init), or
+ * NULL. istart NULL: gcc computes a static schedule itself (scan loops,
+ * static lastprivate(conditional:) loops) and wants only the work share. */
+static bool start(struct loop_args *a, void **mem, ull *istart, ull *iend) {
   task *me = ito_omp_cur();
   int first;
   struct ws *w = ito_omp_ws_enter(me, &first);
   if (first) {
     loop_init(w, a, ito_omp_ws_team(me)->n);
+    if (mem) ito_omp_ws_mem_init(w, (size_t)(uintptr_t)*mem);
     ito_omp_ws_publish(me, w);
   }
+  if (mem) *mem = w->mem;
   if (!istart) return true;
   return next(me, istart, iend);
 }
 
 /* ---- long ----------------------------------------------------------------------- */
 
-static bool start_l(long s, long e, long incr, int kind, long chunk, int ordered, long *istart,
-                    long *iend) {
+static bool start_l(long s, long e, long incr, int kind, long chunk, int ordered, void **mem,
+                    long *istart, long *iend) {
   struct loop_args a = {incr > 0, true, (ull)s, (ull)e, (ull)incr, kind, (unsigned long)chunk,
                         ordered};
-  return start(&a, (ull *)istart, (ull *)iend);
+  return start(&a, mem, (ull *)istart, (ull *)iend);
 }
 static bool next_l(long *istart, long *iend) {
   return next(ito_omp_cur(), (ull *)istart, (ull *)iend);
@@ -213,7 +218,7 @@ static bool next_l(long *istart, long *iend) {
 #define LOOP_L(name, kind, ordered)                                                           \
   OMP_API bool GOMP_loop_##name##_start(long s, long e, long incr, long chunk, long *istart, \
                                         long *iend) {                                         \
-    return start_l(s, e, incr, kind, chunk, ordered, istart, iend);                          \
+    return start_l(s, e, incr, kind, chunk, ordered, NULL, istart, iend);                    \
   }                                                                                           \
   OMP_API bool GOMP_loop_##name##_next(long *istart, long *iend) { return next_l(istart, iend); }
 
@@ -231,7 +236,7 @@ LOOP_L(ordered_guided, SCHED_GUIDED, 1)
     int kind;                                                                                 \
     unsigned long chunk;                                                                      \
     ito_omp_runtime_sched(&kind, &chunk);                                                     \
-    return start_l(s, e, incr, kind, (long)chunk, ordered, istart, iend);                     \
+    return start_l(s, e, incr, kind, (long)chunk, ordered, NULL, istart, iend);               \
   }                                                                                           \
   OMP_API bool GOMP_loop_##name##_next(long *istart, long *iend) { return next_l(istart, iend); }
 
@@ -241,8 +246,9 @@ LOOP_L_RUNTIME(maybe_nonmonotonic_runtime, 0)
 LOOP_L_RUNTIME(ordered_runtime, 1)
 
 /* gcc 9's generic entries: sched is a GOMP schedule kind, maybe with the
- * monotonic bit; task reductions and shared scratch memory are not
- * supported. */
+ * monotonic bit; reductions: task reductions (reduction.c); mem: a request
+ * for shared scratch memory (ito_omp_ws_mem_init), as for scan and
+ * lastprivate(conditional:). */
 static int sched_kind(long sched, long *chunk) {
   int k = (int)(sched & ~(long)SCHED_MONOTONIC);
   if (k == SCHED_RUNTIME) {
@@ -253,36 +259,31 @@ static int sched_kind(long sched, long *chunk) {
   return k == SCHED_AUTO ? SCHED_STATIC : k;
 }
 
-static void no_extras(const char *name, uintptr_t *reductions, void **mem) {
-  if (mem && *mem) ito_omp_fatal("%s with shared scratch memory is not supported", name);
-  if (reductions) ito_omp_ws_reductions(ito_omp_cur(), reductions);
-}
-
 OMP_API bool GOMP_loop_start(long s, long e, long incr, long sched, long chunk, long *istart,
                              long *iend, uintptr_t *reductions, void **mem) {
-  no_extras("GOMP_loop_start", reductions, mem);
+  if (reductions) ito_omp_ws_reductions(ito_omp_cur(), reductions);
   int k = sched_kind(sched, &chunk);
-  return start_l(s, e, incr, k, chunk, 0, istart, iend);
+  return start_l(s, e, incr, k, chunk, 0, mem, istart, iend);
 }
 OMP_API bool GOMP_loop_ordered_start(long s, long e, long incr, long sched, long chunk,
                                      long *istart, long *iend, uintptr_t *reductions, void **mem) {
-  no_extras("GOMP_loop_ordered_start", reductions, mem);
+  if (reductions) ito_omp_ws_reductions(ito_omp_cur(), reductions);
   int k = sched_kind(sched, &chunk);
-  return start_l(s, e, incr, k, chunk, 1, istart, iend);
+  return start_l(s, e, incr, k, chunk, 1, mem, istart, iend);
 }
 
 /* ---- unsigned long long ----------------------------------------------------------- */
 
-static bool start_u(bool up, ull s, ull e, ull incr, int kind, ull chunk, int ordered, ull *istart,
-                    ull *iend) {
+static bool start_u(bool up, ull s, ull e, ull incr, int kind, ull chunk, int ordered, void **mem,
+                    ull *istart, ull *iend) {
   struct loop_args a = {up, false, s, e, incr, kind, (unsigned long)chunk, ordered};
-  return start(&a, istart, iend);
+  return start(&a, mem, istart, iend);
 }
 
 #define LOOP_U(name, kind, ordered)                                                           \
   OMP_API bool GOMP_loop_ull_##name##_start(bool up, ull s, ull e, ull incr, ull chunk,      \
                                             ull *istart, ull *iend) {                         \
-    return start_u(up, s, e, incr, kind, chunk, ordered, istart, iend);                      \
+    return start_u(up, s, e, incr, kind, chunk, ordered, NULL, istart, iend);                \
   }                                                                                           \
   OMP_API bool GOMP_loop_ull_##name##_next(ull *istart, ull *iend) {                          \
     return next(ito_omp_cur(), istart, iend);                                                 \
@@ -303,7 +304,7 @@ LOOP_U(ordered_guided, SCHED_GUIDED, 1)
     int kind;                                                                                 \
     unsigned long chunk;                                                                      \
     ito_omp_runtime_sched(&kind, &chunk);                                                     \
-    return start_u(up, s, e, incr, kind, chunk, ordered, istart, iend);                      \
+    return start_u(up, s, e, incr, kind, chunk, ordered, NULL, istart, iend);                \
   }                                                                                           \
   OMP_API bool GOMP_loop_ull_##name##_next(ull *istart, ull *iend) {                          \
     return next(ito_omp_cur(), istart, iend);                                                 \
@@ -316,18 +317,18 @@ LOOP_U_RUNTIME(ordered_runtime, 1)
 
 OMP_API bool GOMP_loop_ull_start(bool up, ull s, ull e, ull incr, long sched, ull chunk,
                                  ull *istart, ull *iend, uintptr_t *reductions, void **mem) {
-  no_extras("GOMP_loop_ull_start", reductions, mem);
+  if (reductions) ito_omp_ws_reductions(ito_omp_cur(), reductions);
   long c = (long)chunk;
   int k = sched_kind(sched, &c);
-  return start_u(up, s, e, incr, k, (ull)c, 0, istart, iend);
+  return start_u(up, s, e, incr, k, (ull)c, 0, mem, istart, iend);
 }
 OMP_API bool GOMP_loop_ull_ordered_start(bool up, ull s, ull e, ull incr, long sched, ull chunk,
                                          ull *istart, ull *iend, uintptr_t *reductions,
                                          void **mem) {
-  no_extras("GOMP_loop_ull_ordered_start", reductions, mem);
+  if (reductions) ito_omp_ws_reductions(ito_omp_cur(), reductions);
   long c = (long)chunk;
   int k = sched_kind(sched, &c);
-  return start_u(up, s, e, incr, k, (ull)c, 1, istart, iend);
+  return start_u(up, s, e, incr, k, (ull)c, 1, mem, istart, iend);
 }
 
 /* ---- doacross loops ---------------------------------------------------------------
@@ -354,7 +355,6 @@ struct da_queue {
 struct doacross {
   _Atomic uint64_t *posted;  /* entry e at posted[e * stride]; NULL: nothing to order */
   struct da_queue *queues;   /* entry e's waiters park on queues[e & (nq - 1)] */
-  void *extra;               /* gcc's shared scratch memory (lastprivate(conditional:)) */
   unsigned long stride;      /* words from one entry to the next */
   unsigned nq;               /* queues: a power of two */
   unsigned ncounts;
@@ -365,9 +365,8 @@ struct doacross {
 };
 
 /* Sets up the doacross state of w (the first member in it, under its lock,
- * after loop_init). extra: bytes of zeroed scratch memory gcc asked for. */
-static void da_init(struct ws *w, unsigned ncounts, const ull *counts, unsigned nth,
-                    size_t extra) {
+ * after loop_init). */
+static void da_init(struct ws *w, unsigned ncounts, const ull *counts, unsigned nth) {
   if (ncounts == 0) ito_omp_fatal("a doacross loop with no loops");
   bool order = nth > 1;
   ull total = 1;
@@ -387,14 +386,12 @@ static void da_init(struct ws *w, unsigned ncounts, const ull *counts, unsigned 
   size_t head = (sizeof(struct doacross) + ncounts * sizeof(ull) + 63) & ~(size_t)63;
   size_t qsz = order ? nq * sizeof(struct da_queue) : 0;
   size_t psz = ((nent * stride * sizeof(uint64_t)) + 63) & ~(size_t)63;
-  size_t esz = (extra + 63) & ~(size_t)63;
-  char *m = aligned_alloc(64, head + qsz + psz + esz);
+  char *m = aligned_alloc(64, head + qsz + psz);
   if (!m) ito_omp_fatal("out of memory for a doacross loop");
-  memset(m, 0, head + qsz + psz + esz); /* queues empty, entries 0 (nothing posted) */
+  memset(m, 0, head + qsz + psz); /* queues empty, entries 0 (nothing posted) */
   struct doacross *d = (struct doacross *)m;
   d->queues = order ? (struct da_queue *)(m + head) : NULL;
   d->posted = order ? (_Atomic uint64_t *)(m + head + qsz) : NULL;
-  d->extra = extra ? m + head + qsz + psz : NULL;
   d->stride = stride;
   d->nq = nq;
   d->ncounts = ncounts;
@@ -541,10 +538,11 @@ static bool doacross_start(unsigned ncounts, const ull *counts, int kind, ull ch
   if (first) {
     unsigned nth = ito_omp_ws_team(me)->n;
     loop_init(w, &a, nth);
-    da_init(w, ncounts, counts, nth, mem ? (size_t)(uintptr_t)*mem : 0);
+    da_init(w, ncounts, counts, nth);
+    if (mem) ito_omp_ws_mem_init(w, (size_t)(uintptr_t)*mem);
     ito_omp_ws_publish(me, w);
   }
-  if (mem) *mem = ((struct doacross *)w->da)->extra;
+  if (mem) *mem = w->mem;
   return next(me, istart, iend);
 }
 

@@ -167,6 +167,8 @@ struct ws {
   struct range *ranges;         /* SCHED_SPLIT: one per member, freed by the last to leave */
   void *da;                     /* doacross loops: their struct doacross (loop.c), one block
                                  * freed by the last to leave */
+  void *mem;                    /* gcc's shared scratch memory (scan, lastprivate(conditional:)):
+                                 * made by the first member in, freed by the last to leave */
   void *_Atomic copy;           /* single copyprivate */
   _Atomic int copy_set;
 } __attribute__((aligned(64)));
@@ -229,6 +231,10 @@ void ito_omp_barrier(task *me);
 team *ito_omp_ws_team(task *me);
 struct ws *ito_omp_ws_enter(task *me, int *first);
 void ito_omp_ws_publish(task *me, struct ws *w);
+/* the first member in, after initialising w and before publishing it:
+ * w->mem = size bytes of zeroed memory for gcc's scan and
+ * lastprivate(conditional:) code; every member then hands w->mem back */
+void ito_omp_ws_mem_init(struct ws *w, size_t size);
 void ito_omp_ws_leave(task *me);
 /* a parallel region: fn(data) run by a team; init(ws, arg) prepares the
  * first work share before any member runs (combined constructs) */

@@ -294,6 +294,22 @@ void ito_omp_ws_publish(task *me, struct ws *w) {
   ito__dropin_unlock(&w->lock);
 }
 
+/* The work-sharing starts that take a mem argument (GOMP_loop[_ull]_start,
+ * GOMP_loop[_ull]_ordered_start, GOMP_loop[_ull]_doacross_start,
+ * GOMP_sections2_start) pass a size in *mem and expect back in *mem one
+ * block of that many zeroed bytes, the same for every member of the work
+ * share, valid until the member leaves it: gcc's scan code keeps each
+ * member's partial result there, lastprivate(conditional:) the largest
+ * iteration number that assigned (compared with 0 at first). Aligned to
+ * a cache line (libgomp promises long long's alignment), at least one
+ * line even for 0 bytes. */
+void ito_omp_ws_mem_init(struct ws *w, size_t size) {
+  size_t sz = size ? (size + 63) & ~(size_t)63 : 64;
+  void *m = sz >= size ? aligned_alloc(64, sz) : NULL;
+  if (!m) ito_omp_fatal("out of memory for %zu bytes of a work share's scratch memory", size);
+  w->mem = memset(m, 0, sz);
+}
+
 void ito_omp_ws_leave(task *me) {
   team *tm = ito_omp_ws_team(me);
   struct ws *w = me->ws;
@@ -305,6 +321,8 @@ void ito_omp_ws_leave(task *me) {
     w->ranges = NULL;
     free(w->da); /* a doacross loop's (loop.c) */
     w->da = NULL;
+    free(w->mem); /* gcc's scratch memory (ito_omp_ws_mem_init) */
+    w->mem = NULL;
     atomic_store_explicit(&w->copy_set, 0, memory_order_relaxed);
     atomic_store_explicit(&w->avail, me->ws_seq - 1 + NWS, memory_order_release);
     ito_omp_team_notify(tm);
@@ -416,21 +434,26 @@ static unsigned sections_take(task *me) {
   return i < w->niter ? (unsigned)i + 1 : 0;
 }
 
-OMP_API unsigned GOMP_sections_start(unsigned count) {
+static unsigned sections_start(unsigned count, void **mem) {
   task *me = ito_omp_cur();
   int first;
   struct ws *w = ito_omp_ws_enter(me, &first);
   if (first) {
     sections_init(w, &count, me->team ? me->team->n : 1);
+    if (mem) ito_omp_ws_mem_init(w, (size_t)(uintptr_t)*mem);
     ito_omp_ws_publish(me, w);
   }
+  if (mem) *mem = w->mem;
   return sections_take(me);
 }
 
+OMP_API unsigned GOMP_sections_start(unsigned count) { return sections_start(count, NULL); }
+
+/* gcc 9's entry: task reductions, and scratch memory for
+ * lastprivate(conditional:) */
 OMP_API unsigned GOMP_sections2_start(unsigned count, uintptr_t *reductions, void **mem) {
-  if (mem && *mem) ito_omp_fatal("GOMP_sections2_start with shared scratch memory is not supported");
   if (reductions) ito_omp_ws_reductions(ito_omp_cur(), reductions);
-  return GOMP_sections_start(count);
+  return sections_start(count, mem);
 }
 
 OMP_API unsigned GOMP_sections_next(void) { return sections_take(ito_omp_cur()); }
