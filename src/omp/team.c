@@ -140,6 +140,15 @@ static void team_end(team *tm, task *t) {
   ito_omp_word_wait(&tm->left, KID_WAIT_ALIVE, &tm->qlock, &tm->qhead, &tm->qtail);
   if (UNLIKELY(t->rteam)) ito_omp_red_release(t);
   if (UNLIKELY(tm->rs != NULL)) ito_omp_team_reductions_end(tm);
+  /* members of a cancelled region skip the work shares after their
+   * cancellation, so a work share some entered may never be left by all:
+   * what its last member would have freed is freed here (free(NULL) for
+   * those that were) */
+  if (UNLIKELY(atomic_load_explicit(&tm->cancelled, memory_order_relaxed)))
+    for (unsigned k = 0; k < NWS; k++) {
+      free(tm->ws[k].ranges);
+      free(tm->ws[k].da);
+    }
   ito_omp_set_cur(tm->encountering);
 }
 
