@@ -1,5 +1,5 @@
-/* libito-omp.so: the small entry points (cancellation off, error
- * directives, places) and every other entry point
+/* libito-omp.so: the small entry points (error directives, places,
+ * pausing) and every other entry point
  * of gcc's runtime, which stops the program naming itself instead of
  * running libgomp's code beside ito's. docs/openmp.md, "Not supported". */
 #include "omp_int.h"
@@ -7,17 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- cancellation: off (OMP_CANCELLATION is not supported) ------------------------- */
-OMP_API bool GOMP_cancel(int which, bool do_cancel) {
-  (void)which;
-  (void)do_cancel;
-  return false;
-}
-OMP_API bool GOMP_cancellation_point(int which) {
-  (void)which;
-  return false;
-}
 
 /* ---- the error directive ------------------------------------------------------------- */
 OMP_API void GOMP_warning(const char *msg, size_t len) {

@@ -177,6 +177,12 @@ static bool next(task *me, ull *istart, ull *iend) {
   struct ws *w = me->ws;
   if (!w) ito_omp_fatal("GOMP_loop_*_next called outside a work-sharing loop");
   if (w->ordered) ito_omp_ordered_pass(me);
+  /* cancel for: no more chunks are handed out (an ordered or doacross
+   * loop, which may not be cancelled, hands all out: every chunk must pass
+   * its turn on, every iteration be posted) */
+  if (UNLIKELY(atomic_load_explicit(&w->cancelled, memory_order_relaxed)) && !w->ordered &&
+      !w->da)
+    return false;
   unsigned long i0, i1;
   if (!take(me, w, &i0, &i1)) return false;
   me->ord_lo = i0;
@@ -615,9 +621,11 @@ OMP_API void GOMP_loop_end(void) {
   GOMP_loop_end_nowait();
   GOMP_barrier();
 }
+/* true: the parallel region is cancelled (gcc then goes to its end); a
+ * cancelled loop alone ends like any other */
 OMP_API bool GOMP_loop_end_cancel(void) {
-  GOMP_loop_end();
-  return false;
+  GOMP_loop_end_nowait();
+  return ito_omp_barrier_cancel(ito_omp_cur());
 }
 
 /* ---- combined parallel loops --------------------------------------------------------- */

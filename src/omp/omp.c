@@ -154,7 +154,8 @@ static const struct ito_cfg rows[] = {
     {.name = "OMP_THREAD_LIMIT", .kind = ITO_CFG_INT, .dst = &env_limit, .lo = 1, .hi = INT_MAX,
      .dflt = "no limit", .what = "threads of all teams together"},
     {.name = "OMP_CANCELLATION", .kind = ITO_CFG_CHOICE, .dst = &env_cancellation,
-     .choices = bool_words, .dflt = "false", .what = "cancellation (not supported: a warning)"},
+     .choices = bool_words, .dflt = "false",
+     .what = "cancel-var: cancel constructs take effect (parallel, for, sections, taskgroup)"},
     {.name = "OMP_STACKSIZE", .kind = ITO_CFG_SIZE, .dst = &env_stack, .lo = 16 << 10,
      .hi = 1L << 30, .flags = ITO_CFG_SIZE_OMP, .dflt = "ITO_STACK_SIZE's",
      .what = "stack size of every thread and task (ITO_STACK_SIZE when that is not set)"},
@@ -204,9 +205,7 @@ __attribute__((constructor)) static void read_env(void) {
   omp_g.nteams = env_teams > 0 ? (int)env_teams : 0;
   omp_g.teams_thread_limit = env_teams_limit > 0 ? (int)env_teams_limit : 0;
   omp_g.max_task_priority = env_priority > 0 ? (int)env_priority : 0;
-  if (env_cancellation == 1)
-    fprintf(stderr, "ito-omp: OMP_CANCELLATION=%s: cancellation is not supported; cancel "
-                    "constructs are ignored (docs/openmp.md)\n", getenv("OMP_CANCELLATION"));
+  omp_g.cancellation = env_cancellation == 1;
   /* OMP_STACKSIZE and OMP_WAIT_POLICY are the runtime's own variables'
    * defaults */
   static char stack_text[32]; /* kept: the runtime reads it at each start */
@@ -295,7 +294,6 @@ void ito_omp_display_env(int verbose) {
   fprintf(f, "  OMP_MAX_ACTIVE_LEVELS = '%d'\n", omp_g.max_active_levels);
   fprintf(f, "  OMP_NUM_TEAMS = '%d'\n", omp_get_max_teams());
   fprintf(f, "  OMP_TEAMS_THREAD_LIMIT = '%d'\n", omp_get_teams_thread_limit());
-  /* cancellation is not supported: cancel constructs are no-ops */
   fprintf(f, "  OMP_CANCELLATION = '%s'\n", omp_get_cancellation() ? "TRUE" : "FALSE");
   fprintf(f, "  OMP_DEFAULT_DEVICE = '%d'\n", omp_get_default_device());
   fprintf(f, "  OMP_MAX_TASK_PRIORITY = '%d'\n", omp_g.max_task_priority);
@@ -511,7 +509,7 @@ OMP_API int omp_get_supported_active_levels(void) { return MAX_LEVELS; }
 OMP_API int omp_get_thread_limit(void) { return ito_omp_cur()->icv.thread_limit; }
 OMP_API int omp_get_num_procs(void) { return omp_g.nprocs; }
 OMP_API int omp_in_final(void) { return ito_omp_cur()->final_; }
-OMP_API int omp_get_cancellation(void) { return 0; }
+OMP_API int omp_get_cancellation(void) { return omp_g.cancellation; }
 OMP_API int omp_get_proc_bind(void) { return 0; /* omp_proc_bind_false */ }
 OMP_API int omp_get_num_places(void) { return 0; }
 OMP_API int omp_get_place_num(void) { return -1; }

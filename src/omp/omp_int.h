@@ -68,6 +68,7 @@ struct omp_global {
   char affinity_format[256];  /* affinity-format-var (OMP_AFFINITY_FORMAT) */
   int nteams;                 /* nteams-var (0: the default, 3 teams) */
   int teams_thread_limit;     /* teams-thread-limit-var (0: none) */
+  int cancellation;           /* cancel-var (OMP_CANCELLATION): cancel constructs act */
 };
 extern struct omp_global omp_g;
 
@@ -117,6 +118,8 @@ typedef struct task {
   void *qhead, *qtail;
   struct taskgroup *tg;         /* innermost taskgroup open in this task */
   struct taskgroup *ingroup;    /* the taskgroup it was created in (counted there) */
+  struct taskgroup *cgroup;     /* the innermost taskgroup whose taskgroup set it is in: its
+                                 * creator's open one, else its creator's cgroup (cancel.c) */
   struct deptab *deps;          /* dependences among its children */
   struct dnode *node;           /* its own dependence node, or NULL */
   struct icv icv;
@@ -147,6 +150,9 @@ struct taskgroup {
   struct taskgroup *prev;
   uintptr_t *red;               /* the registered reductions tasks created in it see */
   _Atomic uint64_t count;       /* tasks created in it not yet over (KID_ALIVE units) */
+  _Atomic int cancelled;        /* cancel taskgroup: its tasks not yet begun are discarded */
+  int workshare;                /* opened by a work-sharing construct's task reductions: a
+                                 * cancel taskgroup in it is for the one around it */
 };
 
 /* ---- teams ------------------------------------------------------------------- */
@@ -171,6 +177,9 @@ struct ws {
                                  * made by the first member in, freed by the last to leave */
   void *_Atomic copy;           /* single copyprivate */
   _Atomic int copy_set;
+  _Atomic int cancelled;        /* cancel for / cancel sections: no more iterations or
+                                 * sections are handed out (cleared with the fields from
+                                 * start on when a loop or sections is initialised) */
 } __attribute__((aligned(64)));
 
 typedef struct team {
@@ -185,6 +194,9 @@ typedef struct team {
   _Atomic uint64_t left;
   int qlock;                    /* the master's wait at the end */
   void *qhead, *qtail;
+  /* cancel parallel: set once, never reset (a team is one region's); a
+   * cancellable barrier stops waiting when it is set (cancel.c) */
+  _Atomic int cancelled;
   /* barrier */
   _Atomic unsigned bar_arrived;
   _Atomic unsigned bar_phase;
@@ -226,6 +238,11 @@ void ito_omp_display_env(int verbose);
 
 /* ---- team.c ---------------------------------------------------------------------- */
 void ito_omp_barrier(task *me);
+/* a barrier that returns true, without waiting for the others, once the
+ * region is cancelled (GOMP_barrier_cancel and the cancellable ends) */
+bool ito_omp_barrier_cancel(task *me);
+/* wakes the members waiting at the team's barrier (they test again) */
+void ito_omp_barrier_wake(team *tm);
 /* work shares: enter the next one (returns it; *first: the caller must
  * initialise it, then call ito_omp_ws_publish) and leave it */
 team *ito_omp_ws_team(task *me);
@@ -276,6 +293,14 @@ OMP_API void omp_destroy_nest_lock(nest_lock_t *l);
 OMP_API void omp_set_nest_lock(nest_lock_t *l);
 OMP_API void omp_unset_nest_lock(nest_lock_t *l);
 OMP_API int omp_test_nest_lock(nest_lock_t *l);
+
+/* ---- cancel.c: cancellation (only with cancel-var set: omp_g.cancellation) ---------- */
+/* a task created now by parent would be discarded: its team is cancelled, or
+ * the taskgroup it would be in */
+bool ito_omp_create_cancelled(task *parent);
+/* task t, not yet begun, is to be discarded (its team or its taskgroup is
+ * cancelled) */
+bool ito_omp_task_cancelled(task *t);
 
 /* ---- task.c ---------------------------------------------------------------------- */
 /* frees the dependence table of a task whose children are all over */

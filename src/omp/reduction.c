@@ -240,6 +240,7 @@ OMP_API void GOMP_taskgroup_reduction_unregister(uintptr_t *data) {
 void ito_omp_ws_reductions(task *me, uintptr_t *data) {
   team *tm = ito_omp_ws_team(me);
   GOMP_taskgroup_start();
+  me->tg->workshare = 1; /* a cancel taskgroup in it is for the one around it (cancel.c) */
   int first;
   struct ws *w = ito_omp_ws_enter(me, &first);
   if (first) {

@@ -292,6 +292,7 @@ static inline void task_init(task *t, task *parent, int final_) {
   t->qhead = t->qtail = NULL;
   t->tg = NULL;
   t->ingroup = parent->tg;
+  t->cgroup = parent->tg ? parent->tg : parent->cgroup;
   t->red0 = parent->tg ? parent->tg->red : parent->red0;
   t->rteam = NULL;
   t->rtake = NULL;
@@ -336,11 +337,19 @@ static void task_finish(task *t) {
 }
 
 /* Entry of a task whose task and data are on its own stack. */
+/* A task whose team or taskgroup was cancelled before its code began is
+ * discarded: it ends at once (its dependences released, counted out). */
+static inline bool discarded(task *t) {
+  return UNLIKELY(omp_g.cancellation) && ito_omp_task_cancelled(t);
+}
+
 static void task_entry(void *arg) {
   task *t = arg; /* already the current task (ITO_DROPIN_CTX_COPY) */
   if (UNLIKELY(t->rqueued)) atomic_fetch_sub_explicit(&t->rqueued->rqueued, 1, memory_order_relaxed);
-  if (UNLIKELY(t->rtake)) ito_omp_red_take(t);
-  t->fn(t->data);
+  if (!discarded(t)) {
+    if (UNLIKELY(t->rtake)) ito_omp_red_take(t);
+    t->fn(t->data);
+  }
   task_finish(t);
 }
 
@@ -348,8 +357,10 @@ static void task_entry(void *arg) {
 static void heap_task_entry(void *arg) {
   task *t = *(task **)arg;
   ito_omp_set_cur(t);
-  if (UNLIKELY(t->rtake)) ito_omp_red_take(t);
-  t->fn(t->data);
+  if (!discarded(t)) { /* (its predecessors may have been discarded too) */
+    if (UNLIKELY(t->rtake)) ito_omp_red_take(t);
+    t->fn(t->data);
+  }
   void *heap = t->heap;
   task_finish(t);
   free(heap);
@@ -438,8 +449,10 @@ static void run_inline(struct create *c, size_t align, struct dnode *node) {
   } else {
     ito_omp_set_cur(&t);
   }
-  if (UNLIKELY(t.rtake)) ito_omp_red_take(&t);
-  c->fn(data);
+  if (!discarded(&t)) { /* (cancelled while it waited for dependences) */
+    if (UNLIKELY(t.rtake)) ito_omp_red_take(&t);
+    c->fn(data);
+  }
   if (UNLIKELY(t.rteam)) ito_omp_red_release(&t);
   if (UNLIKELY(t.ev.state != EV_NONE)) event_wait(&t.ev);
   if (node) dep_complete(node);
@@ -508,6 +521,8 @@ OMP_API void GOMP_task(void (*fn)(void *), void *data, void (*cpyfn)(void *, voi
                        long arg_size, long arg_align, bool if_clause, unsigned flags,
                        void **depend, int priority, void *detach) {
   task *parent = ito_omp_cur();
+  /* in a cancelled region or taskgroup a new task is discarded at once */
+  if (UNLIKELY(omp_g.cancellation) && ito_omp_create_cancelled(parent)) return;
   size_t align = arg_align > 0 ? (size_t)arg_align : 1;
   struct create c = {parent, (flags & TASK_FLAG_FINAL) != 0, fn, data, cpyfn,
                      (size_t)arg_size, 0, 0, 0, 0, NULL, 0, NULL, NULL};
@@ -544,6 +559,8 @@ OMP_API void GOMP_taskgroup_start(void) {
   g->prev = t->tg;
   g->red = t->tg ? t->tg->red : t->red0;
   atomic_store_explicit(&g->count, 0, memory_order_relaxed);
+  atomic_store_explicit(&g->cancelled, 0, memory_order_relaxed);
+  g->workshare = 0;
   t->tg = g;
 }
 
@@ -573,7 +590,7 @@ static void taskloop(void (*fn)(void *), void *data, void (*cpyfn)(void *, void 
   /* reductions: the array gcc registers is the third word of the data (after
    * the bounds); its d[2] left 0 tells the caller nothing was registered */
   uintptr_t *red = (flags & TASK_FLAG_REDUCTION) && group ? ((uintptr_t **)data)[2] : NULL;
-  if (red && !niter) {
+  if (red && (!niter || (UNLIKELY(omp_g.cancellation) && ito_omp_create_cancelled(parent)))) {
     red[2] = 0;
     return;
   }
@@ -592,6 +609,8 @@ static void taskloop(void (*fn)(void *), void *data, void (*cpyfn)(void *, void 
     }
     unsigned long long q = niter / ntasks, r = niter % ntasks, at = 0;
     for (unsigned long long i = 0; i < ntasks; i++) {
+      /* cancelled (by one of its own tasks, say): the rest are discarded */
+      if (UNLIKELY(omp_g.cancellation) && ito_omp_create_cancelled(parent)) break;
       unsigned long long len = q + (i < r);
       struct create c = {parent, (flags & TASK_FLAG_FINAL) != 0, fn, data, cpyfn,
                          (size_t)arg_size, 0, 1, start + at * step, 0, NULL, 0,

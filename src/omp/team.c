@@ -142,6 +142,15 @@ static void team_end(team *tm, task *t) {
   ito_omp_word_wait(&tm->left, KID_WAIT_ALIVE, &tm->qlock, &tm->qhead, &tm->qtail);
   if (UNLIKELY(t->rteam)) ito_omp_red_release(t);
   if (UNLIKELY(tm->rs != NULL)) ito_omp_team_reductions_end(tm);
+  /* members of a cancelled region skip the work shares after their
+   * cancellation, so a work share some entered may never be left by all:
+   * what its last member would have freed is freed here (free(NULL) for
+   * those that were) */
+  if (UNLIKELY(atomic_load_explicit(&tm->cancelled, memory_order_relaxed)))
+    for (unsigned k = 0; k < NWS; k++) {
+      free(tm->ws[k].ranges);
+      free(tm->ws[k].da);
+    }
   ito_omp_set_cur(tm->encountering);
 }
 
@@ -208,11 +217,19 @@ OMP_API void GOMP_parallel_end(void) {
 
 /* ---- barrier -------------------------------------------------------------------- */
 
-void ito_omp_barrier(task *me) {
+/* cancellable: returns true as soon as the region is cancelled (before
+ * arriving, or while waiting: GOMP_cancel wakes the queue), leaving the
+ * arrival counted; the members of a cancelled region only leave it after
+ * that, and the region's end does not use the barrier (docs/openmp.md,
+ * "Cancellation"). */
+static bool barrier(task *me, bool cancellable) {
   team *tm = me->team;
-  /* the tasks this member made are over first: together, all of the team's */
+  /* the tasks this member made are over first: together, all of the team's
+   * (in a cancelled region those not yet begun are discarded, task.c) */
   ito_omp_wait_kids(me, KID_WAIT_ALIVE);
-  if (!tm || tm->n == 1) return;
+  if (!tm) return false;
+  if (cancellable && atomic_load_explicit(&tm->cancelled, memory_order_acquire)) return true;
+  if (tm->n == 1) return false;
   unsigned phase = atomic_load_explicit(&tm->bar_phase, memory_order_acquire);
   if (atomic_fetch_add_explicit(&tm->bar_arrived, 1, memory_order_acq_rel) == tm->n - 1) {
     atomic_store_explicit(&tm->bar_arrived, 0, memory_order_relaxed);
@@ -221,25 +238,40 @@ void ito_omp_barrier(task *me) {
     void *list = ito__dropin_wq_take(&tm->bar_head, &tm->bar_tail, -1);
     ito__dropin_unlock(&tm->bar_lock);
     ito__dropin_wq_wake(list);
-    return;
+    return false;
   }
   task *h = ito_omp_red_holder(me); /* (reduction.c) */
   if (h) ito_omp_red_lend(h);
+  bool cancelled = false;
   ito__dropin_lock(&tm->bar_lock);
   while (atomic_load_explicit(&tm->bar_phase, memory_order_acquire) == phase) {
+    /* GOMP_cancel sets the flag before it takes bar_lock to wake the
+     * queue: tested under the lock, no wake is lost */
+    if (cancellable && atomic_load_explicit(&tm->cancelled, memory_order_acquire)) {
+      cancelled = true;
+      break;
+    }
     ito__dropin_wq_wait(&tm->bar_lock, &tm->bar_head, &tm->bar_tail, 0, CLOCK_MONOTONIC, NULL, NULL,
                     NULL);
     ito__dropin_lock(&tm->bar_lock);
   }
   ito__dropin_unlock(&tm->bar_lock);
   if (h) ito_omp_red_reclaim(h);
+  return cancelled;
+}
+
+void ito_omp_barrier(task *me) { barrier(me, false); }
+bool ito_omp_barrier_cancel(task *me) { return barrier(me, true); }
+
+void ito_omp_barrier_wake(team *tm) {
+  ito__dropin_lock(&tm->bar_lock);
+  void *list = ito__dropin_wq_take(&tm->bar_head, &tm->bar_tail, -1);
+  ito__dropin_unlock(&tm->bar_lock);
+  ito__dropin_wq_wake(list);
 }
 
 OMP_API void GOMP_barrier(void) { ito_omp_barrier(ito_omp_cur()); }
-OMP_API bool GOMP_barrier_cancel(void) {
-  GOMP_barrier();
-  return false;
-}
+OMP_API bool GOMP_barrier_cancel(void) { return ito_omp_barrier_cancel(ito_omp_cur()); }
 
 /* ---- work shares -----------------------------------------------------------------
  * Slot k of the team's ring holds work shares k, k + NWS, ...: a member
@@ -430,6 +462,8 @@ static void sections_init(struct ws *w, void *arg, unsigned n) {
 
 static unsigned sections_take(task *me) {
   struct ws *w = me->ws;
+  /* cancel sections: the sections not handed out are not run */
+  if (UNLIKELY(atomic_load_explicit(&w->cancelled, memory_order_relaxed))) return 0;
   unsigned long i = atomic_fetch_add_explicit(&w->next, 1, memory_order_relaxed);
   return i < w->niter ? (unsigned)i + 1 : 0;
 }
@@ -463,9 +497,11 @@ OMP_API void GOMP_sections_end(void) {
   GOMP_sections_end_nowait();
   GOMP_barrier();
 }
+/* true: the parallel region is cancelled (gcc then goes to its end); a
+ * cancelled sections construct alone ends like any other */
 OMP_API bool GOMP_sections_end_cancel(void) {
-  GOMP_sections_end();
-  return false;
+  GOMP_sections_end_nowait();
+  return ito_omp_barrier_cancel(ito_omp_cur());
 }
 
 OMP_API void GOMP_parallel_sections(void (*fn)(void *), void *data, unsigned nthreads,
