@@ -203,6 +203,7 @@ static size_t default_stack_size(void) {
 }
 
 __attribute__((constructor)) static void read_env(void) {
+  ito_omp_sleep_setup(); /* first: the runtime's own sleeps go to libc */
   omp_g.nprocs = usable_cpus();
   omp_g.init.nthreads = omp_g.nprocs;
   omp_g.init.sched = SCHED_DYNAMIC;
