@@ -4,7 +4,10 @@
  * stacks of that size (docs/openmp.md, "Stacks"). Every member, then 6
  * explicit tasks, then an undeferred task, fill a 4.8 MB array on their
  * stack and print its checksum. Under ito's former 128 KiB stacks the
- * first member died of SIGSEGV without a message. */
+ * first member to run it stopped the program with ito's overflow message:
+ * the array is filled from the top down, so its first write past the
+ * stack is on the guard page (a program that first writes the bottom of
+ * such an array steps over the guard instead: docs/openmp.md, "Stacks"). */
 #include "omptest.h"
 
 #define BIG (600 * 1000) /* doubles: 4.8 MB */
