@@ -296,6 +296,31 @@ ITO_DROPIN_API void ito__dropin_unlock(int *qlock);
 /* Sleeps until abstime on clock (CLOCK_REALTIME or CLOCK_MONOTONIC); an ito
  * thread parks on a timer. 0 or EINVAL. */
 ITO_DROPIN_API int ito__dropin_sleep_until(clockid_t clock, const struct timespec *abstime);
+/* libc's nanosleep, clock_nanosleep, usleep and sleep, for the calling
+ * ito thread when it can park (ito__dropin_can_park; clock_nanosleep:
+ * CLOCK_REALTIME and CLOCK_MONOTONIC only): it parks on a timer and its
+ * worker runs other work. Arguments and results as libc's (nanosleep and
+ * usleep: 0, or -1 with errno; clock_nanosleep: 0 or an error number;
+ * sleep: the seconds left); a zero time yields; a signal handled by the
+ * thread ends the sleep with EINTR and the time left. Every library that
+ * interposes these calls (libito-pthread.so, libito-omp.so) hands them
+ * here, so that with both loaded the program's call behaves the same
+ * whichever definition it reaches. They are cancellation points, tested
+ * by the interposer itself (ito__dropin_cancel_check) before the call and
+ * after one a signal cut short. */
+ITO_DROPIN_API int ito__dropin_nanosleep(const struct timespec *req, struct timespec *rem);
+ITO_DROPIN_API int ito__dropin_clock_nanosleep(clockid_t clock, int flags,
+                                               const struct timespec *req, struct timespec *rem);
+ITO_DROPIN_API int ito__dropin_usleep(useconds_t us);
+ITO_DROPIN_API unsigned ito__dropin_sleep(unsigned s);
+/* The pthread library's cancellation point, set at its start (NULL
+ * before, and without it): acts on a pending request the calling thread
+ * has enabled, and then does not return. Another library's interposer of
+ * a call that is a cancellation point (libito-omp.so's sleeps, when the
+ * program's calls reach them first) calls it from its own frame, once
+ * ito__dropin_cancels is set: the forced unwind of a cancellation ends at
+ * the first frame of libito.so it meets. */
+ITO_DROPIN_API extern void (*ito__dropin_cancel_check)(void);
 
 /* ---- the program's view of its fds (fds.c; src/io/view.h, docs/io.md) -------------------
  * A library's fcntl, ioctl, dup, dup2, dup3, close_range and closefrom:

@@ -1,10 +1,14 @@
 /* Wait queues, lock words and sleeps for the drop-in libraries' objects
- * (src/core/waitq.h, src/core/sync.h). */
+ * (src/core/waitq.h, src/core/sync.h), and libc's sleeps for the
+ * libraries that interpose them. */
 #define _GNU_SOURCE
 #include "ito_dropin.h"
 
 #include "../core/sync.h"
+#include "../core/timespec.h"
 #include "../core/waitq.h"
+
+#include <errno.h>
 
 _Static_assert(ITO_DROPIN_WQ_INTR == WQ_INTR, "the drop-in's interruptible wait flag");
 
@@ -31,4 +35,71 @@ void ito__dropin_unlock(int *qlock) { spin_unlock(qlock); }
 
 int ito__dropin_sleep_until(clockid_t clock, const struct timespec *abstime) {
   return ito__sleep_until(clock, abstime);
+}
+
+/* ---- libc's sleeps, for an ito thread that can park --------------------------------------
+ * Shared by every library that interposes them (docs/dropin.md, "the
+ * calls"), so that whichever library's definition the program's call
+ * reaches, it behaves the same. The cancellation points are the
+ * interposers' (ito__dropin_cancel_check): a cancellation's forced unwind
+ * ends at the first frame of the runtime it meets. */
+
+void (*ito__dropin_cancel_check)(void);
+
+/* 0, or EINTR with *left_ns the time that was left (a signal's handler
+ * ran on the thread: the sleep ends, as the kernel's does). A time of 0
+ * or less yields. */
+static int sleep_for(long long ns, long long *left_ns) {
+  if (ns <= 0) return ito_yield();
+  struct timespec until = deadline_in(CLOCK_MONOTONIC, ns);
+  int rc = ito__sleep_until(CLOCK_MONOTONIC, &until);
+  if (rc == EINTR && left_ns) *left_ns = ns_until(CLOCK_MONOTONIC, &until);
+  return rc;
+}
+
+static void put_left(struct timespec *rem, long long ns) {
+  if (rem) rem->tv_sec = ns / NS_PER_S, rem->tv_nsec = ns % NS_PER_S;
+}
+
+static int bad_time(const struct timespec *ts) { return !ts || !ts_valid(ts); }
+
+int ito__dropin_nanosleep(const struct timespec *req, struct timespec *rem) {
+  if (!req || req->tv_sec < 0 || bad_time(req)) {
+    errno = EINVAL;
+    return -1;
+  }
+  long long left = 0;
+  if (sleep_for(ts_to_ns(req), &left) == EINTR) { /* (saturates: centuries are for ever) */
+    put_left(rem, left);
+    errno = EINTR;
+    return -1;
+  }
+  return 0;
+}
+
+int ito__dropin_clock_nanosleep(clockid_t clock, int flags, const struct timespec *req,
+                                struct timespec *rem) {
+  if (!req || req->tv_sec < 0 || bad_time(req)) return EINVAL;
+  if (flags & TIMER_ABSTIME) return ito__sleep_until(clock, req);
+  long long ns = ts_to_ns(req);
+  if (ns == 0) return ito_yield();
+  struct timespec until = deadline_in(clock, ns);
+  int rc = ito__sleep_until(clock, &until);
+  if (rc == EINTR) put_left(rem, ns_until(clock, &until));
+  return rc;
+}
+
+int ito__dropin_usleep(useconds_t us) {
+  if (sleep_for((long long)us * 1000, NULL) == EINTR) {
+    errno = EINTR;
+    return -1;
+  }
+  return 0;
+}
+
+unsigned ito__dropin_sleep(unsigned s) {
+  long long left = 0;
+  if (sleep_for((long long)s * NS_PER_S, &left) == EINTR) /* the seconds left, rounded up */
+    return (unsigned)((left + NS_PER_S - 1) / NS_PER_S);
+  return 0;
 }

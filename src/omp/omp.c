@@ -127,7 +127,7 @@ static int env_dynamic = -1, env_nested = -1, env_cancellation = -1, env_wait = 
 static int env_display = -1, env_allocator = -1;
 static long env_levels = -1, env_limit = -1, env_priority = -1, env_teams = -1,
             env_teams_limit = -1;
-static size_t env_stack;
+static size_t env_stack, env_gomp_stack;
 static const struct ito_cfg_choice bool_words[] = {
     {"true", 1}, {"false", 0}, {"1", 1}, {"0", 0}, {0, 0}};
 static const struct ito_cfg_choice wait_words[] = {{"active", 1}, {"passive", 0}, {0, 0}};
@@ -157,8 +157,11 @@ static const struct ito_cfg rows[] = {
      .choices = bool_words, .dflt = "false",
      .what = "cancel-var: cancel constructs take effect (parallel, for, sections, taskgroup)"},
     {.name = "OMP_STACKSIZE", .kind = ITO_CFG_SIZE, .dst = &env_stack, .lo = 16 << 10,
-     .hi = 1L << 30, .flags = ITO_CFG_SIZE_OMP, .dflt = "ITO_STACK_SIZE's",
+     .hi = 1L << 30, .flags = ITO_CFG_SIZE_OMP, .dflt = "the default pthread stack size (8M)",
      .what = "stack size of every thread and task (ITO_STACK_SIZE when that is not set)"},
+    {.name = "GOMP_STACKSIZE", .kind = ITO_CFG_SIZE, .dst = &env_gomp_stack, .lo = 16 << 10,
+     .hi = 1L << 30, .flags = ITO_CFG_SIZE_OMP, .dflt = "the default pthread stack size (8M)",
+     .what = "OMP_STACKSIZE when that is not set (gcc's name)"},
     {.name = "OMP_WAIT_POLICY", .kind = ITO_CFG_CHOICE, .dst = &env_wait, .choices = wait_words,
      .dflt = "passive", .what = "ITO_WAIT_POLICY when that is not set"},
     {.name = "OMP_MAX_TASK_PRIORITY", .kind = ITO_CFG_INT, .dst = &env_priority, .lo = 0,
@@ -181,7 +184,27 @@ static const struct ito_cfg rows[] = {
 
 static void init_root(void);
 
+/* The stack size of libgomp's team threads when neither OMP_STACKSIZE nor
+ * GOMP_STACKSIZE is set: the default of pthread_create (glibc's: the
+ * RLIMIT_STACK soft limit, 8 MiB as usually set; 2 MiB on x86-64 when it
+ * is unlimited), within ITO_STACK_SIZE's bounds (16K to 1G). Team members
+ * and tasks get it; the initial thread keeps the process's stack
+ * (docs/openmp.md, "Stacks"). */
+static size_t default_stack_size(void) {
+  size_t s = 8u << 20;
+  pthread_attr_t a;
+  if (pthread_getattr_default_np(&a) == 0) {
+    size_t got = 0;
+    if (pthread_attr_getstacksize(&a, &got) == 0 && got) s = got;
+    pthread_attr_destroy(&a);
+  }
+  if (s < (16u << 10)) s = 16u << 10;
+  if (s > (1u << 30)) s = 1u << 30;
+  return s;
+}
+
 __attribute__((constructor)) static void read_env(void) {
+  ito_omp_sleep_setup(); /* first: the runtime's own sleeps go to libc */
   omp_g.nprocs = usable_cpus();
   omp_g.init.nthreads = omp_g.nprocs;
   omp_g.init.sched = SCHED_DYNAMIC;
@@ -206,13 +229,15 @@ __attribute__((constructor)) static void read_env(void) {
   omp_g.teams_thread_limit = env_teams_limit > 0 ? (int)env_teams_limit : 0;
   omp_g.max_task_priority = env_priority > 0 ? (int)env_priority : 0;
   omp_g.cancellation = env_cancellation == 1;
-  /* OMP_STACKSIZE and OMP_WAIT_POLICY are the runtime's own variables'
-   * defaults */
+  /* OMP_STACKSIZE (else GOMP_STACKSIZE, else libgomp's default) and
+   * OMP_WAIT_POLICY are the runtime's own variables' defaults */
   static char stack_text[32]; /* kept: the runtime reads it at each start */
-  if (env_stack) {
-    snprintf(stack_text, sizeof stack_text, "%zu", env_stack);
-    ito__dropin_config_default("ITO_STACK_SIZE", stack_text, "OMP_STACKSIZE");
-  }
+  size_t stack = env_stack ? env_stack : env_gomp_stack;
+  snprintf(stack_text, sizeof stack_text, "%zu", stack ? stack : default_stack_size());
+  ito__dropin_config_default("ITO_STACK_SIZE", stack_text,
+                             env_stack        ? "OMP_STACKSIZE"
+                             : env_gomp_stack ? "GOMP_STACKSIZE"
+                                              : "the default pthread stack size");
   if (env_wait >= 0)
     ito__dropin_config_default("ITO_WAIT_POLICY", env_wait ? "active" : "passive",
                                "OMP_WAIT_POLICY");

@@ -220,6 +220,9 @@ task *ito_omp_cur(void);
 void ito_omp_set_cur(task *t);
 void ito_omp_start(void);
 void ito_omp_fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+/* sleep.c: the next definitions of the sleeps it interposes, and libc's in
+ * the runtime's table; from the constructor. */
+void ito_omp_sleep_setup(void);
 /* waits until the kids half selected by wait_bit (KID_WAIT_RUN or
  * KID_WAIT_ALIVE) is zero */
 void ito_omp_wait_kids(task *t, uint64_t wait_bit);

@@ -113,6 +113,8 @@ void shim_init(void) {
     /* pthreads are preempted, and cancelled asynchronously wherever they
      * compute (docs/monitor.md) */
     ito__dropin_preempt_enable(1, shim_cancel_async);
+    /* libito-omp.so's sleeps are cancellation points too */
+    __atomic_store_n(&ito__dropin_cancel_check, shim_cancel_check, __ATOMIC_RELEASE);
     /* fork: first registered, so that ito's prepare runs after the
      * program's and its child and parent handlers before (atfork.h) */
     pthread_atfork(ito__dropin_atfork_prepare, ito__dropin_atfork_parent,

@@ -14,6 +14,10 @@
 #                      runs, and the test is skipped (exit status 77, said on
 #                      stdout): a native run alone tests nothing of ito. Set
 #                      to a missing file: failure.
+#   ITO_PRELOAD_BEFORE, ITO_PRELOAD_AFTER
+#                      another library preloaded before or after it
+#                      (libito-omp.so, which interposes the sleeps too:
+#                      docs/openmp.md, "Sleeping"). Optional.
 #   ITO_TEST_EMULATOR  a command line (split at spaces) that runs PROG, e.g.
 #                      "qemu-aarch64 -L /usr/aarch64-linux-gnu". The preload
 #                      and the other variables then go to the program as the
@@ -98,9 +102,19 @@ echo "---- $name stdout (native)"
 cat "$tmp/native.out"
 echo "----"
 
+preload=$lib
+for extra in "${ITO_PRELOAD_BEFORE:-}" "${ITO_PRELOAD_AFTER:-}"; do
+  if [ -n "$extra" ] && [ ! -f "$extra" ]; then
+    echo "both.sh: $extra: no such library" >&2
+    exit 1
+  fi
+done
+[ -n "${ITO_PRELOAD_BEFORE:-}" ] && preload="$ITO_PRELOAD_BEFORE $preload"
+[ -n "${ITO_PRELOAD_AFTER:-}" ] && preload="$preload $ITO_PRELOAD_AFTER"
+
 for workers in 1 4; do
   label="preload-${workers}worker"
-  run "$label" "LD_PRELOAD=$lib" ITO_PTHREAD_VERIFY=1 "ITO_NUM_WORKERS=$workers"
+  run "$label" "LD_PRELOAD=$preload" ITO_PTHREAD_VERIFY=1 "ITO_NUM_WORKERS=$workers"
   if [ "$run_rc" -ne 0 ]; then
     echo "both.sh: $name failed under the preload with ITO_NUM_WORKERS=$workers (exit status $run_rc)" >&2
     status=1
