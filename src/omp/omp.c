@@ -345,7 +345,8 @@ OMP_API void omp_display_env(int verbose) { ito_omp_display_env(verbose != 0); }
  * runtime in a thread-local. Code with no task yet is an initial task: the
  * program's (one for all ito threads that have none) or, on other OS
  * threads, one per thread. */
-static task root_initial;
+task ito_omp_root_initial;
+#define root_initial ito_omp_root_initial
 static __thread task *os_cur;
 static __thread task os_initial;
 static _Atomic int started;

@@ -226,6 +226,15 @@ void ito_omp_sleep_setup(void);
 /* waits until the kids half selected by wait_bit (KID_WAIT_RUN or
  * KID_WAIT_ALIVE) is zero */
 void ito_omp_wait_kids(task *t, uint64_t wait_bit);
+/* The program's initial task (the root ito thread's, whose context word is
+ * NULL). */
+extern task ito_omp_root_initial;
+/* The current task when the caller has the running stack's context word
+ * (slot, from ito__dropin_ctx: NULL outside ito threads). */
+static inline task *ito_omp_cur_at(void **slot) {
+  if (LIKELY(slot != NULL)) return *slot ? (task *)*slot : &ito_omp_root_initial;
+  return ito_omp_cur();
+}
 /* subtracts d from *word (a kids-style word of owner's queue) and wakes the
  * owner if it waits on that half and the half became zero; returns whether
  * a half d touched became zero (this caller brought it there) */

@@ -425,7 +425,7 @@ static inline size_t data_off(size_t align) {
 
 /* Runs the task now, in the caller's frame (undeferred, final, or no
  * memory for a stack). */
-static void run_inline(struct create *c, size_t align, struct dnode *node) {
+static void run_inline(struct create *c, size_t align, struct dnode *node, void **slot) {
   task t;
   task_init(&t, c->parent, c->final_);
   t.kind = TASK_INLINE;
@@ -441,7 +441,7 @@ static void run_inline(struct create *c, size_t align, struct dnode *node) {
   }
   if (node) dep_wait(node);
   /* the task runs on this stack, so its context word stays this one */
-  void **slot = ito__dropin_ctx();
+  if (!slot) slot = ito__dropin_ctx();
   void *saved = NULL;
   if (slot) {
     saved = *slot;
@@ -464,10 +464,28 @@ static void run_inline(struct create *c, size_t align, struct dnode *node) {
     ito_omp_set_cur(c->parent);
 }
 
+/* The common undeferred task, if(0) with gcc's data used in place (no
+ * cpyfn), on an ito thread: run_inline's work without what such a task
+ * never has (a copy, dependences, detach, a taskloop's slot). */
+static void undeferred(task *parent, void **slot, void (*fn)(void *), void *data, int final_) {
+  task t;
+  task_init(&t, parent, final_);
+  t.kind = TASK_INLINE;
+  t.ingroup = NULL; /* over before the taskgroup can end */
+  void *saved = *slot;
+  *slot = &t;
+  if (!discarded(&t)) fn(data);
+  if (UNLIKELY(t.rteam)) ito_omp_red_release(&t);
+  if (UNLIKELY(atomic_load_explicit(&t.kids, memory_order_relaxed)))
+    ito_omp_wait_kids(&t, KID_WAIT_ALIVE);
+  if (UNLIKELY(t.deps != NULL)) deptab_free(t.deps);
+  *slot = saved;
+}
+
 static void create_task(struct create *c, size_t align, bool deferred, void **depend) {
   task *parent = c->parent;
   if (!deferred || parent->final_) {
-    run_inline(c, align, depend ? dep_register(parent, depend) : NULL);
+    run_inline(c, align, depend ? dep_register(parent, depend) : NULL, NULL);
     return;
   }
   c->off = data_off(align);
@@ -497,7 +515,7 @@ static void create_task(struct create *c, size_t align, bool deferred, void **de
     if (atomic_load_explicit(&rt->rqueued, memory_order_relaxed) >= QUEUED_PER_MEMBER * rt->n) {
       atomic_fetch_sub_explicit(&parent->kids, KID_BOTH, memory_order_relaxed);
       if (parent->tg) atomic_fetch_sub_explicit(&parent->tg->count, KID_ALIVE, memory_order_relaxed);
-      run_inline(c, align, NULL);
+      run_inline(c, align, NULL, NULL);
       return;
     }
     atomic_fetch_add_explicit(&rt->rqueued, 1, memory_order_relaxed);
@@ -513,19 +531,29 @@ static void create_task(struct create *c, size_t align, bool deferred, void **de
     /* no memory for a stack: run it here, uncounted */
     atomic_fetch_sub_explicit(&parent->kids, KID_BOTH, memory_order_relaxed);
     if (parent->tg) atomic_fetch_sub_explicit(&parent->tg->count, KID_ALIVE, memory_order_relaxed);
-    run_inline(c, align, NULL);
+    run_inline(c, align, NULL, NULL);
   }
 }
 
 OMP_API void GOMP_task(void (*fn)(void *), void *data, void (*cpyfn)(void *, void *),
                        long arg_size, long arg_align, bool if_clause, unsigned flags,
                        void **depend, int priority, void *detach) {
-  task *parent = ito_omp_cur();
+  void **slot = ito__dropin_ctx();
+  task *parent = ito_omp_cur_at(slot);
   /* in a cancelled region or taskgroup a new task is discarded at once */
   if (UNLIKELY(omp_g.cancellation) && ito_omp_create_cancelled(parent)) return;
+  /* undeferred (if(0)) without dependences or detach: a call, here */
+  if (!if_clause && !(flags & (8 | TASK_FLAG_DETACH)) && slot && !cpyfn) {
+    undeferred(parent, slot, fn, data, (flags & TASK_FLAG_FINAL) != 0);
+    return;
+  }
   size_t align = arg_align > 0 ? (size_t)arg_align : 1;
   struct create c = {parent, (flags & TASK_FLAG_FINAL) != 0, fn, data, cpyfn,
                      (size_t)arg_size, 0, 0, 0, 0, NULL, 0, NULL, NULL};
+  if (!if_clause && !(flags & (8 | TASK_FLAG_DETACH))) {
+    run_inline(&c, align, NULL, slot);
+    return;
+  }
   if (UNLIKELY((flags & TASK_FLAG_DETACH) && detach)) c.detach = (uintptr_t *)detach;
   if (UNLIKELY((flags & TASK_FLAG_PRIORITY) && priority > 0))
     c.prio = priority < omp_g.max_task_priority ? priority : omp_g.max_task_priority;
@@ -535,13 +563,20 @@ OMP_API void GOMP_task(void (*fn)(void *), void *data, void (*cpyfn)(void *, voi
    * task with detach: its creator may be the one to fulfill the event. */
   if (LIKELY(if_clause && !(flags & (8 | TASK_FLAG_DETACH)) && !parent->final_) &&
       ito__dropin_stealable() >= INLINE_DEPTH) {
-    run_inline(&c, align, NULL);
+    if (LIKELY(slot && !cpyfn))
+      undeferred(parent, slot, fn, data, c.final_);
+    else
+      run_inline(&c, align, NULL, slot);
     return;
   }
   create_task(&c, align, if_clause, (flags & 8) ? depend : NULL);
 }
 
-OMP_API void GOMP_taskwait(void) { ito_omp_wait_kids(ito_omp_cur(), KID_WAIT_RUN); }
+OMP_API void GOMP_taskwait(void) {
+  task *t = ito_omp_cur_at(ito__dropin_ctx());
+  if (atomic_load_explicit(&t->kids, memory_order_acquire) & KID_RUN_MASK)
+    ito_omp_wait_kids(t, KID_WAIT_RUN);
+}
 
 OMP_API void GOMP_taskwait_depend(void **depend) {
   task *t = ito_omp_cur();
