@@ -280,7 +280,9 @@ static void dep_wait(struct dnode *n) {
 /* ---- the life of a task ---------------------------------------------------------- */
 
 /* An explicit task's fields (the work-sharing ones are for implicit tasks
- * only and stay as they are). */
+ * only and stay as they are). Those only a task with a stack of its own
+ * uses (rtake, rqueued, ev, node, heap) are set where such tasks are built
+ * (build_child, and run_inline for the undeferred ones that may use them). */
 static inline void task_init(task *t, task *parent, int final_) {
   t->parent = parent;
   t->team = parent->team;
@@ -295,17 +297,12 @@ static inline void task_init(task *t, task *parent, int final_) {
   t->cgroup = parent->tg ? parent->tg : parent->cgroup;
   t->red0 = parent->tg ? parent->tg->red : parent->red0;
   t->rteam = NULL;
-  t->rtake = NULL;
-  t->rqueued = NULL;
-  t->ev.state = EV_NONE;
   t->deps = NULL;
-  t->node = NULL;
   t->icv = parent->icv;
   t->team_num = parent->team_num;
   t->num_teams = parent->num_teams;
   t->ws = NULL;
   t->solo = NULL;
-  t->heap = NULL;
 }
 
 /* Counts a new deferred child in its parent and taskgroup. */
@@ -388,7 +385,10 @@ struct create {
 };
 
 static inline void detach_init(task *t, struct create *c) {
-  if (LIKELY(!c->detach)) return;
+  if (LIKELY(!c->detach)) {
+    t->ev.state = EV_NONE;
+    return;
+  }
   t->ev.lock = 0;
   t->ev.head = t->ev.tail = NULL;
   t->ev.state = EV_PENDING;
@@ -416,6 +416,8 @@ static void build_child(void *dst, void *arg) {
   detach_init(t, c);
   t->rtake = c->red_tm;
   t->rqueued = c->queued;
+  t->node = NULL;
+  t->heap = NULL;
 }
 
 static inline size_t data_off(size_t align) {
@@ -467,7 +469,14 @@ static void run_inline(struct create *c, size_t align, struct dnode *node, void 
 /* The common undeferred task, if(0) with gcc's data used in place (no
  * cpyfn), on an ito thread: run_inline's work without what such a task
  * never has (a copy, dependences, detach, a taskloop's slot). */
-static void undeferred(task *parent, void **slot, void (*fn)(void *), void *data, int final_) {
+static __attribute__((noinline)) void undeferred(void (*fn)(void *), void *data, int final_) {
+  void **slot = ito__dropin_ctx();
+  task *parent = ito_omp_cur_at(slot);
+  if (UNLIKELY(!slot)) { /* not an ito thread */
+    struct create c = {parent, final_, fn, data, NULL, 0, 0, 0, 0, 0, NULL, 0, NULL, NULL};
+    run_inline(&c, 1, NULL, NULL);
+    return;
+  }
   task t;
   task_init(&t, parent, final_);
   t.kind = TASK_INLINE;
@@ -535,18 +544,31 @@ static void create_task(struct create *c, size_t align, bool deferred, void **de
   }
 }
 
+static void task_slow(void (*fn)(void *), void *data, void (*cpyfn)(void *, void *),
+                      long arg_size, long arg_align, bool if_clause, unsigned flags,
+                      void **depend, int priority, void *detach) __attribute__((noinline));
+
 OMP_API void GOMP_task(void (*fn)(void *), void *data, void (*cpyfn)(void *, void *),
                        long arg_size, long arg_align, bool if_clause, unsigned flags,
                        void **depend, int priority, void *detach) {
+  /* undeferred (if(0)) without dependences, detach or a copy function,
+   * cancellation off: a call (both are tail calls, so this frame stays
+   * small: nothing is kept across a call here) */
+  if (!if_clause && !(flags & (8 | TASK_FLAG_DETACH)) && LIKELY(!cpyfn) &&
+      !UNLIKELY(omp_g.cancellation)) {
+    undeferred(fn, data, (flags & TASK_FLAG_FINAL) != 0);
+    return;
+  }
+  task_slow(fn, data, cpyfn, arg_size, arg_align, if_clause, flags, depend, priority, detach);
+}
+
+static void task_slow(void (*fn)(void *), void *data, void (*cpyfn)(void *, void *),
+                      long arg_size, long arg_align, bool if_clause, unsigned flags,
+                      void **depend, int priority, void *detach) {
   void **slot = ito__dropin_ctx();
   task *parent = ito_omp_cur_at(slot);
   /* in a cancelled region or taskgroup a new task is discarded at once */
   if (UNLIKELY(omp_g.cancellation) && ito_omp_create_cancelled(parent)) return;
-  /* undeferred (if(0)) without dependences or detach: a call, here */
-  if (!if_clause && !(flags & (8 | TASK_FLAG_DETACH)) && slot && !cpyfn) {
-    undeferred(parent, slot, fn, data, (flags & TASK_FLAG_FINAL) != 0);
-    return;
-  }
   size_t align = arg_align > 0 ? (size_t)arg_align : 1;
   struct create c = {parent, (flags & TASK_FLAG_FINAL) != 0, fn, data, cpyfn,
                      (size_t)arg_size, 0, 0, 0, 0, NULL, 0, NULL, NULL};
@@ -563,8 +585,8 @@ OMP_API void GOMP_task(void (*fn)(void *), void *data, void (*cpyfn)(void *, voi
    * task with detach: its creator may be the one to fulfill the event. */
   if (LIKELY(if_clause && !(flags & (8 | TASK_FLAG_DETACH)) && !parent->final_) &&
       ito__dropin_stealable() >= INLINE_DEPTH) {
-    if (LIKELY(slot && !cpyfn))
-      undeferred(parent, slot, fn, data, c.final_);
+    if (LIKELY(!cpyfn))
+      undeferred(fn, data, c.final_);
     else
       run_inline(&c, align, NULL, slot);
     return;
