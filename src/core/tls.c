@@ -15,6 +15,7 @@
 #include "elfsym.h"
 #include "fiber.h"
 #include "os.h"
+#include "thread.h"
 #include "worker.h"
 
 #include <elf.h>
@@ -145,6 +146,7 @@ struct module {
   const void *image; /* .tdata */
   size_t filesz, memsz;
   int libc;          /* libc's block keeps its caches across threads */
+  int program;       /* the program's own TLS (not a runtime library's: program_module) */
   int seen;          /* still loaded (ito__tls_modules_changed) */
 };
 
@@ -230,6 +232,41 @@ static char *static_block_by_linkmap(const struct dl_phdr_info *info) {
   return NULL;
 }
 
+/* Is this object's TLS the program's own, rather than a runtime
+ * library's (the C, C++, Fortran and OpenMP runtimes, the loader, ito's
+ * libraries)? gcc puts threadprivate variables and the program's
+ * `__thread` there. */
+static int program_module(const char *name) {
+  if (!name || !*name) return 1; /* the executable */
+  const char *base = strrchr(name, '/');
+  base = base ? base + 1 : name;
+  static const char *const runtime[] = {"libc.so",        "libstdc++.so", "libgcc_s.so",
+                                        "libgomp.so",     "libito",       "ld-linux",
+                                        "libm.so",        "libgfortran.so", "libquadmath.so",
+                                        "libpthread.so",  "libdl.so",     "libasan.so",
+                                        "libtsan.so",     "libubsan.so",  "vgpreload"};
+  for (size_t i = 0; i < sizeof runtime / sizeof runtime[0]; i++)
+    if (!strncmp(base, runtime[i], strlen(runtime[i]))) return 0;
+  return 1;
+}
+
+static int find_program_tls(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  for (int i = 0; i < info->dlpi_phnum; i++)
+    if (info->dlpi_phdr[i].p_type == PT_TLS && info->dlpi_phdr[i].p_memsz &&
+        program_module(info->dlpi_name)) {
+      *(int *)arg = 1;
+      return 1;
+    }
+  return 0;
+}
+
+int ito__tls_program_has(void) {
+  int found = 0;
+  dl_iterate_phdr(find_program_tls, &found);
+  return found;
+}
+
 static int note_module(struct dl_phdr_info *info, size_t size, void *arg) {
   (void)size, (void)arg;
   if (!info->dlpi_tls_modid) return 0;
@@ -261,6 +298,7 @@ static int note_module(struct dl_phdr_info *info, size_t size, void *arg) {
   m->filesz = tls->p_filesz;
   m->memsz = tls->p_memsz;
   m->libc = info->dlpi_name && strstr(info->dlpi_name, "/libc.so.6") != NULL;
+  m->program = program_module(info->dlpi_name);
   STORE_REL(&ts.nmod, n + 1); /* filled before a reset can read it */
   return 0;
 }
@@ -539,6 +577,69 @@ void ito__tls_thread_release(fiber *f) {
   f->tls = NULL;
 }
 
+/* ---- blocks a layer lends to its threads (tls.h, invariant 5) ------------------------------ */
+
+static struct {
+  void **v;
+  size_t n, cap;
+} spare; /* blocks given back, under ts.lock */
+
+void *ito__tls_block_get(void) {
+  if (!ito__tls_mode) return NULL;
+  ito__thread_pin(); /* (a preemptible thread must not stop holding ts.lock) */
+  spin_lock(&ts.lock);
+  void *b = spare.n ? spare.v[--spare.n] : NULL;
+  spin_unlock(&ts.lock);
+  if (!b) b = block_new(); /* (pinned: glibc's allocator may call the program's malloc) */
+  ito__thread_unpin();
+  return b;
+}
+
+void ito__tls_block_put(void *tp) {
+  if (!tp) return;
+  ito__thread_pin();
+  spin_lock(&ts.lock);
+  if (spare.n == spare.cap) {
+    size_t cap = spare.cap ? spare.cap * 2 : 64;
+    void **a = realloc(spare.v, cap * sizeof *a);
+    if (a) {
+      spare.v = a;
+      spare.cap = cap;
+    }
+  }
+  if (spare.n < spare.cap) spare.v[spare.n++] = tp; /* (else it stays unused, in ts.all) */
+  spin_unlock(&ts.lock);
+  ito__thread_unpin();
+}
+
+void ito__tls_copy_program(void *dst) {
+  char *src = get_tp(), *d = dst;
+  if (!ito__tls_mode || src == d) return;
+  unsigned v;
+  do {
+    while ((v = LOAD_ACQ(&ts.seq)) & 1) cpu_relax();
+    for (int i = 0; i < LOAD_RLX(&ts.nmod); i++)
+      if (ts.mod[i].program) memcpy(d + ts.mod[i].off, src + ts.mod[i].off, ts.mod[i].memsz);
+  } while (LOAD_ACQ(&ts.seq) != v);
+}
+
+void *ito__tls_use(void *tcb) {
+  ito__thread_pin(); /* the worker read below stays the one running us */
+  worker *w = cur_worker();
+  fiber *f = w ? w->cur : NULL;
+  ITO_ASSERT(f && f->kind != FIBER_NATIVE); /* (the root keeps glibc's block) */
+  void *was = f->tls;
+  if (tcb) {
+    char *pd = desc_of(tcb);
+    F(pd, OFF_STACKBLOCK, void *) = f->lo;
+    F(pd, OFF_STACKBLOCK_SIZE, size_t) = (size_t)(f->hi - f->lo);
+  }
+  f->tls = tcb;
+  if (tcb != w->tls_cur) ito__tls_switch(w, tcb);
+  ito__thread_unpin();
+  return was;
+}
+
 /* After a dlopen or dlclose: a new module's static TLS is initialised in
  * every block; an unloaded one is forgotten (its image is gone). Called
  * by one thread at a time (the loader's calls are pinned, and the runtime
@@ -596,6 +697,14 @@ void ito__tls_thread_release(fiber *f) { (void)f; }
 void ito__tls_modules_changed(void) {}
 size_t ito__tls_block_size(void) { return 0; }
 void ito__tls_fork_lock(int take) { (void)take; }
+int ito__tls_program_has(void) { return 0; }
+void *ito__tls_block_get(void) { return NULL; }
+void ito__tls_block_put(void *tp) { (void)tp; }
+void ito__tls_copy_program(void *dst) { (void)dst; }
+void *ito__tls_use(void *tcb) {
+  (void)tcb;
+  return NULL;
+}
 
 #endif
 

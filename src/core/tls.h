@@ -55,6 +55,23 @@ HIDDEN void ito__tls_thread_release(struct fiber *f);
 /* A module was loaded (dlopen): its static TLS, if any, is initialised in
  * every block (glibc does it only for its own threads). */
 HIDDEN void ito__tls_modules_changed(void);
+/* Does the program have thread-local storage of its own (a PT_TLS
+ * segment in the executable or a library other than the C, C++, Fortran
+ * and OpenMP runtimes, the loader and ito's)? Any time, also before the
+ * runtime starts. */
+HIDDEN int ito__tls_program_has(void);
+/* A block for a layer to lend (invariant 5): a spare one as its last
+ * holder left it, or a fresh one (every module's initial image). NULL
+ * with worker TLS or no memory. put: back to the spares. */
+HIDDEN void *ito__tls_block_get(void);
+HIDDEN void ito__tls_block_put(void *tp);
+/* Copies the static TLS of the program's own modules (ito__tls_program_has)
+ * from the block in force to dst: a snapshot of the caller's
+ * threadprivate variables. */
+HIDDEN void ito__tls_copy_program(void *dst);
+/* The calling ito thread (not the root) runs on block tcb from now on,
+ * wherever it runs; NULL: on its worker's. Returns the block it had. */
+HIDDEN void *ito__tls_use(void *tcb);
 /* Bytes per block (for the report), 0 with worker TLS. */
 HIDDEN size_t ito__tls_block_size(void);
 

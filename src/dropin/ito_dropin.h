@@ -256,6 +256,31 @@ ITO_DROPIN_API int ito__dropin_stealable(void);
  * stacks each) are theirs alone and stay. Returns the bytes released. */
 ITO_DROPIN_API size_t ito__dropin_release_stacks(void);
 
+/* ---- thread-local storage lent per thread (tasks.c; src/core/tls.h, invariant 5) -------------
+ * With ITO_TLS=thread, a library may hold TLS blocks and lend them to its
+ * threads: libito-omp.so gives each team member one (its threadprivate
+ * variables), and each deferred task a snapshot of its creator's
+ * (docs/openmp.md, "threadprivate"). */
+
+/* Does the program have thread-local storage of its own (the executable
+ * or a library other than the language runtimes and ito's)? Also before
+ * the runtime starts. */
+ITO_DROPIN_API int ito__dropin_tls_program(void);
+/* Is ITO_TLS=thread in force (the runtime started with it, and did not
+ * fall back to worker TLS)? Starts the runtime. */
+ITO_DROPIN_API int ito__dropin_tls_on(void);
+/* A block: a spare one as its last holder left it, or a fresh one. NULL
+ * with worker TLS or no memory. free: back to the spares. */
+ITO_DROPIN_API void *ito__dropin_tls_block(void);
+ITO_DROPIN_API void ito__dropin_tls_free(void *block);
+/* Copies the static TLS of the program's own modules from the calling
+ * thread's block to block. */
+ITO_DROPIN_API void ito__dropin_tls_copy(void *block);
+/* The calling ito thread runs on block from now on, wherever it runs
+ * (NULL: on its worker's); returns the block it had. Not the root. It
+ * must give the block back (NULL) before it ends. */
+ITO_DROPIN_API void *ito__dropin_tls_use(void *block);
+
 /* ---- waits (waits.c) ---------------------------------------------------------------------------
  * A queue is a spinlock word and a head and tail pointer anywhere in the
  * caller's objects. Waiters are lightweight threads (parked) and OS threads

@@ -9,6 +9,7 @@
 #include "../core/runtime.h"
 #include "../core/sched.h"
 #include "../core/thread.h"
+#include "../core/tls.h"
 
 #include <errno.h>
 
@@ -79,6 +80,25 @@ int ito__dropin_stealable(void) {
   if (!w || !w->cur) return 0;
   uint64_t n = dq_size(&w->dq);
   return n < 1000000 ? (int)n : 1000000;
+}
+
+/* ---- TLS blocks lent to threads (src/core/tls.h, invariant 5) ----------------------------- */
+
+int ito__dropin_tls_program(void) { return ito__tls_program_has(); }
+
+int ito__dropin_tls_on(void) {
+  if (ito__ensure()) return 0;
+  return LOAD_RLX(&ito__tls_mode) != 0;
+}
+
+void *ito__dropin_tls_block(void) { return ito__tls_block_get(); }
+void ito__dropin_tls_free(void *block) { ito__tls_block_put(block); }
+void ito__dropin_tls_copy(void *block) { ito__tls_copy_program(block); }
+
+void *ito__dropin_tls_use(void *block) {
+  worker *w = cur_worker();
+  if (!w || !w->cur || w->cur->kind == FIBER_NATIVE) return NULL;
+  return ito__tls_use(block);
 }
 
 /* ---- CPU affinity of a thread: a home worker bound to a CPU of the set -------------------- */

@@ -244,6 +244,12 @@ __attribute__((constructor)) static void read_env(void) {
   /* as many workers as the outermost team wants, at most the usable CPUs
    * (ITO_NUM_WORKERS overrides) */
   if (omp_g.nlist) ito__dropin_default_workers(omp_g.list[0]);
+  /* threadprivate variables live in thread-local storage: a program with
+   * TLS of its own gets a block per team member (docs/openmp.md,
+   * "threadprivate"); ITO_TLS=worker asks for the workers' */
+  atomic_store_explicit(&omp_g.member_tls, -1, memory_order_relaxed);
+  if (ito__dropin_tls_program())
+    ito__dropin_config_default("ITO_TLS", "thread", "libito-omp.so (threadprivate)");
   init_root(); /* the program's initial task starts with these ICVs */
   if (env_display > 0) ito_omp_display_env(env_display == 2);
 }
@@ -365,6 +371,12 @@ void ito_omp_start(void) {
   int rc = ito_init();
   if (rc) ito_omp_fatal("cannot start the runtime (%s)", strerror(rc));
   atomic_store_explicit(&started, 1, memory_order_release);
+}
+
+int ito_omp_member_tls_resolve(void) {
+  int on = ito__dropin_tls_on(); /* (starts the runtime) */
+  atomic_store_explicit(&omp_g.member_tls, on, memory_order_relaxed);
+  return on;
 }
 
 task *ito_omp_cur(void) {

@@ -69,6 +69,10 @@ struct omp_global {
   int nteams;                 /* nteams-var (0: the default, 3 teams) */
   int teams_thread_limit;     /* teams-thread-limit-var (0: none) */
   int cancellation;           /* cancel-var (OMP_CANCELLATION): cancel constructs act */
+  _Atomic int member_tls;     /* threadprivate per member: ITO_TLS=thread is in force, so each
+                               * member has a TLS block and each deferred task a snapshot of
+                               * its creator's (docs/openmp.md, "threadprivate"); -1 until the
+                               * runtime has started (ito_omp_member_tls) */
 };
 extern struct omp_global omp_g;
 
@@ -134,6 +138,8 @@ typedef struct task {
   void (*fn)(void *);
   void *data;
   void *heap;                   /* a block to free once the task is over */
+  void *tls;                    /* deferred tasks with member TLS: the snapshot of its creator's
+                                 * threadprivate variables it runs on (task.c), or NULL */
   struct tevent ev;             /* detach: its completion event */
   /* task reductions (reduction.c) */
   uintptr_t *red0;              /* the registered reductions it sees outside its taskgroups */
@@ -207,6 +213,9 @@ typedef struct team {
   void *cq_head, *cq_tail;
   _Atomic int cq_waiters;
   int home;                     /* bound: member i lives on worker (home + i) % workers; -1 */
+  int tls_on;                   /* members [1, n) run on TLS blocks of their own (member TLS) */
+  void **tls;                   /* the outermost team's: member i's block, kept between regions
+                                 * (NULL: members take spare blocks and give them back) */
   /* task reductions (reduction.c) */
   uintptr_t *red;               /* registered by parallel with the task modifier */
   struct task **rs;             /* per member slot: the top of its holders (NULL: free) */
@@ -247,6 +256,13 @@ void ito_omp_team_wait(team *tm, int (*pred)(void *), void *arg);
 void ito_omp_team_notify(team *tm);
 /* OMP_DISPLAY_ENV's report, on stderr: verbose adds ito's own variables */
 void ito_omp_display_env(int verbose);
+
+/* Is member TLS in force (omp_g.member_tls, resolved on first use)? */
+int ito_omp_member_tls_resolve(void);
+static inline int ito_omp_member_tls(void) {
+  int v = atomic_load_explicit(&omp_g.member_tls, memory_order_relaxed);
+  return LIKELY(v >= 0) ? v : ito_omp_member_tls_resolve();
+}
 
 /* ---- team.c ---------------------------------------------------------------------- */
 void ito_omp_barrier(task *me);

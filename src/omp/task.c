@@ -340,13 +340,39 @@ static inline bool discarded(task *t) {
   return UNLIKELY(omp_g.cancellation) && ito_omp_task_cancelled(t);
 }
 
+/* ---- threadprivate in deferred tasks ----------------------------------------------------
+ * With member TLS (omp_g.member_tls) a deferred task runs on a TLS block of
+ * its own holding a snapshot of its creator's threadprivate variables (the
+ * program's static TLS), made when it is created: it reads the values its
+ * creator had then, and its writes stay its own (docs/openmp.md,
+ * "threadprivate"). A task run inside its creator uses the creator's. */
+static void task_tls_snapshot(task *t) {
+  if (!ito_omp_member_tls()) return;
+  void *b = ito__dropin_tls_block();
+  if (!b) ito_omp_fatal("out of memory for the thread-local storage of a task");
+  ito__dropin_tls_copy(b);
+  t->tls = b;
+}
+
+static void task_tls_begin(task *t) { ito__dropin_tls_use(t->tls); }
+
+static void task_tls_end(task *t) {
+  void *was = ito__dropin_tls_use(NULL);
+  ITO_OMP_ASSERT(was == t->tls);
+  (void)was;
+  ito__dropin_tls_free(t->tls);
+  t->tls = NULL;
+}
+
 static void task_entry(void *arg) {
   task *t = arg; /* already the current task (ITO_DROPIN_CTX_COPY) */
+  if (UNLIKELY(t->tls != NULL)) task_tls_begin(t);
   if (UNLIKELY(t->rqueued)) atomic_fetch_sub_explicit(&t->rqueued->rqueued, 1, memory_order_relaxed);
   if (!discarded(t)) {
     if (UNLIKELY(t->rtake)) ito_omp_red_take(t);
     t->fn(t->data);
   }
+  if (UNLIKELY(t->tls != NULL)) task_tls_end(t);
   task_finish(t);
 }
 
@@ -354,10 +380,12 @@ static void task_entry(void *arg) {
 static void heap_task_entry(void *arg) {
   task *t = *(task **)arg;
   ito_omp_set_cur(t);
+  if (UNLIKELY(t->tls != NULL)) task_tls_begin(t);
   if (!discarded(t)) { /* (its predecessors may have been discarded too) */
     if (UNLIKELY(t->rtake)) ito_omp_red_take(t);
     t->fn(t->data);
   }
+  if (UNLIKELY(t->tls != NULL)) task_tls_end(t);
   void *heap = t->heap;
   task_finish(t);
   free(heap);
@@ -418,6 +446,9 @@ static void build_child(void *dst, void *arg) {
   t->rqueued = c->queued;
   t->node = NULL;
   t->heap = NULL;
+  t->tls = NULL;
+  if (UNLIKELY(atomic_load_explicit(&omp_g.member_tls, memory_order_relaxed) != 0))
+    task_tls_snapshot(t); /* (in the creator, before the task can run) */
 }
 
 static inline size_t data_off(size_t align) {

@@ -40,18 +40,73 @@ static void implicit_init(task *t, team *tm, unsigned id) {
   t->red0 = tm->red;
 }
 
+/* ---- threadprivate: a TLS block per member ------------------------------------------
+ * With member TLS (ITO_TLS=thread in force: omp_g.member_tls) member i > 0
+ * runs on a TLS block of its own, where gcc's code finds its threadprivate
+ * variables; member 0 keeps the encountering thread's. The outermost
+ * team of the program's initial thread keeps member i's block between
+ * regions (outer_tls), so the copies persist as OpenMP promises; other
+ * teams' members take spare blocks and give them back at their end
+ * (docs/openmp.md, "threadprivate"). */
+static struct {
+  void **v;
+  unsigned n;
+} outer_tls;
+static _Atomic int outer_busy; /* a team uses outer_tls (one at a time) */
+
+static void team_tls(team *tm) {
+  tm->tls_on = 1;
+  task *enc = tm->encountering;
+  int idle = 0;
+  if (tm->level != 1 || enc->kind != TASK_INITIAL || enc->parent ||
+      !atomic_compare_exchange_strong_explicit(&outer_busy, &idle, 1, memory_order_acquire,
+                                               memory_order_relaxed))
+    return; /* tm->tls NULL: spare blocks */
+  if (outer_tls.n < tm->n) {
+    void **v = realloc(outer_tls.v, tm->n * sizeof *v);
+    if (!v) ito_omp_fatal("out of memory for the TLS of a team of %u threads", tm->n);
+    memset(v + outer_tls.n, 0, (tm->n - outer_tls.n) * sizeof *v);
+    outer_tls.v = v;
+    outer_tls.n = tm->n;
+  }
+  tm->tls = outer_tls.v;
+}
+
+/* Member id (> 0) starts: its block, in force from now on. */
+static void *member_tls_begin(team *tm, unsigned id) {
+  void *b = tm->tls ? tm->tls[id] : NULL;
+  if (!b) {
+    b = ito__dropin_tls_block();
+    if (!b) ito_omp_fatal("out of memory for the thread-local storage of a team member");
+    if (tm->tls) tm->tls[id] = b; /* (member id's own slot) */
+  }
+  ito__dropin_tls_use(b);
+  return b;
+}
+
+/* Before the member counts itself out: its block is no longer in force
+ * (the next region's member id may take it as soon as this one is out). */
+static void member_tls_end(team *tm, void *b) {
+  void *was = ito__dropin_tls_use(NULL);
+  ITO_OMP_ASSERT(was == b);
+  (void)was;
+  if (!tm->tls) ito__dropin_tls_free(b);
+}
+
 /* The end of a member's part: its tasks are over (the region ends with a
- * barrier), then it counts itself out. */
-static void member_done(team *tm, task *t) {
+ * barrier), then it gives its TLS block back and counts itself out. */
+static void member_done(team *tm, task *t, void *tls) {
   ito_omp_wait_kids(t, KID_WAIT_ALIVE);
   if (t->deps) ito_omp_deptab_free(t);
   if (UNLIKELY(t->rteam)) ito_omp_red_release(t);
+  if (UNLIKELY(tls != NULL)) member_tls_end(tm, tls);
   ito_omp_kids_sub(&tm->left, KID_ALIVE, &tm->qlock, &tm->qhead, &tm->qtail);
 }
 
 static void member_entry(void *p) {
   struct mstart s = *(struct mstart *)p;
   split(s.tm, s.lo, s.hi);
+  void *tls = UNLIKELY(s.tm->tls_on) ? member_tls_begin(s.tm, s.lo) : NULL;
   task t;
   implicit_init(&t, s.tm, s.lo);
   if (s.tm->combined) t.ws_seq = 1, t.ws = &s.tm->ws[0]; /* made with the team */
@@ -59,7 +114,7 @@ static void member_entry(void *p) {
   if (UNLIKELY(s.tm->red)) ito_omp_member_reductions(&t);
   ito__dropin_preemptible(1); /* members are threads: preempted (docs/openmp.md) */
   s.tm->fn(s.tm->data);
-  member_done(s.tm, &t);
+  member_done(s.tm, &t, tls);
   ito__dropin_preemptible(0); /* (the stack's descriptor is fresh for the next spawn) */
 }
 
@@ -91,8 +146,9 @@ static void team_init(team *tm, task *enc, unsigned n, void (*fn)(void *), void 
  * workers' thread-local storage) are per member and persist between such
  * regions, as OpenMP promises (docs/openmp.md, "threadprivate"). */
 static int bind_team(team *tm) {
-  /* (an initial task with a parent is a target region's, target.c) */
-  if (tm->level != 1 || tm->n < 2 || tm->encountering->kind != TASK_INITIAL ||
+  /* (an initial task with a parent is a target region's, target.c; with
+   * member TLS the members carry their threadprivate storage with them) */
+  if (tm->tls_on || tm->level != 1 || tm->n < 2 || tm->encountering->kind != TASK_INITIAL ||
       tm->encountering->parent)
     return -1;
   int w = ito_worker_id();
@@ -117,6 +173,7 @@ static void team_begin(team *tm, task *t, void (*init)(struct ws *, void *, unsi
     t->ws_seq = 1;
     t->ws = &tm->ws[0];
   }
+  if (UNLIKELY(tm->n > 1 && ito_omp_member_tls())) team_tls(tm);
   int h = bind_team(tm);
   tm->home = h;
   if (h >= 0) {
@@ -151,6 +208,7 @@ static void team_end(team *tm, task *t) {
       free(tm->ws[k].ranges);
       free(tm->ws[k].da);
     }
+  if (tm->tls) atomic_store_explicit(&outer_busy, 0, memory_order_release); /* members are out */
   ito_omp_set_cur(tm->encountering);
 }
 
