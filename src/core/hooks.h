@@ -36,7 +36,9 @@ HIDDEN void ito__hook_emit(int kind, int worker, const void *obj, long peer);
 
 /* A traced task group's pending count carries this bias from its first
  * fork to its join, so that the join's inline check fails and the join
- * reaches its hook (invariant 2). Larger than any real count. */
+ * reaches its hook (invariant 2). Larger than any real count; the join's
+ * wait ignores it, since a fork may set it after the join began to wait
+ * (lazy.c, trace_spawn). */
 #define TG_TRACED (1 << 30)
 
 #endif

@@ -95,8 +95,12 @@ void ito__claim_record(const struct ito_rec *rec, fiber *nf) {
   nf->sp = NULL; /* ito__run_fiber resumes nf->start there */
 }
 
+/* The count without the bias: a traced child may add TG_TRACED while the
+ * joiner waits (trace_spawn), and the last child must still wake it. */
+static int count_of(int pending) { return pending & ~TG_TRACED; }
+
 void ito__tg_child_done(ito_tg_t *tg) {
-  if (__atomic_sub_fetch(&tg->pending, 1, __ATOMIC_ACQ_REL) == 0) {
+  if (count_of(__atomic_sub_fetch(&tg->pending, 1, __ATOMIC_ACQ_REL)) == 0) {
     waiter *wt = tg_waiter(tg);
     set_tg_waiter(tg, NULL);
     ito__wake_waiter(wt);
@@ -107,17 +111,22 @@ bool ito__tg_park(ito_tg_t *tg, fiber *f) {
   memset(&f->w, 0, sizeof f->w);
   f->w.fiber = f;
   set_tg_waiter(tg, &f->w);
-  return __atomic_sub_fetch(&tg->pending, 1, __ATOMIC_ACQ_REL) == 0;
+  return count_of(__atomic_sub_fetch(&tg->pending, 1, __ATOMIC_ACQ_REL)) == 0;
 }
 
 /* ---- tracing (docs/hooks.md) --------------------------------------------------------------- */
 
 /* A recorder is attached: the group's join must reach its hook, so its
- * pending count carries TG_TRACED until then (hooks.h, invariant 2). Only
- * the group's strand adds and removes the bias. */
+ * pending count carries TG_TRACED until then (hooks.h, invariant 2).
+ * The fork calls this after it published its record, so a thief may have
+ * taken the continuation already: that strand may fork the group again
+ * (two callers at once: an or, not an add, so the bias is added once)
+ * and may reach the join first (the join reads the bias only once its
+ * children are done; this child is one of them until it ends, after
+ * this). Only the join removes the bias. */
 static void trace_spawn(ito_tg_t *tg, int wid) {
   if (!(__atomic_load_n(&tg->pending, __ATOMIC_RELAXED) & TG_TRACED))
-    __atomic_add_fetch(&tg->pending, TG_TRACED, __ATOMIC_RELAXED);
+    __atomic_fetch_or(&tg->pending, TG_TRACED, __ATOMIC_RELAXED);
   ito__hook_emit(ITO_EV_SPAWN, wid, tg, 0);
 }
 
@@ -282,11 +291,15 @@ static void free_fiber_post(void *f) { ito__fiber_free(&cur_worker()->fibers, f)
 
 void ito__join_c(ito_tg_t *tg, void *frame, struct ito_rec *rec) {
   worker *w = cur_worker();
-  bool traced = __atomic_load_n(&tg->pending, __ATOMIC_RELAXED) & TG_TRACED;
-  if (UNLIKELY(traced)) __atomic_sub_fetch(&tg->pending, TG_TRACED, __ATOMIC_RELAXED);
   void *sp = rec_sp(rec);
   bool on_home_stack = tg->stolen && sp == tg->home_sp && w && w->cur != tg->home_fiber;
-  if (__atomic_load_n(&tg->pending, __ATOMIC_ACQUIRE) != 1) {
+  /* The bias (TG_TRACED) is read, and removed, only once every child is
+   * done: a child whose continuation was taken before it traced its fork
+   * adds the bias after this join may have started (trace_spawn). Read
+   * before the wait, it could be missed, and then added for good while
+   * the joiner waits: the last child's count would never reach 0. */
+  int p = __atomic_load_n(&tg->pending, __ATOMIC_ACQUIRE);
+  if (count_of(p) != 1) {
     if (on_home_stack)
       ito__fatal(
           "a function left the code between task_group::run() (or ito_tg_fork) and wait() "
@@ -299,12 +312,15 @@ void ito__join_c(ito_tg_t *tg, void *frame, struct ito_rec *rec) {
       waiter wt;
       memset(&wt, 0, sizeof wt);
       set_tg_waiter(tg, &wt);
-      if (__atomic_sub_fetch(&tg->pending, 1, __ATOMIC_ACQ_REL) != 0)
+      if (count_of(__atomic_sub_fetch(&tg->pending, 1, __ATOMIC_ACQ_REL)) != 0)
         ito__block_os(&wt, CLOCK_MONOTONIC, NULL);
     }
-    __atomic_store_n(&tg->pending, 1, __ATOMIC_RELAXED);
+    p = __atomic_load_n(&tg->pending, __ATOMIC_ACQUIRE);
+    ITO_ASSERT(count_of(p) == 0); /* lazy.h, invariant 3: the children and we are done */
     w = cur_worker();
   }
+  bool traced = p & TG_TRACED;
+  if (p != 1) __atomic_store_n(&tg->pending, 1, __ATOMIC_RELAXED); /* nobody else counts now */
   if (UNLIKELY(traced)) ito__hook_emit(ITO_EV_JOIN, w ? w->id : -1, tg, 0);
   if (!tg->stolen || frame != tg->home_fp) return;
   /* Back to the home stack: the frame of the joining function lives there

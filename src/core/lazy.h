@@ -10,9 +10,11 @@
  *     it has been taken (sched.h, invariant 3 keeps it).
  *  3. tg->pending is 1 + the children whose continuation was taken + the
  *     children started as threads of their own (+ TG_TRACED while a
- *     recorder traces the group); whoever brings it to 0 resumes the
- *     joiner. A taker counts the split before the record's slot is
- *     cleared (deque.h, invariant 2). */
+ *     recorder traces the group: set by a fork, possibly after the join
+ *     began to wait, removed by the join after its wait); whoever brings
+ *     the count without TG_TRACED to 0 resumes the joiner. A taker counts
+ *     the split before the record's slot is cleared (deque.h, invariant
+ *     2). */
 #ifndef ITO_CORE_LAZY_H
 #define ITO_CORE_LAZY_H
 
