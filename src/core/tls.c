@@ -166,6 +166,21 @@ static struct {
   void *proto; /* a descriptor to copy the guards and flags from */
 } ts;
 
+/* Appends tp to the list *v (n used of *cap), growing it from `first`
+ * entries by doubling; if there is no memory to grow, tp is not listed
+ * (the callers' lists are best effort). Under ts.lock. */
+static void list_add(void ***v, size_t *n, size_t *cap, size_t first, void *tp) {
+  if (*n == *cap) {
+    size_t c = *cap ? *cap * 2 : first;
+    void **a = realloc(*v, c * sizeof *a);
+    if (a) {
+      *v = a;
+      *cap = c;
+    }
+  }
+  if (*n < *cap) (*v)[(*n)++] = tp;
+}
+
 /* A module's static TLS block as the loader placed it for a thread glibc
  * knows (the one that started the runtime, ts.proto): its dtv entry, which
  * glibc fills for the static TLS of every thread it knows, also for a
@@ -469,15 +484,7 @@ static void *block_new(void) {
   ts.ctype_init();
   set_tp(was);
   spin_lock(&ts.lock);
-  if (ts.nall == ts.capall) {
-    size_t cap = ts.capall ? ts.capall * 2 : 256;
-    void **a = realloc(ts.all, cap * sizeof *a);
-    if (a) {
-      ts.all = a;
-      ts.capall = cap;
-    }
-  }
-  if (ts.nall < ts.capall) ts.all[ts.nall++] = tp;
+  list_add(&ts.all, &ts.nall, &ts.capall, 256, tp);
   spin_unlock(&ts.lock);
   return tp;
 }
@@ -599,15 +606,7 @@ void ito__tls_block_put(void *tp) {
   if (!tp) return;
   ito__thread_pin();
   spin_lock(&ts.lock);
-  if (spare.n == spare.cap) {
-    size_t cap = spare.cap ? spare.cap * 2 : 64;
-    void **a = realloc(spare.v, cap * sizeof *a);
-    if (a) {
-      spare.v = a;
-      spare.cap = cap;
-    }
-  }
-  if (spare.n < spare.cap) spare.v[spare.n++] = tp; /* (else it stays unused, in ts.all) */
+  list_add(&spare.v, &spare.n, &spare.cap, 64, tp); /* (if not, it stays unused, in ts.all) */
   spin_unlock(&ts.lock);
   ito__thread_unpin();
 }
