@@ -180,29 +180,56 @@ static int own_class(size_t len) {
   return k; /* 2^k <= len < 2^(k+1) */
 }
 
-static size_t usable(const fiber *f) { return (size_t)(f->hi - f->lo); }
 
-/* The bytes a free stack may hold resident: its usable part. */
+/* The lowest page a stack has touched: a stack grows down from its
+ * header, so its touched pages run down from there; mincore(2) finds the
+ * end of that run, 8 pages first, then 64 at a time. (A frame that skipped whole pages
+ * without touching them leaves pages below a gap uncounted: the bound is
+ * then exceeded by them; -fstack-clash-protection touches every page.) */
+static uintptr_t touched_from(const fiber *f, uintptr_t lo, uintptr_t hi) {
+  unsigned char v[64];
+  uintptr_t at = hi;
+  size_t step = 8; /* most stacks touched a few pages */
+  while (at > lo) {
+    uintptr_t from = at - lo > step * PAGE ? at - step * PAGE : lo;
+    step = sizeof v;
+    size_t n = (at - from) / PAGE;
+    if (mincore((void *)from, at - from, v) != 0) return lo; /* count it all */
+    for (size_t i = n; i-- > 0;)
+      if (!(v[i] & 1)) return from + (i + 1) * PAGE;
+    at = from;
+  }
+  (void)f;
+  return lo;
+}
+
+/* A free stack on a shared list counts its touched pages (f->dirty of them)
+ * in the bound on the resident memory of free stacks. */
 static void dirty_take(fiber *f) {
   if (f->dirty) {
-    __atomic_fetch_sub(&dirty_bytes, usable(f), __ATOMIC_RELAXED);
+    __atomic_fetch_sub(&dirty_bytes, (size_t)f->dirty * PAGE, __ATOMIC_RELAXED);
     f->dirty = 0;
   }
 }
 
-/* A stack goes to a shared free list: beyond the bound, its pages go back
- * to the system, all but the one that holds the header (the descriptor
- * stays: invariant 3). */
+/* A stack goes to a shared free list: beyond the bound, its touched pages
+ * go back to the system, all but the one that holds the header (the
+ * descriptor stays: invariant 3). Counting touched pages rather than the
+ * stack's size keeps many large stacks (libgomp's 8 MiB) that were hardly
+ * used from being given back, and faulted in again, at every free. */
 static void dirty_give(fiber *f) {
-  size_t n = usable(f);
+  uintptr_t lo = ((uintptr_t)f->lo + PAGE - 1) & ~(PAGE - 1);
+  uintptr_t hi = (uintptr_t)f & ~(PAGE - 1);
+  if (hi <= lo) return;
+  uintptr_t from = touched_from(f, lo, hi);
+  size_t n = hi - from;
+  if (!n) return; /* nothing below the header's page was touched */
   if (__atomic_add_fetch(&dirty_bytes, n, __ATOMIC_RELAXED) <= LOAD_RLX(&dirty_bound)) {
-    f->dirty = 1;
+    f->dirty = (uint32_t)(n / PAGE);
     return;
   }
   __atomic_fetch_sub(&dirty_bytes, n, __ATOMIC_RELAXED);
-  uintptr_t lo = ((uintptr_t)f->lo + PAGE - 1) & ~(PAGE - 1);
-  uintptr_t hi = (uintptr_t)f & ~(PAGE - 1);
-  if (hi > lo) madvise((void *)lo, hi - lo, MADV_DONTNEED);
+  madvise((void *)from, n, MADV_DONTNEED);
   f->dirty = 0;
 }
 

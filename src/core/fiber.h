@@ -55,7 +55,8 @@ typedef struct __attribute__((aligned(64))) fiber {
   uint32_t guarded;         /* a guard page sits below lo */
   uint32_t kind;            /* FIBER_* (invariant 2) */
   uint32_t own_class;       /* FIBER_OWN: log2 of the mapping's size, rounded down */
-  uint32_t dirty;           /* free, on a shared list, counted in the resident bound */
+  uint32_t dirty;           /* free, on a shared list: its touched pages, counted in the
+                               bound on free stacks' resident memory (0: none counted) */
   /* A fiber made by taking a fork record starts by resuming that record.
    * A fiber started by ito_create keeps here its creator's continuation
    * (a create record), published at create_idx of create_worker's deque. */
