@@ -186,7 +186,7 @@ static int own_class(size_t len) {
  * end of that run, 8 pages first, then 64 at a time. (A frame that skipped whole pages
  * without touching them leaves pages below a gap uncounted: the bound is
  * then exceeded by them; -fstack-clash-protection touches every page.) */
-static uintptr_t touched_from(const fiber *f, uintptr_t lo, uintptr_t hi) {
+static uintptr_t touched_from(uintptr_t lo, uintptr_t hi) {
   unsigned char v[64];
   uintptr_t at = hi;
   size_t step = 8; /* most stacks touched a few pages */
@@ -199,7 +199,6 @@ static uintptr_t touched_from(const fiber *f, uintptr_t lo, uintptr_t hi) {
       if (!(v[i] & 1)) return from + (i + 1) * PAGE;
     at = from;
   }
-  (void)f;
   return lo;
 }
 
@@ -221,7 +220,7 @@ static void dirty_give(fiber *f) {
   uintptr_t lo = ((uintptr_t)f->lo + PAGE - 1) & ~(PAGE - 1);
   uintptr_t hi = (uintptr_t)f & ~(PAGE - 1);
   if (hi <= lo) return;
-  uintptr_t from = touched_from(f, lo, hi);
+  uintptr_t from = touched_from(lo, hi);
   size_t n = hi - from;
   if (!n) return; /* nothing below the header's page was touched */
   if (__atomic_add_fetch(&dirty_bytes, n, __ATOMIC_RELAXED) <= LOAD_RLX(&dirty_bound)) {

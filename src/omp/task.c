@@ -305,10 +305,15 @@ static inline void task_init(task *t, task *parent, int final_) {
   t->solo = NULL;
 }
 
-/* Counts a new deferred child in its parent and taskgroup. */
+/* Counts a new deferred child in its parent and taskgroup; uncount_child
+ * takes it back when the child runs undeferred after all. */
 static void count_child(task *parent) {
   atomic_fetch_add_explicit(&parent->kids, KID_BOTH, memory_order_relaxed);
   if (parent->tg) atomic_fetch_add_explicit(&parent->tg->count, KID_ALIVE, memory_order_relaxed);
+}
+static void uncount_child(task *parent) {
+  atomic_fetch_sub_explicit(&parent->kids, KID_BOTH, memory_order_relaxed);
+  if (parent->tg) atomic_fetch_sub_explicit(&parent->tg->count, KID_ALIVE, memory_order_relaxed);
 }
 
 /* The task's code returned: dependences, then the parent's taskwait, then
@@ -544,7 +549,6 @@ static void create_task(struct create *c, size_t align, bool deferred, void **de
     dep_release(n); /* the creator's unit: starts it if nothing comes before */
     return;
   }
-  count_child(parent);
   team *rt = parent->rteam;
   if (UNLIKELY(rt != NULL)) {
     /* A holder of a task reduction slot goes on with its copy and queues
@@ -553,14 +557,13 @@ static void create_task(struct create *c, size_t align, bool deferred, void **de
      * stolen, would wait for it (reduction.c). Past QUEUED_PER_MEMBER
      * queued children per member, the child runs here, undeferred. */
     if (atomic_load_explicit(&rt->rqueued, memory_order_relaxed) >= QUEUED_PER_MEMBER * rt->n) {
-      atomic_fetch_sub_explicit(&parent->kids, KID_BOTH, memory_order_relaxed);
-      if (parent->tg) atomic_fetch_sub_explicit(&parent->tg->count, KID_ALIVE, memory_order_relaxed);
       run_inline(c, align, NULL, NULL);
       return;
     }
     atomic_fetch_add_explicit(&rt->rqueued, 1, memory_order_relaxed);
     c->queued = rt;
   }
+  count_child(parent);
   int rc = c->queued ? ito__dropin_spawn_queued(task_entry, c, c->off + c->size, a, build_child,
                                                 ITO_DROPIN_CTX_COPY)
                      : ito__dropin_spawn(task_entry, c, c->off + c->size, a, build_child,
@@ -569,8 +572,7 @@ static void create_task(struct create *c, size_t align, bool deferred, void **de
     if (c->queued) atomic_fetch_sub_explicit(&rt->rqueued, 1, memory_order_relaxed);
     c->queued = NULL;
     /* no memory for a stack: run it here, uncounted */
-    atomic_fetch_sub_explicit(&parent->kids, KID_BOTH, memory_order_relaxed);
-    if (parent->tg) atomic_fetch_sub_explicit(&parent->tg->count, KID_ALIVE, memory_order_relaxed);
+    uncount_child(parent);
     run_inline(c, align, NULL, NULL);
   }
 }
