@@ -1,4 +1,4 @@
-/* Blocking I/O that parks the thread (src/io.c): many readers on pipes
+/* Blocking I/O that parks the thread (src/io/): many readers on pipes
  * woken in random order, close with parked threads, partial transfers with
  * checksums, timeouts, connect/accept, readiness waking a worker that
  * sleeps in epoll_wait, O_NONBLOCK and socket timeouts set after an fd was

@@ -1,5 +1,5 @@
 /* White-box tests of the runtime's private interface to libito-pthread.so
- * (src/pt_api.h): handles, creation with stack attributes, pinning, errno
+ * (src/dropin/ito_dropin.h): handles, creation with stack attributes, pinning, errno
  * kept across a park, tagged wait queues, sleeps on both clocks. */
 #define _GNU_SOURCE
 #include "check.h"

@@ -104,7 +104,7 @@ ito__ctx_start:
 .endm
 
 /* ThreadSanitizer builds give every child a lightweight thread of its own
- * (src/lazy.c), so the fork entry points below are C there. */
+ * (src/core/lazy.c), so the fork entry points below are C there. */
 #if !ITO_TSAN
 /* The record and the worker, common to every fork entry: leaves the record
  * in r12 (the CFA is r12 + REC_SIZE + 8 from here on) and the worker in rbx. */

@@ -3,7 +3,8 @@
  * register rows of their own (ito__config_read), which the same parser
  * checks. A bad value stops the program with one line naming the variable,
  * the value and what is accepted, and exit status 2. README.md's table
- * lists every row; tests/unit/config_table checks that it does. */
+ * lists every row; the config_readme test (tests/config_readme.sh) checks
+ * that it does. */
 #ifndef ITO_CORE_CONFIG_H
 #define ITO_CORE_CONFIG_H
 

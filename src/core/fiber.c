@@ -23,6 +23,17 @@
 
 _Static_assert(sizeof(fiber) % 64 == 0 && _Alignof(fiber) == 64, "fiber header layout");
 
+/* The top HEADER_ROOM bytes of a stack's mapping hold its header (at the
+ * very top); the stack starts below them, so where the stack's first
+ * frames fall within a page does not move when the header grows. It
+ * matters: with the top at page offset 0xe40 (a 448-byte header right
+ * above it), fib(35) on one worker ran 1.25x slower than at 0xe00 or
+ * 0xe80, with the same instructions (AMD EPYC; docs/fibers.md, "Where the
+ * stack starts"). A header that outgrows the room takes a larger room,
+ * measured again. */
+#define HEADER_ROOM 512
+_Static_assert(sizeof(fiber) <= HEADER_ROOM, "fiber header outgrew HEADER_ROOM");
+
 /* Linux 6.13's guard regions: a guard page inside a mapping, without
  * splitting it (Debian 12's headers lack the constant). */
 #ifndef MADV_GUARD_INSTALL
@@ -91,7 +102,7 @@ void ito__fiber_setup(size_t stack_size, int guard_mode, size_t cache_bytes) {
 size_t ito__stack_size(void) { return fs.stack_size; }
 
 static size_t slot_size(void) {
-  return PAGE + ((fs.stack_size + sizeof(fiber) + PAGE - 1) & ~(PAGE - 1));
+  return PAGE + ((fs.stack_size + HEADER_ROOM + PAGE - 1) & ~(PAGE - 1));
 }
 
 /* Whether the next pool stack gets a guard page (GUARD_AUTO: while the
@@ -114,7 +125,7 @@ static fiber *header_in(char *base, size_t len, uint32_t kind) {
   f->map = base;
   f->maplen = len;
   f->lo = base;
-  f->hi = (char *)((uintptr_t)f & ~(uintptr_t)63);
+  f->hi = base + len - HEADER_ROOM;
   f->kind = kind;
   return f;
 }
@@ -233,7 +244,7 @@ static void dirty_give(fiber *f) {
 }
 
 fiber *ito__own_fiber(size_t want) {
-  size_t len = (want + sizeof(fiber) + 2 * PAGE - 1) & ~(PAGE - 1); /* guard, stack, header */
+  size_t len = (want + HEADER_ROOM + 2 * PAGE - 1) & ~(PAGE - 1); /* guard, stack, header */
   int k = own_class(len);
   fiber *f = NULL;
   spin_lock(&own_lock);
@@ -282,12 +293,12 @@ static void own_fiber_free(fiber *f) {
 fiber *ito__user_fiber(void *addr, size_t size) {
   uintptr_t hi = ((uintptr_t)addr + size) & ~(uintptr_t)63;
   /* the platform's PTHREAD_STACK_MIN is enough; the header takes its top */
-  if (size < ITO_MIN_STACK || hi - sizeof(fiber) < (uintptr_t)addr) return NULL;
+  if (size < ITO_MIN_STACK || hi - HEADER_ROOM < (uintptr_t)addr) return NULL;
   fiber *f = (fiber *)(hi - sizeof(fiber));
   memset(f, 0, sizeof *f);
   if (ito__handle_register(&f->th)) return NULL;
   f->lo = addr;
-  f->hi = (char *)f;
+  f->hi = (char *)(hi - HEADER_ROOM);
   f->map = addr; /* the caller's region, as given (what pthread_getattr_np reports) */
   f->maplen = size;
   f->kind = FIBER_USER;

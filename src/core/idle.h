@@ -1,7 +1,8 @@
 /* Idle workers: spinning, sleeping and waking, and the one sleeper that
  * waits for external events (the poll sleeper). The only code that
- * touches the idle word and the sleeper list; the assembly fork reads the
- * word. Protocol, proofs and the Promela model's map: docs/idle.md; the
+ * touches the idle word and the sleeper list: other C code reads it only
+ * through the functions below (idle_fork_read, idle_anyone), and the
+ * assembly fork reads it at the offsets asm_contract.h checks. Protocol, proofs and the Promela model's map: docs/idle.md; the
  * model is verify/idle.pml.
  *
  * Invariants:
@@ -64,6 +65,19 @@ extern struct ito_idle_word ito__rt_idle HIDDEN;
 #define IDLE_FLAGS (IDLE_SYM | IDLE_HOOKS)
 static inline uint32_t idle_S(uint64_t x) { return (uint32_t)(x >> 32); }
 static inline uint32_t idle_Z(uint64_t x) { return (uint32_t)(x & (IDLE_HOOKS - 1)); }
+
+/* The fork's read of the word (P2 of docs/idle.md, after its fence or
+ * the asymmetric one): nonzero when somebody spins or sleeps, or a
+ * recorder is attached (IDLE_HOOKS); the mode flag masked out. Decoded by
+ * the fork's slow path with idle_S and the flags. */
+static inline uint64_t idle_fork_read(void) {
+  return __atomic_load_n(&ito__rt_idle.v, __ATOMIC_RELAXED) & ~IDLE_SYM;
+}
+/* Whether any worker spins or sleeps (the monitor's view, ordered with its
+ * other reads). */
+static inline bool idle_anyone(void) {
+  return (__atomic_load_n(&ito__rt_idle.v, __ATOMIC_SEQ_CST) & ~IDLE_FLAGS) != 0;
+}
 
 /* At each start: the workers' idlers, the policy, the flags. */
 HIDDEN void ito__idle_setup(struct idler **idlers, int n, const struct idle_ops *ops,

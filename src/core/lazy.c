@@ -7,6 +7,7 @@
 #include "hooks.h"
 #include "sched.h"
 #include "thread.h"
+#include "wait.h"
 
 #include <alloca.h>
 #include <string.h>
@@ -196,7 +197,7 @@ void ito__fork_c(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size, struct it
     full_fence();
   else
     __asm__ volatile("" ::: "memory");
-  uint64_t x = __atomic_load_n(&ito__rt_idle.v, __ATOMIC_RELAXED) & ~IDLE_SYM;
+  uint64_t x = idle_fork_read();
   if (UNLIKELY(x)) fork_publish_slow(w, tg, x);
 
   call_child(fn, a, tg, kind, w1);

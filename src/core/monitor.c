@@ -348,15 +348,15 @@ static bool observe(void) {
       if (!stuck) stuck_cur = cur;
     }
   }
-  uint64_t idle = __atomic_load_n(&ito__rt_idle.v, __ATOMIC_SEQ_CST) & ~IDLE_FLAGS;
+  bool idle = idle_anyone();
   bool waits = blocked ? work_waits(n) : false;
   bool threads = threads_wait(n);
-  if (mon.preempt) preempt(n, now, (threads || threads_to_find()) && idle == 0);
+  if (mon.preempt) preempt(n, now, (threads || threads_to_find()) && !idle);
   RACY_END();
 
   __atomic_store_n(&mon.wanted, blocked, __ATOMIC_RELAXED);
   int alive = __atomic_load_n(&mon.alive, __ATOMIC_SEQ_CST);
-  if (blocked > alive && idle == 0 && waits) {
+  if (blocked > alive && !idle && waits) {
     if (alive < mon.cap) {
       start_extra();
       mon.stall_since = 0;

@@ -26,7 +26,7 @@
 #include "runtime.h"
 #include "sched.h"
 #include "thread.h"
-#include "waitq.h"
+#include "wait.h"
 #include "worker.h"
 
 #include <errno.h>

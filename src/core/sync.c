@@ -5,7 +5,7 @@
 #include "sync.h"
 
 #include "os.h"
-#include "waitq.h"
+#include "wait.h"
 #include "worker.h"
 
 #include <errno.h>

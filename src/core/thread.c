@@ -13,6 +13,7 @@
 #include "hooks.h"
 #include "runtime.h"
 #include "sched.h"
+#include "wait.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -6,7 +6,7 @@
 
 #include "../core/sync.h"
 #include "../core/timespec.h"
-#include "../core/waitq.h"
+#include "../core/wait.h"
 
 #include <errno.h>
 

@@ -27,7 +27,7 @@
 
 #include "../core/base.h"
 #include "../core/os.h"
-#include "../core/waitq.h"
+#include "../core/wait.h"
 #include "../core/signal.h"
 
 #include <poll.h>

@@ -1,9 +1,9 @@
-/* Wait queues (src/core/waitq.h), white box, with plain OS threads as the
- * waiters (no runtime started): FIFO order, wakes, timeouts on both
+/* Wait queues and the one wait (src/core/waitq.h, wait.h), white box,
+ * with plain OS threads as the waiters (no runtime started): FIFO order, wakes, timeouts on both
  * clocks, tags, the callback run under the lock, and a timeout racing a
  * wake (invariant 2: taken exactly once). */
 #define _GNU_SOURCE
-#include "../../src/core/waitq.h"
+#include "../../src/core/wait.h"
 
 #include <errno.h>
 #include <pthread.h>
