@@ -282,7 +282,7 @@ ito_tg_fork_:
 1:      btrq    $IDLE_BIT_HOOKS, %rax
         testq   %rax, %rax
         jz      .Lfork_call                     /* only flags: nobody idle */
-        shrq    $32, %rax
+        shrq    $IDLE_SHIFT_S, %rax
         jz      .Lfork_wake
         cmpl    $0, W_FENCE(%rbx)               /* a spinner will try to steal: fence */
         jne     .Lfork_call                     /* our pops for a while, so that it */

@@ -26,6 +26,7 @@
 /* The idle word (docs/idle.md): S << 32 | M << 31 | H << 30 | Z. */
 #define IDLE_BIT_SYM 31   /* M: symmetric mode (no membarrier) */
 #define IDLE_BIT_HOOKS 30 /* H: an event recorder is attached (docs/hooks.md) */
+#define IDLE_SHIFT_S 32   /* S, the spinners, in the high half */
 
 /* ito_tg_t (include/ito/ito.h) */
 #define TG_PENDING 24 /* int pending, with int stolen next to it */

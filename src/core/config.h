@@ -4,7 +4,16 @@
  * checks. A bad value stops the program with one line naming the variable,
  * the value and what is accepted, and exit status 2. README.md's table
  * lists every row; the config_readme test (tests/config_readme.sh) checks
- * that it does. */
+ * that it does.
+ *
+ * Invariants:
+ *  1. Every ITO_* variable of libito.so is a row of the core's table, and
+ *     this module is the only code that reads one (getenv appears nowhere
+ *     else in the core but for the loader's LD_PRELOAD).
+ *  2. A value is taken only when the parser accepts all of it; a bad one
+ *     never falls back to the default, it stops the program (exit 2).
+ *  3. ito__cfg changes only in ito_init, before any worker starts; while
+ *     the runtime runs the settings are read without locks. */
 #ifndef ITO_CORE_CONFIG_H
 #define ITO_CORE_CONFIG_H
 

@@ -119,6 +119,7 @@ static inline fiber *fiber_get(struct fiber_cache *c) {
 }
 /* Appends f to the list (*first .. *last), which ends in NULL. */
 static inline void fiber_append(fiber **first, fiber **last, fiber *f) {
+  ITO_ASSERT(!f->w.queued && f != *last); /* invariant 1: not parked, not twice */
   f->next = NULL;
   if (*last)
     (*last)->next = f;
@@ -128,6 +129,7 @@ static inline void fiber_append(fiber **first, fiber **last, fiber *f) {
 }
 
 static inline void fiber_put(struct fiber_cache *c, fiber *f) {
+  ITO_ASSERT(!f->w.queued && (!c || f != c->free)); /* invariant 1 */
   if (LIKELY(c && f->kind == FIBER_POOL && f->guarded && c->n < FIBER_CACHE)) {
     f->next = c->free;
     c->free = f;

@@ -59,11 +59,11 @@ struct ito_idle_word {
 } __attribute__((aligned(CACHELINE)));
 extern struct ito_idle_word ito__rt_idle HIDDEN;
 
-#define IDLE_SPIN_ONE (1ULL << 32)
+#define IDLE_SPIN_ONE (1ULL << IDLE_SHIFT_S)
 #define IDLE_SYM (1ULL << IDLE_BIT_SYM)
 #define IDLE_HOOKS (1ULL << IDLE_BIT_HOOKS)
 #define IDLE_FLAGS (IDLE_SYM | IDLE_HOOKS)
-static inline uint32_t idle_S(uint64_t x) { return (uint32_t)(x >> 32); }
+static inline uint32_t idle_S(uint64_t x) { return (uint32_t)(x >> IDLE_SHIFT_S); }
 static inline uint32_t idle_Z(uint64_t x) { return (uint32_t)(x & (IDLE_HOOKS - 1)); }
 
 /* The fork's read of the word (P2 of docs/idle.md, after its fence or

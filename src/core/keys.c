@@ -1,7 +1,18 @@
 /* Thread-specific data, per lightweight thread: a table of keys with their
  * destructors, and per thread an array of values allocated at its first
  * set. An OS thread that is not an ito thread has values of its own.
- * Design: docs/api.md, "Thread-specific data". */
+ * Design: docs/api.md, "Thread-specific data".
+ *
+ * Invariants:
+ *  1. A key's `used` and `dtor` change only under key_lock; a slot is
+ *     handed out by ito_key_create only while unused.
+ *  2. A thread's values belong to the thread, not to the fiber or worker
+ *     it runs on: they move with it when it migrates (key_slots reads them
+ *     through the current fiber's thread), and only its own code sets them.
+ *  3. A value is cleared before its destructor runs, so a destructor that
+ *     sets a value again is run again, up to 4 rounds (POSIX's
+ *     PTHREAD_DESTRUCTOR_ITERATIONS); a deleted key's destructor is never
+ *     run. */
 #define _GNU_SOURCE
 #include "thread.h"
 
