@@ -1,11 +1,13 @@
 /* White-box tests of the runtime's private interface to libito-pthread.so
  * (src/dropin/ito_dropin.h): handles, creation with stack attributes, pinning, errno
- * kept across a park, tagged wait queues, sleeps on both clocks. */
+ * kept across a park, tagged wait queues, sleeps on both clocks, the
+ * context word read without a call. */
 #define _GNU_SOURCE
 #include "check.h"
 #include "../src/dropin/ito_dropin.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -268,13 +270,46 @@ static void test_timeouts(void) {
   CHECK_EQ(ito__dropin_sleep_until(CLOCK_MONOTONIC, &t), EINVAL);
 }
 
+/* ito_dropin_ctx_at agrees with ito__dropin_ctx: before the runtime
+ * starts (NULL), on ito threads that move between workers (the word of the
+ * stack running now, read afresh after each yield), and on a plain OS
+ * thread (NULL). */
+static struct ito_dropin_where ctx_where;
+static void *ctx_mover(void *arg) {
+  for (int i = 0; i < 200; i++) {
+    void **a = ito__dropin_ctx(), **b = ito_dropin_ctx_at(&ctx_where);
+    CHECK(a != NULL && a == b);
+    *a = arg; /* this stack's word is this thread's own */
+    ito_yield();
+    CHECK(*ito_dropin_ctx_at(&ctx_where) == arg);
+  }
+  return NULL;
+}
+static void *ctx_os(void *arg) {
+  (void)arg;
+  return ito_dropin_ctx_at(&ctx_where) == NULL && ito__dropin_ctx() == NULL ? (void *)1 : NULL;
+}
+static void test_ctx_where(void) {
+  ito_thread_t t[8];
+  for (long i = 0; i < 8; i++) CHECK_EQ(ito_create(ctx_mover, (void *)(i + 1), &t[i]), 0);
+  for (int i = 0; i < 8; i++) CHECK_EQ(ito_join(t[i], NULL), 0);
+  pthread_t p;
+  void *r = NULL;
+  CHECK_EQ(pthread_create(&p, NULL, ctx_os, NULL), 0);
+  CHECK_EQ(pthread_join(p, &r), 0);
+  CHECK(r == (void *)1);
+}
+
 int main(void) {
+  ito__dropin_ctx_where(&ctx_where);
+  CHECK(ito_dropin_ctx_at(&ctx_where) == NULL); /* the runtime has not started */
   CHECK_EQ(ito_init(), 0);
   test_handles();
   test_create_attrs();
   test_errno_and_pin();
   test_tags();
   test_timeouts();
+  test_ctx_where();
   CHECK_EQ(ito__dropin_live(), 0);
   printf("pt_api: all passed (%lu threads made through ito__dropin_create)\n", ito__dropin_created());
   return 0;

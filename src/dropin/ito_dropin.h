@@ -245,6 +245,36 @@ ITO_DROPIN_API int ito__dropin_home(int home);
  * one; a stolen fork continuation starts with NULL. NULL (no word) on a
  * thread that is not an ito thread. */
 ITO_DROPIN_API void **ito__dropin_ctx(void);
+/* The same word without a call, for a library's hot paths: where the
+ * worker's address sits relative to the thread pointer (static TLS, the
+ * same offset in every thread and in every lightweight thread's own TLS
+ * block), and the offsets of the worker's running fiber and of that
+ * fiber's word. Fixed once libito.so is loaded; ito__dropin_ctx_where
+ * fills it (any time, before or after the runtime starts). */
+struct ito_dropin_where {
+  long tp_off;
+  unsigned long cur_off, ctx_off;
+};
+ITO_DROPIN_API void ito__dropin_ctx_where(struct ito_dropin_where *out);
+/* ito__dropin_ctx()'s answer from a filled ito_dropin_where. The thread
+ * pointer and the worker are read afresh at each call (asm volatile): a
+ * lightweight thread may have moved to another worker since the last one. */
+static inline void **ito_dropin_ctx_at(const struct ito_dropin_where *where) {
+  char *w;
+#if defined(__x86_64__)
+  __asm__ volatile("movq %%fs:(%1), %0" : "=r"(w) : "r"(where->tp_off));
+#elif defined(__aarch64__)
+  char *tp;
+  __asm__ volatile("mrs %0, tpidr_el0" : "=r"(tp));
+  w = *(char *volatile *)(tp + where->tp_off);
+#else
+  (void)where;
+  return ito__dropin_ctx();
+#endif
+  if (!w) return (void **)0;
+  char *f = *(char *volatile *)(w + where->cur_off);
+  return f ? (void **)(f + where->ctx_off) : (void **)0;
+}
 /* Entries in the calling worker's deque that thieves may still take (an
  * estimate: it reads the two ends without the thieves' lock); 0 on a
  * thread that is not an ito thread. */

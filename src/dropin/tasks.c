@@ -75,6 +75,20 @@ void **ito__dropin_ctx(void) {
   return w && w->cur ? &w->cur->ctx : NULL;
 }
 
+void ito__dropin_ctx_where(struct ito_dropin_where *out) {
+  char *tp;
+#if defined(__x86_64__)
+  __asm__("movq %%fs:0, %0" : "=r"(tp));
+#elif defined(__aarch64__)
+  __asm__("mrs %0, tpidr_el0" : "=r"(tp));
+#else
+  tp = NULL;
+#endif
+  out->tp_off = (long)((char *)&ito__tls_worker - tp);
+  out->cur_off = offsetof(worker, cur);
+  out->ctx_off = offsetof(fiber, ctx);
+}
+
 int ito__dropin_stealable(void) {
   worker *w = cur_worker();
   if (!w || !w->cur) return 0;

@@ -39,7 +39,7 @@ bool ito_omp_task_cancelled(task *t) {
 }
 
 OMP_API bool GOMP_cancellation_point(int which) {
-  if (!omp_g.cancellation) return false;
+  if (!ito_omp_cancellation) return false;
   task *t = ito_omp_cur();
   if (which & (CANCEL_LOOP | CANCEL_SECTIONS)) {
     /* the member's current work share (an explicit task has none) */
@@ -56,7 +56,7 @@ OMP_API bool GOMP_cancellation_point(int which) {
 /* True: the construct which names is cancelled, and gcc's code goes to its
  * end. With cancel-var false it does nothing (false), as libgomp. */
 OMP_API bool GOMP_cancel(int which, bool do_cancel) {
-  if (!omp_g.cancellation) return false;
+  if (!ito_omp_cancellation) return false;
   /* cancel ... if(false) is a cancellation point */
   if (!do_cancel) return GOMP_cancellation_point(which);
   ITO_OMP_ASSERT(which == CANCEL_PARALLEL || which == CANCEL_LOOP ||

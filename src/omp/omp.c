@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 struct omp_global omp_g;
+int ito_omp_cancellation;
 
 void ito_omp_fatal(const char *fmt, ...) {
   va_list ap;
@@ -203,7 +204,10 @@ static size_t default_stack_size(void) {
   return s;
 }
 
+struct ito_dropin_where ito_omp_where;
+
 __attribute__((constructor)) static void read_env(void) {
+  ito__dropin_ctx_where(&ito_omp_where);
   ito_omp_sleep_setup(); /* first: the runtime's own sleeps go to libc */
   omp_g.nprocs = usable_cpus();
   omp_g.init.nthreads = omp_g.nprocs;
@@ -228,7 +232,7 @@ __attribute__((constructor)) static void read_env(void) {
   omp_g.nteams = env_teams > 0 ? (int)env_teams : 0;
   omp_g.teams_thread_limit = env_teams_limit > 0 ? (int)env_teams_limit : 0;
   omp_g.max_task_priority = env_priority > 0 ? (int)env_priority : 0;
-  omp_g.cancellation = env_cancellation == 1;
+  ito_omp_cancellation = env_cancellation == 1;
   /* OMP_STACKSIZE (else GOMP_STACKSIZE, else libgomp's default) and
    * OMP_WAIT_POLICY are the runtime's own variables' defaults */
   static char stack_text[32]; /* kept: the runtime reads it at each start */
@@ -380,11 +384,11 @@ int ito_omp_member_tls_resolve(void) {
 }
 
 task *ito_omp_cur(void) {
-  void **slot = ito__dropin_ctx();
+  void **slot = ito_omp_ctx();
   if (LIKELY(slot)) return *slot ? (task *)*slot : &root_initial;
   if (!atomic_load_explicit(&started, memory_order_acquire)) {
     ito_omp_start(); /* on the main thread this makes it the root ito thread */
-    slot = ito__dropin_ctx();
+    slot = ito_omp_ctx();
     if (slot) return *slot ? (task *)*slot : &root_initial;
   }
   if (os_cur) return os_cur;
@@ -393,7 +397,7 @@ task *ito_omp_cur(void) {
 }
 
 void ito_omp_set_cur(task *t) {
-  void **slot = ito__dropin_ctx();
+  void **slot = ito_omp_ctx();
   if (slot)
     *slot = t == &root_initial ? NULL : t;
   else
@@ -547,7 +551,7 @@ OMP_API int omp_get_supported_active_levels(void) { return MAX_LEVELS; }
 OMP_API int omp_get_thread_limit(void) { return ito_omp_cur()->icv.thread_limit; }
 OMP_API int omp_get_num_procs(void) { return omp_g.nprocs; }
 OMP_API int omp_in_final(void) { return ito_omp_cur()->final_; }
-OMP_API int omp_get_cancellation(void) { return omp_g.cancellation; }
+OMP_API int omp_get_cancellation(void) { return ito_omp_cancellation; }
 OMP_API int omp_get_proc_bind(void) { return 0; /* omp_proc_bind_false */ }
 OMP_API int omp_get_num_places(void) { return 0; }
 OMP_API int omp_get_place_num(void) { return -1; }

@@ -68,13 +68,15 @@ struct omp_global {
   char affinity_format[256];  /* affinity-format-var (OMP_AFFINITY_FORMAT) */
   int nteams;                 /* nteams-var (0: the default, 3 teams) */
   int teams_thread_limit;     /* teams-thread-limit-var (0: none) */
-  int cancellation;           /* cancel-var (OMP_CANCELLATION): cancel constructs act */
   _Atomic int member_tls;     /* threadprivate per member: ITO_TLS=thread is in force, so each
                                * member has a TLS block and each deferred task a snapshot of
                                * its creator's (docs/openmp.md, "threadprivate"); -1 until the
                                * runtime has started (ito_omp_member_tls) */
 };
 extern struct omp_global omp_g;
+/* cancel-var (OMP_CANCELLATION): cancel constructs act. A variable of its
+ * own: GOMP_task's fast path reads it from assembly (task.c). */
+extern int ito_omp_cancellation;
 
 #define MAX_LEVELS 255        /* omp_get_supported_active_levels */
 
@@ -226,6 +228,15 @@ typedef struct team {
 
 /* ---- omp.c: current task, waits ------------------------------------------------ */
 task *ito_omp_cur(void);
+/* Where the running stack's context word is (ito_dropin_where), filled by
+ * the library's constructor; ctx_off stays 0 until then. */
+extern struct ito_dropin_where ito_omp_where;
+/* ito__dropin_ctx() without the call into libito.so (a call that comes
+ * before the constructor takes the call). */
+static inline void **ito_omp_ctx(void) {
+  if (__builtin_expect(ito_omp_where.ctx_off == 0, 0)) return ito__dropin_ctx();
+  return ito_dropin_ctx_at(&ito_omp_where);
+}
 void ito_omp_set_cur(task *t);
 void ito_omp_start(void);
 void ito_omp_fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
@@ -322,7 +333,7 @@ OMP_API void omp_set_nest_lock(nest_lock_t *l);
 OMP_API void omp_unset_nest_lock(nest_lock_t *l);
 OMP_API int omp_test_nest_lock(nest_lock_t *l);
 
-/* ---- cancel.c: cancellation (only with cancel-var set: omp_g.cancellation) ---------- */
+/* ---- cancel.c: cancellation (only with cancel-var set: ito_omp_cancellation) ---------- */
 /* a task created now by parent would be discarded: its team is cancelled, or
  * the taskgroup it would be in */
 bool ito_omp_create_cancelled(task *parent);

@@ -283,17 +283,18 @@ static void dep_wait(struct dnode *n) {
  * only and stay as they are). Those only a task with a stack of its own
  * uses (rtake, rqueued, ev, node, heap) are set where such tasks are built
  * (build_child, and run_inline for the undeferred ones that may use them). */
-static inline void task_init(task *t, task *parent, int final_) {
+static inline void task_init(task *t, task *parent, int final_, int kind) {
   t->parent = parent;
   t->team = parent->team;
   t->id = parent->id;
-  t->kind = TASK_EXPLICIT;
-  t->final_ = (unsigned char)(final_ || parent->final_);
+  t->kind = (unsigned char)kind;
+  t->final_ = (unsigned char)(final_ | parent->final_);
   atomic_store_explicit(&t->kids, 0, memory_order_relaxed);
   t->qlock = 0;
   t->qhead = t->qtail = NULL;
   t->tg = NULL;
-  t->ingroup = parent->tg;
+  /* an inline task is over before the taskgroup can end: not counted */
+  t->ingroup = kind == TASK_INLINE ? NULL : parent->tg;
   t->cgroup = parent->tg ? parent->tg : parent->cgroup;
   t->red0 = parent->tg ? parent->tg->red : parent->red0;
   t->rteam = NULL;
@@ -342,7 +343,7 @@ static void task_finish(task *t) {
 /* A task whose team or taskgroup was cancelled before its code began is
  * discarded: it ends at once (its dependences released, counted out). */
 static inline bool discarded(task *t) {
-  return UNLIKELY(omp_g.cancellation) && ito_omp_task_cancelled(t);
+  return UNLIKELY(ito_omp_cancellation) && ito_omp_task_cancelled(t);
 }
 
 /* ---- threadprivate in deferred tasks ----------------------------------------------------
@@ -442,7 +443,7 @@ static inline void copy_data(void *dst, struct create *c) {
 static void build_child(void *dst, void *arg) {
   struct create *c = arg;
   task *t = dst;
-  task_init(t, c->parent, c->final_);
+  task_init(t, c->parent, c->final_, TASK_EXPLICIT);
   t->fn = c->fn;
   t->data = (char *)dst + c->off;
   copy_data(t->data, c);
@@ -465,9 +466,7 @@ static inline size_t data_off(size_t align) {
  * memory for a stack). */
 static void run_inline(struct create *c, size_t align, struct dnode *node, void **slot) {
   task t;
-  task_init(&t, c->parent, c->final_);
-  t.kind = TASK_INLINE;
-  t.ingroup = NULL; /* over before the taskgroup can end */
+  task_init(&t, c->parent, c->final_, TASK_INLINE);
   detach_init(&t, c);
   t.rtake = c->red_tm;
   void *data = c->data;
@@ -479,7 +478,7 @@ static void run_inline(struct create *c, size_t align, struct dnode *node, void 
   }
   if (node) dep_wait(node);
   /* the task runs on this stack, so its context word stays this one */
-  if (!slot) slot = ito__dropin_ctx();
+  if (!slot) slot = ito_omp_ctx();
   void *saved = NULL;
   if (slot) {
     saved = *slot;
@@ -505,8 +504,10 @@ static void run_inline(struct create *c, size_t align, struct dnode *node, void 
 /* The common undeferred task, if(0) with gcc's data used in place (no
  * cpyfn), on an ito thread: run_inline's work without what such a task
  * never has (a copy, dependences, detach, a taskloop's slot). */
-static __attribute__((noinline)) void undeferred(void (*fn)(void *), void *data, int final_) {
-  void **slot = ito__dropin_ctx();
+/* (Hidden, not static: GOMP_task's x86-64 entry jumps to it by name.) */
+__attribute__((noinline, noclone, used)) void ito_omp_undeferred(void (*fn)(void *), void *data,
+                                                                 int final_) {
+  void **slot = ito_omp_ctx();
   task *parent = ito_omp_cur_at(slot);
   if (UNLIKELY(!slot)) { /* not an ito thread */
     struct create c = {parent, final_, fn, data, NULL, 0, 0, 0, 0, 0, NULL, 0, NULL, NULL};
@@ -514,9 +515,7 @@ static __attribute__((noinline)) void undeferred(void (*fn)(void *), void *data,
     return;
   }
   task t;
-  task_init(&t, parent, final_);
-  t.kind = TASK_INLINE;
-  t.ingroup = NULL; /* over before the taskgroup can end */
+  task_init(&t, parent, final_, TASK_INLINE);
   void *saved = *slot;
   *slot = &t;
   if (!discarded(&t)) fn(data);
@@ -577,31 +576,68 @@ static void create_task(struct create *c, size_t align, bool deferred, void **de
   }
 }
 
-static void task_slow(void (*fn)(void *), void *data, void (*cpyfn)(void *, void *),
-                      long arg_size, long arg_align, bool if_clause, unsigned flags,
-                      void **depend, int priority, void *detach) __attribute__((noinline));
-
+/* Every task but the common undeferred one (GOMP_task's arguments). Hidden,
+ * not static: the x86-64 entry below jumps to it by name. */
+__attribute__((noinline, noclone, used)) void ito_omp_task_slow(
+    void (*fn)(void *), void *data, void (*cpyfn)(void *, void *), long arg_size,
+    long arg_align, bool if_clause, unsigned flags, void **depend, int priority, void *detach);
+/* GOMP_task: undeferred (if(0)) without dependences, detach or a copy
+ * function, cancellation off, goes to undeferred; everything else to
+ * ito_omp_task_slow, both by a jump. In C, gcc loaded the four arguments
+ * on the stack at entry and stored them back before the jump to the slow
+ * path, on the fast path too (23 instructions where 11 do): on x86-64 the
+ * test is written out, reading only flags from the stack (flags & 8:
+ * dependences; TASK_FLAG_DETACH; TASK_FLAG_FINAL is bit 1). */
+#if defined(__x86_64__)
+_Static_assert(TASK_FLAG_FINAL == 2 && (8 | TASK_FLAG_DETACH) == 0x2008, "GOMP_task's entry");
+#ifdef __CET__
+#define ENDBR "endbr64\n\t"
+#else
+#define ENDBR ""
+#endif
+__asm__(".text\n\t"
+        ".globl GOMP_task\n\t"
+        ".type GOMP_task, @function\n\t"
+        ".p2align 4\n"
+        "GOMP_task:\n\t" ENDBR
+        "testb %r9b, %r9b\n\t"          /* if_clause */
+        "jne 1f\n\t"
+        "testq %rdx, %rdx\n\t"          /* cpyfn */
+        "jne 1f\n\t"
+        "movl 8(%rsp), %eax\n\t"        /* flags */
+        "testl $0x2008, %eax\n\t"
+        "jne 1f\n\t"
+        "cmpl $0, ito_omp_cancellation(%rip)\n\t"
+        "jne 1f\n\t"
+        "shrl %eax\n\t"
+        "andl $1, %eax\n\t"
+        "movl %eax, %edx\n\t"           /* final_ */
+        "jmp ito_omp_undeferred\n"
+        "1:\n\t"
+        "jmp ito_omp_task_slow\n\t"
+        ".size GOMP_task, .-GOMP_task");
+#undef ENDBR
+#else
 OMP_API void GOMP_task(void (*fn)(void *), void *data, void (*cpyfn)(void *, void *),
                        long arg_size, long arg_align, bool if_clause, unsigned flags,
                        void **depend, int priority, void *detach) {
-  /* undeferred (if(0)) without dependences, detach or a copy function,
-   * cancellation off: a call (both are tail calls, so this frame stays
-   * small: nothing is kept across a call here) */
   if (!if_clause && !(flags & (8 | TASK_FLAG_DETACH)) && LIKELY(!cpyfn) &&
-      !UNLIKELY(omp_g.cancellation)) {
-    undeferred(fn, data, (flags & TASK_FLAG_FINAL) != 0);
+      !UNLIKELY(ito_omp_cancellation)) {
+    ito_omp_undeferred(fn, data, (flags & TASK_FLAG_FINAL) != 0);
     return;
   }
-  task_slow(fn, data, cpyfn, arg_size, arg_align, if_clause, flags, depend, priority, detach);
+  ito_omp_task_slow(fn, data, cpyfn, arg_size, arg_align, if_clause, flags, depend, priority,
+                    detach);
 }
+#endif
 
-static void task_slow(void (*fn)(void *), void *data, void (*cpyfn)(void *, void *),
-                      long arg_size, long arg_align, bool if_clause, unsigned flags,
-                      void **depend, int priority, void *detach) {
-  void **slot = ito__dropin_ctx();
+void ito_omp_task_slow(void (*fn)(void *), void *data, void (*cpyfn)(void *, void *),
+                       long arg_size, long arg_align, bool if_clause, unsigned flags,
+                       void **depend, int priority, void *detach) {
+  void **slot = ito_omp_ctx();
   task *parent = ito_omp_cur_at(slot);
   /* in a cancelled region or taskgroup a new task is discarded at once */
-  if (UNLIKELY(omp_g.cancellation) && ito_omp_create_cancelled(parent)) return;
+  if (UNLIKELY(ito_omp_cancellation) && ito_omp_create_cancelled(parent)) return;
   size_t align = arg_align > 0 ? (size_t)arg_align : 1;
   struct create c = {parent, (flags & TASK_FLAG_FINAL) != 0, fn, data, cpyfn,
                      (size_t)arg_size, 0, 0, 0, 0, NULL, 0, NULL, NULL};
@@ -619,7 +655,7 @@ static void task_slow(void (*fn)(void *), void *data, void (*cpyfn)(void *, void
   if (LIKELY(if_clause && !(flags & (8 | TASK_FLAG_DETACH)) && !parent->final_) &&
       ito__dropin_stealable() >= INLINE_DEPTH) {
     if (LIKELY(!cpyfn))
-      undeferred(fn, data, c.final_);
+      ito_omp_undeferred(fn, data, c.final_);
     else
       run_inline(&c, align, NULL, slot);
     return;
@@ -628,7 +664,7 @@ static void task_slow(void (*fn)(void *), void *data, void (*cpyfn)(void *, void
 }
 
 OMP_API void GOMP_taskwait(void) {
-  task *t = ito_omp_cur_at(ito__dropin_ctx());
+  task *t = ito_omp_cur_at(ito_omp_ctx());
   if (atomic_load_explicit(&t->kids, memory_order_acquire) & KID_RUN_MASK)
     ito_omp_wait_kids(t, KID_WAIT_RUN);
 }
@@ -680,7 +716,7 @@ static void taskloop(void (*fn)(void *), void *data, void (*cpyfn)(void *, void 
   /* reductions: the array gcc registers is the third word of the data (after
    * the bounds); its d[2] left 0 tells the caller nothing was registered */
   uintptr_t *red = (flags & TASK_FLAG_REDUCTION) && group ? ((uintptr_t **)data)[2] : NULL;
-  if (red && (!niter || (UNLIKELY(omp_g.cancellation) && ito_omp_create_cancelled(parent)))) {
+  if (red && (!niter || (UNLIKELY(ito_omp_cancellation) && ito_omp_create_cancelled(parent)))) {
     red[2] = 0;
     return;
   }
@@ -700,7 +736,7 @@ static void taskloop(void (*fn)(void *), void *data, void (*cpyfn)(void *, void 
     unsigned long long q = niter / ntasks, r = niter % ntasks, at = 0;
     for (unsigned long long i = 0; i < ntasks; i++) {
       /* cancelled (by one of its own tasks, say): the rest are discarded */
-      if (UNLIKELY(omp_g.cancellation) && ito_omp_create_cancelled(parent)) break;
+      if (UNLIKELY(ito_omp_cancellation) && ito_omp_create_cancelled(parent)) break;
       unsigned long long len = q + (i < r);
       struct create c = {parent, (flags & TASK_FLAG_FINAL) != 0, fn, data, cpyfn,
                          (size_t)arg_size, 0, 1, start + at * step, 0, NULL, 0,

@@ -152,7 +152,7 @@ static int bind_team(team *tm) {
       tm->encountering->parent)
     return -1;
   int w = ito_worker_id();
-  if (w < 0 || !ito__dropin_ctx() || (int)tm->n > ito_num_workers()) return -1;
+  if (w < 0 || !ito_omp_ctx() || (int)tm->n > ito_num_workers()) return -1;
   static _Atomic int home0 = -1; /* the initial thread's worker, kept from the first region */
   int h = atomic_load_explicit(&home0, memory_order_relaxed);
   if (h < 0 || h != w) {
