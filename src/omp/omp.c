@@ -252,7 +252,8 @@ __attribute__((constructor)) static void read_env(void) {
    * TLS of its own gets a block per team member (docs/openmp.md,
    * "threadprivate"); ITO_TLS=worker asks for the workers' */
   atomic_store_explicit(&omp_g.member_tls, -1, memory_order_relaxed);
-  if (ito__dropin_tls_program())
+  omp_g.program_tls = ito__dropin_tls_program();
+  if (omp_g.program_tls)
     ito__dropin_config_default("ITO_TLS", "thread", "libito-omp.so (threadprivate)");
   init_root(); /* the program's initial task starts with these ICVs */
   if (env_display > 0) ito_omp_display_env(env_display == 2);

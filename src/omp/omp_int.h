@@ -72,6 +72,9 @@ struct omp_global {
                                * member has a TLS block and each deferred task a snapshot of
                                * its creator's (docs/openmp.md, "threadprivate"); -1 until the
                                * runtime has started (ito_omp_member_tls) */
+  int program_tls;            /* the program's modules had TLS of their own at load: where
+                               * threadprivate variables can be (team.c binds teams for them
+                               * when members have no TLS of their own) */
 };
 extern struct omp_global omp_g;
 /* cancel-var (OMP_CANCELLATION): cancel constructs act. A variable of its

@@ -141,15 +141,19 @@ static void team_init(team *tm, task *enc, unsigned n, void (*fn)(void *), void 
 }
 
 /* An outermost team on ito threads with no more members than workers is
- * bound: the encountering thread keeps its worker for good and member i
- * lives on the i-th worker after it, so threadprivate variables (the
- * workers' thread-local storage) are per member and persist between such
- * regions, as OpenMP promises (docs/openmp.md, "threadprivate"). */
+ * bound when threadprivate variables live in the workers' thread-local
+ * storage: the encountering thread keeps its worker for good and member i
+ * lives on the i-th worker after it, so those variables are per member and
+ * persist between such regions, as OpenMP promises (docs/openmp.md,
+ * "threadprivate"). Binding costs (a bound member's tasks are queued, its
+ * continuation never moves: "What binding costs"), so it is done only
+ * where it is needed: not with member TLS (the members carry their storage
+ * with them), and not for a program without TLS of its own (it has no
+ * threadprivate variables). */
 static int bind_team(team *tm) {
-  /* (an initial task with a parent is a target region's, target.c; with
-   * member TLS the members carry their threadprivate storage with them) */
-  if (tm->tls_on || tm->level != 1 || tm->n < 2 || tm->encountering->kind != TASK_INITIAL ||
-      tm->encountering->parent)
+  /* (an initial task with a parent is a target region's, target.c) */
+  if (tm->tls_on || !omp_g.program_tls || tm->level != 1 || tm->n < 2 ||
+      tm->encountering->kind != TASK_INITIAL || tm->encountering->parent)
     return -1;
   int w = ito_worker_id();
   if (w < 0 || !ito_omp_ctx() || (int)tm->n > ito_num_workers()) return -1;
