@@ -14,7 +14,8 @@
 #include <unistd.h>
 
 struct omp_global omp_g;
-int ito_omp_cancellation;
+/* read on every task: a line of its own, away from anything written */
+int ito_omp_cancellation __attribute__((aligned(64)));
 
 void ito_omp_fatal(const char *fmt, ...) {
   va_list ap;
@@ -204,7 +205,7 @@ static size_t default_stack_size(void) {
   return s;
 }
 
-struct ito_dropin_where ito_omp_where;
+struct ito_dropin_where ito_omp_where __attribute__((aligned(64)));
 
 __attribute__((constructor)) static void read_env(void) {
   ito__dropin_ctx_where(&ito_omp_where);

@@ -193,6 +193,12 @@ struct ws {
                                  * start on when a loop or sections is initialised) */
 } __attribute__((aligned(64)));
 
+/* A task reduction slot (reduction.c), on a cache line of its own: the
+ * workers running tasks of different slots push and pop them all the time. */
+struct rslot {
+  struct task *top;
+} __attribute__((aligned(64)));
+
 typedef struct team {
   unsigned n;
   int combined;                 /* work share 0 was made with the team (combined construct) */
@@ -223,7 +229,7 @@ typedef struct team {
                                  * (NULL: members take spare blocks and give them back) */
   /* task reductions (reduction.c) */
   uintptr_t *red;               /* registered by parallel with the task modifier */
-  struct task **rs;             /* per member slot: the top of its holders (NULL: free) */
+  struct rslot *rs;             /* per member slot: the top of its holders (NULL: free) */
   _Atomic unsigned rqueued;     /* children of slot holders queued, not yet started */
   int rs_lock;
   struct ws ws[NWS];

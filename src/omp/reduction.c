@@ -41,7 +41,14 @@
  *  2. Only the top of a stack runs code that may touch copy k; every other
  *     holder is waiting (rwait) or is between the end of its wait and
  *     seeing itself the top again.
- *  3. A holder pops itself only when it is the top. */
+ *  3. A holder pops itself only when it is the top.
+ *  4. An undeferred task whose creator is the running top of slot k pushes
+ *     itself there and pops itself without the lock (quiet_take,
+ *     quiet_release): while its creator is suspended in the call that runs
+ *     it, the top (the creator, then the task) is never lendable, so no
+ *     other task writes rs[k], and what a waiter tests cannot change.
+ *     rs[k] is written with release and read with acquire, so a reader
+ *     that finds a new top sees its fields. */
 #include "omp_int.h"
 
 #include <stdlib.h>
@@ -52,21 +59,40 @@
 static void rs_alloc(team *tm) {
   ito__dropin_lock(&tm->rs_lock);
   if (!tm->rs) {
-    task **rs = calloc(tm->n, sizeof *rs);
+    struct rslot *rs = aligned_alloc(_Alignof(struct rslot), tm->n * sizeof *rs);
+    if (rs) memset(rs, 0, tm->n * sizeof *rs);
     if (!rs) ito_omp_fatal("out of memory for task reductions");
     tm->rs = rs;
   }
   ito__dropin_unlock(&tm->rs_lock);
 }
 
+static inline task *rs_top(team *tm, unsigned k) {
+  return __atomic_load_n(&tm->rs[k].top, __ATOMIC_ACQUIRE);
+}
+static inline void rs_set(team *tm, unsigned k, task *t) {
+  __atomic_store_n(&tm->rs[k].top, t, __ATOMIC_RELEASE);
+}
+
 static inline bool lendable(task *top) { return !top || top->rwait; }
 
 static void push(team *tm, unsigned k, task *t) {
-  t->rbelow = tm->rs[k];
+  t->rbelow = rs_top(tm, k);
   t->rteam = tm;
   t->rslot = k;
   t->rwait = 0;
-  tm->rs[k] = t;
+  rs_set(tm, k, t);
+}
+
+/* Invariant 4: t, undeferred, on its creator's slot while the creator is
+ * its running top. */
+static inline bool quiet_take(task *t, team *tm) {
+  task *par = t->parent;
+  if (t->kind != TASK_INLINE || !par || par->rteam != tm || par->rwait ||
+      rs_top(tm, par->rslot) != par)
+    return false;
+  push(tm, par->rslot, t);
+  return true;
 }
 
 struct take {
@@ -87,7 +113,7 @@ static int try_take(void *p) {
   /* first the creator's slot: it is suspended in the call that runs t
    * (undeferred), or lent it while t runs first (task.c) */
   if (par && par->rteam == tm) {
-    task *top = tm->rs[par->rslot];
+    task *top = rs_top(tm, par->rslot);
     if ((t->kind == TASK_INLINE && top == par) || lendable(top)) {
       push(tm, par->rslot, t);
       got = 1;
@@ -95,7 +121,7 @@ static int try_take(void *p) {
   }
   for (unsigned i = 0; !got && i < n; i++) {
     unsigned k = (start + i) % n;
-    if (lendable(tm->rs[k])) {
+    if (lendable(rs_top(tm, k))) {
       push(tm, k, t);
       got = 1;
     }
@@ -108,6 +134,7 @@ static unsigned acquire(task *t, team *tm) {
   if (t->rteam == tm) return t->rslot;
   if (t->rteam) ito_omp_fatal("a task uses task reductions of two teams");
   if (!tm->rs) rs_alloc(tm);
+  if (quiet_take(t, tm)) return t->rslot;
   struct take a = {tm, t};
   if (!try_take(&a)) ito_omp_team_wait(tm, try_take, &a);
   return t->rslot;
@@ -122,7 +149,7 @@ struct own {
 static int try_own(void *p) {
   struct own *a = p;
   ito__dropin_lock(&a->tm->rs_lock);
-  int got = a->tm->rs[a->k] == NULL;
+  int got = rs_top(a->tm, a->k) == NULL;
   if (got) push(a->tm, a->k, a->t);
   ito__dropin_unlock(&a->tm->rs_lock);
   return got;
@@ -148,9 +175,15 @@ void ito_omp_red_take(task *t) {
 
 void ito_omp_red_release(task *t) {
   team *tm = t->rteam;
+  ITO_OMP_ASSERT(rs_top(tm, t->rslot) == t && !t->rwait); /* invariant 3 */
+  if (t->kind == TASK_INLINE && t->rbelow == t->parent) { /* quiet_release (invariant 4) */
+    rs_set(tm, t->rslot, t->rbelow);
+    t->rteam = NULL;
+    t->rbelow = NULL;
+    return;
+  }
   ito__dropin_lock(&tm->rs_lock);
-  ITO_OMP_ASSERT(tm->rs[t->rslot] == t && !t->rwait); /* invariant 3 */
-  tm->rs[t->rslot] = t->rbelow;
+  rs_set(tm, t->rslot, t->rbelow);
   t->rteam = NULL;
   t->rbelow = NULL;
   ito__dropin_unlock(&tm->rs_lock);
@@ -168,7 +201,7 @@ void ito_omp_red_lend(task *t) {
 static int is_top(void *p) {
   task *t = p;
   ito__dropin_lock(&t->rteam->rs_lock);
-  int top = t->rteam->rs[t->rslot] == t;
+  int top = rs_top(t->rteam, t->rslot) == t;
   ito__dropin_unlock(&t->rteam->rs_lock);
   return top;
 }
@@ -177,7 +210,7 @@ void ito_omp_red_reclaim(task *t) {
   team *tm = t->rteam;
   ito__dropin_lock(&tm->rs_lock);
   t->rwait = 0;
-  int top = tm->rs[t->rslot] == t;
+  int top = rs_top(tm, t->rslot) == t;
   ito__dropin_unlock(&tm->rs_lock);
   if (!top) ito_omp_team_wait(tm, is_top, t); /* invariant 2: borrowers above us end first */
 }

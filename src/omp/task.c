@@ -554,8 +554,15 @@ static void create_task(struct create *c, size_t align, bool deferred, void **de
      * the child (help-first, libgomp's order): run first, an in_reduction
      * child would find the slot taken, and the holder's continuation, if
      * stolen, would wait for it (reduction.c). Past QUEUED_PER_MEMBER
-     * queued children per member, the child runs here, undeferred. */
-    if (atomic_load_explicit(&rt->rqueued, memory_order_relaxed) >= QUEUED_PER_MEMBER * rt->n) {
+     * queued children per member, the child runs here, undeferred; and a
+     * holder that runs undeferred itself runs all its children so (as
+     * libgomp's included tasks do while its queue is full): one that queued
+     * them would have to wait for them at its end, its task descriptor
+     * being on its creator's stack, lending its slot, parking and taking
+     * the slot back (on 2 workers, fib(25) by task reductions spent most
+     * of its time there). */
+    if (parent->kind == TASK_INLINE ||
+        atomic_load_explicit(&rt->rqueued, memory_order_relaxed) >= QUEUED_PER_MEMBER * rt->n) {
       run_inline(c, align, NULL, NULL);
       return;
     }
