@@ -214,6 +214,11 @@ typedef struct team {
   /* cancel parallel: set once, never reset (a team is one region's); a
    * cancellable barrier stops waiting when it is set (cancel.c) */
   _Atomic int cancelled;
+  /* members that left a cancelled region: from which work share on each
+   * will never leave one (team.c, ring_gone), under ring_lock */
+  unsigned long *gone;
+  unsigned ngone;
+  int ring_lock;
   /* barrier */
   _Atomic unsigned bar_arrived;
   _Atomic unsigned bar_phase;

@@ -93,9 +93,12 @@ static void member_tls_end(team *tm, void *b) {
   if (!tm->tls) ito__dropin_tls_free(b);
 }
 
+static void ring_gone(team *tm, task *me);
+
 /* The end of a member's part: its tasks are over (the region ends with a
  * barrier), then it gives its TLS block back and counts itself out. */
 static void member_done(team *tm, task *t, void *tls) {
+  ring_gone(tm, t);
   ito_omp_wait_kids(t, KID_WAIT_ALIVE);
   if (t->deps) ito_omp_deptab_free(t);
   if (UNLIKELY(t->rteam)) ito_omp_red_release(t);
@@ -197,6 +200,7 @@ static void team_begin(team *tm, task *t, void (*init)(struct ws *, void *, unsi
 }
 
 static void team_end(team *tm, task *t) {
+  ring_gone(tm, t);
   ito__dropin_preemptible(tm->enc_preempt);
   ito_omp_wait_kids(t, KID_WAIT_ALIVE);
   if (t->deps) ito_omp_deptab_free(t);
@@ -207,11 +211,14 @@ static void team_end(team *tm, task *t) {
    * cancellation, so a work share some entered may never be left by all:
    * what its last member would have freed is freed here (free(NULL) for
    * those that were) */
-  if (UNLIKELY(atomic_load_explicit(&tm->cancelled, memory_order_relaxed)))
+  if (UNLIKELY(atomic_load_explicit(&tm->cancelled, memory_order_relaxed))) {
     for (unsigned k = 0; k < NWS; k++) {
       free(tm->ws[k].ranges);
       free(tm->ws[k].da);
+      free(tm->ws[k].mem);
     }
+    free(tm->gone);
+  }
   if (tm->tls) atomic_store_explicit(&outer_busy, 0, memory_order_release); /* members are out */
   ito_omp_set_cur(tm->encountering);
 }
@@ -404,22 +411,68 @@ void ito_omp_ws_mem_init(struct ws *w, size_t size) {
   w->mem = memset(m, 0, sz);
 }
 
+/* Work share s, in slot w, is over for every member: the slot is free for
+ * s + NWS. */
+static void ws_recycle(team *tm, struct ws *w, unsigned long s) {
+  atomic_store_explicit(&w->left, 0, memory_order_relaxed);
+  free(w->ranges); /* a split loop's (loop.c); nobody else is in it now */
+  w->ranges = NULL;
+  free(w->da); /* a doacross loop's (loop.c) */
+  w->da = NULL;
+  free(w->mem); /* gcc's scratch memory (ito_omp_ws_mem_init) */
+  w->mem = NULL;
+  atomic_store_explicit(&w->copy_set, 0, memory_order_relaxed);
+  atomic_store_explicit(&w->avail, s + NWS, memory_order_release);
+  ito_omp_team_notify(tm);
+}
+
+/* A cancelled region: members that left it at a cancellation point never
+ * leave the work shares they skip, so a work share is over once the
+ * members still in it have left it and the others are gone (left the
+ * region before entering it). Under ring_lock, for each slot holding a
+ * work share that some member entered: over only thanks to a departure
+ * (so that the last leaver's own recycle in ito_omp_ws_leave, which needs
+ * every member, cannot also happen), it is recycled. Without this a member
+ * that goes on through NWS nowait work shares after the others left waits
+ * for a slot for ever. */
+static void ring_check_locked(team *tm) {
+  for (unsigned k = 0; k < NWS; k++) {
+    struct ws *w = &tm->ws[k];
+    unsigned long s = atomic_load_explicit(&w->avail, memory_order_acquire);
+    if (atomic_load_explicit(&w->ready, memory_order_acquire) != s + 1) continue; /* not entered */
+    unsigned gone = 0;
+    for (unsigned i = 0; i < tm->ngone; i++) gone += tm->gone[i] <= s;
+    if (gone && atomic_load_explicit(&w->left, memory_order_acquire) + gone >= tm->n)
+      ws_recycle(tm, w, s);
+  }
+}
+
+/* me leaves the region: if it is cancelled, me never enters or leaves a
+ * work share from its current one on (the one it is in, not left, or the
+ * next). */
+static void ring_gone(team *tm, task *me) {
+  if (LIKELY(!atomic_load_explicit(&tm->cancelled, memory_order_acquire)) || tm->n < 2) return;
+  ito__dropin_lock(&tm->ring_lock);
+  if (!tm->gone && !(tm->gone = calloc(tm->n, sizeof *tm->gone)))
+    ito_omp_fatal("out of memory leaving a cancelled region");
+  ITO_OMP_ASSERT(tm->ngone < tm->n);
+  tm->gone[tm->ngone++] = me->ws ? me->ws_seq - 1 : me->ws_seq;
+  me->ws = NULL;
+  ring_check_locked(tm);
+  ito__dropin_unlock(&tm->ring_lock);
+}
+
 void ito_omp_ws_leave(task *me) {
   team *tm = ito_omp_ws_team(me);
   struct ws *w = me->ws;
   if (!w) return;
   me->ws = NULL;
   if (atomic_fetch_add_explicit(&w->left, 1, memory_order_acq_rel) == tm->n - 1) {
-    atomic_store_explicit(&w->left, 0, memory_order_relaxed);
-    free(w->ranges); /* a split loop's (loop.c); nobody else is in it now */
-    w->ranges = NULL;
-    free(w->da); /* a doacross loop's (loop.c) */
-    w->da = NULL;
-    free(w->mem); /* gcc's scratch memory (ito_omp_ws_mem_init) */
-    w->mem = NULL;
-    atomic_store_explicit(&w->copy_set, 0, memory_order_relaxed);
-    atomic_store_explicit(&w->avail, me->ws_seq - 1 + NWS, memory_order_release);
-    ito_omp_team_notify(tm);
+    ws_recycle(tm, w, me->ws_seq - 1);
+  } else if (UNLIKELY(atomic_load_explicit(&tm->cancelled, memory_order_acquire))) {
+    ito__dropin_lock(&tm->ring_lock); /* a departure may be what it waits for */
+    ring_check_locked(tm);
+    ito__dropin_unlock(&tm->ring_lock);
   }
 }
 

@@ -343,6 +343,42 @@ int main(void) {
     if (enabled) CHECK_EQ(inner_past, 0);
   }
 
+  /* cancel parallel by thread 0 while the last member goes on through 12
+   * nowait loops with no cancellation point between (the others leave at
+   * theirs, or go on too if they passed it first): every loop still runs
+   * all its iterations, taken by whoever is in it (a monotonic schedule:
+   * a nonmonotonic one may leave the chunks of members that left, docs/
+   * openmp.md). More loops than the 8 work shares a member may be ahead of
+   * one that left. */
+  if (n >= 2)
+    for (int r = 0; r < 5; r++) {
+      int flag = 0, loops = 0, iters = 0;
+#pragma omp parallel shared(flag, loops, iters)
+      {
+        int id = omp_get_thread_num(), last = omp_get_num_threads() - 1;
+        if (id == 0) {
+          __atomic_store_n(&flag, 1, __ATOMIC_RELEASE);
+#pragma omp cancel parallel
+        }
+        while (!__atomic_load_n(&flag, __ATOMIC_ACQUIRE)) {
+        }
+        if (id != last) {
+#pragma omp cancellation point parallel
+        }
+        for (int k = 0; k < 12; k++) {
+#pragma omp for schedule(monotonic: dynamic, 5) nowait
+          for (int i = 0; i < 100; i++) AINC(&iters);
+          if (id == last) AINC(&loops);
+        }
+      }
+      if (r == 0)
+        printf("cancel parallel, the last member through 12 nowait loops: %d loops, %d "
+               "iterations\n",
+               loops, iters);
+      CHECK_EQ(loops, 12);
+      CHECK_EQ(iters, 1200);
+    }
+
   /* A region after all the cancelled ones works normally. */
   {
     int members = 0;
