@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/types.h>
 #include <time.h>
 
 #ifndef DROPIN_PROG
@@ -34,12 +35,30 @@ static inline const char *code_name(int rc) {
     case EPERM: return "EPERM";
     case ESRCH: return "ESRCH";
     case ETIMEDOUT: return "ETIMEDOUT";
+    case EPIPE: return "EPIPE";
+    case ECONNRESET: return "ECONNRESET";
+    case ECONNREFUSED: return "ECONNREFUSED";
+    case ENOTCONN: return "ENOTCONN";
+    case EINPROGRESS: return "EINPROGRESS";
+    case EINTR: return "EINTR";
+    case EBADF: return "EBADF";
     default: {
       static char buf[32];
       snprintf(buf, sizeof buf, "error %d", rc);
       return buf;
     }
   }
+}
+
+/* "N bytes" or the errno's name: what a read or write gave, for a failure
+ * message (the program ends after it). */
+static inline const char *io_result(ssize_t k, int e) {
+  static char buf[48];
+  if (k >= 0) {
+    snprintf(buf, sizeof buf, "%zd bytes", k);
+    return buf;
+  }
+  return code_name(e);
 }
 
 /* errno as set by the call just made. Under libito-pthread.so a call that

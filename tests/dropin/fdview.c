@@ -33,15 +33,6 @@
 #define DROPIN_PROG "fdview"
 #include "dropin.h"
 
-static const char *res(ssize_t k, int e) {
-  static char buf[32];
-  if (k >= 0) {
-    snprintf(buf, sizeof buf, "%zd bytes", k);
-    return buf;
-  }
-  return e == EAGAIN ? "EAGAIN" : strerror(e);
-}
-
 static void sleep_ms(long ms) {
   struct timespec d = {ms / 1000, (ms % 1000) * 1000000L};
   while (nanosleep(&d, &d) != 0 && errno_now() == EINTR) {
@@ -134,8 +125,8 @@ static void expect_eagain(const char *what, int rfd, int wfd, int use_recv) {
   ssize_t k = use_recv ? recv(rfd, &c, 1, 0) : read(rfd, &c, 1);
   int e = errno_now();
   dog_stop(&d);
-  printf("%s: %s\n", what, res(k, e));
-  if (!(k < 0 && e == EAGAIN)) FAIL("%s: expected EAGAIN, got %s", what, res(k, e));
+  printf("%s: %s\n", what, io_result(k, e));
+  if (!(k < 0 && e == EAGAIN)) FAIL("%s: expected EAGAIN, got %s", what, io_result(k, e));
 }
 
 /* A call that must wait: the helper acts after 30 ms. */
@@ -160,8 +151,8 @@ static void expect_wait(const char *what, int rfd, int wfd) {
   ssize_t k = read(rfd, &c, 1);
   int e = errno_now();
   must("pthread_join", pthread_join(t, NULL));
-  printf("%s: %s\n", what, res(k, e));
-  if (k != 1 || c != 'd') FAIL("%s: expected the late byte, got %s", what, res(k, e));
+  printf("%s: %s\n", what, io_result(k, e));
+  if (k != 1 || c != 'd') FAIL("%s: expected the late byte, got %s", what, io_result(k, e));
 }
 
 static const char *nb(int fd) {
@@ -177,9 +168,9 @@ static void fill(const char *what, int fd) {
   long n = 0;
   while ((k = write(fd, buf, sizeof buf)) > 0) n += k;
   int e = errno_now();
-  printf("%s: writes until %s\n", what, res(k, e));
+  printf("%s: writes until %s\n", what, io_result(k, e));
   if (!(k < 0 && e == EAGAIN) || n == 0)
-    FAIL("%s: filling gave %s after %ld bytes", what, res(k, e), n);
+    FAIL("%s: filling gave %s after %ld bytes", what, io_result(k, e), n);
 }
 
 static void pipes(void) {
@@ -268,16 +259,16 @@ static void sockets(void) {
   ssize_t k = write(s[0], big, 4096);
   int e = errno_now();
   dog_stop(&d);
-  printf("socket with SO_SNDTIMEO set after a wait, full: write %s\n", res(k, e));
-  if (!(k < 0 && e == EAGAIN)) FAIL("a write past SO_SNDTIMEO gave %s", res(k, e));
+  printf("socket with SO_SNDTIMEO set after a wait, full: write %s\n", io_result(k, e));
+  if (!(k < 0 && e == EAGAIN)) FAIL("a write past SO_SNDTIMEO gave %s", io_result(k, e));
   if (setsockopt(s[0], SOL_SOCKET, SO_SNDTIMEO, &none, sizeof none)) FAIL("setsockopt");
   struct later l = {s[1], drain};
   must("pthread_create", pthread_create(&t, NULL, later_main, &l));
   k = write(s[0], big, 4096);
   e = errno_now();
   must("pthread_join", pthread_join(t, NULL));
-  printf("socket with SO_SNDTIMEO removed, full: write %s\n", res(k, e));
-  if (k != 4096) FAIL("a write that waits for room gave %s", res(k, e));
+  printf("socket with SO_SNDTIMEO removed, full: write %s\n", io_result(k, e));
+  if (k != 4096) FAIL("a write that waits for room gave %s", io_result(k, e));
   close(s[0]), close(s[1]);
 }
 
@@ -330,9 +321,9 @@ static void listener(void) {
   c = accept(l, NULL, NULL);
   int e = errno_now();
   dog_stop(&dg);
-  printf("listener after F_SETFL O_NONBLOCK: accept %s\n", c < 0 ? res(-1, e) : "a connection");
+  printf("listener after F_SETFL O_NONBLOCK: accept %s\n", c < 0 ? io_result(-1, e) : "a connection");
   if (!(c < 0 && e == EAGAIN))
-    FAIL("accept on a non-blocking listener gave %s", c < 0 ? res(-1, e) : "a connection");
+    FAIL("accept on a non-blocking listener gave %s", c < 0 ? io_result(-1, e) : "a connection");
   if (fcntl(l, F_SETFL, fl)) FAIL("F_SETFL");
   printf("listener after F_SETFL without it: F_GETFL says %s\n", nb(l));
   c = accept_late(l, SOCK_NONBLOCK); /* waits again; the connection is non-blocking */
@@ -342,8 +333,8 @@ static void listener(void) {
   ssize_t k = recv(c, &ch, 1, 0);
   e = errno_now();
   dog_stop(&dg);
-  printf("accept4(SOCK_NONBLOCK): recv %s\n", res(k, e));
-  if (!(k < 0 && e == EAGAIN)) FAIL("recv on an accept4(SOCK_NONBLOCK) socket gave %s", res(k, e));
+  printf("accept4(SOCK_NONBLOCK): recv %s\n", io_result(k, e));
+  if (!(k < 0 && e == EAGAIN)) FAIL("recv on an accept4(SOCK_NONBLOCK) socket gave %s", io_result(k, e));
   close(c);
   close(l);
   for (int i = 0; i < nconns; i++) close(conns[i]);

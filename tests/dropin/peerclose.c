@@ -41,6 +41,7 @@
 
 #define DROPIN_PROG "peerclose"
 #include "dropin.h"
+#include "loopback.h"
 
 #define NCONN 12 /* in 1 and 2, even: socketpair, odd: TCP; in 3, all TCP */
 
@@ -48,59 +49,6 @@ static void sleep_ms(long ms) {
   struct timespec d = {ms / 1000, (ms % 1000) * 1000000L};
   while (nanosleep(&d, &d) != 0 && errno_now() == EINTR) {
   }
-}
-
-static const char *err_name(int e) {
-  switch (e) {
-    case EPIPE: return "EPIPE";
-    case ECONNRESET: return "ECONNRESET";
-    case EAGAIN: return "EAGAIN";
-    case EBADF: return "EBADF";
-    case ENOTCONN: return "ENOTCONN";
-    default: return strerror(e);
-  }
-}
-
-/* "N bytes" or the errno's name, for the failure messages. */
-static const char *res(ssize_t k, int e) {
-  static char buf[48]; /* for a failure message: the program ends after it */
-  if (k >= 0) {
-    snprintf(buf, sizeof buf, "%zd bytes", k);
-    return buf;
-  }
-  return err_name(e);
-}
-
-/* The loopback listener every TCP connection comes from. */
-static int lst = -1;
-static struct sockaddr_in laddr;
-
-static void listener_open(void) {
-  lst = socket(AF_INET, SOCK_STREAM, 0);
-  if (lst < 0) FAIL("socket: %s", strerror(errno));
-  laddr.sin_family = AF_INET;
-  laddr.sin_port = 0;
-  laddr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t al = sizeof laddr;
-  if (bind(lst, (struct sockaddr *)&laddr, sizeof laddr) || listen(lst, NCONN) ||
-      getsockname(lst, (struct sockaddr *)&laddr, &al))
-    FAIL("bind, listen or getsockname on 127.0.0.1 port 0: %s", strerror(errno));
-}
-
-/* A connected pair, TCP or a socketpair: fd[0] and fd[1] are the two ends. */
-static void pair(int tcp, int fd[2]) {
-  if (!tcp) {
-    if (socketpair(AF_UNIX, SOCK_STREAM, 0, fd)) FAIL("socketpair: %s", strerror(errno));
-    return;
-  }
-  int c = socket(AF_INET, SOCK_STREAM, 0);
-  if (c < 0) FAIL("socket: %s", strerror(errno));
-  if (connect(c, (struct sockaddr *)&laddr, sizeof laddr))
-    FAIL("connect to the listener: %s", strerror(errno));
-  int a = accept(lst, NULL, NULL);
-  if (a < 0) FAIL("accept: %s", strerror(errno));
-  fd[0] = a;
-  fd[1] = c;
 }
 
 
@@ -140,7 +88,7 @@ static void read_pattern(struct conn *c, const char *what) {
     int e = errno_now();
     if (k <= 0)
       FAIL("%s, connection %d (%s): after %zu of %zu bytes, read gave %s", what, c->i, kind(c),
-           c->got, c->total, k == 0 ? "0 (end of file)" : res(k, e));
+           c->got, c->total, k == 0 ? "0 (end of file)" : io_result(k, e));
     for (ssize_t j = 0; j < k; j++)
       if (buf[j] != pat(c->i, c->got + (size_t)j))
         FAIL("%s, connection %d (%s): byte %zu is %u, expected %u", what, c->i, kind(c),
@@ -163,7 +111,7 @@ static void *close_writer(void *arg) {
     for (size_t j = 0; j < n; j++) buf[j] = pat(c->i, sent + j);
     ssize_t w = write(c->fd[1], buf, n);
     if (w <= 0) FAIL("close mid-transfer, connection %d (%s): the writer's write gave %s", c->i,
-                     kind(c), res(w, errno_now()));
+                     kind(c), io_result(w, errno_now()));
     sent += (size_t)w;
     if (k % 4 == 3) sleep_ms(1);
   }
@@ -182,7 +130,7 @@ static void *eof_reader(void *arg) {
     ssize_t k = read(c->fd[0], &b, 1);
     if (k != 0)
       FAIL("%s, connection %d (%s): after every byte, read %d gave %s, expected 0 (end of file)",
-           what, c->i, kind(c), r + 1, res(k, errno_now()));
+           what, c->i, kind(c), r + 1, io_result(k, errno_now()));
   }
   while (!__atomic_load_n(&c->closed, __ATOMIC_ACQUIRE)) sleep_ms(1); /* its close has returned */
   int accepted = 0;
@@ -196,7 +144,7 @@ static void *eof_reader(void *arg) {
       continue;
     }
     FAIL("%s, connection %d (%s): write to the closed peer gave %s after %d accepted writes, "
-         "expected EPIPE", what, c->i, kind(c), res(k, e), accepted);
+         "expected EPIPE", what, c->i, kind(c), io_result(k, e), accepted);
   }
   if (!c->tcp && accepted)
     FAIL("%s, connection %d (socketpair): a write to the closed peer was accepted", what, c->i);
@@ -239,7 +187,7 @@ static void *full_writer(void *arg) {
   while ((k = send(c->fd[0], buf, sizeof buf, MSG_DONTWAIT)) > 0) n += k;
   if (!(k < 0 && errno_now() == EAGAIN) || n == 0)
     FAIL("blocked writer, connection %d (%s): filling with MSG_DONTWAIT gave %s after %ld bytes",
-         c->i, kind(c), res(k, errno_now()), n);
+         c->i, kind(c), io_result(k, errno_now()), n);
   __atomic_store_n(&full[c->i], 1, __ATOMIC_RELEASE);
   /* blocking writes until one fails (one may still find room) */
   int e = 0, accepted = 0;
@@ -252,13 +200,13 @@ static void *full_writer(void *arg) {
    * natively a close that came first) finds the shutdown first: EPIPE */
   if (!(k < 0 && (e == ECONNRESET || (!c->tcp && e == EPIPE))))
     FAIL("blocked writer, connection %d (%s): the write the peer's close ended gave %s after %d "
-         "accepted writes, expected %s", c->i, kind(c), res(k, e), accepted,
+         "accepted writes, expected %s", c->i, kind(c), io_result(k, e), accepted,
          c->tcp ? "ECONNRESET" : "EPIPE or ECONNRESET");
   k = write(c->fd[0], buf, 1);
   e = errno_now();
   if (!(k < 0 && e == EPIPE))
     FAIL("blocked writer, connection %d (%s): the next write gave %s, expected EPIPE", c->i,
-         kind(c), res(k, e));
+         kind(c), io_result(k, e));
   return NULL;
 }
 
@@ -316,16 +264,16 @@ static void *reset_reader(void *arg) {
   int e = errno_now();
   if (!(k < 0 && e == ECONNRESET))
     FAIL("%s, connection %d: the read the reset ended gave %s, expected ECONNRESET", what, c->i,
-         k == 0 ? "0 (end of file)" : res(k, e));
+         k == 0 ? "0 (end of file)" : io_result(k, e));
   k = read(c->fd[0], &b, 1);
   e = errno_now();
   if (k != 0)
-    FAIL("%s, connection %d: the read after ECONNRESET gave %s, expected 0", what, c->i, res(k, e));
+    FAIL("%s, connection %d: the read after ECONNRESET gave %s, expected 0", what, c->i, io_result(k, e));
   k = write(c->fd[0], "x", 1);
   e = errno_now();
   if (!(k < 0 && e == EPIPE))
     FAIL("%s, connection %d: a write after the reset gave %s, expected EPIPE", what, c->i,
-         res(k, e));
+         io_result(k, e));
   return NULL;
 }
 
@@ -354,7 +302,7 @@ static void linger_reset(void) {
 int main(void) {
   signal(SIGPIPE, SIG_IGN);
   alarm(60); /* a call that never returns: killed by SIGALRM */
-  listener_open();
+  lst = bound(&laddr, NCONN);
   close_mid_transfer();
   blocked_writer();
   linger_reset();

@@ -40,6 +40,7 @@
 
 #define DROPIN_PROG "timeouts"
 #include "dropin.h"
+#include "loopback.h"
 
 #define NTHR 12           /* even: socketpair, odd: TCP (sections 1 and 2) */
 #define SLACK_NS 1000000LL /* clock granularity */
@@ -58,75 +59,12 @@ static long long now_ns(void) {
   return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
-static const char *err_name(int e) {
-  switch (e) {
-    case EAGAIN: return "EAGAIN";
-    case ECONNREFUSED: return "ECONNREFUSED";
-    case ETIMEDOUT: return "ETIMEDOUT";
-    case EINPROGRESS: return "EINPROGRESS";
-    case EINTR: return "EINTR";
-    case EBADF: return "EBADF";
-    default: return strerror(e);
-  }
-}
-
-/* "N bytes" or the errno's name, for the failure messages. */
-static const char *res(ssize_t k, int e) {
-  static char buf[48]; /* for a failure message: the program ends after it */
-  if (k >= 0) {
-    snprintf(buf, sizeof buf, "%zd bytes", k);
-    return buf;
-  }
-  return err_name(e);
-}
-
-static struct sockaddr_in loopback(void) {
-  struct sockaddr_in a;
-  memset(&a, 0, sizeof a);
-  a.sin_family = AF_INET;
-  a.sin_port = 0;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  return a;
-}
-
-/* A socket bound to 127.0.0.1 port 0, listening if backlog > 0; *a gets
- * its address. */
-static int bound(struct sockaddr_in *a, int backlog) {
-  int s = socket(AF_INET, SOCK_STREAM, 0);
-  if (s < 0) FAIL("socket: %s", strerror(errno));
-  *a = loopback();
-  socklen_t al = sizeof *a;
-  if (bind(s, (struct sockaddr *)a, sizeof *a) || (backlog > 0 && listen(s, backlog)) ||
-      getsockname(s, (struct sockaddr *)a, &al))
-    FAIL("bind, listen or getsockname on 127.0.0.1 port 0: %s", strerror(errno));
-  return s;
-}
 
 static int local_port(int fd) {
   struct sockaddr_in a;
   socklen_t al = sizeof a;
   if (getsockname(fd, (struct sockaddr *)&a, &al)) FAIL("getsockname: %s", strerror(errno));
   return ntohs(a.sin_port);
-}
-
-/* The listener every TCP pair comes from. */
-static int lst = -1;
-static struct sockaddr_in laddr;
-
-/* A connected pair, TCP or a socketpair: fd[0] and fd[1] are the two ends. */
-static void pair(int tcp, int fd[2]) {
-  if (!tcp) {
-    if (socketpair(AF_UNIX, SOCK_STREAM, 0, fd)) FAIL("socketpair: %s", strerror(errno));
-    return;
-  }
-  int c = socket(AF_INET, SOCK_STREAM, 0);
-  if (c < 0) FAIL("socket: %s", strerror(errno));
-  if (connect(c, (struct sockaddr *)&laddr, sizeof laddr))
-    FAIL("connect to the listener: %s", strerror(errno));
-  int a = accept(lst, NULL, NULL);
-  if (a < 0) FAIL("accept: %s", strerror(errno));
-  fd[0] = a;
-  fd[1] = c;
 }
 
 struct task {
@@ -217,7 +155,7 @@ static void read_late_byte(const char *what, const struct task *t) {
   int e = errno_now();
   if (k != 1 || c != 'L')
     FAIL("%s, thread %d (%s): the read of the byte written %d ms later gave %s (byte %d)", what,
-         t->i, kind(t), LATE_MS, res(k, e), c);
+         t->i, kind(t), LATE_MS, io_result(k, e), c);
 }
 
 /* ---- 1. SO_RCVTIMEO on a read --------------------------------------------------------------- */
@@ -234,7 +172,7 @@ static void *rcvtimeo_reader(void *arg) {
   int e = errno_now();
   if (!(k < 0 && e == EAGAIN))
     FAIL("%s, thread %d (%s): %s on an empty socket with a timeout of %ld ms gave %s, expected "
-         "EAGAIN", what, t->i, kind(t), use_recv ? "recv" : "read", t->timeout_ms, res(k, e));
+         "EAGAIN", what, t->i, kind(t), use_recv ? "recv" : "read", t->timeout_ms, io_result(k, e));
   not_early(what, t, t0, t1);
 
   set_timeo(t->fd[0], SO_RCVTIMEO, LONG_S * 1000L);
@@ -265,7 +203,7 @@ static void *poller(void *arg) {
   if (r != 0 || p.revents != 0)
     FAIL("%s, thread %d (%s): on an empty socket with a timeout of %ld ms, poll returned %d (%s), "
          "revents 0x%x; expected 0, revents 0", what, t->i, kind(t), t->timeout_ms, r,
-         r < 0 ? err_name(e) : "no error", (unsigned)p.revents);
+         r < 0 ? code_name(e) : "no error", (unsigned)p.revents);
   not_early(what, t, t0, t1);
 
   ask_helper(t);
@@ -275,7 +213,7 @@ static void *poller(void *arg) {
   if (r != 1 || !(p.revents & POLLIN))
     FAIL("%s, thread %d (%s): with a byte written %d ms later and a timeout of %d s, poll "
          "returned %d (%s), revents 0x%x; expected 1 with POLLIN", what, t->i, kind(t), LATE_MS,
-         LONG_S, r, r < 0 ? err_name(e) : "no error", (unsigned)p.revents);
+         LONG_S, r, r < 0 ? code_name(e) : "no error", (unsigned)p.revents);
   read_late_byte("poll with a 10 s timeout", t);
   return NULL;
 }
@@ -300,7 +238,7 @@ static void *refused_connector(void *arg) {
   int e = errno_now();
   if (!(rc < 0 && e == ECONNREFUSED))
     FAIL("connect to a closed port, thread %d: 127.0.0.1 port %d gave %s, expected ECONNREFUSED",
-         t->i, ntohs(t->addr.sin_port), rc == 0 ? "a connection" : err_name(e));
+         t->i, ntohs(t->addr.sin_port), rc == 0 ? "a connection" : code_name(e));
   close(s);
   return NULL;
 }
@@ -332,7 +270,7 @@ static void *timed_acceptor(void *arg) {
   int e = errno_now();
   if (!(c < 0 && e == EAGAIN))
     FAIL("%s, thread %d: %s with a timeout of %ld ms and nobody connecting gave %s, expected "
-         "EAGAIN", what, t->i, call, t->timeout_ms, c >= 0 ? "a connection" : err_name(e));
+         "EAGAIN", what, t->i, call, t->timeout_ms, c >= 0 ? "a connection" : code_name(e));
   if (t1 - t0 < t->timeout_ms * 1000000LL - SLACK_NS)
     FAIL("%s, thread %d: %s ended after %.3f ms, before its timeout of %ld ms", what, t->i, call,
          (double)(t1 - t0) / 1e6, t->timeout_ms);
@@ -343,7 +281,7 @@ static void *timed_acceptor(void *arg) {
   e = errno_now();
   if (c < 0)
     FAIL("%s, thread %d: %s with a timeout of %d s and a connect %d ms later gave %s", what, t->i,
-         call, LONG_S, LATE_MS, err_name(e));
+         call, LONG_S, LATE_MS, code_name(e));
   struct sockaddr_in p;
   socklen_t pl = sizeof p;
   if (getpeername(c, (struct sockaddr *)&p, &pl)) FAIL("getpeername: %s", strerror(errno_now()));
