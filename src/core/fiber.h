@@ -52,6 +52,9 @@ typedef struct __attribute__((aligned(64))) fiber {
                                the worker's own */
   void *tls_block;          /* the block this fiber's threads use, made on first need and
                                kept with the fiber (ITO_TLS=thread) */
+  void *parked_on;          /* while parked (ito__suspend, ACT_BLOCK): what it waits on, the
+                               wait queue's lock word where there is one; NULL otherwise.
+                               For debuggers only (debug.c) */
   uint32_t guarded;         /* a guard page sits below lo */
   uint32_t kind;            /* FIBER_* (invariant 2) */
   uint32_t own_class;       /* FIBER_OWN: log2 of the mapping's size, rounded down */

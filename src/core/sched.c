@@ -396,7 +396,9 @@ void ito__suspend(int action, void *arg, void (*post)(void *), void *post_arg) {
   ITO_ASSERT(f && !w->post_fn);
   w->post_fn = post;
   w->post_arg = post_arg;
+  if (action == ACT_BLOCK) f->parked_on = post_arg ? post_arg : (void *)f;
   enter_sched(w, f, action, arg, true);
+  f->parked_on = NULL;
   ito__run_post(cur_worker());
   ito__restore_thread_state(&save);
   /* signals sent meanwhile (a wait that registered for them delivers

@@ -337,6 +337,7 @@ int ito_create(void *(*fn)(void *), void *arg, ito_thread_t *out) {
   ithread *t = &f->th; /* fresh: fiber.h, invariant 3 */
   ITO_ASSERT(!t->flags && t->sync == TS_RUNNING && !t->joiner && !t->keys && !t->pin);
   f->thread = t;
+  t->fn = fn; /* (not called through it: for debuggers, debug.c) */
   if (UNLIKELY(ito__sig_on)) { /* the creator's signal mask (signal.h) */
     t->sigmask = t->osmask = w->cur->thread ? w->cur->thread->sigmask : w->os_sigmask;
     STORE_REL(&t->sig_live, 1);

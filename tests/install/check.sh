@@ -110,10 +110,28 @@ bad=$(objdump -T "$prefix/lib/libito.so" | awk '$2 == "g" && $0 !~ /\*UND\*/ {
         if (name == ver) next  # the version node itself
         if (ver == "ITO_0.1" && name ~ /^ito_[a-z]/) next
         if (ver == "ITO_DROPIN_0.1" && name ~ /^ito__dropin_/) next
+        if (ver == "ITO_DROPIN_0.1" && name == "ito__debug_info") next  # for debuggers
         print ver, name }')
 [ -z "$bad" ] || fail "libito.so exports symbols outside its version nodes: $bad"
 versioned=$(objdump -T "$prefix/lib/libito-pthread.so" | awk '$0 !~ /\*UND\*/ && $NF ~ /^pthread_create$/ { print $(NF-1) }')
 [ "$versioned" = "Base" ] || fail "libito-pthread.so's pthread_create carries version '$versioned' (expected none: Base)"
+
+# The gdb extension, in gdb's auto-load layout for the installed library:
+# gdb loads it by itself when the consumer's libito.so is loaded.
+[ -e "$prefix/share/ito/gdb/ito-gdb.py" ] || fail "share/ito/gdb/ito-gdb.py missing"
+autoload=$(ls "$prefix/share/gdb/auto-load$prefix/lib/"libito.so.*-gdb.py 2>/dev/null | head -1)
+[ -n "$autoload" ] || fail "no libito.so.*-gdb.py under share/gdb/auto-load$prefix/lib"
+if command -v gdb >/dev/null; then
+  out=$(LD_LIBRARY_PATH="$prefix/lib" timeout 120 gdb -q -batch -nx \
+        -iex "add-auto-load-scripts-directory $prefix/share/gdb/auto-load" \
+        -iex "set auto-load safe-path $prefix" \
+        -ex "set breakpoint pending on" -ex "break exit" -ex run -ex "info ito-threads" "$scratch/consumer/consumer_c" 2>&1) ||
+    fail "gdb on consumer_c exited with an error: $out"
+  echo "$out" | grep -q "Id   State\|No lightweight threads" ||
+    fail "gdb did not auto-load the extension for the installed libito.so: $out"
+else
+  skipped="${skipped:+$skipped; }gdb is not installed (the gdb extension's auto-load)"
+fi
 
 if [ -n "$skipped" ]; then
   echo "install check: SKIPPED: the other parts passed, but $skipped"
