@@ -174,8 +174,12 @@ ITO_API int ito_epoll_pwait2(int epfd, struct epoll_event *events, int max,
 /* Waits for one of set's signals, which the caller must have blocked (as
  * POSIX asks): an ito thread parks until one is pending for the process
  * (or for its current OS thread). libc's signatures and results. */
+/* (siginfo_t is POSIX's: these two need a POSIX environment, which
+ * <signal.h> gives unless the program asks for strict ISO C, -std=c11.) */
+#ifdef __USE_POSIX199309
 ITO_API int ito_sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *timeout);
 ITO_API int ito_sigwaitinfo(const sigset_t *set, siginfo_t *info);
+#endif
 ITO_API int ito_sigwait(const sigset_t *set, int *sig);
 
 /* ---- fork-join with lazy task creation ----------------------------------

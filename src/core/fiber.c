@@ -131,6 +131,7 @@ static fiber *header_in(char *base, size_t len, uint32_t kind) {
   f->lo = base;
   f->hi = base + len - HEADER_ROOM;
   f->kind = kind;
+  f->vg_stack = ito__vg_stack_register(base, f->hi); /* for ever: fibers are never unmapped */
   return f;
 }
 
@@ -306,6 +307,7 @@ fiber *ito__user_fiber(void *addr, size_t size) {
   f->map = addr; /* the caller's region, as given (what pthread_getattr_np reports) */
   f->maplen = size;
   f->kind = FIBER_USER;
+  f->vg_stack = ito__vg_stack_register(addr, f->hi); /* until released (thread.c) */
   return f;
 }
 

@@ -55,6 +55,7 @@ typedef struct __attribute__((aligned(64))) fiber {
   void *parked_on;          /* while parked (ito__suspend, ACT_BLOCK): what it waits on, the
                                wait queue's lock word where there is one; NULL otherwise.
                                For debuggers only (debug.c) */
+  uint32_t vg_stack;        /* its id with Valgrind (san.h) */
   uint32_t guarded;         /* a guard page sits below lo */
   uint32_t kind;            /* FIBER_* (invariant 2) */
   uint32_t own_class;       /* FIBER_OWN: log2 of the mapping's size, rounded down */

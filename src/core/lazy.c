@@ -343,5 +343,6 @@ void ito__join_c(ito_tg_t *tg, void *frame, struct ito_rec *rec) {
   if (home->lo && (char *)tg->home_sp > home->lo)
     ito__asan_unpoison(home->lo, (size_t)((char *)tg->home_sp - home->lo));
   enter_fiber(home);
+  ito__vg_resume_at(tg->home_sp);
   ito__resume(rec, tg->home_sp);
 }

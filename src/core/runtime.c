@@ -58,6 +58,7 @@ static worker *worker_new(int id) {
   w->id = id;
   w->sched_lo = s + 4096;
   w->sched_hi = s + SCHED_STACK;
+  ito__vg_stack_register(w->sched_lo, w->sched_hi); /* for ever: workers' memory is kept */
   w->rng = 0x9E3779B97F4A7C15ULL * (uint64_t)(id + 1) | 1;
   return w;
 }

@@ -43,3 +43,28 @@ void ito__tsan_renew(void **ctx, int *dirty) {
 }
 #endif
 
+/* ---- Valgrind ------------------------------------------------------------------------ */
+#if defined(__has_include)
+#if __has_include(<valgrind/valgrind.h>) && __has_include(<valgrind/memcheck.h>)
+#include <valgrind/memcheck.h>
+#include <valgrind/valgrind.h>
+#define ITO_HAVE_VALGRIND 1
+#endif
+#endif
+
+#ifdef ITO_HAVE_VALGRIND
+unsigned ito__vg_stack_register(const void *lo, const void *hi) {
+  return VALGRIND_STACK_REGISTER(lo, hi);
+}
+void ito__vg_stack_deregister(unsigned id) { VALGRIND_STACK_DEREGISTER(id); }
+void ito__vg_resume_at(void *sp) {
+  if (RUNNING_ON_VALGRIND) (void)VALGRIND_MAKE_MEM_UNDEFINED((char *)sp - 4096, 4096);
+}
+#else
+unsigned ito__vg_stack_register(const void *lo, const void *hi) {
+  (void)lo, (void)hi;
+  return 0;
+}
+void ito__vg_stack_deregister(unsigned id) { (void)id; }
+void ito__vg_resume_at(void *sp) { (void)sp; }
+#endif

@@ -13,6 +13,17 @@ HIDDEN void ito__asan_start(void **fake, const void *lo, size_t size);
 HIDDEN void ito__asan_finish(void *fake);
 /* Frames that never returned left their redzones poisoned. */
 HIDDEN void ito__asan_unpoison(const void *lo, size_t size);
+/* Valgrind: a stack registered with it (a client request, a few
+ * instructions outside Valgrind; nothing where valgrind.h is missing), so
+ * that memcheck sees a switch between two stacks as a switch, not as one
+ * frame's allocation (stacks of one mapping lie closer than its
+ * --max-stackframe). Returns the id to deregister with. */
+HIDDEN unsigned ito__vg_stack_register(const void *lo, const void *hi);
+HIDDEN void ito__vg_stack_deregister(unsigned id);
+/* A continuation is resumed at stack pointer sp of a stack that another
+ * thread last ran on (ito__resume): the dead frames below sp, where the
+ * resume pushes and calls, are usable memory to memcheck again. */
+HIDDEN void ito__vg_resume_at(void *sp);
 #if ITO_TSAN
 /* Switches to the context in *ctx, made first if it is NULL (a stack's,
  * kept with the stack). */

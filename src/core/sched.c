@@ -259,6 +259,7 @@ static void run_entry(worker *w, uintptr_t e, worker *victim, uintptr_t *slot) {
     fiber *parent = copy.fiber;
     w->cur = parent;
     enter_fiber(parent);
+    ito__vg_resume_at(rec_sp(&copy));
     ito__resume(&copy, rec_sp(&copy));
   }
   /* a fork record: its continuation needs a stack of its own */

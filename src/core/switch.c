@@ -108,8 +108,10 @@ void ito__worker_stop(worker *w) {
 void ito__run_fiber(worker *w, fiber *f) {
   w->cur = f;
   enter_fiber(f);
-  if (!f->sp) /* a continuation taken from a fork record, not started */
+  if (!f->sp) { /* a continuation taken from a fork record, not started */
+    ito__vg_resume_at(rec_sp(&f->start));
     ito__resume(&f->start, rec_sp(&f->start));
+  }
   void *dummy;
   ito__ctx_jump(&dummy, f->sp, f);
   __builtin_unreachable();

@@ -48,9 +48,10 @@ static inline void thread_release(ithread *t) {
     t->keys = NULL;
   }
   if (UNLIKELY(f->tls)) ito__tls_thread_release(f); /* reset for the next thread */
-  if (f->kind == FIBER_USER)
+  if (f->kind == FIBER_USER) {
+    ito__vg_stack_deregister(f->vg_stack);
     ito__handle_unregister(t); /* the memory is the caller's again */
-  else
+  } else
     ito__handle_retire(t);
   __atomic_store_n(&t->flags, 0, __ATOMIC_RELEASE);
   __atomic_store_n(&t->sync, TS_RUNNING, __ATOMIC_RELEASE);
@@ -179,6 +180,7 @@ static void resume_creator(worker *w, fiber *f) {
   w->post_fn = thread_done_post;
   w->post_arg = f->thread;
   enter_fiber(parent);
+  ito__vg_resume_at(rec_sp(&f->start));
   ito__resume(&f->start, rec_sp(&f->start));
 }
 
@@ -240,10 +242,12 @@ int ito__thread_start(fiber *f, void *(*fn)(void *), void *arg, const struct thr
     t->explicit_sched = 1;
   }
   if (UNLIKELY(ito__tls_mode) && !o->anon && ito__tls_thread_begin(f)) {
-    if (f->kind == FIBER_USER)
+    if (f->kind == FIBER_USER) {
+      ito__vg_stack_deregister(f->vg_stack);
       ito__handle_unregister(t); /* the caller's memory, as it was */
-    else
+    } else {
       ito__fiber_free(w ? &w->fibers : NULL, f);
+    }
     return EAGAIN;
   }
   f->sp = ito__ctx_make(f->hi, thread_entry);
