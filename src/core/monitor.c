@@ -440,7 +440,11 @@ void ito__monitor_sync(void) {
   if (!mon.started) return;
   unsigned g = LOAD_ACQ(&mon.routed);
   ito__monitor_poke();
-  for (int i = 0; i < 2000 && LOAD_ACQ(&mon.routed) == g; i++) { /* (at most 20 ms) */
+  /* at most about a second: a monitor preempted while the kernel delivers
+   * it a signal (a loaded machine) takes a time slice or more to route it,
+   * and a bound of 20 ms let sigpending miss a kill made just before it
+   * (dropin_signals failed so, once in seven CI runs) */
+  for (int i = 0; i < 100000 && LOAD_ACQ(&mon.routed) == g; i++) {
     struct timespec t = {0, 10000};
     ito__os.nanosleep(&t, NULL);
   }

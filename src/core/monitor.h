@@ -31,9 +31,9 @@ HIDDEN void ito__monitor_stop(void);
 /* From a signal handler: the monitor routes the signals ito's handler
  * left (signal.c) at once. */
 HIDDEN void ito__monitor_poke(void);
-/* Waits (up to 20 ms) for the monitor to route what signals it has taken
- * by now: a signal sent to the process before the call is then where ito
- * keeps it (sigpending). */
+/* Waits (up to about a second, for a preempted monitor) for the monitor
+ * to route what signals it has taken by now: a signal sent to the process
+ * before the call is then where ito keeps it (sigpending). */
 HIDDEN void ito__monitor_sync(void);
 
 /* An extra worker w found nothing to do: may it retire (invariant 3)? If
