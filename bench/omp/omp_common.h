@@ -119,4 +119,29 @@ static inline void ompb_meta(const char *bench, const ompb_entry *e, int n, int 
   fflush(stdout);
 }
 
+/* fib(n), iterated: what the fib benchmarks check their answers against. */
+static inline long ompb_fib(int n) {
+  long a = 0, b = 1;
+  for (int i = 0; i < n; i++) {
+    long c = a + b;
+    a = b;
+    b = c;
+  }
+  return a;
+}
+
+/* The warm-up of a fib benchmark: fib_parallel(min(n, 20)) starts the
+ * team's threads; returns the team's size, or exits 1 naming prog on a
+ * wrong answer. */
+static inline int ompb_fib_warmup(const char *prog, long (*fib_parallel)(int, int *), int n) {
+  int team = 0, wn = n < 20 ? n : 20;
+  long got = fib_parallel(wn, &team);
+  if (got != ompb_fib(wn)) {
+    fprintf(stderr, "%s: WRONG ANSWER warm-up fib(%d) = %ld, expected %ld\n", prog, wn, got,
+            ompb_fib(wn));
+    exit(1);
+  }
+  return team;
+}
+
 #endif

@@ -85,21 +85,11 @@ __attribute__((noinline)) static void fib_walk(int n) {
   fib_walk(n - 2);
 }
 
-static long fib_expected(int n) {
-  long a = 0, b = 1;
-  for (int i = 0; i < n; i++) {
-    long c = a + b;
-    a = b;
-    b = c;
-  }
-  return a;
-}
-
 int main(int argc, char **argv) {
   const int n = (int)bench_arg("taskred_omp", argc, argv, 1, 25, 0, 80);
   cutoff = (int)bench_arg("taskred_omp", argc, argv, 2, 1, 1, 80);
   const int reps = (int)bench_arg("taskred_omp", argc, argv, 3, 5, 1, 100000);
-  const long want = fib_expected(n);
+  const long want = ompb_fib(n);
   const ompb_entry entries[] = {OMPB_ENTRY(GOMP_parallel),
                                 OMPB_ENTRY(GOMP_single_start),
                                 OMPB_ENTRY(GOMP_taskgroup_start),
@@ -113,14 +103,7 @@ int main(int argc, char **argv) {
   const int nent = (int)(sizeof entries / sizeof entries[0]);
 
   /* warm-up: starts the team's threads */
-  int team = 0;
-  int wn = n < 20 ? n : 20;
-  long got = fib_parallel(wn, &team);
-  if (got != fib_expected(wn)) {
-    fprintf(stderr, "taskred_omp: WRONG ANSWER warm-up fib(%d) = %ld, expected %ld\n", wn, got,
-            fib_expected(wn));
-    return 1;
-  }
+  int team = ompb_fib_warmup("taskred_omp", fib_parallel, n);
   const char *sys = ompb_system(entries, nent);
   ompb_meta("omp_taskred", entries, nent, team);
   printf("system,workers,n,cutoff,rep,serial_s,parallel_s,ratio\n");

@@ -28,13 +28,8 @@ checks() { # $1: live or core
   grep -q 'in parked_locker ()' "$out" || fail "$1: ito-bt did not reach parked_locker"
 }
 
-# live: stop, list, find a parked thread's id, unwind it, write a core
-cat > "$tmp/live.gdb" <<GDB
-set pagination off
-set confirm off
-source $script
-break gdb_stop_here
-run
+# what both runs do: list, find a parked thread's id, unwind it
+cat > "$tmp/look.gdb" <<GDB
 info ito-threads
 python
 import gdb
@@ -42,27 +37,20 @@ out = gdb.execute("info ito-threads", to_string=True)
 ids = [l.split()[0] for l in out.splitlines() if "parked on" in l and "<mu" in l]
 gdb.execute("ito-bt %s 24" % ids[0])
 end
-generate-core-file $tmp/core
-kill
 GDB
-ITO_NUM_WORKERS=2 ITO_STACK_GUARD=never timeout 120 gdb -q -batch -nx -x "$tmp/live.gdb" "$prog" \
-  > "$tmp/out" 2>&1 || fail "live: gdb exited with $?"
+
+# live: stop there, look, write a core
+ITO_NUM_WORKERS=2 ITO_STACK_GUARD=never timeout 120 gdb -q -batch -nx \
+  -ex "set pagination off" -ex "set confirm off" -ex "source $script" \
+  -ex "break gdb_stop_here" -ex run -x "$tmp/look.gdb" \
+  -ex "generate-core-file $tmp/core" -ex kill "$prog" > "$tmp/out" 2>&1 ||
+  fail "live: gdb exited with $?"
 checks live
 [ -s "$tmp/core" ] || fail "live: no core file written"
 
-cat > "$tmp/core.gdb" <<GDB
-set pagination off
-source $script
-info ito-threads
-python
-import gdb
-out = gdb.execute("info ito-threads", to_string=True)
-ids = [l.split()[0] for l in out.splitlines() if "parked on" in l and "<mu" in l]
-gdb.execute("ito-bt %s 24" % ids[0])
-end
-GDB
-timeout 120 gdb -q -batch -nx -x "$tmp/core.gdb" "$prog" "$tmp/core" > "$tmp/out" 2>&1 ||
-  fail "core: gdb exited with $?"
+# the core: the same look
+timeout 120 gdb -q -batch -nx -ex "set pagination off" -ex "source $script" -x "$tmp/look.gdb" \
+  "$prog" "$tmp/core" > "$tmp/out" 2>&1 || fail "core: gdb exited with $?"
 checks core
 # a bad id is refused with a message
 timeout 60 gdb -q -batch -nx -ex "source $script" -ex "ito-bt 999999" "$prog" "$tmp/core" \
