@@ -176,18 +176,17 @@ void ito_omp_red_take(task *t) {
 void ito_omp_red_release(task *t) {
   team *tm = t->rteam;
   ITO_OMP_ASSERT(rs_top(tm, t->rslot) == t && !t->rwait); /* invariant 3 */
-  if (t->kind == TASK_INLINE && t->rbelow == t->parent) { /* quiet_release (invariant 4) */
-    rs_set(tm, t->rslot, t->rbelow);
-    t->rteam = NULL;
-    t->rbelow = NULL;
-    return;
-  }
-  ito__dropin_lock(&tm->rs_lock);
+  /* an undeferred task on its creator's slot gives it back quietly
+   * (invariant 4): no lock, nobody to wake */
+  bool quiet = t->kind == TASK_INLINE && t->rbelow == t->parent;
+  if (!quiet) ito__dropin_lock(&tm->rs_lock);
   rs_set(tm, t->rslot, t->rbelow);
   t->rteam = NULL;
   t->rbelow = NULL;
-  ito__dropin_unlock(&tm->rs_lock);
-  ito_omp_team_notify(tm);
+  if (!quiet) {
+    ito__dropin_unlock(&tm->rs_lock);
+    ito_omp_team_notify(tm);
+  }
 }
 
 void ito_omp_red_lend(task *t) {

@@ -92,9 +92,10 @@ def _symbol(addr):
     return "%#x <%s>" % (addr, out.split(" in section")[0])
 
 
-def _threads(d):
-    """(id, ithread address, fiber address) of every live thread."""
-    moved = set(_u64(fib + d["fiber_thread"]) for fib in _running(d))
+def _threads(d, running):
+    """(id, ithread address, fiber address) of every live thread (running:
+    what _running(d) gives)."""
+    moved = set(_u64(fib + d["fiber_thread"]) for fib in running)
     n = _u32(d["handle_nslots"])
     per = 1 << d["handle_chunk_log2"]
     out = []
@@ -211,7 +212,7 @@ class InfoItoThreads(gdb.Command):
     def _list(self):
         d = _info()
         running = _running(d)
-        rows = _threads(d)
+        rows = _threads(d, running)
         if not rows:
             print("No lightweight threads.")
             return
@@ -248,11 +249,11 @@ class ItoBt(gdb.Command):
         except ValueError:
             raise gdb.GdbError("usage: ito-bt ID [N] (ID and N are numbers; ID from info ito-threads)")
         d = _info()
-        rows = {i: (t, f) for i, t, f in _threads(d)}
+        running = _running(d)
+        rows = {i: (t, f) for i, t, f in _threads(d, running)}
         if want not in rows:
             raise gdb.GdbError("ito: no live lightweight thread %d (see info ito-threads)" % want)
         t, f = rows[want]
-        running = _running(d)
         state, wid = _state(d, t, f, running)
         if state == "running":
             print("thread %d runs on worker %s: its backtrace is that OS thread's "
