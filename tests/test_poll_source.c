@@ -40,7 +40,8 @@ static int poll_requests(void *arg) {
   long long now = now_ns();
   int completed = 0;
   for (int i = 0; i < NREQ; i++)
-    if (!__atomic_load_n(&req[i].done, __ATOMIC_ACQUIRE) && req[i].due_ns <= now) {
+    if (!__atomic_load_n(&req[i].done, __ATOMIC_ACQUIRE) &&
+        __atomic_load_n(&req[i].due_ns, __ATOMIC_RELAXED) <= now) {
       __atomic_store_n(&req[i].done, 1, __ATOMIC_RELEASE);
       completed++;
     }
@@ -81,9 +82,12 @@ int main(void) {
   CHECK_EQ(ito_init(), 0);
   for (int round = 0; round < 3; round++) {
     long long t0 = now_ns();
+    /* Atomic stores: a poll of the last round may still be running on a
+     * worker (the source is polled until its last waiter has left). */
     for (int i = 0; i < NREQ; i++) {
-      req[i].due_ns = t0 + (long long)(i % 8) * 3000000LL; /* 0 to 21 ms from now */
-      req[i].done = 0;
+      __atomic_store_n(&req[i].due_ns, t0 + (long long)(i % 8) * 3000000LL, /* 0 to 21 ms */
+                       __ATOMIC_RELAXED);
+      __atomic_store_n(&req[i].done, 0, __ATOMIC_RELEASE);
     }
     ito_thread_t th[NREQ];
     for (int i = 0; i < NREQ; i++) CHECK_EQ(ito_create(wait_request, &req[i], &th[i]), 0);
