@@ -9,6 +9,7 @@ import importlib
 
 NAMES = ["fib", "spawn_loop", "create_p", "migration", "spreading",
          "nqueens", "quicksort", "uts", "bin",   # the kernels (harness.Kernel)
+         "profile",                              # the kernels under ITO_PROFILE
          "million",
          "idle",                                 # idle_cpu, wake, alternate, policy, shutdown
          "omp",                                  # omp_fib, omp_qsort, ... (bench/omp/)

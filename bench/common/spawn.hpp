@@ -118,14 +118,18 @@ void *root_tramp_(void *p) {
 }
 
 // The root runs on an ito thread so that it is on a worker and can fork.
+// Each run is an instance of the profiler's region "parallel" (under
+// ITO_PROFILE; docs/profile.md), which bench/benches/profile.py reports.
 template <class F>
 void run_root(F &&f) {
   using Fn = std::remove_reference_t<F>;
   ito_thread_t t;
+  ito_profile_begin("parallel");
   int rc = ito_create(&root_tramp_<Fn>, static_cast<void *>(&f), &t);
   if (rc) die("ito_create (root)", rc);
   rc = ito_join(t, nullptr);
   if (rc) die("ito_join (root)", rc);
+  ito_profile_end("parallel");
 }
 }  // namespace bench
 

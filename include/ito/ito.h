@@ -43,6 +43,39 @@ ITO_API int ito_num_workers(void);
 /* Index of the worker running the caller, or -1 on a thread that is not a worker. */
 ITO_API int ito_worker_id(void);
 
+/* ---- the profiler (ITO_PROFILE; docs/profile.md) ------------------------ */
+/* Figures of the run, or of a tagged region (summed over its instances).
+ * Times in seconds; worker time (work, overhead, idle, idle_ready, blocked
+ * and descheduled) adds up to about workers x elapsed. */
+struct ito_profile {
+  double elapsed;              /* Tp: wall time */
+  double work;                 /* T1: time in the program's own code, all workers */
+  double span;                 /* Tinf: the longest path of the recorded graph */
+  double parallelism;          /* T1 / Tinf */
+  double burdened_span;        /* Tinf with each fork on the path charged the steal and
+                                  sync cost measured in this run */
+  double burdened_parallelism; /* T1 / burdened span */
+  double bound;                /* T1 / P + Tinf */
+  double overhead;             /* worker time in the runtime's code */
+  double idle;                 /* worker time idle while no work existed */
+  double idle_ready;           /* worker time idle while work was ready somewhere */
+  double blocked;              /* worker time idle while threads were blocked */
+  double descheduled;          /* worker time the OS ran something else instead */
+  double stretch;              /* work / work of the ITO_PROFILE_BASELINE run; 0: none */
+  int workers;                 /* P */
+  unsigned long long instances; /* a region's begin/end pairs (1 for the run) */
+  unsigned long long spawns, steals, steal_fails, creates, parks, sleeps, wakes;
+};
+/* A region named tag (up to 63 bytes) begins and ends on the calling
+ * thread; regions of different tags may nest and overlap. 0; EINVAL for a
+ * NULL or empty tag, an end without a begin, or a begin of an open tag;
+ * ENOSPC past 64 tags. Without ITO_PROFILE both do nothing and return 0. */
+ITO_API int ito_profile_begin(const char *tag);
+ITO_API int ito_profile_end(const char *tag);
+/* The figures so far of region tag, or of the run for NULL or "": 0;
+ * ENOENT for a tag never ended; ENOTSUP when ITO_PROFILE is not set. */
+ITO_API int ito_profile_get(const char *tag, struct ito_profile *out);
+
 /* ---- lightweight threads ---------------------------------------------- */
 /* A handle: nonzero, comparable with ==; stale handles are detected. */
 typedef uint64_t ito_thread_t;

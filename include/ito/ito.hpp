@@ -13,6 +13,7 @@
 #include <exception>
 #include <mutex>
 #include <new>
+#include <stdexcept>
 #include <atomic>
 #include <initializer_list>
 #include <type_traits>
@@ -153,6 +154,37 @@ class dep_table {
 
 inline int num_workers() { return ito_num_workers(); }
 inline int worker_id() { return ito_worker_id(); }
+
+// The profiler (ITO_PROFILE; docs/profile.md).
+namespace profile {
+// A tagged region from construction to the end of the scope. Without
+// ITO_PROFILE it does nothing; a bad tag (empty, 64 bytes or more, or a
+// tag already open) throws std::invalid_argument.
+class region {
+ public:
+  explicit region(const char *tag) : tag_(tag) { check(ito_profile_begin(tag)); }
+  ~region() { ito_profile_end(tag_); }
+  region(const region &) = delete;
+  region &operator=(const region &) = delete;
+
+ private:
+  static void check(int rc) {
+    if (rc == EINVAL) throw std::invalid_argument("ito::profile::region: bad or open tag");
+    if (rc == ENOSPC) throw std::length_error("ito::profile::region: more than 64 tags");
+  }
+  const char *tag_;
+};
+// The figures of region tag, or of the run for nullptr or "". Throws
+// std::runtime_error without ITO_PROFILE, std::out_of_range for a tag
+// never ended.
+inline ito_profile get(const char *tag = nullptr) {
+  ito_profile f;
+  int rc = ito_profile_get(tag, &f);
+  if (rc == ENOTSUP) throw std::runtime_error("ito::profile::get: ITO_PROFILE is not set");
+  if (rc == ENOENT) throw std::out_of_range("ito::profile::get: no region of that tag ended");
+  return f;
+}
+}  // namespace profile
 
 // A group of child tasks joined by wait(). Children run child-first on the
 // caller's stack (lazy task creation) when run() is called in the function

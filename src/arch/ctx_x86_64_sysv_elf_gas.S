@@ -290,20 +290,63 @@ ito_tg_fork_:
         je      .Lfork_call
         movl    $FENCE_WINDOW, W_FENCE(%rbx)
         jmp     .Lfork_call
+/* A recorder is attached (H): the fork reports itself and does what
+ * .Lfork_counts does, in C (ito__fork_hook), then calls the child and takes
+ * the record back as above, and reports how that went: the record taken
+ * back (ito__fork_back_hook) or taken (ito__fork_taken_hook, which does
+ * not return). The path without H is not touched (docs/hooks.md). */
 .Lfork_hook:
         pushq   %rdi
         pushq   %rsi
         pushq   %rdx
         pushq   %rdx                            /* keeps the stack 16-byte aligned */
-        movq    REC_TG(%r12), %rdi                  /* ito__fork_hook(tg, worker) */
+        movq    REC_TG(%r12), %rdi              /* ito__fork_hook(tg, worker, rec, t) */
         movq    %rbx, %rsi
+        movq    %r12, %rdx
+        movq    %r13, %rcx
         call    ito__fork_hook
         popq    %rdx
         popq    %rdx
         popq    %rsi
         popq    %rdi
-        movq    ito__rt_idle(%rip), %rax
-        jmp     .Lfork_counts
+        movq    %rsi, %rax
+        movq    REC_TG(%r12), %rsi
+        call    *%rax
+        cmpq    %r12, (%r14)
+        jne     .Lfork_htaken
+        movq    %r13, W_TAIL(%rbx)
+        cmpl    $0, W_FENCE(%rbx)
+        jnz     .Lfork_hfence
+.Lfork_hcheck:
+        cmpq    W_HEAD(%rbx), %r13
+        jb      .Lfork_hconflict
+.Lfork_hback:
+        movq    REC_TG(%r12), %rdi              /* ito__fork_back_hook(tg, worker, rec, t) */
+        movq    %rbx, %rsi
+        movq    %r12, %rdx
+        movq    %r13, %rcx
+        call    ito__fork_back_hook
+        jmp     .Lfork_done
+.Lfork_hfence:
+        lock orq $0, (%rsp)
+        decl    W_FENCE(%rbx)
+        jnz     .Lfork_hcheck
+        movq    %rbx, %rdi
+        call    ito__deque_fence_expire
+        jmp     .Lfork_hcheck
+.Lfork_hconflict:
+        movq    %rbx, %rdi
+        movq    %r13, %rsi
+        call    ito__deque_conflict
+        testb   %al, %al
+        jnz     .Lfork_hback
+.Lfork_htaken:
+        movq    REC_TG(%r12), %rdi              /* ito__fork_taken_hook(tg, worker, rec, t) */
+        movq    %rbx, %rsi
+        movq    %r12, %rdx
+        movq    %r13, %rcx
+        call    ito__fork_taken_hook            /* does not return */
+        ud2
 .Lfork_wake:
         pushq   %rdi
         pushq   %rsi

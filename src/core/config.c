@@ -32,7 +32,49 @@ static const struct ito_cfg_choice nowait_words[] = {
 
 static const struct ito_cfg_choice tls_words[] = {{"thread", 1}, {"worker", 0}, {0, 0}};
 
+/* ITO_PROFILE: a comma list of summary, csv, trace and dag; 1 is summary,
+ * 0 off. */
+static const char *parse_profile(const char *text, void *dst) {
+  static const char *const words[] = {"summary", "csv", "trace", "dag"};
+  static const char expected[] =
+      "0, 1, or a comma list of summary, csv, trace and dag (for example summary,trace)";
+  int mask = 0;
+  if (!strcmp(text, "0") || !strcmp(text, "1")) {
+    *(int *)dst = text[0] == '1' ? 1 : 0;
+    return NULL;
+  }
+  for (const char *p = text;;) {
+    const char *end = strchr(p, ',');
+    size_t n = end ? (size_t)(end - p) : strlen(p);
+    int k = -1;
+    for (int i = 0; i < 4; i++)
+      if (strlen(words[i]) == n && !strncasecmp(p, words[i], n)) k = i;
+    if (k < 0) return expected;
+    mask |= 1 << k;
+    if (!end) break;
+    p = end + 1;
+  }
+  *(int *)dst = mask;
+  return NULL;
+}
+
+/* A file name prefix or a file: any text without a newline. */
+static const char *parse_path(const char *text, void *dst) {
+  if (strchr(text, '\n')) return "a path";
+  *(const char **)dst = text;
+  return NULL;
+}
+
 static const struct ito_cfg core_rows[] = {
+    {.name = "ITO_PROFILE", .kind = ITO_CFG_PARSE, .dst = &ito__cfg.profile,
+     .parse = parse_profile, .dflt = "0",
+     .what = "profile the run: summary, csv, trace, dag (a comma list); 1: summary"},
+    {.name = "ITO_PROFILE_OUT", .kind = ITO_CFG_PARSE, .dst = &ito__cfg.profile_out,
+     .parse = parse_path, .dflt = "ito-profile",
+     .what = "the profile's files: PREFIX.csv, PREFIX.trace.json, PREFIX.dag.json"},
+    {.name = "ITO_PROFILE_BASELINE", .kind = ITO_CFG_PARSE, .dst = &ito__cfg.profile_baseline,
+     .parse = parse_path, .dflt = "none",
+     .what = "a profile CSV of a 1-worker run: work-time stretch per region"},
     {.name = "ITO_NUM_WORKERS", .kind = ITO_CFG_INT, .dst = &ito__cfg.workers, .lo = 1,
      .hi = ITO_MAX_WORKERS, .dflt = "the usable CPUs",
      .what = "number of workers (the affinity mask's CPUs, capped by the cgroup CPU quota, by "
@@ -260,11 +302,13 @@ int ito__config_default(const char *name, const char *text, const char *from) {
     if (strcmp(core_rows[i].name, name)) continue;
     /* checked now, so that the message comes from the library that gave it */
     struct ito_cfg probe = core_rows[i];
-    long l;
-    size_t z;
-    int c;
-    probe.dst = probe.kind == ITO_CFG_INT ? (void *)&l : probe.kind == ITO_CFG_SIZE ? (void *)&z
-                                                                                      : (void *)&c;
+    union {
+      long l;
+      size_t z;
+      int c;
+      const char *p;
+    } u;
+    probe.dst = &u;
     parse_row(&probe, text, from ? from : name);
     fallback[i] = text;
     fallback_from[i] = from;

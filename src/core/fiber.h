@@ -67,6 +67,14 @@ typedef struct __attribute__((aligned(64))) fiber {
   struct ito_rec start;
   struct worker *create_worker;
   uint64_t create_idx;
+  /* The profiler's (profile.c), while it records: the span of the code that
+   * runs on this fiber when it next runs (for an ended thread, its span at
+   * its end), when it was last made ready, and flags; and, written once
+   * before its create record is published, for whoever takes that record,
+   * the creator's span and the time of the creation. */
+  uint64_t prof_span, prof_ready;
+  uint64_t prof_s0, prof_ct;
+  uint32_t prof_flags;
 #if ITO_TSAN
   void *tsan;               /* ThreadSanitizer's context for this stack (docs/fibers.md) */
   int tsan_dirty;           /* frames were abandoned on it (ito_exit): renew tsan before reuse */

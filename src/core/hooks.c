@@ -26,6 +26,12 @@ int ito__hooks_attach(void (*fn)(const struct ito_event *e, void *arg), void *ar
 }
 
 void ito__hook_emit(int kind, int worker, const void *obj, long peer) {
-  struct ito_event e = {kind, worker, obj, peer};
+  struct ito_event e = {kind, worker, obj, peer, NULL, 0};
+  recorder(&e, recorder_arg);
+}
+
+void ito__hook_emit_rec(int kind, int worker, const void *obj, long peer, const void *rec,
+                        unsigned long aux) {
+  struct ito_event e = {kind, worker, obj, peer, rec, aux};
   recorder(&e, recorder_arg);
 }

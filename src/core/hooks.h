@@ -27,11 +27,20 @@ extern int ito__hooks_on HIDDEN;
  * interface checks); EINVAL for NULL or a second one. */
 HIDDEN int ito__hooks_attach(void (*fn)(const struct ito_event *e, void *arg), void *arg);
 HIDDEN void ito__hook_emit(int kind, int worker, const void *obj, long peer);
+/* The same with the record and index fields (event.h). */
+HIDDEN void ito__hook_emit_rec(int kind, int worker, const void *obj, long peer, const void *rec,
+                               unsigned long aux);
 
 /* One predictable branch where no recorder is attached. */
 #define HOOK(kind, worker, obj, peer)                                   \
   do {                                                                  \
     if (UNLIKELY(LOAD_RLX(&ito__hooks_on))) ito__hook_emit((kind), (worker), (obj), (peer)); \
+  } while (0)
+
+#define HOOK_REC(kind, worker, obj, peer, rec, aux)                                \
+  do {                                                                            \
+    if (UNLIKELY(LOAD_RLX(&ito__hooks_on)))                                       \
+      ito__hook_emit_rec((kind), (worker), (obj), (peer), (rec), (aux));          \
   } while (0)
 
 /* A traced task group's pending count carries this bias from its first
@@ -40,5 +49,9 @@ HIDDEN void ito__hook_emit(int kind, int worker, const void *obj, long peer);
  * wait ignores it, since a fork may set it after the join began to wait
  * (lazy.c, trace_spawn). */
 #define TG_TRACED (1 << 30)
+/* Set while the first fork of a traced group sets the group up for the
+ * recorder (lazy.c, trace_spawn): the other forks wait for TG_TRACED. */
+#define TG_TRACING (1 << 29)
+#define TG_BIAS (TG_TRACED | TG_TRACING)
 
 #endif

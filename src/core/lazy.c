@@ -98,7 +98,7 @@ void ito__claim_record(const struct ito_rec *rec, fiber *nf) {
 
 /* The count without the bias: a traced child may add TG_TRACED while the
  * joiner waits (trace_spawn), and the last child must still wake it. */
-static int count_of(int pending) { return pending & ~TG_TRACED; }
+static int count_of(int pending) { return pending & ~TG_BIAS; }
 
 void ito__tg_child_done(ito_tg_t *tg) {
   if (count_of(__atomic_sub_fetch(&tg->pending, 1, __ATOMIC_ACQ_REL)) == 0) {
@@ -118,21 +118,55 @@ bool ito__tg_park(ito_tg_t *tg, fiber *f) {
 /* ---- tracing (docs/hooks.md) --------------------------------------------------------------- */
 
 /* A recorder is attached: the group's join must reach its hook, so its
- * pending count carries TG_TRACED until then (hooks.h, invariant 2).
- * The fork calls this after it published its record, so a thief may have
- * taken the continuation already: that strand may fork the group again
- * (two callers at once: an or, not an add, so the bias is added once)
- * and may reach the join first (the join reads the bias only once its
- * children are done; this child is one of them until it ends, after
- * this). Only the join removes the bias. */
-static void trace_spawn(ito_tg_t *tg, int wid) {
-  if (!(__atomic_load_n(&tg->pending, __ATOMIC_RELAXED) & TG_TRACED))
-    __atomic_fetch_or(&tg->pending, TG_TRACED, __ATOMIC_RELAXED);
-  ito__hook_emit(ITO_EV_SPAWN, wid, tg, 0);
+ * pending count carries TG_TRACED until then (hooks.h, invariant 2), and
+ * the recorder's word of the group (reserved_[1]) is 0 from its first
+ * fork on. The fork calls this after it published its record, so a thief
+ * may have taken the continuation already: that strand may fork the group
+ * again (two callers at once: whoever sets TG_TRACING sets the group up,
+ * the other waits the few instructions until TG_TRACED) and may reach the
+ * join first (the join reads the bias only once its children are done;
+ * this child is one of them until it ends, after this). Only the join
+ * removes the bias. */
+static void trace_spawn(ito_tg_t *tg, int wid, const struct ito_rec *rec, uint64_t t) {
+  if (!(__atomic_load_n(&tg->pending, __ATOMIC_ACQUIRE) & TG_TRACED)) {
+    if (!(__atomic_fetch_or(&tg->pending, TG_TRACING, __ATOMIC_ACQ_REL) & TG_TRACING)) {
+      __atomic_store_n((uintptr_t *)&tg->reserved_[1], 0, __ATOMIC_RELAXED);
+      __atomic_fetch_or(&tg->pending, TG_TRACED, __ATOMIC_RELEASE);
+    } else {
+      while (!(__atomic_load_n(&tg->pending, __ATOMIC_ACQUIRE) & TG_TRACED)) cpu_relax();
+    }
+  }
+  ito__hook_emit_rec(ITO_EV_SPAWN, wid, tg, 0, rec, t);
+}
+
+/* P2 and P3 of a fork (docs/idle.md) once the record at t is published,
+ * given the idle word x read after it: wake a sleeper, or open a fenced
+ * window for a spinner that will try to steal. */
+static void fork_counts(worker *w, uint64_t x) {
+  x &= ~IDLE_FLAGS;
+  if (!x) return;
+  if (x < IDLE_SPIN_ONE)
+    ito__fork_wake(w);
+  else if (!dq_window_open(&w->dq))
+    dq_expect_thief(&w->dq); /* a spinner will try to steal from us */
 }
 
 /* The assembly fork's .Lfork_hook (the idle word's H bit). */
-void ito__fork_hook(ito_tg_t *tg, worker *w) { trace_spawn(tg, w->id); }
+void ito__fork_hook(ito_tg_t *tg, worker *w, struct ito_rec *rec, uint64_t t) {
+  trace_spawn(tg, w->id, rec, t);
+  if (!ito__asym_fence) full_fence(); /* M: the publisher fences before it reads (P2) */
+  fork_counts(w, idle_fork_read());
+}
+
+void ito__fork_back_hook(ito_tg_t *tg, worker *w, struct ito_rec *rec, uint64_t t) {
+  ito__hook_emit_rec(ITO_EV_FORK_BACK, w->id, tg, 0, rec, t);
+}
+
+void ito__fork_taken_hook(ito_tg_t *tg, worker *w, struct ito_rec *rec, uint64_t t) {
+  worker *now = cur_worker();
+  ito__hook_emit_rec(ITO_EV_FORK_TAKEN, now->id, tg, w->id, rec, t);
+  ito__fork_taken(tg);
+}
 
 /* ---- the fork in C ------------------------------------------------------------------------- */
 /* kind 0: fn is an ito_task_fn, fn(copy); 1: an ito_task2_fn, fn(copy, tg);
@@ -152,14 +186,10 @@ static void spawn_child(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size, in
 /* The fork's P2 and P3 (docs/idle.md) as the x86-64 assembly does them:
  * nothing but one load and a branch unless somebody is idle, the mode is
  * symmetric, or a recorder is attached. */
-static __attribute__((noinline)) void fork_publish_slow(worker *w, ito_tg_t *tg, uint64_t x) {
-  if (x & IDLE_HOOKS) trace_spawn(tg, w->id);
-  x &= ~IDLE_FLAGS;
-  if (!x) return;
-  if (x < IDLE_SPIN_ONE)
-    ito__fork_wake(w);
-  else if (!dq_window_open(&w->dq))
-    dq_expect_thief(&w->dq); /* a spinner will try to steal from us */
+static __attribute__((noinline)) void fork_publish_slow(worker *w, ito_tg_t *tg, uint64_t x,
+                                                         struct ito_rec *rec, uint64_t t) {
+  if (x & IDLE_HOOKS) trace_spawn(tg, w->id, rec, t);
+  fork_counts(w, x);
 }
 
 /* The continuation of a fork of tg was taken and runs elsewhere: this child
@@ -198,11 +228,15 @@ void ito__fork_c(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size, struct it
   else
     __asm__ volatile("" ::: "memory");
   uint64_t x = idle_fork_read();
-  if (UNLIKELY(x)) fork_publish_slow(w, tg, x);
+  if (UNLIKELY(x)) fork_publish_slow(w, tg, x, rec, t);
 
   call_child(fn, a, tg, kind, w1);
 
-  if (LIKELY(cur_worker() == w) && dq_take_back(&w->dq, t, (uintptr_t)rec)) return;
+  if (LIKELY(cur_worker() == w) && dq_take_back(&w->dq, t, (uintptr_t)rec)) {
+    if (UNLIKELY(x & IDLE_HOOKS)) ito__fork_back_hook(tg, w, rec, t);
+    return;
+  }
+  if (UNLIKELY(x & IDLE_HOOKS)) ito__fork_taken_hook(tg, w, rec, t);
   ito__fork_taken(tg);
 }
 
@@ -230,6 +264,10 @@ static void box_run(void *p) {
   void *a = b->size ? (char *)p + BOX_SIZE : (void *)b->src;
   ito_tg_t *tg = b->tg;
   call_child(b->fn, a, tg, b->kind, b->w1);
+  if (UNLIKELY(LOAD_RLX(&ito__hooks_on))) { /* the child's end, for the group's join */
+    worker *w = cur_worker();
+    ito__hook_emit_rec(ITO_EV_FORK_BACK, w ? w->id : -1, tg, 0, NULL, 0);
+  }
   ito__tg_child_done(tg);
 }
 
@@ -241,7 +279,7 @@ static void spawn_child(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size, in
   }
   if (UNLIKELY(LOAD_RLX(&ito__hooks_on))) {
     worker *w = cur_worker();
-    trace_spawn(tg, w ? w->id : -1);
+    trace_spawn(tg, w ? w->id : -1, NULL, 0);
   }
   __atomic_add_fetch(&tg->pending, 1, __ATOMIC_RELAXED);
   if (ito__thread_spawn(box_run, &b, BOX_SIZE + b.size, 16, box_copy, NULL, -1) != 0) {

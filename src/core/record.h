@@ -50,8 +50,14 @@ HIDDEN void ito__fork_c(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size, st
                         int kind);
 /* A fork's continuation was taken: this child is done (no return). */
 HIDDEN void ito__fork_taken(ito_tg_t *tg) __attribute__((noreturn));
-/* A fork while a recorder is attached (the idle word's H bit). */
-HIDDEN void ito__fork_hook(ito_tg_t *tg, struct worker *w);
+/* A fork while a recorder is attached (the idle word's H bit): reports
+ * the fork of the record at index t of w's deque and does the rest of the
+ * fork's P2 and P3 (docs/idle.md). After the child, the fork reports its
+ * record taken back, or taken (then ends this child as ito__fork_taken). */
+HIDDEN void ito__fork_hook(ito_tg_t *tg, struct worker *w, struct ito_rec *rec, uint64_t t);
+HIDDEN void ito__fork_back_hook(ito_tg_t *tg, struct worker *w, struct ito_rec *rec, uint64_t t);
+HIDDEN void ito__fork_taken_hook(ito_tg_t *tg, struct worker *w, struct ito_rec *rec, uint64_t t)
+    __attribute__((noreturn));
 /* The join's slow half: wait for the children, move back to the home
  * stack. */
 HIDDEN void ito__join_c(ito_tg_t *tg, void *frame, struct ito_rec *rec);

@@ -2,6 +2,8 @@
  * Invariants at the top of runtime.h; design in docs/architecture.md. */
 #define _GNU_SOURCE
 #include "runtime.h"
+
+#include "profile.h"
 #include "signal.h"
 
 #include "atfork.h"
@@ -13,6 +15,7 @@
 #include "monitor.h"
 #include "os.h"
 #include "overflow.h"
+#include "profile.h"
 #include "sched.h"
 #include "switch.h"
 #include "thread.h"
@@ -295,6 +298,7 @@ static int start(void) {
   ito__install_segv();
   ito__workers = all_workers;
   ito__nworkers = n;
+  ito__profile_start(); /* attaches its recorder before the idle word is set up */
   count_slot(n - 1);
   __atomic_store_n(&ito__nslots, n, __ATOMIC_RELEASE);
   __atomic_store_n(&ito__stopping, 0, __ATOMIC_RELAXED);
@@ -324,6 +328,7 @@ int ito__ensure(void) {
     __atomic_store_n(&ito__rt_state_, RT_STARTING, __ATOMIC_RELAXED);
     rc = start();
     __atomic_store_n(&ito__rt_state_, rc ? RT_OFF : RT_RUNNING, __ATOMIC_RELEASE);
+    if (!rc) ito__profile_running();
   }
   spin_unlock(&init_lock);
   return rc;
@@ -365,6 +370,7 @@ int ito_finalize(void) {
   __atomic_store_n(&ito__rt_state_, RT_STOPPING, __ATOMIC_RELAXED);
   ito__monitor_stop(); /* it starts and joins extra workers: first */
   stop_workers(__atomic_load_n(&ito__nslots, __ATOMIC_ACQUIRE));
+  ito__profile_stop();
   if (w) unadopt_main(w);
   __atomic_store_n(&ito__rt_state_, RT_OFF, __ATOMIC_RELEASE);
   spin_unlock(&init_lock);

@@ -152,6 +152,11 @@ static int drop_ghosts(fiber **first, fiber **last) {
 void ito__ready_list(fiber *first, fiber *last, int n) {
   if (UNLIKELY(LOAD_RLX(&ito__forked)) && !(n = drop_ghosts(&first, &last))) return;
   worker *here = cur_worker();
+  if (UNLIKELY(LOAD_RLX(&ito__hooks_on)))
+    for (fiber *f = first;; f = f->next) {
+      ito__hook_emit(ITO_EV_READY, here ? here->id : -1, f, 0);
+      if (f == last) break;
+    }
   if (LIKELY(!LOAD_RLX(&homes))) { /* nothing has a home: one queue for all */
     ready_to(ito__place(first, PLACE_WOKEN, here), first, last, n, false);
     return;
@@ -223,6 +228,7 @@ static void take_records_of(worker *w, fiber *f) {
       ito__fatal("out of memory for a stack: a thread that parks leaves continuations that "
                  "need stacks of their own (lower ITO_STACK_SIZE or the thread count)");
     ito__claim_record((const struct ito_rec *)e, nf);
+    HOOK_REC(ITO_EV_TAKE, w->id, nf, w->id, (const void *)e, dq_tail(&w->dq));
     nf->next = oldest;
     oldest = nf;
   }
@@ -241,9 +247,11 @@ static void take_records_of(worker *w, fiber *f) {
  * *slot) or popped from w's own (victim NULL). Returns only if a thief
  * could not get a stack for a continuation: the entry is then back with
  * its owner. */
-static void run_entry(worker *w, uintptr_t e, worker *victim, uintptr_t *slot) {
+static void run_entry(worker *w, uintptr_t e, worker *victim, uintptr_t *slot, uint64_t idx) {
+  int owner = victim ? victim->id : w->id;
   if (e & ENT_FIBER) {
     fiber *f = (fiber *)(e & ~(uintptr_t)ENT_TAGS);
+    HOOK_REC(ITO_EV_TAKE, w->id, f, owner, (const void *)e, idx);
     if (victim) dq_steal_done(&victim->dq, slot, e);
     found_work(w);
     ito__run_fiber(w, f);
@@ -253,10 +261,12 @@ static void run_entry(worker *w, uintptr_t e, worker *victim, uintptr_t *slot) {
     struct ito_rec copy = *rec;
     /* copied: the child's fiber may be freed from now on (fiber.h, invariant 4) */
     fiber *child = (fiber *)((char *)rec - offsetof(fiber, start));
+    HOOK_REC(ITO_EV_TAKE, w->id, child, owner, (const void *)e, idx);
     __atomic_store_n(&child->create_worker, NULL, __ATOMIC_RELEASE);
     if (victim) dq_steal_done(&victim->dq, slot, e);
     found_work(w);
     fiber *parent = copy.fiber;
+    HOOK(ITO_EV_RUN, w->id, parent, 1);
     w->cur = parent;
     enter_fiber(parent);
     ito__vg_resume_at(rec_sp(&copy));
@@ -272,6 +282,7 @@ static void run_entry(worker *w, uintptr_t e, worker *victim, uintptr_t *slot) {
     ito__fatal("out of memory for a stack to run a continuation on");
   }
   ito__claim_record((const struct ito_rec *)e, nf);
+  HOOK_REC(ITO_EV_TAKE, w->id, nf, owner, (const void *)e, idx);
   if (victim) dq_steal_done(&victim->dq, slot, e);
   found_work(w);
   worker *t = ito__place(nf, PLACE_STOLEN, w);
@@ -286,10 +297,13 @@ static void run_entry(worker *w, uintptr_t e, worker *victim, uintptr_t *slot) {
 static void steal_from(worker *w, worker *v) {
   uintptr_t *slot;
   uintptr_t e = ito__deque_steal(&v->dq, &slot);
-  if (!e) return;
+  if (!e) {
+    HOOK(ITO_EV_STEAL_FAIL, w->id, NULL, v->id);
+    return;
+  }
   w->steals++;
   HOOK(ITO_EV_STEAL, w->id, (const void *)e, v->id);
-  run_entry(w, e, v, slot);
+  run_entry(w, e, v, slot, (uint64_t)(slot - v->dq.slots));
 }
 
 /* Tries v's deque head, then v's ready queue; runs what it takes. */
@@ -315,6 +329,7 @@ static void sched_entry(void *arg) {
   fiber *from = w->sched_from;
   void *a = w->sched_arg;
   w->cur = NULL;
+  if (from) HOOK(ITO_EV_LEAVE, w->id, from, w->sched_action);
   switch (w->sched_action) {
     case ACT_BLOCK:
       take_records_of(w, from);
@@ -341,7 +356,7 @@ static void sched_entry(void *arg) {
     case ACT_JOIN_WAIT: {
       ito_tg_t *tg = a;
       take_records_of(w, from);
-      HOOK(ITO_EV_PARK, w->id, from, 0);
+      HOOK(ITO_EV_PARK, w->id, from, 1);
       if (ito__tg_park(tg, from)) ito__run_fiber(w, from);
       break;
     }
@@ -417,6 +432,7 @@ void ito__exit_fiber(worker *w, fiber *f) {
       ITO_ASSERT(e & ENT_FIBER);
       w->post_fn = thread_done_post;
       w->post_arg = f->thread;
+      HOOK(ITO_EV_RUN, w->id, (fiber *)(e & ~(uintptr_t)ENT_TAGS), 0);
       ito__switch(w, f, (fiber *)(e & ~(uintptr_t)ENT_TAGS), 1);
       __builtin_unreachable();
     }
@@ -507,7 +523,7 @@ void ito__sched_loop(worker *w) {
     uintptr_t e = ito__deque_pop(&w->dq);
     if (e) {
       found_work(w);
-      run_entry(w, e, NULL, NULL);
+      run_entry(w, e, NULL, NULL, dq_tail(&w->dq));
     }
     /* timers before the ready queue: a thread that yields in a loop goes
      * back to the ready queue and would otherwise starve a sleeper on a
@@ -530,6 +546,7 @@ void ito__sched_loop(worker *w) {
     if (__atomic_load_n(&ito__stopping, __ATOMIC_ACQUIRE) && w->native_sp) ito__worker_stop(w);
     int n = LOAD_ACQ(&ito__nslots);
     if (!w->idle.spinning) {
+      HOOK(ITO_EV_IDLE, w->id, NULL, 0);
       if (!ito__idle_start_spinning(&w->idle)) idle_sleep(w); /* (always spins when active) */
       spin_t0 = clock_ns(CLOCK_MONOTONIC);
       round = 0;

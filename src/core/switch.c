@@ -3,6 +3,8 @@
 #define _GNU_SOURCE
 #include "switch.h"
 
+#include "hooks.h"
+
 #include "elfsym.h"
 
 #include <errno.h>
@@ -106,6 +108,7 @@ void ito__worker_stop(worker *w) {
 }
 
 void ito__run_fiber(worker *w, fiber *f) {
+  HOOK(ITO_EV_RUN, w->id, f, 0);
   w->cur = f;
   enter_fiber(f);
   if (!f->sp) { /* a continuation taken from a fork record, not started */

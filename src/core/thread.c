@@ -166,6 +166,7 @@ static inline bool reclaim_creator(worker *w, fiber *f) {
       !dq_take_back(&w->dq, f->create_idx, (uintptr_t)&f->start | ENT_CREATE))
     return false;
   f->create_worker = NULL; /* nobody else reads the record (fiber.h, invariant 4) */
+  HOOK(ITO_EV_CREATE_BACK, w->id, f, 0);
   return true;
 }
 
@@ -191,6 +192,7 @@ static inline worker *thread_end(ithread *t, void *result) {
   if (UNLIKELY(ito__tls_mode)) ito__tls_thread_end(cur_worker()->cur); /* thread_local dtors */
   t->result = result;
   worker *w = cur_worker();
+  HOOK(ITO_EV_EXIT, w->id, t, 0);
   count_ended(w);
   if (UNLIKELY(LOAD_RLX(&ito__forked))) ito__atfork_thread_ended();
   return w;
@@ -415,6 +417,7 @@ int ito__thread_spawn(void (*fn)(void *), const void *arg, size_t size, size_t a
     f->ctx = ctx == THREAD_CTX_COPY ? data : ctx;
     mark_anon(t);
     count_created(w);
+    HOOK(ITO_EV_CREATE, w->id, t, 1);
     enter_fiber(f);
     ito__spawn_on(&f->start, c, create_body, f, (void *)spawn_entry, c);
     return 0;

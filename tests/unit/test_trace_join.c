@@ -60,7 +60,7 @@ int main(void) {
   worker *victim = calloc(1, sizeof *victim);
   CHECK(victim);
   victim->id = 0;
-  ito__fork_hook(&tg, victim); /* the victim reports its fork: the bias */
+  ito__fork_hook(&tg, victim, NULL, 0); /* the victim reports its fork: the bias */
   CHECK_EQ(counts[ITO_EV_SPAWN], 1);
   ito__tg_child_done(&tg); /* its child ends: the last one */
   /* the last child took the waiter to wake it */

@@ -1,0 +1,41 @@
+/* The profiler: work, span, parallelism and where the workers' time went,
+ * for any program that runs on ito (ITO_PROFILE). A recorder on the event
+ * hooks (hooks.h); design, figures and costs: docs/profile.md.
+ *
+ * Invariants:
+ *  1. Recording touches only the recording worker's own state (struct
+ *     pworker), the descriptors the event names (a fiber's prof_* fields,
+ *     a traced group's recorder word) and, for a fork record, the owner's
+ *     shadow of its deque slot. No lock, no allocation, no system call on
+ *     the recording path; the trace buffers are bounded, and what does not
+ *     fit is counted, never the figures.
+ *  2. A span is packed: the critical path's length in ticks above
+ *     SPAN_KBITS, the number of forks on that path below (saturating).
+ *     Every context (the code a worker runs) carries one; a fork's child
+ *     keeps its parent's, the continuation gets it plus one fork; a join,
+ *     a thread join and a wake-up take the maximum of both sides.
+ *  3. A fork record's shadow slot (struct shadow) is written by the fork's
+ *     owner after it published the record and before the child runs, and
+ *     read once by whoever takes the record, who then clears it. The owner
+ *     reuses the slot only after its child returned and either took the
+ *     record back (nobody reads it) or saw it cleared.
+ *  4. A worker's time from the profile's start is split, without gaps,
+ *     into work (the program's code), the runtime's own code, idle time
+ *     and blocked time; each event closes the interval its worker was in. */
+#ifndef ITO_CORE_PROFILE_H
+#define ITO_CORE_PROFILE_H
+
+#include "base.h"
+
+/* At each start of the runtime, after the configuration was read: starts
+ * recording if ITO_PROFILE asks for it (the recorder attaches on the first
+ * start). */
+HIDDEN void ito__profile_start(void);
+/* Once the runtime runs: the main thread, adopted by worker 0, runs the
+ * program's code from now on. */
+HIDDEN void ito__profile_running(void);
+/* At ito_finalize, once the workers stopped (and at exit if the runtime
+ * still runs): closes the run and writes what ITO_PROFILE asked for. */
+HIDDEN void ito__profile_stop(void);
+
+#endif

@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# check.sh TEST_PROFILE TEST_PROFILE_CPP [OMP_PROG LIBITO_OMP]
+#
+# The profiler from outside (docs/profile.md): runs tests/test_profile.c in
+# its modes with ITO_PROFILE set and reads what it wrote:
+#   - the figures' shapes (in the program itself), a second start of the
+#     runtime (files PREFIX.2.*), the summary and its diagnosis on stderr;
+#   - the CSV has Cilkscale's header, a row per region and the whole run's
+#     (empty tag) last;
+#   - the trace is JSON a parser reads, every worker's slices follow one
+#     another without overlap, every flow has both ends; the graph's edges
+#     name its nodes;
+#   - more records than the buffers hold: the figures stay, the summary
+#     and the trace say how much of the timeline was dropped;
+#   - a bad ITO_PROFILE stops the program with one line and exit status 2;
+#     an unwritable ITO_PROFILE_OUT is one line, and the program's output
+#     and exit status are what they are without the profiler;
+#   - with OMP_PROG and LIBITO_OMP: an OpenMP program (barriers) under
+#     libito-omp.so, profiled, prints what it prints unprofiled.
+set -u
+prog=$1
+cpp_prog=$2
+omp_prog=${3:-}
+omp_lib=${4:-}
+command -v python3 > /dev/null || { echo "check.sh: python3 is needed to read the files: SKIPPED"; exit 77; }
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/ito-profile.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "check.sh: $*" >&2; exit 1; }
+# a cross build's programs run under PROFILE_EMULATOR (qemu-aarch64 -L ...)
+run() { ${PROFILE_EMULATOR:-} "$@"; }
+
+# 1. without ITO_PROFILE the API is inert
+env -u ITO_PROFILE ${PROFILE_EMULATOR:-} "$prog" off > /dev/null || fail "the off mode failed"
+
+# 2. shapes, all four outputs, two runs of the runtime
+ITO_PROFILE=summary,csv,trace,dag ITO_PROFILE_OUT="$tmp/p" ITO_NUM_WORKERS=2 \
+  run "$prog" shapes > "$tmp/out" 2> "$tmp/err" || { cat "$tmp/out" "$tmp/err"; fail "shapes failed"; }
+cat "$tmp/out"
+for f in p.csv p.trace.json p.dag.json p.2.csv p.2.trace.json p.2.dag.json; do
+  [ -s "$tmp/$f" ] || fail "no $f"
+done
+grep -q "^ito profile (run 1, 2 workers)" "$tmp/err" || fail "no summary of run 1: $(cat "$tmp/err")"
+grep -q "^ito profile (run 2, 2 workers)" "$tmp/err" || fail "no summary of run 2"
+[ "$(grep -c '^  diagnosis: ' "$tmp/err")" = 2 ] || fail "not one diagnosis line a run"
+python3 - "$tmp" <<'PY' || exit 1
+import csv, json, sys
+d = sys.argv[1]
+def fail(m):
+    print("check.sh: " + m, file=sys.stderr); sys.exit(1)
+rows = list(csv.reader(open(d + "/p.csv")))
+if rows[0] != ["tag", "work (seconds)", "span (seconds)", "parallelism",
+               "burdened_span (seconds)", "burdened_parallelism"]:
+    fail("CSV header %r" % rows[0])
+tags = [r[0] for r in rows[1:]]
+if tags[-1] != "" or sorted(tags[:-1]) != sorted(["all", "chains", "fan", "tree", "handoff"]):
+    fail("CSV rows %r" % tags)
+for r in rows[1:]:
+    w, s, par, bs, bpar = map(float, r[1:])
+    if not (w > 0 and 0 < s <= bs and par > 0 and bpar > 0):
+        fail("CSV row %r" % r)
+fan = [r for r in rows if r[0] == "fan"][0]
+if not 6 <= float(fan[3]) <= 10:
+    fail("fan's parallelism %s in the CSV" % fan[3])
+for run in ("p", "p.2"):
+    t = json.load(open("%s/%s.trace.json" % (d, run)))
+    ev = t["traceEvents"]
+    tracks = {}
+    flows = {}
+    for e in ev:
+        if e["ph"] == "X":
+            tracks.setdefault(e["tid"], []).append((e["ts"], e["dur"], e["name"]))
+        elif e["ph"] in "sf":
+            flows.setdefault(e["id"], set()).add(e["ph"])
+    if not tracks or "program" not in {n for tr in tracks.values() for _, _, n in tr}:
+        fail("%s: no program slices" % run)
+    for tid, sl in tracks.items():
+        sl.sort()
+        for (a, da, _), (b, _, _) in zip(sl, sl[1:]):
+            if a + da > b + 0.01:
+                fail("%s: worker %s: slices overlap at %.3f us" % (run, tid, b))
+    for i, ends in flows.items():
+        if ends != {"s", "f"}:
+            fail("%s: flow %s has ends %s" % (run, i, ends))
+    g = json.load(open("%s/%s.dag.json" % (d, run)))
+    ids = {n["id"] for n in g["nodes"]}
+    if not ids:
+        fail("%s: the graph has no node" % run)
+    for e in g["edges"]:
+        if e["from"] not in ids or e["to"] not in ids:
+            fail("%s: edge %r names no node" % (run, e))
+print("check.sh: CSV, trace and graph read back")
+PY
+
+# 2b. the C++ form
+ITO_PROFILE=1 ITO_NUM_WORKERS=2 run "$cpp_prog" 2> /dev/null || fail "the C++ API failed"
+
+# 3. overflow: the figures stay, the timeline says what it lost
+ITO_PROFILE=summary,trace ITO_PROFILE_OUT="$tmp/o" ITO_NUM_WORKERS=1 \
+  run "$prog" overflow > /dev/null 2> "$tmp/err" || { cat "$tmp/err"; fail "overflow failed"; }
+grep -q "the timeline is partial: [0-9]* records did not fit" "$tmp/err" ||
+  fail "overflow: the summary does not say the timeline is partial: $(cat "$tmp/err")"
+python3 -c "
+import json, sys
+t = json.load(open('$tmp/o.trace.json'))
+sys.exit(0 if t['otherData']['dropped_records'] > 0 else 1)" || fail "overflow: the trace does not count what it dropped"
+
+# 4. bad values: one line, exit status 2
+for v in bogus summary,,csv 'summary csv' 2 trace,foo; do
+  err=$(ITO_PROFILE="$v" run "$prog" plain 2>&1 > /dev/null)
+  rc=$?
+  [ $rc -eq 2 ] || fail "ITO_PROFILE='$v': exit status $rc, not 2"
+  case $err in
+    "ito: ITO_PROFILE=$v is not valid: expected 0, 1, or a comma list of summary, csv, trace and dag"*) ;;
+    *) fail "ITO_PROFILE='$v': message '$err'" ;;
+  esac
+  [ "$(printf '%s\n' "$err" | wc -l)" = 1 ] || fail "ITO_PROFILE='$v': more than one line"
+done
+
+# 5. an unwritable prefix: a line, and the program as without the profiler
+env -u ITO_PROFILE ${PROFILE_EMULATOR:-} "$prog" plain > "$tmp/plain0" || fail "plain failed"
+ITO_PROFILE=summary,csv,trace ITO_PROFILE_OUT=/nonexistent/dir/p run "$prog" plain > "$tmp/plain1" 2> "$tmp/err"
+rc=$?
+[ $rc -eq 0 ] || fail "an unwritable ITO_PROFILE_OUT changed the exit status to $rc"
+cmp -s "$tmp/plain0" "$tmp/plain1" || fail "the profiler changed the program's output"
+grep -q "^ito: ITO_PROFILE_OUT=/nonexistent/dir/p: cannot write /nonexistent/dir/p.csv (No such file or directory)" "$tmp/err" ||
+  fail "no message for the unwritable prefix: $(cat "$tmp/err")"
+grep -q "^ito profile (run 1" "$tmp/err" || fail "the summary is lost with the files"
+
+# 6. an OpenMP program under libito-omp.so
+if [ -n "$omp_prog" ]; then
+  OMP_NUM_THREADS=2 ITO_NUM_WORKERS=2 LD_PRELOAD="$omp_lib" "$omp_prog" > "$tmp/omp0" ||
+    fail "$omp_prog failed"
+  OMP_NUM_THREADS=2 ITO_NUM_WORKERS=2 ITO_PROFILE=summary,csv ITO_PROFILE_OUT="$tmp/omp" \
+    LD_PRELOAD="$omp_lib" "$omp_prog" > "$tmp/omp1" 2> "$tmp/err" || fail "$omp_prog failed profiled"
+  cmp -s "$tmp/omp0" "$tmp/omp1" || fail "the profiler changed $omp_prog's output"
+  grep -q "^ito profile (run 1, 2 workers)" "$tmp/err" || fail "no summary for $omp_prog: $(cat "$tmp/err")"
+  python3 -c "
+import csv, sys
+rows = list(csv.reader(open('$tmp/omp.csv')))
+sys.exit(0 if rows[-1][0] == '' and float(rows[-1][1]) > 0 else 1)" || fail "$omp_prog: no work in the CSV"
+  echo "check.sh: $(basename "$omp_prog") profiled under libito-omp.so"
+fi
+echo "check.sh: PASS"
