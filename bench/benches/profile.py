@@ -2,7 +2,10 @@
 
 Each application benchmark built for ito (fib, nqueens, quicksort, uts,
 bin: their first parameter set) runs once more at 1 worker and at the most
-workers with ITO_PROFILE=summary,csv,trace (docs/profile.md). Every timed
+workers with ITO_PROFILE=summary,csv,trace (docs/profile.md), and so do
+the nested quicksort and the Jacobi `depend` program of bench/omp/ (the
+same gcc binaries under libito-omp.so; their figures are the whole run's,
+data set-up and checks included, as they have no region of their own). Every timed
 parallel run of such a binary is an instance of the region "parallel"
 (bench/common/spawn.hpp), so the figures are those of the parallel runs
 alone, summed over the repetitions: work T1, span Tinf, parallelism, the
@@ -15,6 +18,7 @@ included, one track per worker, and below it how many workers ran program
 code. The profiled runs are extra runs: the timings of the other sections
 come from runs without the profiler.
 """
+import copy
 import os
 import re
 import subprocess
@@ -28,6 +32,21 @@ APPS = ["fib", "nqueens", "quicksort", "uts", "bin"]
 COLS = ["bench", "workers", "instances", "elapsed_s", "t1_s", "tinf_s", "parallelism",
         "burdened_parallelism", "work_pct", "runtime_pct", "idle_pct", "ready_pct",
         "blocked_pct", "os_pct", "diagnosis"]
+
+RUN = re.compile(
+    r"^ito profile \(run 1, (\d+) workers?\):\n"
+    r"  work T1 ([0-9.]+) s, span Tinf ([0-9.]+) s, parallelism ([0-9.]+)\n"
+    r"  burdened span [0-9.]+ s \([0-9.]+ us per fork on the path\), burdened parallelism "
+    r"([0-9.]+)\n"
+    r"  elapsed Tp ([0-9.]+) s, .*\n"
+    r"  worker time P x Tp [0-9.]+ s: work ([0-9.]+)%, runtime ([0-9.]+)%, idle ([0-9.]+)%, "
+    r"idle while work was ready ([0-9.]+)%, blocked ([0-9.]+)%, descheduled by the OS "
+    r"([0-9.]+)%\n"
+    r"(?:  .*\n)*?"
+    r"  diagnosis: (.*)$", re.M)
+# The OpenMP programs of bench/omp/, unchanged gcc binaries under
+# libito-omp.so: the whole run (they have no region of their own).
+OMP_APPS = ["omp_qsort", "omp_jacobi"]
 
 REGION = re.compile(
     r"^  region parallel: (\d+) instances?, elapsed ([0-9.]+) s, work ([0-9.]+) s, span "
@@ -62,13 +81,33 @@ class Profile(Benchmark):
                 skipped.append(f"{app}_ito (profile)")
                 continue
             for w in sorted(picked):
-                r = picked[w]
-                prefix = os.path.join(os.path.abspath(args.out), "profile", f"{app}_w{w}")
-                env = dict(r.env)
-                env.update({"ITO_PROFILE": "summary,csv,trace", "ITO_PROFILE_OUT": prefix})
-                runs.append(Run("profile", f"profile {app} workers={w}", r.cmd, env, r.cols,
-                                r.nrows, spec={"bench": app, "workers": w, "prefix": prefix}))
+                runs.append(self._run(args, app, w, picked[w], False))
+        # the OpenMP programs: the OpenMP benchmark's ito runs, first round
+        omp = next((named[n] for n in OMP_APPS if n in named), None)
+        if omp is not None and hasattr(args, "omp_args"):
+            a2 = copy.copy(args)
+            a2.benches = list(OMP_APPS)
+            theirs, _ = omp.plan(a2)
+            for app in OMP_APPS:
+                picked = {}
+                for r in theirs:
+                    spec = r.spec or {}
+                    if (r.bench == app and spec.get("system") == "ito" and spec.get("round") == 0
+                            and spec.get("workers") in counts):
+                        picked.setdefault(spec["workers"], r)
+                if not picked:
+                    skipped.append(f"{app} ito (profile)")
+                for w in sorted(picked):
+                    runs.append(self._run(args, app, w, picked[w], True))
         return runs, skipped
+
+    @staticmethod
+    def _run(args, app, w, r, whole):
+        prefix = os.path.join(os.path.abspath(args.out), "profile", f"{app}_w{w}")
+        env = dict(r.env)
+        env.update({"ITO_PROFILE": "summary,csv,trace", "ITO_PROFILE_OUT": prefix})
+        return Run("profile", f"profile {app} workers={w}", r.cmd, env, getattr(r, "cols", None),
+                   r.nrows, spec={"bench": app, "workers": w, "prefix": prefix, "whole": whole})
 
     def execute(self, runner, run):
         runner.done += 1
@@ -85,13 +124,20 @@ class Profile(Benchmark):
         if proc.returncode != 0:
             runner.fail(run.what, f"exit status {proc.returncode}", proc.stderr)
             return []
-        m = REGION.search(proc.stderr)
-        if not m:
-            runner.fail(run.what, "no figures of the region 'parallel' in the profile's summary",
-                        proc.stderr)
+        if run.spec["whole"]:
+            m = RUN.search(proc.stderr)
+            g = m.groups() if m else None
+            if g:  # the same columns as a region's: instances 1
+                g = (g[0], "1", g[5], g[1], g[2], g[3], g[4]) + g[6:]
+                g = g[1:]
+        else:
+            m = REGION.search(proc.stderr)
+            g = m.groups() if m else None
+        if not g:
+            runner.fail(run.what, "no figures in the profile's summary", proc.stderr)
             return []
-        g = m.groups()
-        row = dict(zip(COLS, [run.spec["bench"], str(run.spec["workers"])] + list(g)))
+        label = run.spec["bench"] + (" (whole run)" if run.spec["whole"] else "")
+        row = dict(zip(COLS, [label, str(run.spec["workers"])] + list(g)))
         print(f"    {run.spec['bench']}: parallelism {row['parallelism']}, "
               f"{time.monotonic() - t0:.1f} s", flush=True)
         return [row]
@@ -130,15 +176,16 @@ class Profile(Benchmark):
         for r in rows:
             if int(r["workers"]) != most:
                 continue
-            trace = os.path.join(ctx.out, "profile", f"{r['bench']}_w{most}.trace.json")
-            png = f"profile_{r['bench']}.png"
+            app = r["bench"].split(" ")[0]
+            trace = os.path.join(ctx.out, "profile", f"{app}_w{most}.trace.json")
+            png = f"profile_{app}.png"
             drawn = False
             if os.path.exists(trace):
                 p = subprocess.run([sys.executable, plotter, trace, os.path.join(ctx.out, png),
-                                    "--title", f"{r['bench']}, {most} workers"],
+                                    "--title", f"{app}, {most} workers"],
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                 drawn = p.returncode == 0
-            rep.append(plot_link(drawn, png, f"{r['bench']}: timeline, {most} workers"))
+            rep.append(plot_link(drawn, png, f"{app}: timeline, {most} workers"))
         return rep
 
 

@@ -62,7 +62,7 @@ struct shadow {
 
 enum { ST_RUNTIME = 0, ST_WORK, ST_IDLE };
 /* prof_flags of a fiber */
-enum { PF_BLOCKED = 1, PF_JOINWAIT = 2, PF_WAKER_SHIFT = 8 };
+enum { PF_BLOCKED = 1, PF_JOINWAIT = 2, PF_WOKEN = 4, PF_WAKER_SHIFT = 8 };
 
 #define TRACE_CAP (1u << 16) /* records per worker */
 
@@ -348,7 +348,7 @@ static void on_run(struct pworker *p, const struct ito_event *e) {
   }
   if (creator) return;
   uint32_t fl = f->prof_flags;
-  if (fl & PF_JOINWAIT) {
+  if ((fl & (PF_JOINWAIT | PF_WOKEN)) == (PF_JOINWAIT | PF_WOKEN)) { /* woken: the sync's cost */
     add(&p->sync_cost, now > f->prof_ready ? now - f->prof_ready : 0);
     add(&p->sync_n, 1);
   }
@@ -389,6 +389,7 @@ static void on_ready(struct pworker *p, int wid, const struct ito_event *e) {
   fiber *f = (fiber *)e->obj;
   uint64_t now = ticks();
   f->prof_ready = now;
+  f->prof_flags |= PF_WOKEN;
   if (!p || p->state != ST_WORK) return;
   advance(p, now);
   if (p->span > f->prof_span) f->prof_span = p->span; /* the wake-up's edge */
