@@ -68,6 +68,7 @@ static void *continuation_sp(const ito_tg_t *tg, const struct ito_rec *rec, fibe
   uintptr_t sp = (uintptr_t)rec_sp(rec), slot = (uintptr_t)tg->home_fp + 8;
   if (slot < sp || slot - sp > TRAP_MAX) return top;
   char *start = top - TRAP_SLACK - ((slot - sp + 8 + 15) & ~(uintptr_t)15);
+  ito__vg_usable(start, (size_t)(top - start)); /* dead frames of nf's last run */
   *(void **)(start + (slot - sp)) = (void *)ito__tg_return_trap;
   return start;
 }

@@ -60,6 +60,9 @@ void ito__vg_stack_deregister(unsigned id) { VALGRIND_STACK_DEREGISTER(id); }
 void ito__vg_resume_at(void *sp) {
   if (RUNNING_ON_VALGRIND) (void)VALGRIND_MAKE_MEM_UNDEFINED((char *)sp - 4096, 4096);
 }
+void ito__vg_usable(void *lo, size_t size) {
+  if (RUNNING_ON_VALGRIND) (void)VALGRIND_MAKE_MEM_UNDEFINED(lo, size);
+}
 #else
 unsigned ito__vg_stack_register(const void *lo, const void *hi) {
   (void)lo, (void)hi;
@@ -67,4 +70,5 @@ unsigned ito__vg_stack_register(const void *lo, const void *hi) {
 }
 void ito__vg_stack_deregister(unsigned id) { (void)id; }
 void ito__vg_resume_at(void *sp) { (void)sp; }
+void ito__vg_usable(void *lo, size_t size) { (void)lo, (void)size; }
 #endif

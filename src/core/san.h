@@ -24,6 +24,10 @@ HIDDEN void ito__vg_stack_deregister(unsigned id);
  * thread last ran on (ito__resume): the dead frames below sp, where the
  * resume pushes and calls, are usable memory to memcheck again. */
 HIDDEN void ito__vg_resume_at(void *sp);
+/* [lo, lo + size) of a stack that is not running is written before the
+ * stack runs (a continuation's start on a fresh stack): usable memory to
+ * memcheck, whatever frames died there before. */
+HIDDEN void ito__vg_usable(void *lo, size_t size);
 #if ITO_TSAN
 /* Switches to the context in *ctx, made first if it is NULL (a stack's,
  * kept with the stack). */

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# check.sh TEST_PROFILE TEST_PROFILE_CPP [OMP_PROG LIBITO_OMP]
+# check.sh TEST_PROFILE TEST_PROFILE_CPP [OMP_PROG LIBITO_OMP [PT_PROG LIBITO_PTHREAD]]
+# (- for a pair this build cannot run)
 #
 # The profiler from outside (docs/profile.md): runs tests/test_profile.c in
 # its modes with ITO_PROFILE set and reads what it wrote:
@@ -16,12 +17,16 @@
 #     an unwritable ITO_PROFILE_OUT is one line, and the program's output
 #     and exit status are what they are without the profiler;
 #   - with OMP_PROG and LIBITO_OMP: an OpenMP program (barriers) under
-#     libito-omp.so, profiled, prints what it prints unprofiled.
+#     libito-omp.so, profiled, prints what it prints unprofiled; likewise a
+#     pthread producer-consumer under libito-pthread.so, whose threads the
+#     profile counts and whose waits it reports as blocked time.
 set -u
 prog=$1
 cpp_prog=$2
-omp_prog=${3:-}
-omp_lib=${4:-}
+omp_prog=${3:--}
+omp_lib=${4:--}
+pt_prog=${5:--}
+pt_lib=${6:--}
 command -v python3 > /dev/null || { echo "check.sh: python3 is needed to read the files: SKIPPED"; exit 77; }
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ito-profile.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
@@ -127,7 +132,7 @@ grep -q "^ito: ITO_PROFILE_OUT=/nonexistent/dir/p: cannot write /nonexistent/dir
 grep -q "^ito profile (run 1" "$tmp/err" || fail "the summary is lost with the files"
 
 # 6. an OpenMP program under libito-omp.so
-if [ -n "$omp_prog" ]; then
+if [ "$omp_prog" != - ]; then
   OMP_NUM_THREADS=2 ITO_NUM_WORKERS=2 LD_PRELOAD="$omp_lib" "$omp_prog" > "$tmp/omp0" ||
     fail "$omp_prog failed"
   OMP_NUM_THREADS=2 ITO_NUM_WORKERS=2 ITO_PROFILE=summary,csv ITO_PROFILE_OUT="$tmp/omp" \
@@ -139,5 +144,16 @@ import csv, sys
 rows = list(csv.reader(open('$tmp/omp.csv')))
 sys.exit(0 if rows[-1][0] == '' and float(rows[-1][1]) > 0 else 1)" || fail "$omp_prog: no work in the CSV"
   echo "check.sh: $(basename "$omp_prog") profiled under libito-omp.so"
+fi
+# 7. a pthread program under libito-pthread.so
+if [ "$pt_prog" != - ]; then
+  ITO_NUM_WORKERS=2 LD_PRELOAD="$pt_lib" "$pt_prog" > "$tmp/pt0" || fail "$pt_prog failed"
+  ITO_NUM_WORKERS=2 ITO_PROFILE=summary LD_PRELOAD="$pt_lib" "$pt_prog" > "$tmp/pt1" 2> "$tmp/err" ||
+    fail "$pt_prog failed profiled"
+  cmp -s "$tmp/pt0" "$tmp/pt1" || fail "the profiler changed $pt_prog's output"
+  grep -Eq "^  counts: [0-9]+ spawns, [0-9]+ steals \([0-9]+ failed attempts\), [1-9][0-9]* threads created, [1-9][0-9]* parks" "$tmp/err" ||
+    fail "$pt_prog: no threads or parks counted: $(cat "$tmp/err")"
+  grep -Eq "blocked [1-9][0-9]*\.[0-9]%" "$tmp/err" || fail "$pt_prog: no blocked time: $(cat "$tmp/err")"
+  echo "check.sh: $(basename "$pt_prog") profiled under libito-pthread.so"
 fi
 echo "check.sh: PASS"
