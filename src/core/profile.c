@@ -453,60 +453,41 @@ static void on_idle(struct pworker *p) {
   p->idle_blocked = LOAD_RLX(&blocked_now) > 0;
 }
 
+/* The events that only count. */
+static const signed char counter_of[ITO_EV_KINDS] = {
+    [ITO_EV_STEAL] = N_STEAL + 1, [ITO_EV_STEAL_FAIL] = N_STEAL_FAIL + 1,
+    [ITO_EV_PARK] = N_PARK + 1,   [ITO_EV_SLEEP] = N_SLEEP + 1,
+    [ITO_EV_WAKE] = N_WAKE + 1,
+};
+
 static void record(const struct ito_event *e, void *arg) {
   (void)arg;
   if (!LOAD_RLX(&recording)) return;
-  struct pworker *p = pw_of(e->worker);
   int wid = e->worker;
+  struct pworker *p = pw_of(wid);
+  /* these two also come from outside the workers */
+  if (e->kind == ITO_EV_READY) {
+    on_ready(p, wid, e);
+    return;
+  }
+  if (e->kind == ITO_EV_CREATE) {
+    on_create(p, e);
+    return;
+  }
+  if (!p || (unsigned)e->kind >= ITO_EV_KINDS) return;
   switch (e->kind) {
-    case ITO_EV_SPAWN:
-      if (p) on_fork(p, wid, e);
-      break;
-    case ITO_EV_FORK_BACK:
-      if (p) on_fork_back(p, e);
-      break;
-    case ITO_EV_FORK_TAKEN:
-      if (p) on_fork_taken(p, e);
-      break;
-    case ITO_EV_TAKE:
-      if (p) on_take(p, wid, e);
-      break;
-    case ITO_EV_RUN:
-      if (p) on_run(p, e);
-      break;
-    case ITO_EV_LEAVE:
-      if (p) on_leave(p, e);
-      break;
-    case ITO_EV_READY: on_ready(p, wid, e); break;
-    case ITO_EV_CREATE: on_create(p, e); break;
-    case ITO_EV_EXIT:
-      if (p) on_thread_exit(p, e);
-      break;
-    case ITO_EV_CREATE_BACK:
-      if (p) on_create_back(p, e);
-      break;
-    case ITO_EV_JOIN:
-      if (p) on_join(p, e);
-      break;
-    case ITO_EV_IDLE:
-      if (p) on_idle(p);
-      break;
-    case ITO_EV_STEAL:
-      if (p) add(&p->n[N_STEAL], 1);
-      break;
-    case ITO_EV_STEAL_FAIL:
-      if (p) add(&p->n[N_STEAL_FAIL], 1);
-      break;
-    case ITO_EV_PARK:
-      if (p) add(&p->n[N_PARK], 1);
-      break;
-    case ITO_EV_SLEEP:
-      if (p) add(&p->n[N_SLEEP], 1);
-      break;
-    case ITO_EV_WAKE:
-      if (p) add(&p->n[N_WAKE], 1);
-      break;
-    default: break;
+    case ITO_EV_SPAWN: on_fork(p, wid, e); return;
+    case ITO_EV_FORK_BACK: on_fork_back(p, e); return;
+    case ITO_EV_FORK_TAKEN: on_fork_taken(p, e); return;
+    case ITO_EV_TAKE: on_take(p, wid, e); return;
+    case ITO_EV_RUN: on_run(p, e); return;
+    case ITO_EV_LEAVE: on_leave(p, e); return;
+    case ITO_EV_EXIT: on_thread_exit(p, e); return;
+    case ITO_EV_CREATE_BACK: on_create_back(p, e); return;
+    case ITO_EV_JOIN: on_join(p, e); return;
+    case ITO_EV_IDLE: on_idle(p); return;
+    default:
+      if (counter_of[e->kind]) add(&p->n[counter_of[e->kind] - 1], 1);
   }
 }
 
@@ -583,6 +564,7 @@ static int find_tag(const char *tag) {
 
 static bool tag_ok(const char *tag) { return tag && *tag && strlen(tag) < PROF_TAG_LEN; }
 
+/* The figures now and the caller's span: a region's begin or end. */
 static void caller_now(uint64_t *now, struct prof_sums *s, uint64_t *span) {
   *now = ticks();
   worker *w = cur_worker();
@@ -590,13 +572,21 @@ static void caller_now(uint64_t *now, struct prof_sums *s, uint64_t *span) {
   sums_now(*now, w ? w->id : -1, s, span);
 }
 
-int ito_profile_begin(const char *tag) {
+/* 0 when the call goes on to lock the regions: the figures are taken;
+ * else what it returns (a bad tag; 0 when not recording). */
+static int region_call(const char *tag, uint64_t *now, struct prof_sums *s, uint64_t *span) {
   if (!tag_ok(tag)) return EINVAL;
-  if (!LOAD_RLX(&recording)) return 0;
+  if (!LOAD_RLX(&recording)) return -1;
+  caller_now(now, s, span);
+  spin_lock(&region_lock);
+  return 0;
+}
+
+int ito_profile_begin(const char *tag) {
   uint64_t now, span;
   struct prof_sums s;
-  caller_now(&now, &s, &span);
-  spin_lock(&region_lock);
+  int pre = region_call(tag, &now, &s, &span);
+  if (pre) return pre < 0 ? 0 : pre;
   int i = find_tag(tag), rc = 0;
   if (i < 0 && nregions == PROF_TAGS) {
     rc = ENOSPC;
@@ -618,12 +608,10 @@ int ito_profile_begin(const char *tag) {
 }
 
 int ito_profile_end(const char *tag) {
-  if (!tag_ok(tag)) return EINVAL;
-  if (!LOAD_RLX(&recording)) return 0;
   uint64_t now, span;
   struct prof_sums s;
-  caller_now(&now, &s, &span);
-  spin_lock(&region_lock);
+  int pre = region_call(tag, &now, &s, &span);
+  if (pre) return pre < 0 ? 0 : pre;
   int i = find_tag(tag), rc = 0;
   if (i < 0 || !opened[i].open) {
     rc = EINVAL;

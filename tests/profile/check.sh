@@ -13,6 +13,8 @@
 #     name its nodes;
 #   - more records than the buffers hold: the figures stay, the summary
 #     and the trace say how much of the timeline was dropped;
+#   - work-time stretch against a 1-worker baseline; a baseline that is not
+#     a profile CSV is one line, and the run goes on;
 #   - a bad ITO_PROFILE stops the program with one line and exit status 2;
 #     an unwritable ITO_PROFILE_OUT is one line, and the program's output
 #     and exit status are what they are without the profiler;
@@ -98,6 +100,19 @@ PY
 
 # 2b. the C++ form
 ITO_PROFILE=1 ITO_NUM_WORKERS=2 run "$cpp_prog" 2> /dev/null || fail "the C++ API failed"
+
+# 2c. work-time stretch against a baseline of one worker, and a baseline
+# that is not one
+ITO_PROFILE=csv ITO_PROFILE_OUT="$tmp/base" ITO_NUM_WORKERS=1 run "$prog" plain > /dev/null ||
+  fail "the baseline run failed"
+ITO_PROFILE=1 ITO_PROFILE_BASELINE="$tmp/base.csv" ITO_NUM_WORKERS=2 run "$prog" plain \
+  > /dev/null 2> "$tmp/err" || fail "the run against the baseline failed"
+grep -Eq "^  work-time stretch [0-9]+\.[0-9]+ \(against $tmp/base.csv\)" "$tmp/err" ||
+  fail "no work-time stretch against the baseline: $(cat "$tmp/err")"
+ITO_PROFILE=1 ITO_PROFILE_BASELINE="$tmp/err" run "$prog" plain > /dev/null 2> "$tmp/err2" ||
+  fail "a bad baseline changed the exit status"
+grep -q "^ito: ITO_PROFILE_BASELINE=$tmp/err: not a profile CSV with a whole-run row" "$tmp/err2" ||
+  fail "no message for a bad baseline: $(cat "$tmp/err2")"
 
 # 3. overflow: the figures stay, the timeline says what it lost
 ITO_PROFILE=summary,trace ITO_PROFILE_OUT="$tmp/o" ITO_NUM_WORKERS=1 \
