@@ -3,12 +3,15 @@
  * its counts are exact. Checked are shapes (a parallelism near the
  * graph's, whatever the workers) and counts, never seconds.
  *
- *   test_profile shapes   chains, a fan, a tree, a blocking hand-off, the
- *                         region API's errors, a restart of the runtime
+ *   test_profile shapes [LOOSE]  chains, a fan, a tree, a blocking hand-off,
+ *                         the region API's errors, a restart of the runtime
+ *                         (LOOSE multiplies the shapes' tolerances)
  *   test_profile overflow many short slices: more trace records than fit
  *   test_profile off      without ITO_PROFILE: the API is inert
  *   test_profile plain    a tree; prints its result (the same with or
  *                         without the profiler)
+ *   test_profile exit     returns from main without ito_finalize, a thread
+ *                         parked: the profile is written at exit
  *
  * tests/profile/check.sh runs it with ITO_PROFILE and reads the files. */
 #define _GNU_SOURCE
@@ -48,7 +51,17 @@ static struct ito_profile get(const char *tag) {
   return f;
 }
 
+/* The tolerance's factor: 1, or the second argument of `shapes`. On two
+ * workers or more, parallel strands slow each other down (they share the
+ * machine: caches, a core's other half) by as much as the machine's load
+ * makes them, and the graph's shape shows through that noise only
+ * roughly: tests/profile/check.sh checks the shapes closely on one worker
+ * and loosely on two. */
+static double loose = 1;
+
 static void near(double got, double want, double tol) {
+  tol *= loose;
+  if (tol > 0.9) tol = 0.9;
   if (got < want * (1 - tol) || got > want * (1 + tol)) {
     fprintf(stderr, "parallelism %.3f, expected %.3f within %.0f%%\n", got, want, tol * 100);
     CHECK(0);
@@ -164,7 +177,7 @@ static void shapes(void) {
    * the fork's events, on the path, against nodes of 20 us: the shape is
    * the sanitizer's, and only the counts are checked. */
 #if !defined(__SANITIZE_THREAD__)
-  CHECK(f.parallelism > 8 && f.parallelism < 30);
+  CHECK(f.parallelism > 8 / loose && f.parallelism < 30);
 #else
   puts("  tree: parallelism not checked under ThreadSanitizer (thread set-up on the path)");
 #endif
@@ -247,18 +260,42 @@ static void plain(void) {
   CHECK_EQ(ito_finalize(), 0);
 }
 
+/* Returns from main with the runtime running: the profile is written at
+ * exit, with a thread still parked. */
+static ito_mutex_t never_mu;
+static ito_cond_t never_cv;
+static void *parked_forever(void *p) {
+  ito_mutex_lock(&never_mu);
+  for (;;) ito_cond_wait(&never_cv, &never_mu);
+  return p;
+}
+
+static void no_finalize(void) {
+  CHECK_EQ(ito_init(), 0);
+  CHECK_EQ(ito_mutex_init(&never_mu), 0);
+  CHECK_EQ(ito_cond_init(&never_cv), 0);
+  ito_thread_t t;
+  CHECK_EQ(ito_create(parked_forever, NULL, &t), 0);
+  tree(6);
+  puts("test_profile exit: returning from main");
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "shapes";
-  if (!strcmp(mode, "shapes"))
+  if (!strcmp(mode, "shapes")) {
+    if (argc > 2) loose = atof(argv[2]);
     shapes();
+  }
   else if (!strcmp(mode, "overflow"))
     overflow();
   else if (!strcmp(mode, "off"))
     off();
   else if (!strcmp(mode, "plain"))
     plain();
+  else if (!strcmp(mode, "exit"))
+    no_finalize();
   else {
-    fprintf(stderr, "usage: test_profile shapes|overflow|off|plain\n");
+    fprintf(stderr, "usage: test_profile shapes|overflow|off|plain|exit\n");
     return 2;
   }
   return 0;

@@ -41,8 +41,9 @@ int main() {
   CHECK(threw);
   if (on) {
     ito_profile f = ito::profile::get("fan");
-    std::printf("fan: parallelism %.2f, span %.6f s, work %.6f s, %llu spawns\n", f.parallelism,
-                f.span, f.work, f.spawns);
+    std::printf("fan: parallelism %.2f, span %.6f s, work %.6f s, elapsed %.6f s, "
+                "descheduled %.6f s, %llu spawns\n",
+                f.parallelism, f.span, f.work, f.elapsed, f.descheduled, f.spawns);
     std::fflush(stdout);
     CHECK_EQ(f.spawns, 8u);
 #if !defined(__SANITIZE_THREAD__)

@@ -40,7 +40,7 @@ RUN = re.compile(
     r"([0-9.]+)\n"
     r"  elapsed Tp ([0-9.]+) s, .*\n"
     r"  worker time P x Tp [0-9.]+ s: work ([0-9.]+)%, runtime ([0-9.]+)%, idle ([0-9.]+)%, "
-    r"idle while work was ready ([0-9.]+)%, blocked ([0-9.]+)%, descheduled by the OS "
+    r"idle while work was ready ([0-9.]+)%, blocked ([0-9.]+)%, off the CPU "
     r"([0-9.]+)%\n"
     r"(?:  .*\n)*?"
     r"  diagnosis: (.*)$", re.M)
@@ -52,7 +52,7 @@ REGION = re.compile(
     r"^  region parallel: (\d+) instances?, elapsed ([0-9.]+) s, work ([0-9.]+) s, span "
     r"([0-9.]+) s, parallelism ([0-9.]+), burdened parallelism ([0-9.]+).*\n"
     r"    worker time: work ([0-9.]+)%, runtime ([0-9.]+)%, idle ([0-9.]+)%, idle while work "
-    r"was ready ([0-9.]+)%, blocked ([0-9.]+)%, descheduled by the OS ([0-9.]+)%\n"
+    r"was ready ([0-9.]+)%, blocked ([0-9.]+)%, off the CPU ([0-9.]+)%\n"
     r"    diagnosis: (.*)$", re.M)
 
 
@@ -155,7 +155,7 @@ class Profile(Benchmark):
                    "burdened parallelism (each fork on the critical path charged the steal and "
                    "sync cost measured in the run). The split of P x Tp: *work*, *rt* the "
                    "runtime's code, *idle* with no work anywhere, *ready* idle while work was "
-                   "ready, *blk* blocked, *os* descheduled by the OS. These runs carry the "
+                   "ready, *blk* blocked, *os* off the CPU in the program's or the runtime's code (preempted, the hypervisor, a system call ito does not see). These runs carry the "
                    "profiler's cost; the other sections' timings do not.\n")
         table = []
         for r in rows:

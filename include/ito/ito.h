@@ -60,7 +60,9 @@ struct ito_profile {
   double idle;                 /* worker time idle while no work existed */
   double idle_ready;           /* worker time idle while work was ready somewhere */
   double blocked;              /* worker time idle while threads were blocked */
-  double descheduled;          /* worker time the OS ran something else instead */
+  double descheduled;          /* worker time off the CPU in the program's or the runtime's
+                                  code: preempted by the OS, taken by the hypervisor, or
+                                  blocked in a system call ito does not see */
   double stretch;              /* work / work of the ITO_PROFILE_BASELINE run; 0: none */
   int workers;                 /* P */
   unsigned long long instances; /* a region's begin/end pairs (1 for the run) */

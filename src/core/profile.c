@@ -14,7 +14,6 @@
 #include "worker.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,9 +86,8 @@ struct pworker {
   struct trec *buf;
   uint32_t nbuf;
   uint64_t dropped;
-  int mine;          /* its OS thread has opened ss_fd */
-  int ss_fd;         /* /proc/thread-self/schedstat, or -1 */
-  uint64_t ss_delay; /* its run delay (ns) when last read */
+  int mine;          /* its OS thread has taken its first reading */
+  uint64_t ss_cpu;   /* the thread's time on a CPU (ns) when last read */
   uint64_t ss_t;     /* when (ticks) */
 } __attribute__((aligned(CACHELINE)));
 
@@ -110,35 +108,44 @@ static inline void add(uint64_t *x, uint64_t v) { STORE_RLX(x, *x + v); }
 
 /* ---- time the OS took ------------------------------------------------------------------------
  * A worker's OS thread that the kernel preempts in the middle of a strand
- * would stretch that strand, the work and the span by a scheduler tick (4 ms
- * here) that the program never asked for. An interval longer than
- * LONG_NS is checked against the thread's run delay (the time it waited on
- * a run queue, /proc/thread-self/schedstat), and the delay since the last
- * check is moved from it to C_OS. Shorter intervals are not checked (a
- * read costs about a microsecond), but the reading is renewed when the
- * worker starts to run something or to idle and the last one is older than
- * RESYNC_NS: a delay that fell in a short interval is then counted only if
- * a long one follows within that window. */
+ * (or whose virtual CPU the hypervisor takes away) would stretch that
+ * strand, the work and the span by a scheduler tick (4 ms here) or more
+ * that the program never asked for. An interval longer than LONG_NS is
+ * checked against the thread's time on a CPU (CLOCK_THREAD_CPUTIME_ID,
+ * which leaves out the time the hypervisor stole where the kernel accounts
+ * for it; /proc's schedstat is no use for a running thread: its figure
+ * lags by up to a scheduler tick): the wall time since the last
+ * reading that the thread was not on a CPU moves from the interval to
+ * C_OS. Shorter intervals are not checked (a read is a system call), but
+ * the reading is renewed when the worker starts to run
+ * something or to idle and the last one is older than RESYNC_NS: time off
+ * the CPU in a short interval is then counted only if a long one follows
+ * within that window. */
 #define LONG_NS 200000
 #define RESYNC_NS 1000000
 static uint64_t long_ticks, resync_ticks;
 
-static uint64_t run_delay(struct pworker *p) {
-  char b[96];
-  ssize_t n = p->ss_fd >= 0 ? pread(p->ss_fd, b, sizeof b - 1, 0) : -1;
-  if (n <= 0) return p->ss_delay;
-  b[n] = 0;
-  char *sp = strchr(b, ' ');
-  return sp ? strtoull(sp + 1, NULL, 10) : p->ss_delay;
+/* The calling thread's time on a CPU (ns), or the last reading. */
+static uint64_t on_cpu(struct pworker *p) {
+  struct timespec t;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) != 0) return p->ss_cpu;
+  return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
 }
 
-/* d ticks of an interval, less what the OS took of them. */
+static void reading(struct pworker *p, uint64_t now) {
+  p->ss_cpu = on_cpu(p);
+  p->ss_t = now;
+}
+
+/* d ticks of an interval that ends now, less what the OS took of them. */
 static __attribute__((noinline)) uint64_t less_os_slow(struct pworker *p, uint64_t d) {
-  if (p->ss_fd < 0) return d;
-  uint64_t now = run_delay(p), ns = now - p->ss_delay;
-  p->ss_delay = now;
-  p->ss_t = ticks();
-  uint64_t t = (uint64_t)((double)ns * 1e-9 / sec_per_tick);
+  if (!p->mine) return d;
+  uint64_t now = ticks(), cpu = on_cpu(p);
+  uint64_t wall = now - p->ss_t;
+  uint64_t ran = (uint64_t)((double)(cpu - p->ss_cpu) * 1e-9 / sec_per_tick);
+  p->ss_cpu = cpu;
+  p->ss_t = now;
+  uint64_t t = wall > ran ? wall - ran : 0;
   if (t > d) t = d;
   add(&p->time[C_OS], t);
   return d - t;
@@ -148,12 +155,9 @@ static inline uint64_t less_os(struct pworker *p, uint64_t d) {
   return LIKELY(d < long_ticks) ? d : less_os_slow(p, d);
 }
 
-/* The delay from the last reading is dropped when it is old. */
+/* The time off the CPU since the last reading is dropped when it is old. */
 static inline void resync(struct pworker *p, uint64_t now) {
-  if (UNLIKELY(now - p->ss_t > resync_ticks) && p->ss_fd >= 0) {
-    p->ss_delay = run_delay(p);
-    p->ss_t = now;
-  }
+  if (UNLIKELY(now - p->ss_t > resync_ticks) && p->mine) reading(p, now);
 }
 
 static inline uint64_t span_plus(uint64_t s, uint64_t dticks) { return s + (dticks << SPAN_KBITS); }
@@ -163,16 +167,19 @@ static inline uint64_t max64(uint64_t a, uint64_t b) { return a > b ? a : b; }
 static void trace(struct pworker *p, int type, uint64_t t0, uint64_t t1, int a, uint64_t b) {
   if (!(what & (PROF_TRACE | PROF_DAG))) return;
   if (UNLIKELY(p->nbuf >= TRACE_CAP || !p->buf)) {
-    p->dropped++;
+    add(&p->dropped, 1);
     return;
   }
-  p->buf[p->nbuf++] = (struct trec){t0, t1, type, a, b};
+  p->buf[p->nbuf] = (struct trec){t0, t1, type, a, b};
+  STORE_REL(&p->nbuf, p->nbuf + 1); /* (read at exit while the worker may run) */
 }
 
 /* The worker's state changes at `now` (invariant 4): the interval it was
  * in is closed (an idle one by idle_end) and a trace slice ends with it. */
 static void enter(struct pworker *p, int st, uint64_t now) {
-  uint64_t d = less_os(p, now - p->since);
+  /* (an idle interval was split by idle_end; a worker sleeps off the CPU
+   * by its own choice there) */
+  uint64_t d = p->state == ST_IDLE ? 0 : less_os(p, now - p->since);
   if (p->state == ST_WORK) {
     add(&p->time[C_WORK], d);
     p->span = span_plus(p->span, d);
@@ -203,7 +210,10 @@ static inline void advance(struct pworker *p, uint64_t now) {
  * now runs became ready) was idle while work was ready; the rest idle, or
  * blocked when a thread was blocked at its start or is at its end. */
 static void idle_end(struct pworker *p, uint64_t now, uint64_t ready) {
-  uint64_t total = less_os(p, now - p->idle0);
+  uint64_t total = now - p->idle0;
+  /* a worker that slept was off the CPU by its own choice: none of it is
+   * charged to the next interval */
+  if (total >= long_ticks && p->mine) reading(p, now);
   uint64_t r = 0;
   if (ready && ready < now) r = now - (ready > p->idle0 ? ready : p->idle0);
   if (r > total) r = total;
@@ -254,10 +264,8 @@ static void pw_first(struct pworker *p, int wid) {
   uint64_t now = ticks();
   if (!p->on) pw_count(p, wid, now, ST_RUNTIME);
   /* events of worker wid come from its own OS thread */
-  p->ss_fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
-  p->ss_delay = 0;
-  p->ss_delay = run_delay(p);
-  p->ss_t = now;
+  p->ss_cpu = 0;
+  reading(p, now);
   p->mine = 1;
 }
 
@@ -674,8 +682,12 @@ int ito_profile_get(const char *tag, struct ito_profile *out) {
 
 /* ---- start and stop ----------------------------------------------------------------------------- */
 
+static void stop(bool stopped);
+
+/* At exit with the runtime still running: the workers may be recording
+ * still, so their buffers are read as they are, not closed. */
 static void at_exit(void) {
-  if (LOAD_RLX(&recording)) ito__profile_stop();
+  if (LOAD_RLX(&recording)) stop(false);
 }
 
 /* The clock's rate before the run is long enough to measure it against
@@ -723,7 +735,6 @@ void ito__profile_start(void) {
     struct shadow *sh = p->sh;
     struct trec *buf = p->buf;
     uint64_t mask = p->mask;
-    if (p->mine && p->ss_fd >= 0) close(p->ss_fd);
     memset(p, 0, sizeof *p);
     p->sh = sh;
     p->mask = mask;
@@ -769,7 +780,11 @@ void ito__profile_running(void) {
   enter(p, ST_WORK, now);
 }
 
-void ito__profile_stop(void) {
+void ito__profile_stop(void) { stop(true); }
+
+/* stopped: the workers have stopped (ito_finalize), so every worker's
+ * open slice is closed here; else (exit) only the figures are whole. */
+static void stop(bool stopped) {
   if (!LOAD_RLX(&recording)) return;
   uint64_t now = ticks();
   struct prof_sums s;
@@ -780,11 +795,12 @@ void ito__profile_stop(void) {
   r.all = s;
   struct prof_track tracks[ITO_MAX_WORKERS];
   int nt = 0;
-  for (int i = 0; i < ITO_MAX_WORKERS; i++) {
+  int n = LOAD_RLX(&nused);
+  for (int i = 0; i < n; i++) {
     struct pworker *p = &pw[i];
-    if (!p->on) continue;
+    if (!LOAD_RLX(&p->on)) continue;
     /* the open slice ends now */
-    if (p->nbuf < TRACE_CAP && p->buf)
+    if (stopped && p->nbuf < TRACE_CAP && p->buf)
       p->buf[p->nbuf++] = (struct trec){p->slice0, now,
                                         p->state == ST_WORK   ? TR_WORK
                                         : p->state == ST_IDLE ? TR_IDLE
@@ -793,7 +809,8 @@ void ito__profile_stop(void) {
     nt = i + 1;
   }
   for (int i = 0; i < nt; i++)
-    tracks[i] = (struct prof_track){pw[i].buf, pw[i].on ? pw[i].nbuf : 0, pw[i].dropped};
+    tracks[i] = (struct prof_track){pw[i].buf, LOAD_RLX(&pw[i].on) ? LOAD_ACQ(&pw[i].nbuf) : 0,
+                                    LOAD_RLX(&pw[i].dropped)};
   r.tracks = tracks;
   if (nt > r.workers) r.workers = nt;
   ito__prof_write(&r);

@@ -184,8 +184,9 @@ static void diagnosis(const struct ito_profile *p, char *out, size_t len) {
       return;
     default:
       snprintf(out, len,
-               "%.0f%% of worker time the OS ran other threads on the workers' CPUs: use fewer "
-               "workers than CPUs (ITO_NUM_WORKERS) or a quieter machine",
+               "%.0f%% of worker time off the CPU in running code: the OS ran other threads "
+               "on the workers' CPUs (use fewer workers than CPUs, ITO_NUM_WORKERS, or a "
+               "quieter machine), or the program blocked in system calls ito does not see",
                pct(p->descheduled, total));
   }
 }
@@ -206,7 +207,7 @@ static void summary(const struct prof_run *r, const struct ito_profile *p) {
       p->burdened_span, (double)r->burden * r->sec_per_tick * 1e6, p->burdened_parallelism);
   OUT("  elapsed Tp %.6f s, bound T1/P + Tinf %.6f s\n", p->elapsed, p->bound);
   OUT("  worker time P x Tp %.6f s: work %.1f%%, runtime %.1f%%, idle %.1f%%, idle while work "
-      "was ready %.1f%%, blocked %.1f%%, descheduled by the OS %.1f%%\n",
+      "was ready %.1f%%, blocked %.1f%%, off the CPU %.1f%%\n",
       total, pct(p->work, total), pct(p->overhead, total), pct(p->idle, total),
       pct(p->idle_ready, total), pct(p->blocked, total), pct(p->descheduled, total));
   if (p->stretch > 0) OUT("  work-time stretch %.3f (against %s)\n", p->stretch, r->baseline);
@@ -228,7 +229,7 @@ static void summary(const struct prof_run *r, const struct ito_profile *p) {
         q.parallelism, q.burdened_parallelism);
     if (q.stretch > 0) OUT(", stretch %.3f", q.stretch);
     OUT("\n    worker time: work %.1f%%, runtime %.1f%%, idle %.1f%%, idle while work was ready "
-        "%.1f%%, blocked %.1f%%, descheduled by the OS %.1f%%\n",
+        "%.1f%%, blocked %.1f%%, off the CPU %.1f%%\n",
         pct(q.work, qt), pct(q.overhead, qt), pct(q.idle, qt), pct(q.idle_ready, qt),
         pct(q.blocked, qt), pct(q.descheduled, qt));
     char qd[512];

@@ -256,7 +256,7 @@ int ito__thread_start(fiber *f, void *(*fn)(void *), void *arg, const struct thr
   count_created(w);
   *out = t;
   if (hout) *hout = ito__handle(t); /* before the child runs: it may read it */
-  HOOK(ITO_EV_CREATE, w ? w->id : -1, t, 0);
+  HOOK(ITO_EV_CREATE, w ? w->id : -1, t, o->anon); /* (1: a task or a child, not a thread) */
   if (o->queue || !w || !w->cur || w->cur->home) { /* a creator with a home must not move */
     ito__ready(f);
     return 0;

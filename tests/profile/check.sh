@@ -13,6 +13,8 @@
 #     name its nodes;
 #   - more records than the buffers hold: the figures stay, the summary
 #     and the trace say how much of the timeline was dropped;
+#   - a program that returns from main without ito_finalize: the profile
+#     is written at exit;
 #   - work-time stretch against a 1-worker baseline; a baseline that is not
 #     a profile CSV is one line, and the run goes on;
 #   - a bad ITO_PROFILE stops the program with one line and exit status 2;
@@ -39,9 +41,14 @@ run() { ${PROFILE_EMULATOR:-} "$@"; }
 # 1. without ITO_PROFILE the API is inert
 env -u ITO_PROFILE ${PROFILE_EMULATOR:-} "$prog" off > /dev/null || fail "the off mode failed"
 
-# 2. shapes, all four outputs, two runs of the runtime
+# 2. shapes, all four outputs, two runs of the runtime: closely on one
+# worker (the graph's shape does not depend on the workers), loosely on two
+# (steals; parallel strands slow each other on a loaded machine)
+ITO_PROFILE=summary ITO_NUM_WORKERS=1 run "$prog" shapes > "$tmp/out" 2> "$tmp/err" ||
+  { cat "$tmp/out" "$tmp/err"; fail "shapes failed on one worker"; }
+cat "$tmp/out"
 ITO_PROFILE=summary,csv,trace,dag ITO_PROFILE_OUT="$tmp/p" ITO_NUM_WORKERS=2 \
-  run "$prog" shapes > "$tmp/out" 2> "$tmp/err" || { cat "$tmp/out" "$tmp/err"; fail "shapes failed"; }
+  run "$prog" shapes 2.5 > "$tmp/out" 2> "$tmp/err" || { cat "$tmp/out" "$tmp/err"; fail "shapes failed"; }
 cat "$tmp/out"
 for f in p.csv p.trace.json p.dag.json p.2.csv p.2.trace.json p.2.dag.json; do
   [ -s "$tmp/$f" ] || fail "no $f"
@@ -66,7 +73,7 @@ for r in rows[1:]:
     if not (w > 0 and 0 < s <= bs and par > 0 and bpar > 0):
         fail("CSV row %r" % r)
 fan = [r for r in rows if r[0] == "fan"][0]
-if not 6 <= float(fan[3]) <= 10:
+if not 3 <= float(fan[3]) <= 10:  # (two workers: loosely, as in the program)
     fail("fan's parallelism %s in the CSV" % fan[3])
 for run in ("p", "p.2"):
     t = json.load(open("%s/%s.trace.json" % (d, run)))
@@ -99,7 +106,7 @@ print("check.sh: CSV, trace and graph read back")
 PY
 
 # 2b. the C++ form
-ITO_PROFILE=1 ITO_NUM_WORKERS=2 run "$cpp_prog" 2> /dev/null || fail "the C++ API failed"
+ITO_PROFILE=1 ITO_NUM_WORKERS=1 run "$cpp_prog" 2> /dev/null || fail "the C++ API failed"
 
 # 2c. work-time stretch against a baseline of one worker, and a baseline
 # that is not one
@@ -123,6 +130,12 @@ python3 -c "
 import json, sys
 t = json.load(open('$tmp/o.trace.json'))
 sys.exit(0 if t['otherData']['dropped_records'] > 0 else 1)" || fail "overflow: the trace does not count what it dropped"
+
+# 3b. no ito_finalize: the profile is written at exit
+ITO_PROFILE=summary,trace ITO_PROFILE_OUT="$tmp/x" ITO_NUM_WORKERS=2 run "$prog" exit \
+  > /dev/null 2> "$tmp/err" || { cat "$tmp/err"; fail "the exit mode failed"; }
+grep -q "^ito profile (run 1, 2 workers)" "$tmp/err" || fail "no summary at exit: $(cat "$tmp/err")"
+python3 -c "import json; json.load(open('$tmp/x.trace.json'))" || fail "the trace written at exit is not JSON"
 
 # 4. bad values: one line, exit status 2
 for v in bogus summary,,csv 'summary csv' 2 trace,foo; do
