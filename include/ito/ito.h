@@ -78,6 +78,27 @@ ITO_API int ito_profile_end(const char *tag);
  * ENOENT for a tag never ended; ENOTSUP when ITO_PROFILE is not set. */
 ITO_API int ito_profile_get(const char *tag, struct ito_profile *out);
 
+/* ---- NUMA (ITO_NUMA; docs/numa.md) ------------------------------------ */
+/* Nodes are numbered 0 .. ito_numa_num_nodes()-1. Memory of size bytes
+ * (whole pages) on one node, interleaved page by page over all nodes, or
+ * block-cyclic: blocks of `block` bytes (rounded up to pages) on nodes 0,
+ * 1, .. nodes-1, 0, ... NULL with errno (EINVAL: a size of 0, a node out
+ * of range, a block of 0, nodes out of 1 .. ito_numa_num_nodes()). */
+ITO_API void *ito_numa_alloc(size_t size, int node);
+ITO_API void *ito_numa_alloc_interleaved(size_t size);
+ITO_API void *ito_numa_alloc_blocked(size_t size, size_t block, int nodes);
+/* Frees a block of ito_numa_alloc* with the size it was asked for; any
+ * other pointer is reported (one line on stderr; stops a Debug build) and
+ * nothing is freed. */
+ITO_API void ito_numa_free(void *p, size_t size);
+/* The node of the page at p: from ito's own blocks, else from the kernel;
+ * -1 when unknown (a page never touched). */
+ITO_API int ito_numa_node_of(const void *p);
+/* The nodes in use: 1 with ITO_NUMA=off or on a machine of one node. */
+ITO_API int ito_numa_num_nodes(void);
+/* The node of the worker running the caller, or -1 outside the workers. */
+ITO_API int ito_numa_node(void);
+
 /* ---- lightweight threads ---------------------------------------------- */
 /* A handle: nonzero, comparable with ==; stale handles are detected. */
 typedef uint64_t ito_thread_t;

@@ -5,6 +5,8 @@
 #define _GNU_SOURCE
 #include "config.h"
 
+#include "numa.h"
+
 #include "os.h"
 
 #include <ctype.h>
@@ -65,7 +67,15 @@ static const char *parse_path(const char *text, void *dst) {
   return NULL;
 }
 
+static const struct ito_cfg_choice numa_words[] = {
+    {"auto", NUMA_AUTO}, {"on", NUMA_ON}, {"off", NUMA_OFF}, {0, 0}};
+
 static const struct ito_cfg core_rows[] = {
+    {.name = "ITO_NUMA", .kind = ITO_CFG_CHOICE, .dst = &ito__cfg.numa, .choices = numa_words,
+     .dflt = "auto", .what = "NUMA nodes: auto (on with more than one), on, off"},
+    {.name = "ITO_NUMA_FAKE", .kind = ITO_CFG_CHOICE, .dst = &ito__cfg.numa_fake,
+     .choices = bit_words, .dflt = "0",
+     .what = "1: ito_numa_alloc* record their nodes without binding memory (a test aid)"},
     {.name = "ITO_PROFILE", .kind = ITO_CFG_PARSE, .dst = &ito__cfg.profile,
      .parse = parse_profile, .dflt = "0",
      .what = "profile the run: summary, csv, trace, dag (a comma list); 1: summary"},

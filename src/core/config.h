@@ -45,6 +45,8 @@ struct ito_settings {
   long extra_workers; /* ITO_EXTRA_WORKERS: the monitor's cap */
   int tls_thread;     /* ITO_TLS: 1 thread, 0 worker */
   long preempt_ms;    /* ITO_PREEMPT_MS: the time slice of a program thread, 0 none */
+  int numa;           /* ITO_NUMA: NUMA_* of numa.h */
+  int numa_fake;      /* ITO_NUMA_FAKE: record nodes, bind nothing (a test aid) */
   int profile;        /* ITO_PROFILE: PROF_* of profile_data.h, 0 off */
   const char *profile_out;      /* ITO_PROFILE_OUT, or NULL (the environment's string) */
   const char *profile_baseline; /* ITO_PROFILE_BASELINE, or NULL */

@@ -13,6 +13,7 @@
 #include "hooks.h"
 #include "idle.h"
 #include "monitor.h"
+#include "numa.h"
 #include "os.h"
 #include "overflow.h"
 #include "profile.h"
@@ -299,6 +300,7 @@ static int start(void) {
   ito__workers = all_workers;
   ito__nworkers = n;
   ito__profile_start(); /* attaches its recorder before the idle word is set up */
+  ito__numa_start();
   count_slot(n - 1);
   __atomic_store_n(&ito__nslots, n, __ATOMIC_RELEASE);
   __atomic_store_n(&ito__stopping, 0, __ATOMIC_RELAXED);

@@ -1,0 +1,144 @@
+/* The machine's topology from hwloc (invariants at the top of topo.h;
+ * design in docs/numa.md). */
+#define _GNU_SOURCE
+#include "topo.h"
+
+#include "os.h"
+#include "relax.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#if ITO_HAVE_HWLOC
+#include <hwloc.h>
+#endif
+
+static struct topo topo;
+static int loaded; /* 0, 1 loading, 2 loaded */
+
+/* One node holding the CPUs the process may use. */
+static void one_node(const char *why) {
+  static int os_node0[1] = {0}, dist0[1] = {10};
+  cpu_set_t cpus;
+  if (sched_getaffinity(0, sizeof cpus, &cpus) != 0) CPU_ZERO(&cpus);
+  int n = CPU_COUNT(&cpus);
+  if (n < 1) n = 1;
+  int *os = malloc(sizeof(int) * (size_t)n), *node = calloc((size_t)n, sizeof(int));
+  if (!os || !node) {
+    free(os);
+    free(node);
+    static int cpu0[1] = {0}, node0[1] = {0};
+    os = cpu0;
+    node = node0;
+    n = 1;
+  } else {
+    int k = 0;
+    for (int c = 0; c < CPU_SETSIZE && k < n; c++)
+      if (CPU_ISSET(c, &cpus)) os[k++] = c;
+    if (k == 0) os[k++] = 0;
+    n = k;
+  }
+  topo = (struct topo){.nodes = 1, .pus = n, .pu_os = os, .pu_node = node, .os_node = os_node0,
+                       .dist = dist0, .real = true, .source = why};
+}
+
+#if ITO_HAVE_HWLOC
+/* From hwloc: nodes, units, distances. 0, or -1 when hwloc gave nothing
+ * usable (then one_node). */
+static int from_hwloc(void) {
+  hwloc_topology_t t;
+  if (hwloc_topology_init(&t) != 0) return -1;
+  /* only what ito uses: loading caches, bridges and devices costs a
+   * millisecond at every start */
+  hwloc_topology_set_all_types_filter(t, HWLOC_TYPE_FILTER_KEEP_NONE);
+  hwloc_topology_set_type_filter(t, HWLOC_OBJ_CORE, HWLOC_TYPE_FILTER_KEEP_ALL);
+  hwloc_topology_set_type_filter(t, HWLOC_OBJ_PACKAGE, HWLOC_TYPE_FILTER_KEEP_ALL);
+  if (hwloc_topology_load(t) != 0) {
+    hwloc_topology_destroy(t);
+    return -1;
+  }
+  int nn = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_NUMANODE);
+  int np = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PU);
+  if (nn < 1 || np < 1) {
+    hwloc_topology_destroy(t);
+    return -1;
+  }
+  int *pu_os = malloc(sizeof(int) * (size_t)np), *pu_node = calloc((size_t)np, sizeof(int));
+  int *os_node = malloc(sizeof(int) * (size_t)nn), *dist = malloc(sizeof(int) * (size_t)(nn * nn));
+  if (!pu_os || !pu_node || !os_node || !dist) {
+    free(pu_os), free(pu_node), free(os_node), free(dist);
+    hwloc_topology_destroy(t);
+    return -1;
+  }
+  for (int i = 0; i < nn; i++) {
+    hwloc_obj_t node = hwloc_get_obj_by_type(t, HWLOC_OBJ_NUMANODE, (unsigned)i);
+    os_node[i] = (int)node->os_index;
+  }
+  for (int p = 0; p < np; p++) {
+    hwloc_obj_t pu = hwloc_get_obj_by_type(t, HWLOC_OBJ_PU, (unsigned)p);
+    pu_os[p] = (int)pu->os_index;
+    pu_node[p] = 0; /* a unit under no node: node 0 (invariant 2) */
+    for (int i = 0; i < nn; i++) {
+      hwloc_obj_t node = hwloc_get_obj_by_type(t, HWLOC_OBJ_NUMANODE, (unsigned)i);
+      if (hwloc_bitmap_isset(node->cpuset, pu->os_index)) {
+        pu_node[p] = i;
+        break;
+      }
+    }
+  }
+  /* distances: the firmware's (SLIT) when hwloc has them, else 10 near and
+   * 20 far */
+  for (int i = 0; i < nn; i++)
+    for (int j = 0; j < nn; j++) dist[i * nn + j] = i == j ? 10 : 20;
+  unsigned nr = 1;
+  struct hwloc_distances_s *d = NULL;
+  if (hwloc_distances_get_by_type(t, HWLOC_OBJ_NUMANODE, &nr, &d,
+                                  HWLOC_DISTANCES_KIND_MEANS_LATENCY, 0) == 0 &&
+      nr == 1 && d) {
+    for (unsigned a = 0; a < d->nbobjs; a++)
+      for (unsigned b = 0; b < d->nbobjs; b++) {
+        int i = (int)d->objs[a]->logical_index, j = (int)d->objs[b]->logical_index;
+        if (i < nn && j < nn && d->values[a * d->nbobjs + b] > 0)
+          dist[i * nn + j] = (int)d->values[a * d->nbobjs + b];
+      }
+    hwloc_distances_release(t, d);
+  }
+  bool real = hwloc_topology_is_thissystem(t) != 0;
+  hwloc_topology_destroy(t);
+  topo = (struct topo){.nodes = nn, .pus = np, .pu_os = pu_os, .pu_node = pu_node,
+                       .os_node = os_node, .dist = dist, .real = real,
+                       .source = real ? "hwloc" : "hwloc (a synthetic or XML topology)"};
+  return 0;
+}
+#endif
+
+const struct topo *ito__topo(void) {
+  if (LIKELY(__atomic_load_n(&loaded, __ATOMIC_ACQUIRE) == 2)) return &topo;
+  int expect = 0;
+  if (__atomic_compare_exchange_n(&loaded, &expect, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+#if ITO_HAVE_HWLOC
+    if (from_hwloc() != 0) one_node("one node (hwloc saw nothing usable)");
+#else
+    one_node("one node (ito was built without hwloc)");
+#endif
+    __atomic_store_n(&loaded, 2, __ATOMIC_RELEASE);
+  } else {
+    while (__atomic_load_n(&loaded, __ATOMIC_ACQUIRE) != 2) cpu_relax();
+  }
+  return &topo;
+}
+
+int ito__topo_worker_node(int id) {
+  const struct topo *t = ito__topo();
+  return id < 0 ? -1 : t->pu_node[id % t->pus];
+}
+
+int ito__topo_node_of_os(int os) {
+  const struct topo *t = ito__topo();
+  for (int i = 0; i < t->nodes; i++)
+    if (t->os_node[i] == os) return i;
+  return -1;
+}
