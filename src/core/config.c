@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include "numa.h"
+#include "places.h"
 
 #include "os.h"
 
@@ -67,10 +68,19 @@ static const char *parse_path(const char *text, void *dst) {
   return NULL;
 }
 
+static const char *parse_places(const char *text, void *dst) {
+  const char *why = ito__places_check(text);
+  if (!why) *(const char **)dst = text;
+  return why;
+}
+
 static const struct ito_cfg_choice numa_words[] = {
     {"auto", NUMA_AUTO}, {"on", NUMA_ON}, {"off", NUMA_OFF}, {0, 0}};
 
 static const struct ito_cfg core_rows[] = {
+    {.name = "ITO_PLACES", .kind = ITO_CFG_PARSE, .dst = &ito__cfg.places,
+     .parse = parse_places, .dflt = "none",
+     .what = "the places workers are bound to, in OpenMP's forms (cores, {0,1},{2,3}, ...)"},
     {.name = "ITO_NUMA", .kind = ITO_CFG_CHOICE, .dst = &ito__cfg.numa, .choices = numa_words,
      .dflt = "auto", .what = "NUMA nodes: auto (on with more than one), on, off"},
     {.name = "ITO_NUMA_FAKE", .kind = ITO_CFG_CHOICE, .dst = &ito__cfg.numa_fake,

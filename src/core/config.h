@@ -45,6 +45,7 @@ struct ito_settings {
   long extra_workers; /* ITO_EXTRA_WORKERS: the monitor's cap */
   int tls_thread;     /* ITO_TLS: 1 thread, 0 worker */
   long preempt_ms;    /* ITO_PREEMPT_MS: the time slice of a program thread, 0 none */
+  const char *places; /* ITO_PLACES, or NULL (the environment's string; places.c) */
   int numa;           /* ITO_NUMA: NUMA_* of numa.h */
   int numa_fake;      /* ITO_NUMA_FAKE: record nodes, bind nothing (a test aid) */
   int profile;        /* ITO_PROFILE: PROF_* of profile_data.h, 0 off */

@@ -16,11 +16,13 @@
 #include "numa.h"
 #include "os.h"
 #include "overflow.h"
+#include "places.h"
 #include "profile.h"
 #include "sched.h"
 #include "switch.h"
 #include "thread.h"
 #include "tls.h"
+#include "topo.h"
 
 #include <errno.h>
 #include <sched.h>
@@ -99,8 +101,15 @@ int ito__worker_cpu(int id) {
  * follows the worker that runs the root (tls.h, invariant 2), so binding
  * through it bound whichever worker ran main at the time. */
 static void bind_to(worker *w, int tid) {
+  if (tid <= 0) return;
+  int pl = ito__worker_place(w->id);
+  if (pl >= 0) { /* its place (places.h): only on the machine's own topology */
+    if (ito__topo()->real)
+      ito__os.syscall(SYS_sched_setaffinity, tid, sizeof(cpu_set_t), ito__place_cpus(pl));
+    return;
+  }
   int c = ito__worker_cpu(w->id);
-  if (c < 0 || tid <= 0) return;
+  if (c < 0) return;
   cpu_set_t one;
   CPU_ZERO(&one);
   CPU_SET(c, &one);
@@ -108,7 +117,7 @@ static void bind_to(worker *w, int tid) {
 }
 
 static void bind_worker(worker *w) {
-  if (ito__cfg.bind || LOAD_ACQ(&all_bound)) bind_to(w, (int)gettid());
+  if (ito__places_count() || LOAD_ACQ(&all_bound)) bind_to(w, (int)gettid());
 }
 
 void ito__bind_all(void) {
@@ -301,6 +310,7 @@ static int start(void) {
   ito__nworkers = n;
   ito__profile_start(); /* attaches its recorder before the idle word is set up */
   ito__numa_start();
+  ito__places_setup(); /* before any worker binds itself (places.h, invariant 1) */
   count_slot(n - 1);
   __atomic_store_n(&ito__nslots, n, __ATOMIC_RELEASE);
   __atomic_store_n(&ito__stopping, 0, __ATOMIC_RELAXED);
@@ -415,5 +425,5 @@ void ito__runtime_after_fork(worker *w) {
                   ito__cfg.spin_us * 1000L, LOAD_RLX(&ito__hooks_on));
   init_lock = 0;
   if (orphan) __atomic_store_n(&root, NULL, __ATOMIC_RELEASE);
-  if (ito__cfg.bind || all_bound) bind_to(w, w->os_tid); /* worker 0's CPU now */
+  if (ito__places_count() || all_bound) bind_to(w, w->os_tid); /* worker 0's CPU now */
 }

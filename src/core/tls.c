@@ -255,11 +255,14 @@ static int program_module(const char *name) {
   if (!name || !*name) return 1; /* the executable */
   const char *base = strrchr(name, '/');
   base = base ? base + 1 : name;
+  /* (libhwloc and the libudev it loads come with libito.so itself: the
+   * topology, topo.c) */
   static const char *const runtime[] = {"libc.so",        "libstdc++.so", "libgcc_s.so",
                                         "libgomp.so",     "libito",       "ld-linux",
                                         "libm.so",        "libgfortran.so", "libquadmath.so",
                                         "libpthread.so",  "libdl.so",     "libasan.so",
-                                        "libtsan.so",     "libubsan.so",  "vgpreload"};
+                                        "libtsan.so",     "libubsan.so",  "vgpreload",
+                                        "libhwloc.so",    "libudev.so"};
   for (size_t i = 0; i < sizeof runtime / sizeof runtime[0]; i++)
     if (!strncmp(base, runtime[i], strlen(runtime[i]))) return 0;
   return 1;

@@ -4,6 +4,7 @@
 #include "topo.h"
 
 #include "os.h"
+#include "places.h"
 #include "relax.h"
 
 #include <sched.h>
@@ -43,6 +44,16 @@ static void one_node(const char *why) {
   }
   topo = (struct topo){.nodes = 1, .pus = n, .pu_os = os, .pu_node = node, .os_node = os_node0,
                        .dist = dist0, .real = true, .source = why};
+  /* without hwloc: each unit its own core and cache, one node, one socket */
+  int *ident = malloc(sizeof(int) * (size_t)n);
+  if (ident)
+    for (int i = 0; i < n; i++) ident[i] = i;
+  const int *self = ident ? ident : node;
+  int selfn = ident ? n : 1;
+  topo.groups[TOPO_PU] = topo.groups[TOPO_CORE] = topo.groups[TOPO_LLC] = selfn;
+  topo.group_of[TOPO_PU] = topo.group_of[TOPO_CORE] = topo.group_of[TOPO_LLC] = self;
+  topo.groups[TOPO_NUMA] = topo.groups[TOPO_SOCKET] = 1;
+  topo.group_of[TOPO_NUMA] = topo.group_of[TOPO_SOCKET] = node;
 }
 
 #if ITO_HAVE_HWLOC
@@ -56,6 +67,10 @@ static int from_hwloc(void) {
   hwloc_topology_set_all_types_filter(t, HWLOC_TYPE_FILTER_KEEP_NONE);
   hwloc_topology_set_type_filter(t, HWLOC_OBJ_CORE, HWLOC_TYPE_FILTER_KEEP_ALL);
   hwloc_topology_set_type_filter(t, HWLOC_OBJ_PACKAGE, HWLOC_TYPE_FILTER_KEEP_ALL);
+  hwloc_topology_set_type_filter(t, HWLOC_OBJ_L3CACHE, HWLOC_TYPE_FILTER_KEEP_ALL);
+  /* groups that hold NUMA nodes: without them a node hangs from the
+   * machine, and its CPU set is the whole machine's */
+  hwloc_topology_set_type_filter(t, HWLOC_OBJ_GROUP, HWLOC_TYPE_FILTER_KEEP_STRUCTURE);
   if (hwloc_topology_load(t) != 0) {
     hwloc_topology_destroy(t);
     return -1;
@@ -106,11 +121,55 @@ static int from_hwloc(void) {
       }
     hwloc_distances_release(t, d);
   }
+  /* the groups of each kind: a unit's ancestor of that type (the unit
+   * itself when it has none: a core or cache hwloc does not show) */
+  static const hwloc_obj_type_t types[TOPO_KINDS] = {
+      [TOPO_PU] = HWLOC_OBJ_PU, [TOPO_CORE] = HWLOC_OBJ_CORE, [TOPO_LLC] = HWLOC_OBJ_L3CACHE,
+      [TOPO_NUMA] = HWLOC_OBJ_NUMANODE, [TOPO_SOCKET] = HWLOC_OBJ_PACKAGE};
+  int *gof[TOPO_KINDS] = {0};
+  int ng[TOPO_KINDS] = {0};
+  for (int k = 0; k < TOPO_KINDS; k++) {
+    gof[k] = malloc(sizeof(int) * (size_t)np);
+    if (!gof[k]) continue;
+    if (k == TOPO_NUMA) {
+      memcpy(gof[k], pu_node, sizeof(int) * (size_t)np);
+      ng[k] = nn;
+      continue;
+    }
+    /* groups numbered by first appearance in the units' logical order */
+    int *seen = malloc(sizeof(int) * (size_t)np); /* group's object logical index */
+    for (int p = 0; p < np && seen; p++) {
+      hwloc_obj_t pu = hwloc_get_obj_by_type(t, HWLOC_OBJ_PU, (unsigned)p);
+      hwloc_obj_t a = k == TOPO_PU ? pu : hwloc_get_ancestor_obj_by_type(t, types[k], pu);
+      int key = a ? (int)a->logical_index : -1 - p;
+      int g = -1;
+      for (int j = 0; j < ng[k]; j++)
+        if (seen[j] == key) g = j;
+      if (g < 0) {
+        g = ng[k]++;
+        seen[g] = key;
+      }
+      gof[k][p] = g;
+    }
+    if (!seen) {
+      for (int p = 0; p < np; p++) gof[k][p] = p;
+      ng[k] = np;
+    }
+    free(seen);
+  }
   bool real = hwloc_topology_is_thissystem(t) != 0;
   hwloc_topology_destroy(t);
   topo = (struct topo){.nodes = nn, .pus = np, .pu_os = pu_os, .pu_node = pu_node,
                        .os_node = os_node, .dist = dist, .real = real,
                        .source = real ? "hwloc" : "hwloc (a synthetic or XML topology)"};
+  for (int k = 0; k < TOPO_KINDS; k++) {
+    if (!gof[k]) { /* out of memory: one group per unit */
+      gof[k] = pu_node;
+      ng[k] = nn;
+    }
+    topo.groups[k] = ng[k];
+    topo.group_of[k] = gof[k];
+  }
   return 0;
 }
 #endif
@@ -132,8 +191,11 @@ const struct topo *ito__topo(void) {
 }
 
 int ito__topo_worker_node(int id) {
+  if (id < 0) return -1;
+  int pl = ito__worker_place(id);
+  if (pl >= 0) return ito__place_node(pl);
   const struct topo *t = ito__topo();
-  return id < 0 ? -1 : t->pu_node[id % t->pus];
+  return t->pu_node[id % t->pus];
 }
 
 int ito__topo_node_of_os(int os) {

@@ -231,6 +231,13 @@ ITO_DROPIN_API int ito__dropin_spawn_queued(void (*fn)(void *), const void *arg,
                                             void *ctx);
 /* The same, queued for worker `home` (0 <= home < ito_num_workers(), else
  * EINVAL), where the task stays: see ito__dropin_home. */
+/* Places (src/core/places.h; docs/numa.md): how many the runtime uses (0:
+ * none), the kernel's CPU numbers of place i (at most max of them into
+ * cpus; returns how many it has, -1 for no such place), and the place of
+ * worker id (-1: none). Valid once the runtime runs. */
+ITO_DROPIN_API int ito__dropin_place_count(void);
+ITO_DROPIN_API int ito__dropin_place_cpus(int place, int *cpus, int max);
+ITO_DROPIN_API int ito__dropin_worker_place(int worker);
 ITO_DROPIN_API int ito__dropin_spawn_home(int home, void (*fn)(void *), const void *arg,
                                           size_t size, size_t align,
                                           void (*cpy)(void *, void *), void *ctx);

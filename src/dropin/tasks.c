@@ -1,10 +1,12 @@
 /* Tasks for the OpenMP library: detached spawns, home workers, the context
- * word of a stack, the deque's depth (src/core/thread.h, sched.h). */
+ * word of a stack, the deque's depth (src/core/thread.h, sched.h), and the
+ * places workers are on (src/core/places.h). */
 #define _GNU_SOURCE
 #include "ito_dropin.h"
 
 #include "../core/fiber.h"
 #include "../core/handle.h"
+#include "../core/places.h"
 #include "../core/hooks.h"
 #include "../core/runtime.h"
 #include "../core/sched.h"
@@ -189,3 +191,21 @@ size_t ito__dropin_release_stacks(void) {
   worker *w = cur_worker();
   return ito__fibers_release(w && w->cur ? &w->fibers : NULL);
 }
+
+/* ---- places (src/core/places.h) ---------------------------------------------------------- */
+
+int ito__dropin_place_count(void) { return ito__places_count(); }
+
+int ito__dropin_place_cpus(int place, int *cpus, int max) {
+  const cpu_set_t *p = ito__place_cpus(place);
+  if (!p) return -1;
+  int n = 0;
+  for (int c = 0; c < CPU_SETSIZE; c++)
+    if (CPU_ISSET(c, p)) {
+      if (n < max && cpus) cpus[n] = c;
+      n++;
+    }
+  return n;
+}
+
+int ito__dropin_worker_place(int worker) { return ito__worker_place(worker); }
