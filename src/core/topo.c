@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #if ITO_HAVE_HWLOC
+#include <dlfcn.h>
 #include <hwloc.h>
 #endif
 
@@ -57,48 +58,114 @@ static void one_node(const char *why) {
 }
 
 #if ITO_HAVE_HWLOC
+/* hwloc is loaded when the topology is first asked for, not linked: a
+ * program that never asks (most of them: ITO_NUMA=auto reads the
+ * topology only when a NUMA call or ITO_PLACES needs it) does not load it
+ * and the libraries it pulls in (about 250,000 instructions of the
+ * loader's at every start, measured with callgrind), and their TLS is not
+ * mistaken for the program's. Only functions the library exports are
+ * called: hwloc.h's inline helpers (hwloc_get_obj_by_type, ...) would
+ * name them at link time, so their few lines are written out below. */
+static struct {
+  int (*topology_init)(hwloc_topology_t *);
+  void (*topology_destroy)(hwloc_topology_t);
+  int (*topology_load)(hwloc_topology_t);
+  int (*set_all_types_filter)(hwloc_topology_t, enum hwloc_type_filter_e);
+  int (*set_type_filter)(hwloc_topology_t, hwloc_obj_type_t, enum hwloc_type_filter_e);
+  int (*is_thissystem)(hwloc_topology_t);
+  int (*get_type_depth)(hwloc_topology_t, hwloc_obj_type_t);
+  unsigned (*get_nbobjs_by_depth)(hwloc_topology_t, int);
+  hwloc_obj_t (*get_obj_by_depth)(hwloc_topology_t, int, unsigned);
+  int (*bitmap_isset)(hwloc_const_bitmap_t, unsigned);
+  int (*distances_get_by_type)(hwloc_topology_t, hwloc_obj_type_t, unsigned *,
+                               struct hwloc_distances_s **, unsigned long, unsigned long);
+  void (*distances_release)(hwloc_topology_t, struct hwloc_distances_s *);
+} hw;
+
+static bool hw_load(void) {
+  void *h = dlopen(ITO_HWLOC_SONAME, RTLD_NOW | RTLD_LOCAL);
+  if (!h) return false;
+#define HW(field, name)                                                   \
+  do {                                                                    \
+    *(void **)&hw.field = dlsym(h, name);                                 \
+    if (!hw.field) return false;                                          \
+  } while (0)
+  HW(topology_init, "hwloc_topology_init");
+  HW(topology_destroy, "hwloc_topology_destroy");
+  HW(topology_load, "hwloc_topology_load");
+  HW(set_all_types_filter, "hwloc_topology_set_all_types_filter");
+  HW(set_type_filter, "hwloc_topology_set_type_filter");
+  HW(is_thissystem, "hwloc_topology_is_thissystem");
+  HW(get_type_depth, "hwloc_get_type_depth");
+  HW(get_nbobjs_by_depth, "hwloc_get_nbobjs_by_depth");
+  HW(get_obj_by_depth, "hwloc_get_obj_by_depth");
+  HW(bitmap_isset, "hwloc_bitmap_isset");
+  HW(distances_get_by_type, "hwloc_distances_get_by_type");
+  HW(distances_release, "hwloc_distances_release");
+#undef HW
+  return true; /* (kept loaded: the topology's objects are read from it once) */
+}
+
+static int nbobjs(hwloc_topology_t t, hwloc_obj_type_t type) {
+  int d = hw.get_type_depth(t, type);
+  if (d == HWLOC_TYPE_DEPTH_UNKNOWN || d == HWLOC_TYPE_DEPTH_MULTIPLE) return 0;
+  return (int)hw.get_nbobjs_by_depth(t, d);
+}
+
+static hwloc_obj_t obj(hwloc_topology_t t, hwloc_obj_type_t type, unsigned i) {
+  int d = hw.get_type_depth(t, type);
+  if (d == HWLOC_TYPE_DEPTH_UNKNOWN || d == HWLOC_TYPE_DEPTH_MULTIPLE) return NULL;
+  return hw.get_obj_by_depth(t, d, i);
+}
+
+static hwloc_obj_t ancestor(hwloc_obj_t o, hwloc_obj_type_t type) {
+  for (o = o ? o->parent : NULL; o; o = o->parent)
+    if (o->type == type) return o;
+  return NULL;
+}
+
 /* From hwloc: nodes, units, distances. 0, or -1 when hwloc gave nothing
  * usable (then one_node). */
 static int from_hwloc(void) {
   hwloc_topology_t t;
-  if (hwloc_topology_init(&t) != 0) return -1;
+  if (hw.topology_init(&t) != 0) return -1;
   /* only what ito uses: loading caches, bridges and devices costs a
    * millisecond at every start */
-  hwloc_topology_set_all_types_filter(t, HWLOC_TYPE_FILTER_KEEP_NONE);
-  hwloc_topology_set_type_filter(t, HWLOC_OBJ_CORE, HWLOC_TYPE_FILTER_KEEP_ALL);
-  hwloc_topology_set_type_filter(t, HWLOC_OBJ_PACKAGE, HWLOC_TYPE_FILTER_KEEP_ALL);
-  hwloc_topology_set_type_filter(t, HWLOC_OBJ_L3CACHE, HWLOC_TYPE_FILTER_KEEP_ALL);
+  hw.set_all_types_filter(t, HWLOC_TYPE_FILTER_KEEP_NONE);
+  hw.set_type_filter(t, HWLOC_OBJ_CORE, HWLOC_TYPE_FILTER_KEEP_ALL);
+  hw.set_type_filter(t, HWLOC_OBJ_PACKAGE, HWLOC_TYPE_FILTER_KEEP_ALL);
+  hw.set_type_filter(t, HWLOC_OBJ_L3CACHE, HWLOC_TYPE_FILTER_KEEP_ALL);
   /* groups that hold NUMA nodes: without them a node hangs from the
    * machine, and its CPU set is the whole machine's */
-  hwloc_topology_set_type_filter(t, HWLOC_OBJ_GROUP, HWLOC_TYPE_FILTER_KEEP_STRUCTURE);
-  if (hwloc_topology_load(t) != 0) {
-    hwloc_topology_destroy(t);
+  hw.set_type_filter(t, HWLOC_OBJ_GROUP, HWLOC_TYPE_FILTER_KEEP_STRUCTURE);
+  if (hw.topology_load(t) != 0) {
+    hw.topology_destroy(t);
     return -1;
   }
-  int nn = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_NUMANODE);
-  int np = hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PU);
+  int nn = nbobjs(t, HWLOC_OBJ_NUMANODE);
+  int np = nbobjs(t, HWLOC_OBJ_PU);
   if (nn < 1 || np < 1) {
-    hwloc_topology_destroy(t);
+    hw.topology_destroy(t);
     return -1;
   }
   int *pu_os = malloc(sizeof(int) * (size_t)np), *pu_node = calloc((size_t)np, sizeof(int));
   int *os_node = malloc(sizeof(int) * (size_t)nn), *dist = malloc(sizeof(int) * (size_t)(nn * nn));
   if (!pu_os || !pu_node || !os_node || !dist) {
     free(pu_os), free(pu_node), free(os_node), free(dist);
-    hwloc_topology_destroy(t);
+    hw.topology_destroy(t);
     return -1;
   }
   for (int i = 0; i < nn; i++) {
-    hwloc_obj_t node = hwloc_get_obj_by_type(t, HWLOC_OBJ_NUMANODE, (unsigned)i);
+    hwloc_obj_t node = obj(t, HWLOC_OBJ_NUMANODE, (unsigned)i);
     os_node[i] = (int)node->os_index;
   }
   for (int p = 0; p < np; p++) {
-    hwloc_obj_t pu = hwloc_get_obj_by_type(t, HWLOC_OBJ_PU, (unsigned)p);
+    hwloc_obj_t pu = obj(t, HWLOC_OBJ_PU, (unsigned)p);
     pu_os[p] = (int)pu->os_index;
     pu_node[p] = 0; /* a unit under no node: node 0 (invariant 2) */
     for (int i = 0; i < nn; i++) {
-      hwloc_obj_t node = hwloc_get_obj_by_type(t, HWLOC_OBJ_NUMANODE, (unsigned)i);
-      if (hwloc_bitmap_isset(node->cpuset, pu->os_index)) {
+      hwloc_obj_t node = obj(t, HWLOC_OBJ_NUMANODE, (unsigned)i);
+      if (hw.bitmap_isset(node->cpuset, pu->os_index)) {
         pu_node[p] = i;
         break;
       }
@@ -110,7 +177,7 @@ static int from_hwloc(void) {
     for (int j = 0; j < nn; j++) dist[i * nn + j] = i == j ? 10 : 20;
   unsigned nr = 1;
   struct hwloc_distances_s *d = NULL;
-  if (hwloc_distances_get_by_type(t, HWLOC_OBJ_NUMANODE, &nr, &d,
+  if (hw.distances_get_by_type(t, HWLOC_OBJ_NUMANODE, &nr, &d,
                                   HWLOC_DISTANCES_KIND_MEANS_LATENCY, 0) == 0 &&
       nr == 1 && d) {
     for (unsigned a = 0; a < d->nbobjs; a++)
@@ -119,7 +186,7 @@ static int from_hwloc(void) {
         if (i < nn && j < nn && d->values[a * d->nbobjs + b] > 0)
           dist[i * nn + j] = (int)d->values[a * d->nbobjs + b];
       }
-    hwloc_distances_release(t, d);
+    hw.distances_release(t, d);
   }
   /* the groups of each kind: a unit's ancestor of that type (the unit
    * itself when it has none: a core or cache hwloc does not show) */
@@ -139,8 +206,8 @@ static int from_hwloc(void) {
     /* groups numbered by first appearance in the units' logical order */
     int *seen = malloc(sizeof(int) * (size_t)np); /* group's object logical index */
     for (int p = 0; p < np && seen; p++) {
-      hwloc_obj_t pu = hwloc_get_obj_by_type(t, HWLOC_OBJ_PU, (unsigned)p);
-      hwloc_obj_t a = k == TOPO_PU ? pu : hwloc_get_ancestor_obj_by_type(t, types[k], pu);
+      hwloc_obj_t pu = obj(t, HWLOC_OBJ_PU, (unsigned)p);
+      hwloc_obj_t a = k == TOPO_PU ? pu : ancestor(pu, types[k]);
       int key = a ? (int)a->logical_index : -1 - p;
       int g = -1;
       for (int j = 0; j < ng[k]; j++)
@@ -157,8 +224,8 @@ static int from_hwloc(void) {
     }
     free(seen);
   }
-  bool real = hwloc_topology_is_thissystem(t) != 0;
-  hwloc_topology_destroy(t);
+  bool real = hw.is_thissystem(t) != 0;
+  hw.topology_destroy(t);
   topo = (struct topo){.nodes = nn, .pus = np, .pu_os = pu_os, .pu_node = pu_node,
                        .os_node = os_node, .dist = dist, .real = real,
                        .source = real ? "hwloc" : "hwloc (a synthetic or XML topology)"};
@@ -179,7 +246,10 @@ const struct topo *ito__topo(void) {
   int expect = 0;
   if (__atomic_compare_exchange_n(&loaded, &expect, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
 #if ITO_HAVE_HWLOC
-    if (from_hwloc() != 0) one_node("one node (hwloc saw nothing usable)");
+    if (!hw_load())
+      one_node("one node (" ITO_HWLOC_SONAME " could not be loaded)");
+    else if (from_hwloc() != 0)
+      one_node("one node (hwloc saw nothing usable)");
 #else
     one_node("one node (ito was built without hwloc)");
 #endif
