@@ -234,7 +234,7 @@ ITO_DROPIN_API int ito__dropin_spawn_queued(void (*fn)(void *), const void *arg,
 /* Places (src/core/places.h; docs/numa.md): how many the runtime uses (0:
  * none), the kernel's CPU numbers of place i (at most max of them into
  * cpus; returns how many it has, -1 for no such place), and the place of
- * worker id (-1: none). Valid once the runtime runs. */
+ * worker id (-1: none). Each starts the runtime if it does not run. */
 ITO_DROPIN_API int ito__dropin_place_count(void);
 ITO_DROPIN_API int ito__dropin_place_cpus(int place, int *cpus, int max);
 ITO_DROPIN_API int ito__dropin_worker_place(int worker);

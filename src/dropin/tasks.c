@@ -194,9 +194,11 @@ size_t ito__dropin_release_stacks(void) {
 
 /* ---- places (src/core/places.h) ---------------------------------------------------------- */
 
-int ito__dropin_place_count(void) { return ito__places_count(); }
+/* (the places are set up when the runtime starts: these start it) */
+int ito__dropin_place_count(void) { return ito__ensure() ? 0 : ito__places_count(); }
 
 int ito__dropin_place_cpus(int place, int *cpus, int max) {
+  if (ito__ensure()) return -1;
   const cpu_set_t *p = ito__place_cpus(place);
   if (!p) return -1;
   int n = 0;
@@ -208,4 +210,4 @@ int ito__dropin_place_cpus(int place, int *cpus, int max) {
   return n;
 }
 
-int ito__dropin_worker_place(int worker) { return ito__worker_place(worker); }
+int ito__dropin_worker_place(int worker) { return ito__ensure() ? -1 : ito__worker_place(worker); }

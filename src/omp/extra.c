@@ -24,15 +24,22 @@ OMP_API void GOMP_error(const char *msg, size_t len) {
 }
 
 /* ---- places ------------------------------------------------------------------------- */
+/* The runtime's places (ITO_PLACES, or OMP_PLACES / OMP_PROC_BIND:
+ * docs/numa.md); the partition is the whole list (workers, not teams, are
+ * bound). */
 OMP_API int omp_get_place_num_procs(int place) {
-  (void)place;
-  return 0;
+  int n = ito__dropin_place_cpus(place, NULL, 0);
+  return n < 0 ? 0 : n;
 }
 OMP_API void omp_get_place_proc_ids(int place, int *ids) {
-  (void)place;
-  (void)ids;
+  if (!ids) return;
+  int n = ito__dropin_place_cpus(place, NULL, 0);
+  if (n > 0) ito__dropin_place_cpus(place, ids, n);
 }
-OMP_API void omp_get_partition_place_nums(int *nums) { (void)nums; }
+OMP_API void omp_get_partition_place_nums(int *nums) {
+  if (!nums) return;
+  for (int i = 0, n = ito__dropin_place_count(); i < n; i++) nums[i] = i;
+}
 
 /* ---- pausing: what is kept idle goes back to the system -------------------------------
  * libito-omp.so itself keeps nothing idle between regions (team and task

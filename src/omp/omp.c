@@ -116,6 +116,54 @@ static const char *parse_affinity_format(const char *v, void *dst) {
   return NULL;
 }
 
+/* OMP_PLACES: kept as given; the runtime's ITO_PLACES parser checks and
+ * expands it (its default, given below: a bad value stops the program
+ * with one line naming OMP_PLACES). */
+static const char *env_places;
+static const char *parse_places(const char *v, void *dst) {
+  (void)dst;
+  env_places = v;
+  return NULL;
+}
+
+/* OMP_PROC_BIND: false, true, or a comma list of primary (master), close
+ * and spread, one per nesting level. Workers are bound to places for any
+ * value but false; the first level's is what omp_get_proc_bind says. */
+static int env_bind = -1; /* omp_proc_bind_t of the first level, -1 not set */
+static const char *parse_proc_bind(const char *v, void *dst) {
+  (void)dst;
+  static const char expected[] =
+      "true, false, or a comma list of primary, master, close and spread";
+  if (!strcasecmp(v, "true")) {
+    env_bind = 1;
+    return NULL;
+  }
+  if (!strcasecmp(v, "false")) {
+    env_bind = 0;
+    return NULL;
+  }
+  int first = -1;
+  for (const char *p = v;;) {
+    while (*p == ' ') p++;
+    const char *e = p;
+    while (*e && *e != ',' && *e != ' ') e++;
+    size_t n = (size_t)(e - p);
+    int k = n == 7 && !strncasecmp(p, "primary", n)  ? 2
+            : n == 6 && !strncasecmp(p, "master", n) ? 2
+            : n == 5 && !strncasecmp(p, "close", n)  ? 3
+            : n == 6 && !strncasecmp(p, "spread", n) ? 4
+                                                     : -1;
+    if (k < 0) return expected;
+    if (first < 0) first = k;
+    while (*e == ' ') e++;
+    if (!*e) break;
+    if (*e != ',') return expected;
+    p = e + 1;
+  }
+  env_bind = first;
+  return NULL;
+}
+
 static int usable_cpus(void) {
   cpu_set_t set;
   int n = 0;
@@ -142,6 +190,10 @@ static const struct ito_cfg_choice allocator_words[] = {
     {"omp_pteam_mem_alloc", 7},   {"omp_thread_mem_alloc", 8},    {0, 0}};
 
 static const struct ito_cfg rows[] = {
+    {.name = "OMP_PLACES", .kind = ITO_CFG_PARSE, .parse = parse_places, .dflt = "",
+     .what = "the places threads are bound to (the runtime's ITO_PLACES)"},
+    {.name = "OMP_PROC_BIND", .kind = ITO_CFG_PARSE, .parse = parse_proc_bind, .dflt = "false",
+     .what = "bind the workers to places (any value but false)"},
     {.name = "OMP_NUM_THREADS", .kind = ITO_CFG_PARSE, .parse = parse_num_threads,
      .dflt = "the usable CPUs", .what = "team sizes, one per nesting level"},
     {.name = "OMP_SCHEDULE", .kind = ITO_CFG_PARSE, .parse = parse_schedule, .dflt = "dynamic,1",
@@ -246,6 +298,23 @@ __attribute__((constructor)) static void read_env(void) {
   if (env_wait >= 0)
     ito__dropin_config_default("ITO_WAIT_POLICY", env_wait ? "active" : "passive",
                                "OMP_WAIT_POLICY");
+  /* places (docs/numa.md): OMP_PLACES binds (bind-var true unless
+   * OMP_PROC_BIND says false), as gcc's runtime does; OMP_PROC_BIND alone
+   * binds to cores */
+  if (env_places && env_bind < 0) env_bind = 1;
+  if (env_bind > 0) {
+    /* Under the preload the program still loads gcc's runtime, whose
+     * constructor has then bound this thread to the first place: its
+     * affinity says one place's CPUs, not the process's. The CPUs online
+     * count instead. */
+    long on = sysconf(_SC_NPROCESSORS_ONLN);
+    omp_g.nprocs = on > 0 ? (int)on : 1;
+    if (!omp_g.nlist) omp_g.init.nthreads = omp_g.nprocs;
+  }
+  omp_g.proc_bind = env_bind > 0 ? env_bind : 0;
+  if (env_bind > 0)
+    ito__dropin_config_default("ITO_PLACES", env_places ? env_places : "cores",
+                               env_places ? "OMP_PLACES" : "OMP_PROC_BIND");
   /* as many workers as the outermost team wants, at most the usable CPUs
    * (ITO_NUM_WORKERS overrides) */
   if (omp_g.nlist) ito__dropin_default_workers(omp_g.list[0]);
@@ -266,6 +335,26 @@ __attribute__((constructor)) static void read_env(void) {
  * policy are those of the ito variables OMP_STACKSIZE and OMP_WAIT_POLICY
  * stand for. docs/openmp.md, "OMP_DISPLAY_ENV", says which lines differ
  * from gcc's and why. */
+
+/* The places as gcc's runtime shows them: {0:4},{4:4}, a run of
+ * consecutive CPUs as first:length. */
+static void display_places(FILE *f) {
+  int n = ito__dropin_place_count();
+  for (int p = 0; p < n; p++) {
+    int cpus[1024];
+    int m = ito__dropin_place_cpus(p, cpus, 1024);
+    if (m > 1024) m = 1024;
+    fputs(p ? ",{" : "{", f);
+    for (int i = 0; i < m;) {
+      int j = i;
+      while (j + 1 < m && cpus[j + 1] == cpus[j] + 1) j++;
+      fprintf(f, "%s%d", i ? "," : "", cpus[i]);
+      if (j > i) fprintf(f, ":%d", j - i + 1);
+      i = j + 1;
+    }
+    fputc('}', f);
+  }
+}
 
 static void display_schedule(FILE *f) {
   int kind = omp_g.init.sched & ~(int)SCHED_MONOTONIC;
@@ -322,9 +411,11 @@ void ito_omp_display_env(int verbose) {
   fputs("'\n  OMP_SCHEDULE = '", f);
   display_schedule(f);
   fputs("'\n", f);
-  /* threads are not bound to places (workers move them) */
-  fprintf(f, "  OMP_PROC_BIND = '%s'\n", "FALSE");
-  fprintf(f, "  OMP_PLACES = '%s'\n", "");
+  static const char *const binds[] = {"FALSE", "TRUE", "PRIMARY", "CLOSE", "SPREAD"};
+  fprintf(f, "  OMP_PROC_BIND = '%s'\n", binds[omp_g.proc_bind]);
+  fputs("  OMP_PLACES = '", f);
+  display_places(f);
+  fputs("'\n", f);
   fprintf(f, "  OMP_STACKSIZE = '%s'\n", stack);
   fprintf(f, "  OMP_WAIT_POLICY = '%s'\n", wait);
   fprintf(f, "  OMP_THREAD_LIMIT = '%d'\n", omp_g.init.thread_limit);
@@ -554,10 +645,14 @@ OMP_API int omp_get_thread_limit(void) { return ito_omp_cur()->icv.thread_limit;
 OMP_API int omp_get_num_procs(void) { return omp_g.nprocs; }
 OMP_API int omp_in_final(void) { return ito_omp_cur()->final_; }
 OMP_API int omp_get_cancellation(void) { return ito_omp_cancellation; }
-OMP_API int omp_get_proc_bind(void) { return 0; /* omp_proc_bind_false */ }
-OMP_API int omp_get_num_places(void) { return 0; }
-OMP_API int omp_get_place_num(void) { return -1; }
-OMP_API int omp_get_partition_num_places(void) { return 0; }
+OMP_API int omp_get_proc_bind(void) { return omp_g.proc_bind; }
+OMP_API int omp_get_num_places(void) { return ito__dropin_place_count(); }
+/* the place of the worker running the thread now (a member may move between
+ * workers where places are fewer than workers; docs/numa.md) */
+OMP_API int omp_get_place_num(void) {
+  return ito__dropin_place_count() ? ito__dropin_worker_place(ito_worker_id()) : -1;
+}
+OMP_API int omp_get_partition_num_places(void) { return ito__dropin_place_count(); }
 OMP_API int omp_get_max_task_priority(void) { return omp_g.max_task_priority; }
 OMP_API int omp_get_num_teams(void) { return (int)ito_omp_cur()->num_teams + 1; }
 OMP_API int omp_get_team_num(void) { return (int)ito_omp_cur()->team_num; }

@@ -65,6 +65,7 @@ struct omp_global {
   int max_active_levels;      /* max-active-levels-var */
   int nprocs;                 /* CPUs usable by the process */
   int max_task_priority;      /* max-task-priority-var (OMP_MAX_TASK_PRIORITY) */
+  int proc_bind;              /* bind-var of the first level, omp_proc_bind_t (OMP_PROC_BIND) */
   char affinity_format[256];  /* affinity-format-var (OMP_AFFINITY_FORMAT) */
   int nteams;                 /* nteams-var (0: the default, 3 teams) */
   int teams_thread_limit;     /* teams-thread-limit-var (0: none) */
