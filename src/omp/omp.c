@@ -190,6 +190,9 @@ static const struct ito_cfg_choice allocator_words[] = {
     {"omp_pteam_mem_alloc", 7},   {"omp_thread_mem_alloc", 8},    {0, 0}};
 
 static const struct ito_cfg rows[] = {
+    {.name = "OMP_DISPLAY_AFFINITY", .kind = ITO_CFG_CHOICE, .dst = &omp_g.display_affinity,
+     .choices = bool_words, .dflt = "false",
+     .what = "each thread of a parallel region shows its affinity (OMP_AFFINITY_FORMAT)"},
     {.name = "OMP_PLACES", .kind = ITO_CFG_PARSE, .parse = parse_places, .dflt = "",
      .what = "the places threads are bound to (the runtime's ITO_PLACES)"},
     {.name = "OMP_PROC_BIND", .kind = ITO_CFG_PARSE, .parse = parse_proc_bind, .dflt = "false",
@@ -425,8 +428,7 @@ void ito_omp_display_env(int verbose) {
   fprintf(f, "  OMP_CANCELLATION = '%s'\n", omp_get_cancellation() ? "TRUE" : "FALSE");
   fprintf(f, "  OMP_DEFAULT_DEVICE = '%d'\n", omp_get_default_device());
   fprintf(f, "  OMP_MAX_TASK_PRIORITY = '%d'\n", omp_g.max_task_priority);
-  /* affinity is never displayed (omp_display_affinity is not supported) */
-  fprintf(f, "  OMP_DISPLAY_AFFINITY = '%s'\n", "FALSE");
+  fprintf(f, "  OMP_DISPLAY_AFFINITY = '%s'\n", omp_g.display_affinity ? "TRUE" : "FALSE");
   fprintf(f, "  OMP_AFFINITY_FORMAT = '%s'\n", omp_g.affinity_format);
   const char *alloc = allocator_name(omp_get_default_allocator());
   if (alloc)
@@ -672,8 +674,7 @@ OMP_API void omp_get_schedule(int *kind, int *chunk) {
   *chunk = (int)c;
 }
 
-/* affinity-format-var: kept and read back; displaying affinity
- * (omp_display_affinity, omp_capture_affinity) is not supported. */
+/* affinity-format-var (its expansion: affinity.c) */
 OMP_API void omp_set_affinity_format(const char *format) {
   snprintf(omp_g.affinity_format, sizeof omp_g.affinity_format, "%s", format);
 }

@@ -66,6 +66,7 @@ struct omp_global {
   int nprocs;                 /* CPUs usable by the process */
   int max_task_priority;      /* max-task-priority-var (OMP_MAX_TASK_PRIORITY) */
   int proc_bind;              /* bind-var of the first level, omp_proc_bind_t (OMP_PROC_BIND) */
+  int display_affinity;       /* display-affinity-var (OMP_DISPLAY_AFFINITY) */
   char affinity_format[256];  /* affinity-format-var (OMP_AFFINITY_FORMAT) */
   int nteams;                 /* nteams-var (0: the default, 3 teams) */
   int teams_thread_limit;     /* teams-thread-limit-var (0: none) */
@@ -255,6 +256,9 @@ static inline void **ito_omp_ctx(void) {
 void ito_omp_set_cur(task *t);
 void ito_omp_start(void);
 void ito_omp_fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+/* OMP_DISPLAY_AFFINITY: the calling thread of a region shows its affinity
+ * if its place in a team is new (affinity.c). */
+void ito_omp_display_affinity_member(void);
 /* sleep.c: the next definitions of the sleeps it interposes, and libc's in
  * the runtime's table; from the constructor. */
 void ito_omp_sleep_setup(void);

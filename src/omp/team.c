@@ -116,6 +116,7 @@ static void member_entry(void *p) {
   ito_omp_set_cur(&t);
   if (UNLIKELY(s.tm->red)) ito_omp_member_reductions(&t);
   ito__dropin_preemptible(1); /* members are threads: preempted (docs/openmp.md) */
+  if (UNLIKELY(omp_g.display_affinity)) ito_omp_display_affinity_member();
   s.tm->fn(s.tm->data);
   member_done(s.tm, &t, tls);
   ito__dropin_preemptible(0); /* (the stack's descriptor is fresh for the next spawn) */
@@ -231,6 +232,7 @@ void ito_omp_parallel(void (*fn)(void *), void *data, unsigned nthreads, unsigne
   task t;
   team_init(&tm, enc, team_size(enc, nthreads), fn, data);
   team_begin(&tm, &t, init, init_arg);
+  if (UNLIKELY(omp_g.display_affinity)) ito_omp_display_affinity_member();
   fn(data);
   team_end(&tm, &t);
 }
@@ -246,6 +248,7 @@ OMP_API unsigned GOMP_parallel_reductions(void (*fn)(void *), void *data, unsign
   team_init(&tm, enc, team_size(enc, nthreads), fn, data);
   ito_omp_parallel_reductions(&tm, *(uintptr_t **)data);
   team_begin(&tm, &t, NULL, NULL);
+  if (UNLIKELY(omp_g.display_affinity)) ito_omp_display_affinity_member();
   fn(data);
   team_end(&tm, &t);
   return tm.n;
