@@ -1,6 +1,7 @@
 /* The profiler's recording: a recorder on the event hooks that follows
  * the critical path and splits the workers' time (invariants at the top
- * of profile.h; design in docs/profile.md). The outputs are profile_out.c's. */
+ * of profile.h; design in docs/profile.md). The tagged regions are
+ * profile_regions.c's, the outputs profile_out.c's. */
 #define _GNU_SOURCE
 #include "profile.h"
 
@@ -553,98 +554,18 @@ static uint64_t burden_ticks(void) {
   return (sn ? sc / sn : 0) + (yn ? yc / yn : 0);
 }
 
-/* ---- regions -------------------------------------------------------------------------------------- */
+/* ---- what the regions and the outputs read (profile_data.h) ------------------------------- */
 
-static struct prof_region regions[PROF_TAGS];
-static struct {
-  int open;
-  uint64_t t, span;
-  struct prof_sums at;
-} opened[PROF_TAGS];
-static int nregions;
-static int region_lock;
+bool ito__prof_recording(void) { return LOAD_RLX(&recording) != 0; }
 
-static int find_tag(const char *tag) {
-  for (int i = 0; i < nregions; i++)
-    if (!strcmp(regions[i].tag, tag)) return i;
-  return -1;
-}
-
-static bool tag_ok(const char *tag) { return tag && *tag && strlen(tag) < PROF_TAG_LEN; }
-
-/* The figures now and the caller's span: a region's begin or end. */
-static void caller_now(uint64_t *now, struct prof_sums *s, uint64_t *span) {
+void ito__prof_now(uint64_t *now, struct prof_sums *s, uint64_t *span) {
   *now = ticks();
   worker *w = cur_worker();
   *span = 0;
   sums_now(*now, w ? w->id : -1, s, span);
 }
 
-/* 0 when the call goes on to lock the regions: the figures are taken;
- * else what it returns (a bad tag; 0 when not recording). */
-static int region_call(const char *tag, uint64_t *now, struct prof_sums *s, uint64_t *span) {
-  if (!tag_ok(tag)) return EINVAL;
-  if (!LOAD_RLX(&recording)) return -1;
-  caller_now(now, s, span);
-  spin_lock(&region_lock);
-  return 0;
-}
-
-int ito_profile_begin(const char *tag) {
-  uint64_t now, span;
-  struct prof_sums s;
-  int pre = region_call(tag, &now, &s, &span);
-  if (pre) return pre < 0 ? 0 : pre;
-  int i = find_tag(tag), rc = 0;
-  if (i < 0 && nregions == PROF_TAGS) {
-    rc = ENOSPC;
-  } else if (i >= 0 && opened[i].open) {
-    rc = EINVAL;
-  } else {
-    if (i < 0) {
-      i = nregions++;
-      memset(&regions[i], 0, sizeof regions[i]);
-      snprintf(regions[i].tag, sizeof regions[i].tag, "%s", tag);
-    }
-    opened[i].open = 1;
-    opened[i].t = now;
-    opened[i].span = span;
-    opened[i].at = s;
-  }
-  spin_unlock(&region_lock);
-  return rc;
-}
-
-int ito_profile_end(const char *tag) {
-  uint64_t now, span;
-  struct prof_sums s;
-  int pre = region_call(tag, &now, &s, &span);
-  if (pre) return pre < 0 ? 0 : pre;
-  int i = find_tag(tag), rc = 0;
-  if (i < 0 || !opened[i].open) {
-    rc = EINVAL;
-  } else {
-    struct prof_sums *r = &regions[i].sum, *a = &opened[i].at;
-    opened[i].open = 0;
-    r->elapsed += now - opened[i].t;
-    /* another worker's open interval is guessed at both ends (sums_now):
-     * an idle one may be split differently at its end than guessed at the
-     * begin, so a category can come out a little short: none below 0 */
-    for (int c = 0; c < NCAT; c++)
-      if (s.time[c] > a->time[c]) r->time[c] += s.time[c] - a->time[c];
-    for (int c = 0; c < NCOUNT; c++) r->n[c] += s.n[c] - a->n[c];
-    uint64_t b = opened[i].span;
-    if (span > b) {
-      r->span += (span_ticks(span) - span_ticks(b)) << SPAN_KBITS;
-      if (span_forks(span) > span_forks(b)) regions[i].forks += span_forks(span) - span_forks(b);
-    }
-    r->instances++;
-  }
-  spin_unlock(&region_lock);
-  return rc;
-}
-
-static void run_of(struct prof_run *r, uint64_t now) {
+void ito__prof_run(struct prof_run *r, uint64_t now) {
   memset(r, 0, sizeof *r);
   r->what = what;
   r->prefix = ito__cfg.profile_out ? ito__cfg.profile_out : "ito-profile";
@@ -654,30 +575,7 @@ static void run_of(struct prof_run *r, uint64_t now) {
   r->sec_per_tick = calibrate(now, mono_ns());
   r->t_start = t0_ticks;
   r->burden = burden_ticks();
-  r->regions = regions;
-  r->nregions = nregions;
-}
-
-int ito_profile_get(const char *tag, struct ito_profile *out) {
-  if (!out) return EINVAL;
-  if (!LOAD_RLX(&recording)) return ENOTSUP;
-  uint64_t now, span;
-  struct prof_sums s;
-  caller_now(&now, &s, &span);
-  struct prof_run r;
-  run_of(&r, now);
-  if (!tag || !*tag) {
-    ito__prof_figures(&r, &s, span_forks(s.span), out);
-    return 0;
-  }
-  spin_lock(&region_lock);
-  int i = find_tag(tag);
-  struct prof_region copy;
-  if (i >= 0) copy = regions[i];
-  spin_unlock(&region_lock);
-  if (i < 0 || !copy.sum.instances) return ENOENT;
-  ito__prof_figures(&r, &copy.sum, copy.forks, out);
-  return 0;
+  ito__prof_regions(&r->regions, &r->nregions);
 }
 
 /* ---- start and stop ----------------------------------------------------------------------------- */
@@ -752,9 +650,7 @@ void ito__profile_start(void) {
       p->buf = m == MAP_FAILED ? NULL : m;
     }
   }
-  memset(regions, 0, sizeof regions);
-  memset(opened, 0, sizeof opened);
-  nregions = 0;
+  ito__prof_regions_reset();
   blocked_now = 0;
   nused = 0;
   long_ticks = (uint64_t)(LONG_NS * 1e-9 / sec_per_tick);
@@ -791,7 +687,7 @@ static void stop(bool stopped) {
   sums_now(now, 0, &s, NULL);
   STORE_RLX(&recording, 0);
   struct prof_run r;
-  run_of(&r, now);
+  ito__prof_run(&r, now);
   r.all = s;
   struct prof_track tracks[ITO_MAX_WORKERS];
   int nt = 0;

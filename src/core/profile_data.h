@@ -74,6 +74,21 @@ struct prof_run {
   const struct prof_track *tracks; /* [workers] */
 };
 
+/* ---- the recording's side (profile.c) ---- */
+/* Recording now (ITO_PROFILE set and the runtime started). */
+HIDDEN bool ito__prof_recording(void);
+/* The run's figures now, and the span of the code the caller runs (0
+ * outside the workers). */
+HIDDEN void ito__prof_now(uint64_t *now, struct prof_sums *s, uint64_t *span);
+/* What the outputs need of the run, as of now (the regions included). */
+HIDDEN void ito__prof_run(struct prof_run *r, uint64_t now);
+
+/* ---- the regions (profile_regions.c) ---- */
+HIDDEN void ito__prof_regions(const struct prof_region **r, int *n);
+/* At each start: no region yet. */
+HIDDEN void ito__prof_regions_reset(void);
+
+/* ---- the outputs (profile_out.c) ---- */
 /* Figures in seconds from sums in ticks. */
 HIDDEN void ito__prof_figures(const struct prof_run *r, const struct prof_sums *s, uint64_t forks,
                               struct ito_profile *out);
