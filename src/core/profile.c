@@ -234,6 +234,20 @@ static void fold(ito_tg_t *tg, uint64_t span) {
   }
 }
 
+/* Memory for the recorder's own tables: pages nobody touched cost nothing. */
+static void *map_pages(size_t bytes) {
+  void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                 -1, 0);
+  return m == MAP_FAILED ? NULL : m;
+}
+
+/* Worker wid's shadow of its deque, mapped once (invariant 3). */
+static void map_shadow(struct pworker *p, int wid) {
+  if (p->sh) return;
+  p->mask = ito__workers[wid]->dq.mask;
+  p->sh = map_pages((p->mask + 1) * sizeof(struct shadow));
+}
+
 static __attribute__((noinline)) void pw_first(struct pworker *p, int wid);
 
 /* The worker's state; its first event on its own OS thread also opens its
@@ -254,14 +268,7 @@ static void pw_count(struct pworker *p, int wid, uint64_t now, int state) {
 }
 
 static void pw_first(struct pworker *p, int wid) {
-  /* an extra worker started by the monitor: its shadow is mapped now, once */
-  if (!p->sh) {
-    worker *w = ito__workers[wid];
-    p->mask = w->dq.mask;
-    void *m = mmap(NULL, (p->mask + 1) * sizeof(struct shadow), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    p->sh = m == MAP_FAILED ? NULL : m;
-  }
+  map_shadow(p, wid); /* an extra worker started by the monitor: now, once */
   uint64_t now = ticks();
   if (!p->on) pw_count(p, wid, now, ST_RUNTIME);
   /* events of worker wid come from its own OS thread */
@@ -613,14 +620,12 @@ void ito__profile_start(void) {
     atexit(at_exit);
   }
   if (!pw) {
-    void *m = mmap(NULL, ITO_MAX_WORKERS * sizeof(struct pworker), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (m == MAP_FAILED) {
+    pw = map_pages(ITO_MAX_WORKERS * sizeof(struct pworker));
+    if (!pw) {
       static const char msg[] = "ito: ITO_PROFILE: no memory for the profiler: profiling is off\n";
       ito__write_stderr(msg, sizeof msg - 1);
       return;
     }
-    pw = m;
     sec_per_tick = first_rate();
   }
   runs++;
@@ -638,17 +643,9 @@ void ito__profile_start(void) {
     p->mask = mask;
     p->buf = buf;
     if (i >= nworkers) continue;
-    if (!p->sh) { /* mapped once; untouched pages cost nothing */
-      p->mask = ito__workers[i]->dq.mask;
-      void *m = mmap(NULL, (p->mask + 1) * sizeof(struct shadow), PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-      p->sh = m == MAP_FAILED ? NULL : m;
-    }
-    if ((what & (PROF_TRACE | PROF_DAG)) && !p->buf) {
-      void *m = mmap(NULL, TRACE_CAP * sizeof(struct trec), PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-      p->buf = m == MAP_FAILED ? NULL : m;
-    }
+    map_shadow(p, i);
+    if ((what & (PROF_TRACE | PROF_DAG)) && !p->buf)
+      p->buf = map_pages(TRACE_CAP * sizeof(struct trec));
   }
   ito__prof_regions_reset();
   blocked_now = 0;
