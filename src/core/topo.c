@@ -150,22 +150,25 @@ static int from_hwloc(void) {
   }
   int *pu_os = malloc(sizeof(int) * (size_t)np), *pu_node = calloc((size_t)np, sizeof(int));
   int *os_node = malloc(sizeof(int) * (size_t)nn), *dist = malloc(sizeof(int) * (size_t)(nn * nn));
-  if (!pu_os || !pu_node || !os_node || !dist) {
-    free(pu_os), free(pu_node), free(os_node), free(dist);
+  /* the objects, looked up once */
+  hwloc_obj_t *pus = malloc(sizeof(hwloc_obj_t) * (size_t)np);
+  hwloc_obj_t *nodes = malloc(sizeof(hwloc_obj_t) * (size_t)nn);
+  if (!pu_os || !pu_node || !os_node || !dist || !pus || !nodes) {
+    free(pu_os), free(pu_node), free(os_node), free(dist), free(pus), free(nodes);
     hw.topology_destroy(t);
     return -1;
   }
+  for (int p = 0; p < np; p++) pus[p] = obj(t, HWLOC_OBJ_PU, (unsigned)p);
   for (int i = 0; i < nn; i++) {
-    hwloc_obj_t node = obj(t, HWLOC_OBJ_NUMANODE, (unsigned)i);
-    os_node[i] = (int)node->os_index;
+    nodes[i] = obj(t, HWLOC_OBJ_NUMANODE, (unsigned)i);
+    os_node[i] = (int)nodes[i]->os_index;
   }
   for (int p = 0; p < np; p++) {
-    hwloc_obj_t pu = obj(t, HWLOC_OBJ_PU, (unsigned)p);
+    hwloc_obj_t pu = pus[p];
     pu_os[p] = (int)pu->os_index;
     pu_node[p] = 0; /* a unit under no node: node 0 (invariant 2) */
     for (int i = 0; i < nn; i++) {
-      hwloc_obj_t node = obj(t, HWLOC_OBJ_NUMANODE, (unsigned)i);
-      if (hw.bitmap_isset(node->cpuset, pu->os_index)) {
+      if (hw.bitmap_isset(nodes[i]->cpuset, pu->os_index)) {
         pu_node[p] = i;
         break;
       }
@@ -206,7 +209,7 @@ static int from_hwloc(void) {
     /* groups numbered by first appearance in the units' logical order */
     int *seen = malloc(sizeof(int) * (size_t)np); /* group's object logical index */
     for (int p = 0; p < np && seen; p++) {
-      hwloc_obj_t pu = obj(t, HWLOC_OBJ_PU, (unsigned)p);
+      hwloc_obj_t pu = pus[p];
       hwloc_obj_t a = k == TOPO_PU ? pu : ancestor(pu, types[k]);
       int key = a ? (int)a->logical_index : -1 - p;
       int g = -1;
@@ -224,6 +227,8 @@ static int from_hwloc(void) {
     }
     free(seen);
   }
+  free(pus);
+  free(nodes);
   bool real = hw.is_thissystem(t) != 0;
   hw.topology_destroy(t);
   topo = (struct topo){.nodes = nn, .pus = np, .pu_os = pu_os, .pu_node = pu_node,
