@@ -57,28 +57,50 @@ int ito__prof_check_out(int what, const char *prefix, int number) {
 
 /* ---- the baseline ------------------------------------------------------------------------ */
 
-/* Reads the work column of tag's row of a CSV this profiler wrote (or
- * Cilkscale's, whose columns it has). */
-double ito__prof_baseline_work(const char *file, const char *tag) {
-  if (!file) return -1;
+/* The work column of a CSV this profiler wrote (or Cilkscale's, whose
+ * columns it has), read once per file: the summary asks for every region. */
+static struct {
+  char file[4096];
+  bool valid; /* a profile CSV */
+  int n;
+  struct {
+    char tag[PROF_TAG_LEN];
+    double work;
+  } row[PROF_TAGS + 1];
+} base;
+static int base_lock;
+
+static void base_load(const char *file) {
+  snprintf(base.file, sizeof base.file, "%s", file);
+  base.valid = false;
+  base.n = 0;
   FILE *f = fopen(file, "r");
-  if (!f) return -1;
+  if (!f) return;
   char line[512];
-  double w = -1;
-  if (!fgets(line, sizeof line, f) || strncmp(line, "tag,work", 8)) {
-    fclose(f);
-    return -1;
-  }
-  while (fgets(line, sizeof line, f)) {
-    char *comma = strchr(line, ',');
-    if (!comma) continue;
-    *comma = 0;
-    if (strcmp(line, tag)) continue;
-    char *end;
-    double v = strtod(comma + 1, &end);
-    if (end != comma + 1) w = v;
+  if (fgets(line, sizeof line, f) && !strncmp(line, "tag,work", 8)) {
+    base.valid = true;
+    while (base.n < PROF_TAGS + 1 && fgets(line, sizeof line, f)) {
+      char *comma = strchr(line, ',');
+      if (!comma || (size_t)(comma - line) >= PROF_TAG_LEN) continue;
+      *comma = 0;
+      char *end;
+      double v = strtod(comma + 1, &end);
+      if (end == comma + 1) continue;
+      memcpy(base.row[base.n].tag, line, (size_t)(comma - line) + 1); /* (with its NUL) */
+      base.row[base.n++].work = v;
+    }
   }
   fclose(f);
+}
+
+double ito__prof_baseline_work(const char *file, const char *tag) {
+  if (!file) return -1;
+  double w = -1;
+  spin_lock(&base_lock);
+  if (strcmp(base.file, file) || !base.file[0]) base_load(file);
+  for (int i = 0; base.valid && i < base.n; i++)
+    if (!strcmp(base.row[i].tag, tag)) w = base.row[i].work; /* (the last row of a tag) */
+  spin_unlock(&base_lock);
   return w;
 }
 
