@@ -10,6 +10,7 @@
  *   test_profile off      without ITO_PROFILE: the API is inert
  *   test_profile plain    a tree; prints its result (the same with or
  *                         without the profiler)
+ *   test_profile stretch  with a baseline: stretch in the figures back
  *   test_profile exit     returns from main without ito_finalize, a thread
  *                         parked: the profile is written at exit
  *
@@ -20,6 +21,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -280,6 +282,24 @@ static void no_finalize(void) {
   puts("test_profile exit: returning from main");
 }
 
+/* With ITO_PROFILE_BASELINE (a CSV of this mode on one worker): the figures
+ * back carry work-time stretch, for the run and for the region; without,
+ * none. */
+static void stretch(void) {
+  CHECK_EQ(ito_init(), 0);
+  CHECK_EQ(ito_profile_begin("tree"), 0);
+  tree(8);
+  CHECK_EQ(ito_profile_end("tree"), 0);
+  struct ito_profile f;
+  bool baseline = getenv("ITO_PROFILE_BASELINE") != NULL; /* (else: making one) */
+  CHECK_EQ(ito_profile_get(NULL, &f), 0);
+  CHECK(baseline ? f.stretch > 0 : f.stretch == 0);
+  CHECK_EQ(ito_profile_get("tree", &f), 0);
+  CHECK(baseline ? f.stretch > 0 : f.stretch == 0);
+  CHECK_EQ(ito_finalize(), 0);
+  puts("test_profile stretch: OK");
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "shapes";
   if (!strcmp(mode, "shapes")) {
@@ -294,8 +314,10 @@ int main(int argc, char **argv) {
     plain();
   else if (!strcmp(mode, "exit"))
     no_finalize();
+  else if (!strcmp(mode, "stretch"))
+    stretch();
   else {
-    fprintf(stderr, "usage: test_profile shapes|overflow|off|plain|exit\n");
+    fprintf(stderr, "usage: test_profile shapes|overflow|off|plain|exit|stretch\n");
     return 2;
   }
   return 0;

@@ -92,6 +92,9 @@ HIDDEN void ito__prof_regions_reset(void);
 /* Figures in seconds from sums in ticks. */
 HIDDEN void ito__prof_figures(const struct prof_run *r, const struct prof_sums *s, uint64_t forks,
                               struct ito_profile *out);
+/* Work-time stretch of tag's figures ("" the run's) against the
+ * ITO_PROFILE_BASELINE run, when there is one. */
+HIDDEN void ito__prof_stretch(const struct prof_run *r, const char *tag, struct ito_profile *p);
 /* Writes what r->what asks for: the summary on stderr, the files under
  * r->prefix (a file that cannot be written: one line on stderr, and the
  * run goes on). */

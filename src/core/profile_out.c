@@ -133,7 +133,7 @@ void ito__prof_figures(const struct prof_run *r, const struct prof_sums *s, uint
   out->wakes = s->n[N_WAKE];
 }
 
-static void with_stretch(const struct prof_run *r, const char *tag, struct ito_profile *p) {
+void ito__prof_stretch(const struct prof_run *r, const char *tag, struct ito_profile *p) {
   double base = ito__prof_baseline_work(r->baseline, tag);
   if (base > 0) p->stretch = p->work / base;
 }
@@ -242,7 +242,7 @@ static void summary(const struct prof_run *r, const struct ito_profile *p) {
     if (!g->sum.instances) continue;
     struct ito_profile q;
     ito__prof_figures(r, &g->sum, g->forks, &q);
-    with_stretch(r, g->tag, &q);
+    ito__prof_stretch(r, g->tag, &q);
     n = 0;
     double qt = q.workers * q.elapsed;
     OUT("  region %s: %llu instance%s, elapsed %.6f s, work %.6f s, span %.6f s, parallelism "
@@ -431,7 +431,7 @@ static void write_dag(const struct prof_run *r) {
 void ito__prof_write(const struct prof_run *r) {
   struct ito_profile all;
   ito__prof_figures(r, &r->all, span_forks(r->all.span), &all);
-  with_stretch(r, "", &all);
+  ito__prof_stretch(r, "", &all);
   if (r->baseline && ito__prof_baseline_work(r->baseline, "") < 0) {
     char msg[4400];
     snprintf(msg, sizeof msg,

@@ -103,6 +103,7 @@ int ito_profile_get(const char *tag, struct ito_profile *out) {
   ito__prof_run(&r, now);
   if (!tag || !*tag) {
     ito__prof_figures(&r, &s, span_forks(s.span), out);
+    ito__prof_stretch(&r, "", out);
     return 0;
   }
   spin_lock(&region_lock);
@@ -112,6 +113,7 @@ int ito_profile_get(const char *tag, struct ito_profile *out) {
   spin_unlock(&region_lock);
   if (i < 0 || !copy.sum.instances) return ENOENT;
   ito__prof_figures(&r, &copy.sum, copy.forks, out);
+  ito__prof_stretch(&r, tag, out);
   return 0;
 }
 

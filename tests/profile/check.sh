@@ -120,6 +120,12 @@ ITO_PROFILE=1 ITO_PROFILE_BASELINE="$tmp/err" run "$prog" plain > /dev/null 2> "
   fail "a bad baseline changed the exit status"
 grep -q "^ito: ITO_PROFILE_BASELINE=$tmp/err: not a profile CSV with a whole-run row" "$tmp/err2" ||
   fail "no message for a bad baseline: $(cat "$tmp/err2")"
+# the figures back (ito_profile_get) carry the stretch too, for the run and
+# a region
+ITO_PROFILE=csv ITO_PROFILE_OUT="$tmp/tbase" ITO_NUM_WORKERS=1 run "$prog" stretch > /dev/null ||
+  fail "the stretch mode's baseline run failed"
+ITO_PROFILE=1 ITO_PROFILE_BASELINE="$tmp/tbase.csv" ITO_NUM_WORKERS=2 run "$prog" stretch \
+  > /dev/null 2> "$tmp/err" || { cat "$tmp/err"; fail "no stretch in the figures back"; }
 
 # 3. overflow: the figures stay, the timeline says what it lost
 ITO_PROFILE=summary,trace ITO_PROFILE_OUT="$tmp/o" ITO_NUM_WORKERS=1 \
