@@ -25,14 +25,43 @@ __attribute__((noinline)) static long fib_serial(int n) {
   return fib_serial(n - 1) + fib_serial(n - 2);
 }
 
+// FIB_CLOCK_READS=3 (the fib_ito_clock3 build, docs/profile.md): the least
+// an exact span recorder adds to each fork, and nothing else: one read of
+// the cycle counter where the fork starts, one where its child returns and
+// one after the join, kept (volatile) but unused. FIB_CLOCK_READS=1
+// (fib_ito_clock1): the first of them only.
+#if defined(FIB_CLOCK_READS)
+#if defined(__x86_64__)
+#define FIB_CLOCK() __asm__ volatile("rdtsc" ::: "eax", "edx")
+#elif defined(__aarch64__)
+#define FIB_CLOCK()                                  \
+  do {                                               \
+    unsigned long fib_v_;                            \
+    __asm__ volatile("mrs %0, cntvct_el0" : "=r"(fib_v_)); \
+  } while (0)
+#else
+#error "FIB_CLOCK_READS: no cycle counter for this architecture"
+#endif
+#else
+#define FIB_CLOCK() ((void)0)
+#endif
+#if defined(FIB_CLOCK_READS) && FIB_CLOCK_READS >= 3
+#define FIB_CLOCK_MORE() FIB_CLOCK()
+#else
+#define FIB_CLOCK_MORE() ((void)0)
+#endif
+
 // The benchmark: one spawn and one sync per call.
 __attribute__((noinline)) static long fib_par(int n) {
   if (n < 2) return n;
   long x, y;
   BENCH_TASK_GROUP(tg);
+  FIB_CLOCK();
   BENCH_SPAWN(tg, x = fib_par(n - 1));
+  FIB_CLOCK_MORE();
   y = fib_par(n - 2);
   BENCH_SYNC(tg);
+  FIB_CLOCK_MORE();
   return x + y;
 }
 

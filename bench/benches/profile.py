@@ -17,6 +17,14 @@ tools/ito-profile-plot from the trace: the whole process, serial baseline
 included, one track per worker, and below it how many workers ran program
 code. The profiled runs are extra runs: the timings of the other sections
 come from runs without the profiler.
+
+It also measures what recording costs on the finest-grained program, fib
+on one worker: fib_ito plain, under ITO_PROFILE=summary, and the builds
+fib_ito_clock1 and fib_ito_clock3 that only read the cycle counter at one
+or at the three points of each fork where an exact span recorder must
+(bench/fib.cpp), without any recorder. The four alternate in rounds
+(paired), and the report gives each one's time over the plain run's of
+the same round, as the median and range over the rounds.
 """
 import copy
 import os
@@ -27,6 +35,7 @@ import time
 
 from harness import Benchmark, Run, fmt, md_table, plot_link
 from harness.machine import ROOT
+from harness.systems import worker_env
 
 APPS = ["fib", "nqueens", "quicksort", "uts", "bin"]
 COLS = ["bench", "workers", "instances", "elapsed_s", "t1_s", "tinf_s", "parallelism",
@@ -56,9 +65,36 @@ REGION = re.compile(
     r"    diagnosis: (.*)$", re.M)
 
 
+# What recording costs: (label, binary, extra environment), alternated.
+COST_VARIANTS = [("plain", "fib_ito", {}),
+                 ("ITO_PROFILE=summary", "fib_ito", {"ITO_PROFILE": "summary"}),
+                 ("1 clock read a fork, no recorder", "fib_ito_clock1", {}),
+                 ("3 clock reads a fork, no recorder", "fib_ito_clock3", {})]
+COST_COLS = ["variant", "round", "n", "parallel_s"]
+
+
 class Profile(Benchmark):
     names = ["profile"]
     columns = COLS
+
+    def keys(self, name):
+        return ["profile", "profile_cost"]
+
+    def csv_cols(self):
+        return {"profile": COLS, "profile_cost": COST_COLS}
+
+    def _cost_plan(self, args, bindir):
+        """Rounds of the four fib variants on one worker, alternating."""
+        n, rounds = (30, 3) if getattr(args, "quick", False) else (35, 7)
+        runs = []
+        for k in range(rounds):
+            for label, binary, extra in COST_VARIANTS:
+                env = {k: v for k, v in worker_env(1).items() if not k.startswith("ITO_PROFILE")}
+                env.update(extra)
+                runs.append(Run("profile_cost", f"profile cost {label} round {k}",
+                                [os.path.join(bindir, binary), str(n), "3"], env, None, None,
+                                spec={"cost": label, "round": k, "n": n}))
+        return runs
 
     def plan(self, args):
         import benches  # the other benchmarks' plans (a cycle at import time)
@@ -99,7 +135,37 @@ class Profile(Benchmark):
                     skipped.append(f"{app} ito (profile)")
                 for w in sorted(picked):
                     runs.append(self._run(args, app, w, picked[w], True))
+        # what recording costs: needs the clock builds next to fib_ito
+        fib = next((r.cmd[0] for r in runs if os.path.basename(r.cmd[0]) == "fib_ito"), None)
+        if fib is not None:
+            bindir = os.path.dirname(fib)
+            if all(os.path.exists(os.path.join(bindir, b)) for _, b, _ in COST_VARIANTS):
+                runs.extend(self._cost_plan(args, bindir))
+            else:
+                skipped.append("fib_ito_clock1/3 (profile cost)")
         return runs, skipped
+
+    def _cost(self, runner, run):
+        try:
+            proc = subprocess.run(run.cmd, env=run.env, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, timeout=runner.timeout)
+        except (subprocess.TimeoutExpired, OSError) as e:
+            runner.fail(run.what, f"did not run: {e}", "")
+            return []
+        times = []
+        for line in proc.stdout.splitlines():
+            f = line.split(",")
+            if len(f) == 7 and f[0] == "ito":
+                times.append(float(f[5]))
+        if proc.returncode != 0 or not times:
+            runner.fail(run.what, f"exit status {proc.returncode}, {len(times)} timings",
+                        proc.stderr)
+            return []
+        times.sort()
+        t = times[len(times) // 2]
+        print(f"    {t * 1e3:.1f} ms", flush=True)
+        return [{"variant": run.spec["cost"], "round": str(run.spec["round"]),
+                 "n": str(run.spec["n"]), "parallel_s": f"{t:.6f}"}]
 
     @staticmethod
     def _run(args, app, w, r, whole):
@@ -113,6 +179,8 @@ class Profile(Benchmark):
         runner.done += 1
         print(f"[{runner.done}/{runner.total}] {run.what}: "
               f"{os.path.basename(run.cmd[0])} {' '.join(run.cmd[1:])}", flush=True)
+        if run.spec.get("cost"):
+            return self._cost(runner, run)
         os.makedirs(os.path.dirname(run.spec["prefix"]), exist_ok=True)
         t0 = time.monotonic()
         try:
@@ -186,6 +254,35 @@ class Profile(Benchmark):
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                 drawn = p.returncode == 0
             rep.append(plot_link(drawn, png, f"{app}: timeline, {most} workers"))
+        rep.extend(self._cost_section(ctx.results.get("profile_cost", [])))
+        return rep
+
+    @staticmethod
+    def _cost_section(rows):
+        if not rows:
+            return []
+        by = {}
+        for r in rows:
+            by.setdefault(r["round"], {})[r["variant"]] = float(r["parallel_s"])
+        rep = ["", "### What recording costs\n",
+               f"fib({rows[0]['n']}) on one worker, the benchmark's own parallel time (median of "
+               "3 repetitions), the four variants alternating in rounds; each one's time over "
+               "the plain run's of the same round, median (min to max) over "
+               f"{len(by)} rounds. The clock builds read the cycle counter where an exact span "
+               "recorder must (bench/fib.cpp) and record nothing: the least an exact recorder "
+               "can cost here (docs/profile.md, \"What it costs\").\n"]
+        table = []
+        for label, _, _ in COST_VARIANTS:
+            ratios = sorted(v[label] / v["plain"] for v in by.values()
+                            if label in v and "plain" in v and v["plain"] > 0)
+            ts = sorted(v[label] for v in by.values() if label in v)
+            if not ratios:
+                continue
+            med = ratios[len(ratios) // 2]
+            table.append([label, fmt(ts[len(ts) // 2] * 1e3),
+                          f"{med:.2f} ({ratios[0]:.2f} to {ratios[-1]:.2f})"])
+        rep.append(md_table(["variant", "ms", "over plain"], table))
+        rep.append("")
         return rep
 
 
