@@ -67,6 +67,10 @@ struct ito_profile {
   int workers;                 /* P */
   unsigned long long instances; /* a region's begin/end pairs (1 for the run) */
   unsigned long long spawns, steals, steal_fails, creates, parks, sleeps, wakes;
+  /* tasks started with data (dependences, or ito_create_near), with more
+   * than one NUMA node in use: run on their data's node, on another node,
+   * with data on no known node */
+  unsigned long long tasks_local, tasks_remote, tasks_unknown;
 };
 /* A region named tag (up to 63 bytes) begins and ends on the calling
  * thread; regions of different tags may nest and overlap. 0; EINVAL for a
@@ -98,12 +102,33 @@ ITO_API int ito_numa_node_of(const void *p);
 ITO_API int ito_numa_num_nodes(void);
 /* The node of the worker running the caller, or -1 outside the workers. */
 ITO_API int ito_numa_node(void);
+/* An access of a task to memory: where, how many bytes, and how. */
+enum { ITO_ACCESS_IN = 1, ITO_ACCESS_OUT = 2, ITO_ACCESS_INOUT = 3 };
+struct ito_access {
+  const void *addr;
+  size_t size;
+  int mode; /* ITO_ACCESS_* */
+};
+/* The node ito places a task with these n accesses on: the one holding
+ * most of their bytes, out and inout counted double, ties going to the
+ * caller's node. -1 when none of the addresses' nodes is known, or with
+ * one node in use. */
+ITO_API int ito_numa_node_for(const struct ito_access *acc, int n);
 
 /* ---- lightweight threads ---------------------------------------------- */
 /* A handle: nonzero, comparable with ==; stale handles are detected. */
 typedef uint64_t ito_thread_t;
 
 ITO_API ITO_NOPLT int ito_create(void *(*fn)(void *), void *arg, ito_thread_t *out);
+/* ito_create for a thread that works on the data of acc (n accesses; one
+ * access of any size is a hint "near this address"): it starts on a
+ * worker of the node ito_numa_node_for gives (at once, work-first, when
+ * that is the caller's node; else queued there), or of its creator's node
+ * when the data's node is unknown. With one node in use it is ito_create.
+ * 0, EINVAL (fn NULL, n < 0, acc NULL with n > 0, a mode out of range),
+ * EAGAIN. */
+ITO_API int ito_create_near(void *(*fn)(void *), void *arg, const struct ito_access *acc, int n,
+                            ito_thread_t *out);
 ITO_API ITO_NOPLT int ito_join(ito_thread_t t, void **result);
 ITO_API int ito_detach(ito_thread_t t);
 ITO_API int ito_yield(void);
@@ -272,6 +297,9 @@ typedef void (*ito_task_r2_fn)(uintptr_t w0, ito_tg_t *tg, uintptr_t w1);
 ITO_API void ito_tg_init_(ito_tg_t *tg, void *frame);
 ITO_API ITO_NOPLT void ito_tg_fork_(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size);
 ITO_API void ito_tg_spawn_(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size);
+/* ito_tg_spawn_ for a child with data on node (ito_numa_node_for; -1:
+ * none known), placed as ito_create_near places its thread. */
+ITO_API void ito_tg_spawn_node_(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size, int node);
 ITO_API ITO_NOPLT void ito_tg_join_(ito_tg_t *tg, void *frame);
 /* ito_tg_fork_ for an argument of exactly 8, 16, 24 or 32 bytes, with a
  * child that receives the task group as its second argument. */

@@ -48,17 +48,86 @@ __attribute__((noinline)) std::exception_ptr call_catching(F &f) noexcept {
 // only after every earlier task of the same group that names the same
 // address with a conflicting kind has finished (in after out/inout; out and
 // inout after in, out and inout), as OpenMP's depend clause.
+//
+// With more than one NUMA node in use, a task with dependences starts on
+// the node that holds most of the bytes it names (out and inout counted
+// double; docs/numa.md): in(x) names sizeof(x) bytes, in(p, n) the n
+// objects from p (matched with other dependences by p alone, as OpenMP
+// matches array sections by their start).
 enum class dep_kind { in = 1, out = 2, inout = 3 };
 struct dep {
   const void *addr;
   dep_kind kind;
+  std::size_t size;
 };
 template <class T>
-constexpr dep in(const T &x) noexcept { return {static_cast<const void *>(&x), dep_kind::in}; }
+constexpr dep in(const T &x) noexcept {
+  return {static_cast<const void *>(&x), dep_kind::in, sizeof(T)};
+}
 template <class T>
-constexpr dep out(T &x) noexcept { return {static_cast<const void *>(&x), dep_kind::out}; }
+constexpr dep out(T &x) noexcept {
+  return {static_cast<const void *>(&x), dep_kind::out, sizeof(T)};
+}
 template <class T>
-constexpr dep inout(T &x) noexcept { return {static_cast<const void *>(&x), dep_kind::inout}; }
+constexpr dep inout(T &x) noexcept {
+  return {static_cast<const void *>(&x), dep_kind::inout, sizeof(T)};
+}
+template <class T>
+constexpr dep in(const T *p, std::size_t n) noexcept {
+  return {static_cast<const void *>(p), dep_kind::in, n * sizeof(T)};
+}
+template <class T>
+constexpr dep out(T *p, std::size_t n) noexcept {
+  return {static_cast<const void *>(p), dep_kind::out, n * sizeof(T)};
+}
+template <class T>
+constexpr dep inout(T *p, std::size_t n) noexcept {
+  return {static_cast<const void *>(p), dep_kind::inout, n * sizeof(T)};
+}
+
+// A hint for task_group::run(near(p, bytes), f): run f near these bytes
+// (on their NUMA node, with more than one in use).
+struct place_hint {
+  const void *addr;
+  std::size_t size;
+};
+inline place_hint near(const void *p, std::size_t bytes = 1) noexcept { return {p, bytes}; }
+
+// NUMA memory (docs/numa.md): ito_numa_* in C++ form.
+namespace numa {
+inline int num_nodes() noexcept { return ito_numa_num_nodes(); }
+inline int node() noexcept { return ito_numa_node(); }
+inline int node_of(const void *p) noexcept { return ito_numa_node_of(p); }
+// The node of memory a task with these dependences works on (-1: unknown).
+inline int node_for(std::initializer_list<dep> deps) {
+  std::vector<ito_access> a;
+  a.reserve(deps.size());
+  for (const dep &d : deps) a.push_back({d.addr, d.size, static_cast<int>(d.kind)});
+  return ito_numa_node_for(a.data(), static_cast<int>(a.size()));
+}
+// T objects on one node, interleaved, or block-cyclic (blocks of `block`
+// objects over the first `nodes` nodes); std::bad_alloc when it fails.
+template <class T>
+T *alloc_on(std::size_t n, int node) {
+  void *p = ito_numa_alloc(n * sizeof(T), node);
+  if (!p) throw std::bad_alloc();
+  return static_cast<T *>(p);
+}
+template <class T>
+T *alloc_interleaved(std::size_t n) {
+  void *p = ito_numa_alloc_interleaved(n * sizeof(T));
+  if (!p) throw std::bad_alloc();
+  return static_cast<T *>(p);
+}
+template <class T>
+T *alloc_blocked(std::size_t n, std::size_t block, int nodes) {
+  void *p = ito_numa_alloc_blocked(n * sizeof(T), block * sizeof(T), nodes);
+  if (!p) throw std::bad_alloc();
+  return static_cast<T *>(p);
+}
+template <class T>
+void free(T *p, std::size_t n) noexcept { ito_numa_free(p, n * sizeof(T)); }
+}  // namespace numa
 
 namespace detail {
 // One task with dependences (docs/api.md, "Dependences"). npred counts the
@@ -72,6 +141,7 @@ struct dep_node {
   std::vector<dep_node *> succ;
   void (*start)(dep_node *) = nullptr;  // spawns the task (task_group::start_dep)
   void *box = nullptr;                   // the task's closure, for start
+  int node = -2;                         // its data's node (-1: unknown; -2: one node in use)
 
   void acquire() noexcept {
     while (lock.test_and_set(std::memory_order_acquire)) ito_yield();
@@ -119,6 +189,8 @@ class dep_table {
   }
   dep_node *add(std::initializer_list<dep> deps) {
     dep_node *n = new dep_node;
+    if (numa_ < 0) numa_ = ito_numa_num_nodes() > 1;
+    if (numa_) n->node = numa::node_for(deps);
     for (const dep &d : deps) {
       entry &e = map_[d.addr];
       if (d.kind == dep_kind::in) {
@@ -149,6 +221,7 @@ class dep_table {
     std::vector<dep_node *> readers;
   };
   std::unordered_map<const void *, entry> map_;
+  int numa_ = -1;  // more than one node in use (asked once)
 };
 }  // namespace detail
 
@@ -221,6 +294,23 @@ class task_group {
     n->box = new B{std::forward<F>(f), n, this};
     n->start = &start_dep<B>;
     n->predecessor_done();  // the creator's unit: starts it if nothing comes before
+  }
+
+  // Runs f as a child, a thread of its own, on the NUMA node of the hint's
+  // bytes: at once when that is the caller's node, else queued there. With
+  // one node in use, or bytes on no known node, it starts as a child of
+  // run(f) started from another function does.
+  template <class F>
+  void run(place_hint h, F &&f) {
+    using Fn = std::decay_t<F>;
+    struct hbox { Fn fn; task_group *g; };
+    ito_access a{h.addr, h.size, ITO_ACCESS_IN};
+    int node = ito_numa_num_nodes() > 1 ? ito_numa_node_for(&a, 1) : -1;
+    hbox *b = new hbox{std::forward<F>(f), this};
+    if (node < 0)
+      ito_tg_spawn_(&tg_, &invoke_heap<hbox>, b, 0);
+    else
+      ito_tg_spawn_node_(&tg_, &invoke_heap<hbox>, b, 0, node);
   }
 
   template <class F>
@@ -311,7 +401,10 @@ class task_group {
   template <class B>
   static void start_dep(detail::dep_node *n) {
     B *b = static_cast<B *>(n->box);
-    ito_tg_spawn_(&b->g->tg_, &invoke_heap<B>, b, 0);
+    if (n->node == -2)
+      ito_tg_spawn_(&b->g->tg_, &invoke_heap<B>, b, 0);
+    else
+      ito_tg_spawn_node_(&b->g->tg_, &invoke_heap<B>, b, 0, n->node);
   }
 
   // The first exception a child threw; the others are dropped.

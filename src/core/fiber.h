@@ -75,6 +75,11 @@ typedef struct __attribute__((aligned(64))) fiber {
   uint64_t prof_span, prof_ready;
   uint64_t prof_s0, prof_ct;
   uint32_t prof_flags;
+  /* Placement by data (nodeq.h, invariants 3 and 4): 1 + the node this
+   * fiber's work belongs on (0: none, work-first as without NUMA), and
+   * whether it was started with data and not yet counted (PLACED_*). */
+  uint16_t node1;
+  uint8_t placed;
 #if ITO_TSAN
   void *tsan;               /* ThreadSanitizer's context for this stack (docs/fibers.md) */
   int tsan_dirty;           /* frames were abandoned on it (ito_exit): renew tsan before reuse */

@@ -5,6 +5,7 @@
 #include "lazy.h"
 
 #include "hooks.h"
+#include "nodeq.h"
 #include "sched.h"
 #include "thread.h"
 #include "wait.h"
@@ -92,6 +93,8 @@ void ito__claim_record(const struct ito_rec *rec, fiber *nf) {
   }
   __atomic_add_fetch(&tg->pending, 1, __ATOMIC_RELAXED);
   nf->thread = rec->fiber->thread;
+  nf->node1 = rec->fiber->node1; /* the same work goes on (nodeq.h, invariant 3) */
+  nf->placed = 0;
   nf->start = *rec;
   nf->start.regs[REC_SP] = (uint64_t)(uintptr_t)continuation_sp(tg, rec, nf);
   nf->sp = NULL; /* ito__run_fiber resumes nf->start there */
@@ -182,7 +185,10 @@ static inline void call_child(ito_task_fn fn, void *a, ito_tg_t *tg, int kind, u
     fn(a);
 }
 
-static void spawn_child(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size, int kind);
+/* node: NO_DATA for a child without data, else its data's node (-1: none
+ * known; nodeq.h) */
+#define NO_DATA (-2)
+static void spawn_child(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size, int kind, int node);
 
 /* The fork's P2 and P3 (docs/idle.md) as the x86-64 assembly does them:
  * nothing but one load and a branch unless somebody is idle, the mode is
@@ -204,7 +210,7 @@ void ito__fork_c(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size, struct it
                  int kind) {
   worker *w = cur_worker();
   if (UNLIKELY(!w)) {
-    spawn_child(tg, fn, arg, size, kind);
+    spawn_child(tg, fn, arg, size, kind, NO_DATA);
     return;
   }
   uintptr_t w1 = 0;
@@ -272,7 +278,7 @@ static void box_run(void *p) {
   ito__tg_child_done(tg);
 }
 
-static void spawn_child(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size, int kind) {
+static void spawn_child(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size, int kind, int node) {
   struct spawn_box b = {tg, fn, arg, size, 0, kind};
   if (kind == 2) { /* the closure's words are arg and size: kept as they are */
     b.w1 = (uintptr_t)size;
@@ -283,7 +289,10 @@ static void spawn_child(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size, in
     trace_spawn(tg, w ? w->id : -1, NULL, 0);
   }
   __atomic_add_fetch(&tg->pending, 1, __ATOMIC_RELAXED);
-  if (ito__thread_spawn(box_run, &b, BOX_SIZE + b.size, 16, box_copy, NULL, -1) != 0) {
+  int rc = node == NO_DATA ? ito__thread_spawn(box_run, &b, BOX_SIZE + b.size, 16, box_copy, NULL, -1)
+                           : ito__thread_spawn_node(box_run, &b, BOX_SIZE + b.size, 16, box_copy,
+                                                    NULL, node);
+  if (rc != 0) {
     /* no memory for a thread: the child runs now, before the caller goes on */
     __atomic_sub_fetch(&tg->pending, 1, __ATOMIC_RELAXED);
     call_child(fn, arg, tg, kind, b.w1);
@@ -291,7 +300,11 @@ static void spawn_child(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size, in
 }
 
 void ito_tg_spawn_(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size) {
-  spawn_child(tg, fn, arg, size, 0);
+  spawn_child(tg, fn, arg, size, 0, NO_DATA);
+}
+
+void ito_tg_spawn_node_(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size, int node) {
+  spawn_child(tg, fn, arg, size, 0, node < 0 ? -1 : node);
 }
 
 #if ITO_TSAN
@@ -299,22 +312,22 @@ void ito_tg_spawn_(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size) {
  * A stolen continuation would return through frames of another stack, which
  * the sanitizer's per-stack call history cannot follow (docs/fibers.md). */
 void ito_tg_fork_(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size) {
-  spawn_child(tg, fn, arg, size, 0);
+  spawn_child(tg, fn, arg, size, 0, NO_DATA);
 }
 void ito_tg_fork_w1_(ito_tg_t *tg, ito_task2_fn fn, void *arg) {
-  spawn_child(tg, (ito_task_fn)(void (*)(void))fn, arg, 8, 1);
+  spawn_child(tg, (ito_task_fn)(void (*)(void))fn, arg, 8, 1, NO_DATA);
 }
 void ito_tg_fork_w2_(ito_tg_t *tg, ito_task2_fn fn, void *arg) {
-  spawn_child(tg, (ito_task_fn)(void (*)(void))fn, arg, 16, 1);
+  spawn_child(tg, (ito_task_fn)(void (*)(void))fn, arg, 16, 1, NO_DATA);
 }
 void ito_tg_fork_w3_(ito_tg_t *tg, ito_task2_fn fn, void *arg) {
-  spawn_child(tg, (ito_task_fn)(void (*)(void))fn, arg, 24, 1);
+  spawn_child(tg, (ito_task_fn)(void (*)(void))fn, arg, 24, 1, NO_DATA);
 }
 void ito_tg_fork_w4_(ito_tg_t *tg, ito_task2_fn fn, void *arg) {
-  spawn_child(tg, (ito_task_fn)(void (*)(void))fn, arg, 32, 1);
+  spawn_child(tg, (ito_task_fn)(void (*)(void))fn, arg, 32, 1, NO_DATA);
 }
 void ito_tg_fork_r2_(ito_tg_t *tg, ito_task_r2_fn fn, uintptr_t w0, uintptr_t w1) {
-  spawn_child(tg, (ito_task_fn)(void (*)(void))fn, (void *)w0, (size_t)w1, 2);
+  spawn_child(tg, (ito_task_fn)(void (*)(void))fn, (void *)w0, (size_t)w1, 2, NO_DATA);
 }
 /* Nothing is ever stolen, so the join only waits for the children (with the
  * sanitizer seeing the acquire that orders their writes before ours). */

@@ -8,6 +8,7 @@
 #include "config.h"
 #include "fiber.h"
 #include "hooks.h"
+#include "nodeq.h"
 #include "os.h"
 #include "profile_data.h"
 #include "runtime.h"
@@ -101,6 +102,7 @@ static int nworkers;
 static uint64_t t0_ticks, t0_ns;
 static double sec_per_tick;
 static int blocked_now; /* threads parked in a blocking wait */
+static uint64_t placed0[NQ_KINDS]; /* the placement's counts at the start */
 static int nused;       /* 1 + the highest worker id that recorded this run */
 
 /* ---- small helpers ------------------------------------------------------------------------ */
@@ -546,6 +548,11 @@ static void sums_now(uint64_t now, int wid, struct prof_sums *s, uint64_t *calle
     }
     if (m > s->span) s->span = m;
   }
+  uint64_t pl[NQ_KINDS];
+  ito__nodeq_counts(pl);
+  s->n[N_LOCAL] = pl[NQ_LOCAL] - placed0[NQ_LOCAL];
+  s->n[N_REMOTE] = pl[NQ_REMOTE] - placed0[NQ_REMOTE];
+  s->n[N_UNKNOWN] = pl[NQ_UNKNOWN] - placed0[NQ_UNKNOWN];
 }
 
 static uint64_t burden_ticks(void) {
@@ -649,6 +656,7 @@ void ito__profile_start(void) {
   }
   ito__prof_regions_reset();
   blocked_now = 0;
+  ito__nodeq_counts(placed0);
   nused = 0;
   long_ticks = (uint64_t)(LONG_NS * 1e-9 / sec_per_tick);
   resync_ticks = (uint64_t)(RESYNC_NS * 1e-9 / sec_per_tick);

@@ -21,7 +21,10 @@ static inline uint64_t span_forks(uint64_t s) { return s & SPAN_KMAX; }
 /* Worker time: the split of P x Tp (profile.h, invariant 4). */
 enum { C_WORK, C_RUNTIME, C_IDLE, C_READY, C_BLOCKED, C_OS, NCAT };
 /* Counts. */
-enum { N_SPAWN, N_STEAL, N_STEAL_FAIL, N_CREATE, N_PARK, N_SLEEP, N_WAKE, NCOUNT };
+/* N_LOCAL .. N_UNKNOWN: tasks started with data, by where they ran (the
+ * placement's counts, nodeq.h, read rather than recorded) */
+enum { N_SPAWN, N_STEAL, N_STEAL_FAIL, N_CREATE, N_PARK, N_SLEEP, N_WAKE, N_LOCAL, N_REMOTE,
+       N_UNKNOWN, NCOUNT };
 
 /* The figures in ticks, before they become seconds (struct ito_profile). */
 struct prof_sums {

@@ -131,6 +131,9 @@ void ito__prof_figures(const struct prof_run *r, const struct prof_sums *s, uint
   out->parks = s->n[N_PARK];
   out->sleeps = s->n[N_SLEEP];
   out->wakes = s->n[N_WAKE];
+  out->tasks_local = s->n[N_LOCAL];
+  out->tasks_remote = s->n[N_REMOTE];
+  out->tasks_unknown = s->n[N_UNKNOWN];
 }
 
 void ito__prof_stretch(const struct prof_run *r, const char *tag, struct ito_profile *p) {
@@ -236,6 +239,10 @@ static void summary(const struct prof_run *r, const struct ito_profile *p) {
   OUT("  counts: %llu spawns, %llu steals (%llu failed attempts), %llu threads created, %llu "
       "parks, %llu sleeps, %llu wakes\n",
       p->spawns, p->steals, p->steal_fails, p->creates, p->parks, p->sleeps, p->wakes);
+  if (p->tasks_local + p->tasks_remote + p->tasks_unknown)
+    OUT("  tasks placed by their data (docs/numa.md): %llu ran on their data's node, %llu on "
+        "another node, %llu with data on no known node\n",
+        p->tasks_local, p->tasks_remote, p->tasks_unknown);
   ito__write_stderr(buf, n);
   for (int i = 0; i < r->nregions; i++) {
     const struct prof_region *g = &r->regions[i];

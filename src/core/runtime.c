@@ -13,6 +13,7 @@
 #include "hooks.h"
 #include "idle.h"
 #include "monitor.h"
+#include "nodeq.h"
 #include "numa.h"
 #include "os.h"
 #include "overflow.h"
@@ -311,6 +312,7 @@ static int start(void) {
   ito__profile_start(); /* attaches its recorder before the idle word is set up */
   ito__numa_start();
   ito__places_setup(); /* before any worker binds itself (places.h, invariant 1) */
+  ito__nodeq_setup(n); /* after the places: workers' nodes follow them (nodeq.h, invariant 2) */
   count_slot(n - 1);
   __atomic_store_n(&ito__nslots, n, __ATOMIC_RELEASE);
   __atomic_store_n(&ito__stopping, 0, __ATOMIC_RELAXED);

@@ -9,6 +9,7 @@
 #include "hooks.h"
 #include "lazy.h"
 #include "monitor.h"
+#include "nodeq.h"
 #include "poll.h"
 #include "runtime.h"
 #include "thread.h"
@@ -24,33 +25,8 @@ static int homes;            /* some fiber has had a home: ready lists are split
 
 /* ---- ready queues and mail ------------------------------------------------------------ */
 
-static void q_push(struct ready_queue *q, fiber *first, fiber *last, int n) {
-  last->next = NULL;
-  spin_lock(&q->lock);
-  if (q->tail)
-    q->tail->next = first;
-  else
-    q->head = first;
-  q->tail = last;
-  STORE_RLX(&q->len, q->len + n);
-  spin_unlock(&q->lock);
-}
-
-static fiber *q_pop(struct ready_queue *q) {
-  if (!LOAD_RLX(&q->len)) return NULL;
-  spin_lock(&q->lock);
-  fiber *f = q->head;
-  if (f) {
-    q->head = f->next;
-    if (!q->head) q->tail = NULL;
-    STORE_RLX(&q->len, q->len - 1);
-  }
-  spin_unlock(&q->lock);
-  return f;
-}
-
-static void rq_push(worker *w, fiber *first, fiber *last, int n) { q_push(&w->rq, first, last, n); }
-static fiber *rq_pop(worker *w) { return q_pop(&w->rq); }
+static void rq_push(worker *w, fiber *first, fiber *last, int n) { rqueue_push(&w->rq, first, last, n); }
+static fiber *rq_pop(worker *w) { return rqueue_pop(&w->rq); }
 
 static void rq_push_front(worker *w, fiber *f) {
   spin_lock(&w->rq.lock);
@@ -149,6 +125,26 @@ static int drop_ghosts(fiber **first, fiber **last) {
   return k;
 }
 
+/* Placement by data (nodeq.h): the fibers of the list that belong on a
+ * node go to its queue; returns how many are left in the list. */
+static int ready_by_node(fiber **first, fiber **last) {
+  fiber *h = NULL, *t = NULL;
+  int k = 0;
+  (*last)->next = NULL;
+  for (fiber *f = *first, *next; f; f = next) {
+    next = f->next;
+    if (fiber_node(f) >= 0 && !f->home) {
+      ito__nodeq_push(f);
+      continue;
+    }
+    fiber_append(&h, &t, f);
+    k++;
+  }
+  *first = h;
+  *last = t;
+  return k;
+}
+
 void ito__ready_list(fiber *first, fiber *last, int n) {
   if (UNLIKELY(LOAD_RLX(&ito__forked)) && !(n = drop_ghosts(&first, &last))) return;
   worker *here = cur_worker();
@@ -157,6 +153,7 @@ void ito__ready_list(fiber *first, fiber *last, int n) {
       ito__hook_emit(ITO_EV_READY, here ? here->id : -1, f, 0);
       if (f == last) break;
     }
+  if (UNLIKELY(LOAD_RLX(&ito__nodeq_on)) && !(n = ready_by_node(&first, &last))) return;
   if (LIKELY(!LOAD_RLX(&homes))) { /* nothing has a home: one queue for all */
     ready_to(ito__place(first, PLACE_WOKEN, here), first, last, n, false);
     return;
@@ -348,7 +345,7 @@ static void sched_entry(void *arg) {
       else if (!ito__tls_mode)
         mail_last(w, from, w); /* its code may hold an address in this worker's TLS */
       else {
-        q_push(&ito__preempted, from, from, 1);
+        rqueue_push(&ito__preempted, from, from, 1);
         publish(w, true);
       }
       break;
@@ -461,6 +458,7 @@ static int scan(int self) {
     if (dq_nonempty(&v->dq) || LOAD_RLX(&v->rq.len)) return v->id + 1;
   }
   if (LOAD_RLX(&ito__preempted.len)) return -1;
+  if (UNLIKELY(LOAD_RLX(&ito__nodeq_on)) && ito__nodeq_any()) return -1;
   if (timers_armed() && ito__timers_next_ns() == 0) return -1;
   return 0;
 }
@@ -508,8 +506,24 @@ static void idle_sleep(worker *w) {
   HOOK(ITO_EV_WAKE, w->id, NULL, w->idle.ws_hint);
 }
 
+/* With more than one node in use (nodeq.h): victims of w's own node
+ * first, then of the nearest other nodes (docs/numa.md, "Stealing"). */
+static void steal_by_node(worker *w) {
+  for (int k = 0; k < 4; k++) {
+    worker *v = ito__nodeq_victim(w, next_rand(w), true);
+    if (!v) break;
+    if (v != w) try_victim(w, v);
+  }
+  for (int k = 0; k < 2; k++) {
+    worker *v = ito__nodeq_victim(w, next_rand(w), false);
+    if (!v) break;
+    try_victim(w, v);
+  }
+}
+
 void ito__sched_loop(worker *w) {
   long long spin_t0 = 0;
+  long long idle_t0 = 0; /* since when this pass looks for work, once a node queue needed it */
   for (unsigned round = 0;; round++) {
     /* readiness is seen within 61 scheduling passes even under load */
     if (UNLIKELY(idle_waiters_any()) && ++w->poll_pass >= 61) {
@@ -534,9 +548,12 @@ void ito__sched_loop(worker *w) {
      * this queue) do not keep a preempted one waiting */
     fiber *f = NULL;
     if (UNLIKELY(LOAD_RLX(&ito__preempted.len)) && (++w->picks & 3) == 0)
-      f = q_pop(&ito__preempted);
+      f = rqueue_pop(&ito__preempted);
     if (!f) f = rq_pop(w);
-    if (!f && UNLIKELY(LOAD_RLX(&ito__preempted.len))) f = q_pop(&ito__preempted);
+    if (!f && UNLIKELY(LOAD_RLX(&ito__preempted.len))) f = rqueue_pop(&ito__preempted);
+    if (!f && UNLIKELY(LOAD_RLX(&ito__nodeq_on)) &&
+        (f = ito__nodeq_take(w, &idle_t0)))
+      ito__nodeq_count_run(w, f);
     if (f) {
       found_work(w);
       HOOK(ITO_EV_RESUME, w->id, f, w->id);
@@ -556,9 +573,13 @@ void ito__sched_loop(worker *w) {
       w->idle.ws_hint = -1;
       if (v != w) try_victim(w, v);
     }
-    for (int k = 0; n > 1 && k < 4; k++) {
-      worker *v = ito__workers[next_rand(w) % (uint64_t)n];
-      if (v != w) try_victim(w, v);
+    if (UNLIKELY(LOAD_RLX(&ito__nodeq_on))) {
+      steal_by_node(w);
+    } else {
+      for (int k = 0; n > 1 && k < 4; k++) {
+        worker *v = ito__workers[next_rand(w) % (uint64_t)n];
+        if (v != w) try_victim(w, v);
+      }
     }
     cpu_relax();
     if ((round & 127) == 127) ito__os.sched_yield(); /* give way to oversubscribed workers */

@@ -8,6 +8,7 @@
 #include "signal.h"
 
 #include "monitor.h"
+#include "nodeq.h"
 
 #include "handle.h"
 #include "hooks.h"
@@ -225,6 +226,20 @@ static void thread_entry(void *arg) {
 
 static void push_parent_post(void *parent) { ito__push_fiber(cur_worker(), parent); }
 
+/* Placement by data (nodeq.h, invariants 3 and 4), with more than one node
+ * in use: f's node is its data's, else its creator's. True if f goes to a
+ * node queue: its node is known and it is not the creator's worker's, or
+ * it was to be queued anyway. Otherwise it is counted now (where it runs:
+ * on the creator's worker, or queued there). */
+static bool place_by_node(worker *w, fiber *f, const struct thread_opts *o, bool *queue) {
+  int node = o->placed == PLACED_KNOWN ? o->node : w && w->cur ? fiber_node(w->cur) : -1;
+  fiber_set_node(f, node);
+  f->placed = (uint8_t)o->placed;
+  if (node >= 0 && !f->home && (*queue || ito__nodeq_worker_node(w->id) != node)) return true;
+  ito__nodeq_count_run(w, f);
+  return false;
+}
+
 int ito__thread_start(fiber *f, void *(*fn)(void *), void *arg, const struct thread_opts *o,
                       ithread **out, ito_thread_t *hout) {
   worker *w = cur_worker();
@@ -257,7 +272,12 @@ int ito__thread_start(fiber *f, void *(*fn)(void *), void *arg, const struct thr
   *out = t;
   if (hout) *hout = ito__handle(t); /* before the child runs: it may read it */
   HOOK(ITO_EV_CREATE, w ? w->id : -1, t, o->anon); /* (1: a task or a child, not a thread) */
-  if (o->queue || !w || !w->cur || w->cur->home) { /* a creator with a home must not move */
+  bool queue = o->queue || !w || !w->cur || w->cur->home; /* a creator with a home must not move */
+  if (UNLIKELY(LOAD_RLX(&ito__nodeq_on)) && place_by_node(w, f, o, &queue)) {
+    ito__ready(f); /* to its node's queue (sched.c) */
+    return 0;
+  }
+  if (queue) {
     ito__ready(f);
     return 0;
   }
@@ -278,6 +298,25 @@ static int create_slow(void *(*fn)(void *), void *arg, ito_thread_t *out) {
   if (!f) return EAGAIN;
   ithread *t;
   struct thread_opts o = {0};
+  return ito__thread_start(f, fn, arg, &o, &t, out);
+}
+
+int ito_create_near(void *(*fn)(void *), void *arg, const struct ito_access *acc, int n,
+                    ito_thread_t *out) {
+  if (!fn || n < 0 || (n > 0 && !acc)) return EINVAL;
+  for (int i = 0; i < n; i++)
+    if (acc[i].mode < ITO_ACCESS_IN || acc[i].mode > ITO_ACCESS_INOUT) return EINVAL;
+  if (UNLIKELY(!ito__running())) {
+    int rc = ito__ensure();
+    if (rc) return rc;
+  }
+  if (!LOAD_RLX(&ito__nodeq_on) || n == 0) return ito_create(fn, arg, out);
+  worker *w = cur_worker();
+  int node = ito__nodeq_score(acc, n, w ? ito__nodeq_worker_node(w->id) : -1);
+  fiber *f = ito__fiber_alloc(w ? &w->fibers : NULL);
+  if (!f) return EAGAIN;
+  struct thread_opts o = {.placed = node >= 0 ? PLACED_KNOWN : PLACED_UNKNOWN, .node = node};
+  ithread *t;
   return ito__thread_start(f, fn, arg, &o, &t, out);
 }
 
@@ -343,6 +382,8 @@ int ito_create(void *(*fn)(void *), void *arg, ito_thread_t *out) {
   ithread *t = &f->th; /* fresh: fiber.h, invariant 3 */
   ITO_ASSERT(!t->flags && t->sync == TS_RUNNING && !t->joiner && !t->keys && !t->pin);
   f->thread = t;
+  f->node1 = w->cur->node1; /* its creator's node (nodeq.h, invariant 3) */
+  f->placed = PLACED_NONE;
   t->fn = fn; /* (not called through it: for debuggers, debug.c) */
   if (UNLIKELY(ito__sig_on)) { /* the creator's signal mask (signal.h) */
     t->sigmask = t->osmask = w->cur->thread ? w->cur->thread->sigmask : w->os_sigmask;
@@ -392,16 +433,22 @@ static inline void mark_anon(ithread *t) {
   t->preempt = 0; /* (a team member that ended abnormally may have left it set) */
 }
 
-int ito__thread_spawn(void (*fn)(void *), const void *arg, size_t size, size_t align,
-                      void (*cpy)(void *, void *), void *ctx, int home) {
+/* placed, node: a task with data (thread_opts) */
+static int spawn(void (*fn)(void *), const void *arg, size_t size, size_t align,
+                 void (*cpy)(void *, void *), void *ctx, int home, int placed, int node) {
   if (UNLIKELY(!ito__running())) {
     int rc = ito__ensure();
     if (rc) return rc;
   }
   if (align < 16) align = 16;
   worker *w = cur_worker();
-  if (LIKELY(home == -1 && w && w->cur && parkable(w) && !w->cur->home && size <= 4096 &&
-             align <= 4096 && !dq_full_at_margin(&w->dq, dq_tail(&w->dq)))) {
+  bool remote = false; /* placed on another node than the caller's worker's */
+  if (UNLIKELY(placed)) {
+    int nd = placed == PLACED_KNOWN ? node : w && w->cur ? fiber_node(w->cur) : -1;
+    remote = nd >= 0 && (!w || ito__nodeq_worker_node(w->id) != nd);
+  }
+  if (LIKELY(home == -1 && !remote && w && w->cur && parkable(w) && !w->cur->home &&
+             size <= 4096 && align <= 4096 && !dq_full_at_margin(&w->dq, dq_tail(&w->dq)))) {
     fiber *f = fiber_get(&w->fibers);
     if (!f) return EAGAIN;
     uintptr_t top = (uintptr_t)f->hi & ~(uintptr_t)15;
@@ -415,6 +462,12 @@ int ito__thread_spawn(void (*fn)(void *), const void *arg, size_t size, size_t a
     ithread *t = &f->th; /* fresh: fiber.h, invariant 3 */
     f->thread = t;
     f->ctx = ctx == THREAD_CTX_COPY ? data : ctx;
+    f->node1 = w->cur->node1; /* its creator's node (nodeq.h, invariant 3) */
+    f->placed = (uint8_t)placed;
+    if (UNLIKELY(placed)) {
+      if (placed == PLACED_KNOWN) fiber_set_node(f, node);
+      ito__nodeq_count_run(w, f);
+    }
     mark_anon(t);
     count_created(w);
     HOOK(ITO_EV_CREATE, w->id, t, 1);
@@ -447,8 +500,22 @@ int ito__thread_spawn(void (*fn)(void *), const void *arg, size_t size, size_t a
       .detached = 1,
       .queue = (w && w->cur && !parkable(w)) || home != -1 || size > 4096 || align > 4096,
       .anon = 1,
+      .placed = placed,
+      .node = node,
   };
   return ito__thread_start(f, spawn_entry, c, &o, &t, NULL);
+}
+
+int ito__thread_spawn(void (*fn)(void *), const void *arg, size_t size, size_t align,
+                      void (*cpy)(void *, void *), void *ctx, int home) {
+  return spawn(fn, arg, size, align, cpy, ctx, home, PLACED_NONE, -1);
+}
+
+int ito__thread_spawn_node(void (*fn)(void *), const void *arg, size_t size, size_t align,
+                           void (*cpy)(void *, void *), void *ctx, int node) {
+  if (!LOAD_RLX(&ito__nodeq_on)) return spawn(fn, arg, size, align, cpy, ctx, -1, PLACED_NONE, -1);
+  return spawn(fn, arg, size, align, cpy, ctx, -1, node >= 0 ? PLACED_KNOWN : PLACED_UNKNOWN,
+               node);
 }
 
 /* ---- join, detach, exit, yield ---------------------------------------------------------------------- */

@@ -84,6 +84,9 @@ struct thread_opts {
   int policy, prio, explicit_sched; /* the drop-in's, set before the child runs */
   int has_sigmask;     /* the child's signal mask is sigmask, not its creator's */
   uint64_t sigmask;
+  int placed;          /* PLACED_KNOWN or PLACED_UNKNOWN (nodeq.h): started with data, whose
+                          node is `node` (KNOWN); else 0, and the child takes its creator's */
+  int node;
 };
 /* Starts fn(arg) on the fresh fiber f; *out gets the descriptor, *hout
  * (if not NULL) the handle, before the child runs. */
@@ -101,6 +104,10 @@ HIDDEN int ito__thread_start(struct fiber *f, void *(*fn)(void *), void *arg,
 #define THREAD_QUEUED (-2)
 HIDDEN int ito__thread_spawn(void (*fn)(void *), const void *arg, size_t size, size_t align,
                              void (*cpy)(void *, void *), void *ctx, int home);
+/* The same, work-first, for a task with data on node (-1: none known),
+ * placed as ito_create_near places a thread (nodeq.h). */
+HIDDEN int ito__thread_spawn_node(void (*fn)(void *), const void *arg, size_t size, size_t align,
+                                  void (*cpy)(void *, void *), void *ctx, int node);
 /* Threads other than the root still alive (invariant 4). */
 HIDDEN long ito__live_threads(void);
 /* Threads ever counted as created (for the drop-in library's report). */

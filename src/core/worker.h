@@ -26,6 +26,33 @@ struct ready_queue {
   fiber *head, *tail;
 };
 
+/* Appends the list first..last (n fibers, linked through next). */
+static inline void rqueue_push(struct ready_queue *q, fiber *first, fiber *last, int n) {
+  last->next = NULL;
+  spin_lock(&q->lock);
+  if (q->tail)
+    q->tail->next = first;
+  else
+    q->head = first;
+  q->tail = last;
+  STORE_RLX(&q->len, q->len + n);
+  spin_unlock(&q->lock);
+}
+
+/* The oldest fiber, or NULL. */
+static inline fiber *rqueue_pop(struct ready_queue *q) {
+  if (!LOAD_RLX(&q->len)) return NULL;
+  spin_lock(&q->lock);
+  fiber *f = q->head;
+  if (f) {
+    q->head = f->next;
+    if (!q->head) q->tail = NULL;
+    STORE_RLX(&q->len, q->len - 1);
+  }
+  spin_unlock(&q->lock);
+  return f;
+}
+
 typedef struct worker {
   struct ito_deque dq;              /* first (invariant 1); two cache lines */
 
@@ -54,6 +81,7 @@ typedef struct worker {
                                        worker 0 of an adopted main: its root keeps it) */
   uint64_t os_sigmask;              /* the OS thread's signal mask (signal.h, invariant 1) */
   struct ithread *on_cpu;           /* the thread charged for this OS thread's CPU time now */
+  unsigned long placed[3];          /* tasks started with data, by where they ran (nodeq.h) */
 
   struct ready_queue rq __attribute__((aligned(CACHELINE))); /* a cache line of its own */
 

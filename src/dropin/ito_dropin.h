@@ -229,6 +229,15 @@ ITO_DROPIN_API int ito__dropin_spawn(void (*fn)(void *), const void *arg, size_t
 ITO_DROPIN_API int ito__dropin_spawn_queued(void (*fn)(void *), const void *arg, size_t size,
                                             size_t align, void (*cpy)(void *, void *),
                                             void *ctx);
+/* Placement by data (docs/numa.md): placement by node is on (more than
+ * one NUMA node in use; the runtime runs); and ito__dropin_spawn for a
+ * task whose data is on node (ito_numa_node_for; -1: on none known),
+ * started there: at once when that is the caller's node, else queued on
+ * the node's queue. */
+ITO_DROPIN_API int ito__dropin_numa_on(void);
+ITO_DROPIN_API int ito__dropin_spawn_node(int node, void (*fn)(void *), const void *arg,
+                                          size_t size, size_t align,
+                                          void (*cpy)(void *, void *), void *ctx);
 /* The same, queued for worker `home` (0 <= home < ito_num_workers(), else
  * EINVAL), where the task stays: see ito__dropin_home. */
 /* Places (src/core/places.h; docs/numa.md): how many the runtime uses (0:

@@ -8,6 +8,7 @@
 #include "../core/handle.h"
 #include "../core/places.h"
 #include "../core/hooks.h"
+#include "../core/nodeq.h"
 #include "../core/runtime.h"
 #include "../core/sched.h"
 #include "../core/thread.h"
@@ -30,6 +31,15 @@ int ito__dropin_spawn(void (*fn)(void *), const void *arg, size_t size, size_t a
   return ito__thread_spawn(fn, arg, size, align, cpy,
                            ctx == ITO_DROPIN_CTX_COPY ? THREAD_CTX_COPY : ctx, -1);
 }
+
+int ito__dropin_spawn_node(int node, void (*fn)(void *), const void *arg, size_t size,
+                           size_t align, void (*cpy)(void *, void *), void *ctx) {
+  report_spawn();
+  return ito__thread_spawn_node(fn, arg, size, align, cpy,
+                                ctx == ITO_DROPIN_CTX_COPY ? THREAD_CTX_COPY : ctx, node);
+}
+
+int ito__dropin_numa_on(void) { return LOAD_RLX(&ito__nodeq_on); }
 
 int ito__dropin_spawn_home(int home, void (*fn)(void *), const void *arg, size_t size,
                            size_t align, void (*cpy)(void *, void *), void *ctx) {

@@ -72,6 +72,7 @@ struct dnode {
                                   the higher start first) */
   int qlock;                   /* an undeferred task's creator waits here */
   void *qhead, *qtail;
+  int numa;                    /* the node of its data (-1: none known), -2: placement off */
 };
 
 struct dentry {
@@ -202,6 +203,7 @@ static struct dnode *dep_register(task *parent, void **depend) {
   if (!n) ito_omp_fatal("out of memory for task dependences");
   atomic_store_explicit(&n->refs, 1, memory_order_relaxed);
   atomic_store_explicit(&n->npred, KID_ALIVE, memory_order_relaxed);
+  n->numa = -2;
   if (!parent->deps) {
     parent->deps = calloc(1, sizeof *parent->deps);
     if (!parent->deps) ito_omp_fatal("out of memory for task dependences");
@@ -234,6 +236,26 @@ static struct dnode *dep_register(task *parent, void **depend) {
 }
 
 static void task_start_deferred(task *t);
+
+/* The node holding most of a task's dependences (docs/numa.md): OpenMP
+ * gives their addresses, not their sizes, so each counts as one unit, out
+ * and inout (and mutexinoutset) double. -2 while placement by node is off. */
+static int dep_numa(void **depend) {
+  if (!ito__dropin_numa_on()) return -2;
+  size_t cnt = dep_count(depend);
+  struct ito_access small[16];
+  struct ito_access *acc = cnt <= 16 ? small : malloc(sizeof *acc * cnt);
+  if (!acc) return -1;
+  for (size_t i = 0; i < cnt; i++) {
+    void *addr;
+    int kind;
+    dep_at(depend, i, &addr, &kind);
+    acc[i] = (struct ito_access){addr, 1, kind == DEP_IN ? ITO_ACCESS_IN : ITO_ACCESS_INOUT};
+  }
+  int node = ito_numa_node_for(acc, (int)cnt);
+  if (acc != small) free(acc);
+  return node;
+}
 
 /* One predecessor (or the creator) is done with n. Whoever brings npred to
  * zero starts a deferred task; n->t is read only then: the creator stores
@@ -398,8 +420,12 @@ static void heap_task_entry(void *arg) {
 }
 
 static void task_start_deferred(task *t) {
-  if (ito__dropin_spawn(heap_task_entry, &t, sizeof t, _Alignof(task *), NULL, NULL))
-    ito_omp_fatal("out of memory starting a task");
+  struct dnode *n = t->node;
+  int rc = n && n->numa != -2
+               ? ito__dropin_spawn_node(n->numa, heap_task_entry, &t, sizeof t, _Alignof(task *),
+                                        NULL, NULL)
+               : ito__dropin_spawn(heap_task_entry, &t, sizeof t, _Alignof(task *), NULL, NULL);
+  if (rc) ito_omp_fatal("out of memory starting a task");
 }
 
 /* What the copy made by ito__dropin_spawn is built from. */
@@ -537,6 +563,7 @@ static void create_task(struct create *c, size_t align, bool deferred, void **de
   if (depend) {
     struct dnode *n = dep_register(parent, depend);
     n->prio = c->prio;
+    n->numa = dep_numa(depend);
     char *blk = aligned_alloc(a < 64 ? 64 : a, (c->off + c->size + 63) & ~(size_t)63);
     if (!blk) ito_omp_fatal("out of memory for a task");
     build_child(blk, c);
