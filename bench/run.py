@@ -21,8 +21,8 @@ was built it runs
   idle_cpu, wake, alternate, policy, shutdown
               the idle-worker benchmarks (bench/idle_bench.py), after Odo,
               Nakashima and Taura, at the largest worker count
-  omp_fib, omp_qsort, omp_matmul, omp_jacobi, omp_sparselu, omp_wavefront,
-  omp_taskred
+  omp_fib, omp_qsort, omp_matmul, omp_jacobi, omp_jacobi_task, omp_sparselu,
+  omp_sparselu_task, omp_strassen, omp_strassen_task, omp_wavefront, omp_taskred
               the OpenMP programs of bench/omp/ (bench/omp/omp_bench.py), one
               gcc -fopenmp binary each, under libgomp, LLVM's libomp and
               libito-omp.so (LD_PRELOAD) at the smallest, 2 and the largest

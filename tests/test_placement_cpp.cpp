@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <stdexcept>
 #include <vector>
 
 #include "check.h"
@@ -56,6 +57,25 @@ int main() {
     });
     g.wait();
   }
+  // first touch on a chosen node: each task counted (its node is known)
+  int touched[4] = {-1, -1, -1, -1};
+  {
+    ito::task_group g;
+    for (int k = 0; k < 4; k++)
+      g.run(ito::on_node(k % 2), [&touched, k] { touched[k] = ito::numa::node(); });
+    g.wait();
+  }
+  for (int k = 0; k < 4; k++) CHECK(touched[k] == 0 || touched[k] == 1);
+  int on_touch = 0;
+  for (int k = 0; k < 4; k++) on_touch += touched[k] == k % 2;
+  bool threw = false;
+  try {
+    ito::task_group g;
+    g.run(ito::on_node(2), [] {});
+  } catch (const std::out_of_range &) {
+    threw = true;
+  }
+  CHECK(threw);
   CHECK(order_errors.load() == 0);
   CHECK(runs.load() == 2 * rounds + 1);
   int on_a = 0, on_b = 0;
@@ -67,8 +87,8 @@ int main() {
   }
   CHECK(near_node == 0 || near_node == 1);
   ito_profile p = ito::profile::get();
-  CHECK(p.tasks_local + p.tasks_remote == 2 * rounds + 1);
-  CHECK(p.tasks_local == (unsigned long long)(on_a + on_b + (near_node == 1)));
+  CHECK(p.tasks_local + p.tasks_remote == 2 * rounds + 1 + 4);
+  CHECK(p.tasks_local == (unsigned long long)(on_a + on_b + (near_node == 1) + on_touch));
   std::printf("C++ placement: of %d tasks on node 0's data %d ran there, of %d on node 1's %d; "
               "the near task on node %d\n",
               rounds, on_a, rounds, on_b, near_node);

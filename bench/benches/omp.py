@@ -1,5 +1,6 @@
-"""omp_fib, omp_qsort, omp_matmul, omp_jacobi, omp_sparselu, omp_wavefront, omp_taskred: one gcc -fopenmp
-binary each, under libgomp, LLVM's libomp and libito-omp.so.
+"""omp_fib, omp_qsort, omp_matmul, omp_jacobi(_task), omp_sparselu(_task),
+omp_strassen(_task), omp_wavefront, omp_taskred: one gcc -fopenmp binary
+each, under libgomp, LLVM's libomp and libito-omp.so.
 
 The programs of bench/omp/, run unchanged under three runtimes of the GNU
 OpenMP ABI (LD_PRELOAD for libomp and libito-omp.so; the ito runs are
@@ -8,7 +9,8 @@ the largest worker count, in rounds so that a drift of the machine touches
 every runtime alike. Tasks without cut-off (fib), nested parallel regions
 (quicksort and matrix product, after Tanaka, Taura and Yonezawa,
 'Implementation and Evaluation of Nested Parallelism in OpenMP',
-docs/references.md), tasks ordered by `depend` (Jacobi, sparse LU), a
+docs/references.md), tasks ordered by `depend` and tasks with taskwait (the KASTORS-style Jacobi,
+sparse LU and Strassen, with data placed over the NUMA nodes by libnuma), a
 doacross loop (a Gauss-Seidel wavefront, `ordered(2)` with `depend(sink/source)`) and
 task reductions (fib's call tree as `in_reduction` tasks in a `taskgroup task_reduction`). The
 options, runs, checks and report part are bench/omp/omp_bench.py's; this

@@ -1,25 +1,34 @@
-/* A blocked Jacobi sweep for the 2-D Poisson equation with dependent tasks,
- * in the style of KASTORS' jacobi-task-dep (the NUMA depend paper, section 4.1; docs/references.md): the
- * n x n grid is cut into blocks of b x b points; each sweep reads one grid
- * and writes the other (the two alternate), and the update of one block is
- * one task with depend(in:) on its own block and its four neighbours in
- * the grid it reads and depend(out:) on its block in the grid it writes.
- * One thread creates the tasks of all the sweeps at once (parallel +
- * single); the dependences alone order them, with no barrier between
- * sweeps. A block's dependence object is its first point.
+/* A blocked Jacobi sweep for the 2-D Poisson equation with tasks, in the
+ * style of KASTORS' jacobi-task-dep and jacobi-block-task (the NUMA depend
+ * paper, section 4.1; docs/references.md): the n x n grid is cut into
+ * blocks of b x b points; each sweep reads one grid and writes the other
+ * (the two alternate), and the update of one block is one task.
+ *  - mode 1 (depend, the default): each task has depend(in:) on its own
+ *    block and its four neighbours in the grid it reads and depend(out:) on
+ *    its block in the grid it writes; one thread creates the tasks of all
+ *    the sweeps at once (parallel + single) and the dependences alone order
+ *    them, with no barrier between sweeps. A block's dependence object is
+ *    its first point.
+ *  - mode 0 (task): the tasks of one sweep, then taskwait.
+ * The grids are placed block-cyclically over the NUMA nodes with libnuma
+ * (numa_place.h): the band of block rows bx on node bx % nodes, whatever
+ * the runtime; local_pct is the share of tasks that ran on a CPU of the
+ * node of the block they write.
  *
- *   jacobi_dep [n=2048] [block=128] [sweeps=50] [reps=3]
+ *   jacobi_dep [n=2048] [block=128] [sweeps=50] [reps=3] [mode=1]
  *
  * -u'' = f on the unit square, u = g on the boundary: every point computes
  * unew = (u_N + u_S + u_W + u_E + h^2 f) / 4, boundary points copy g. The
  * tasks do exactly the serial loop's arithmetic on each point, so the
  * result must equal the serial one bit for bit; serial_s is that serial
- * run (the same block loops without tasks). CSV, one line per repetition:
- *   system,workers,n,block,sweeps,rep,serial_s,parallel_s,ratio
+ * run (the same block loops without tasks, on the same placement). CSV,
+ * one line per repetition:
+ *   system,workers,n,block,sweeps,rep,serial_s,parallel_s,ratio,local_pct
  * Exits 1 on a wrong result. */
 #define _GNU_SOURCE /* dladdr, in omp_common.h */
 #include <math.h>
 
+#include "numa_place.h"
 #include "omp_common.h"
 
 typedef struct {
@@ -46,6 +55,25 @@ static void sweep_block(const grid *g, const double *src, double *dst, int bx, i
 /* The first point of block (bx, by): its dependence object. */
 #define BLK(a, bx, by) (a)[(long)(bx)*g->b * g->n + (long)(by)*g->b]
 
+/* mode 0: the tasks of a sweep, then taskwait */
+static void jacobi_sweep_tasks(const grid *g, double *u0, double *u1, int sweeps) {
+#pragma omp parallel
+#pragma omp single
+  for (int s = 0; s < sweeps; s++) {
+    double *src = s % 2 ? u1 : u0, *dst = s % 2 ? u0 : u1;
+    for (int bx = 0; bx < g->nb; bx++)
+      for (int by = 0; by < g->nb; by++) {
+#pragma omp task firstprivate(src, dst, bx, by)
+        {
+          np_count(np_node_of_chunk((size_t)bx));
+          sweep_block(g, src, dst, bx, by);
+        }
+      }
+#pragma omp taskwait
+  }
+}
+
+/* mode 1: every sweep's tasks at once, ordered by their dependences */
 static void jacobi_tasks(const grid *g, double *u0, double *u1, int sweeps) {
 #pragma omp parallel
 #pragma omp single
@@ -62,7 +90,10 @@ static void jacobi_tasks(const grid *g, double *u0, double *u1, int sweeps) {
                BLK(src, bx, yp)) \
     depend(out: BLK(dst, bx, by))
         // clang-format on
-        sweep_block(g, src, dst, bx, by);
+        {
+          np_count(np_node_of_chunk((size_t)bx));
+          sweep_block(g, src, dst, bx, by);
+        }
       }
   }
   /* the barrier at the end of single waits for every task */
@@ -87,6 +118,10 @@ int main(int argc, char **argv) {
   g.b = (int)bench_arg("jacobi_dep", argc, argv, 2, 128, 1, 1 << 15);
   const int sweeps = (int)bench_arg("jacobi_dep", argc, argv, 3, 50, 1, 1000000);
   const int reps = (int)bench_arg("jacobi_dep", argc, argv, 4, 3, 1, 100000);
+  const int mode = (int)bench_arg("jacobi_dep", argc, argv, 5, 1, 0, 1);
+  void (*run_tasks)(const grid *, double *, double *, int) =
+      mode ? jacobi_tasks : jacobi_sweep_tasks;
+  np_init();
   if (g.b > g.n) g.b = g.n;
   g.nb = (g.n + g.b - 1) / g.b;
   const int n = g.n;
@@ -94,17 +129,15 @@ int main(int argc, char **argv) {
   g.h2 = h * h;
   const ompb_entry entries[] = {OMPB_ENTRY(GOMP_parallel),       OMPB_ENTRY(GOMP_single_start),
                                 OMPB_ENTRY(GOMP_task),           OMPB_ENTRY(GOMP_barrier),
-                                OMPB_ENTRY(omp_get_max_threads), OMPB_META_ENTRIES};
+                                OMPB_ENTRY(GOMP_taskwait),       OMPB_ENTRY(omp_get_max_threads),
+                                OMPB_META_ENTRIES};
   const int nent = (int)(sizeof entries / sizeof entries[0]);
   const int workers = omp_get_max_threads();
   const size_t nn = (size_t)n * (size_t)n;
-  double *f = malloc(nn * sizeof *f);
-  double *s0 = malloc(nn * sizeof *s0), *s1 = malloc(nn * sizeof *s1);
-  double *p0 = malloc(nn * sizeof *p0), *p1 = malloc(nn * sizeof *p1);
-  if (!f || !s0 || !s1 || !p0 || !p1) {
-    fprintf(stderr, "jacobi_dep: out of memory for n=%d\n", n);
-    return 3;
-  }
+  const size_t band = (size_t)g.b * (size_t)n * sizeof(double); /* a row of blocks */
+  double *f = np_alloc(nn * sizeof *f, band);
+  double *s0 = np_alloc(nn * sizeof *s0, band), *s1 = np_alloc(nn * sizeof *s1, band);
+  double *p0 = np_alloc(nn * sizeof *p0, band), *p1 = np_alloc(nn * sizeof *p1, band);
   /* f: a smooth source inside, g = a smooth function on the boundary */
   for (int i = 0; i < n; i++)
     for (int j = 0; j < n; j++) {
@@ -116,10 +149,11 @@ int main(int argc, char **argv) {
 
   /* warm-up: one sweep with tasks */
   init(&g, p0, p1);
-  jacobi_tasks(&g, p0, p1, 1);
+  run_tasks(&g, p0, p1, 1);
   const char *sys = ompb_system(entries, nent);
-  ompb_meta("omp_jacobi", entries, nent, workers);
-  printf("system,workers,n,block,sweeps,rep,serial_s,parallel_s,ratio\n");
+  ompb_meta(mode ? "omp_jacobi" : "omp_jacobi_task", entries, nent, workers);
+  printf("# mode=%s numa_nodes=%d\n", mode ? "depend" : "task", np_nodes);
+  printf("system,workers,n,block,sweeps,rep,serial_s,parallel_s,ratio,local_pct\n");
   fflush(stdout);
 
   for (int rep = 0; rep < reps; rep++) {
@@ -129,8 +163,9 @@ int main(int argc, char **argv) {
     double ts = ompb_now_s() - t0;
 
     init(&g, p0, p1);
+    np_reset();
     t0 = ompb_now_s();
-    jacobi_tasks(&g, p0, p1, sweeps);
+    run_tasks(&g, p0, p1, sweeps);
     double tp = ompb_now_s() - t0;
 
     const double *want = sweeps % 2 ? s1 : s0, *got = sweeps % 2 ? p1 : p0;
@@ -144,14 +179,14 @@ int main(int argc, char **argv) {
         }
       return 1;
     }
-    printf("%s,%d,%d,%d,%d,%d,%.6f,%.6f,%.4f\n", sys, workers, n, g.b, sweeps, rep, ts, tp,
-           ts > 0 ? tp / ts : 0.0);
+    printf("%s,%d,%d,%d,%d,%d,%.6f,%.6f,%.4f,%.1f\n", sys, workers, n, g.b, sweeps, rep, ts, tp,
+           ts > 0 ? tp / ts : 0.0, np_local_pct());
     fflush(stdout);
   }
-  free(f);
-  free(s0);
-  free(s1);
-  free(p0);
-  free(p1);
+  np_free(f, nn * sizeof *f);
+  np_free(s0, nn * sizeof *s0);
+  np_free(s1, nn * sizeof *s1);
+  np_free(p0, nn * sizeof *p0);
+  np_free(p1, nn * sizeof *p1);
   return 0;
 }

@@ -12,7 +12,14 @@ binary each, run unchanged under three runtimes of the GNU OpenMP ABI:
                                              of [1]), OMP_MAX_ACTIVE_LEVELS=2
                                              (nested) and =1 (flat)
   omp_jacobi    jacobi_dep N BLOCK SWEEPS 1  blocked Jacobi, tasks with depend
+  omp_jacobi_task  jacobi_dep N BLOCK SWEEPS 1 0   the same, tasks + taskwait per sweep
   omp_sparselu  sparselu_dep NB BS 1         blocked sparse LU, tasks with depend
+  omp_sparselu_task  sparselu_dep NB BS 1 0  the same, tasks + taskwait per phase
+  omp_strassen  strassen_dep N BASE 1        Strassen's product, tasks with depend
+  omp_strassen_task  strassen_dep N BASE 1 0 the same, tasks + taskwait per level
+                                             (these six: KASTORS-style, data placed
+                                             block-cyclically over the NUMA nodes
+                                             with libnuma, local_pct reported)
   omp_wavefront wavefront_doacross N BLOCK SWEEPS 1
                                              Gauss-Seidel wavefront, a doacross
                                              loop (ordered(2), depend(sink/source))
@@ -52,7 +59,8 @@ import subprocess
 import sys
 import time
 
-BENCHES = ["omp_fib", "omp_qsort", "omp_matmul", "omp_jacobi", "omp_sparselu", "omp_wavefront",
+BENCHES = ["omp_fib", "omp_qsort", "omp_matmul", "omp_jacobi", "omp_jacobi_task", "omp_sparselu",
+           "omp_sparselu_task", "omp_strassen", "omp_strassen_task", "omp_wavefront",
            "omp_taskred"]
 RUNTIMES = ["gomp", "iomp", "ito"]
 LEVELS_DEEP = "255"  # libgomp's largest max-active-levels: nesting as deep as it goes
@@ -90,21 +98,48 @@ PROGRAMS = {
              "*inner team* are what an untimed probe of the same nest saw inside the inner "
              "loop"),
     "omp_jacobi": dict(
-        binary="jacobi_dep", params=["n", "block", "sweeps"], extra=[],
+        binary="jacobi_dep", params=["n", "block", "sweeps"], extra=["local_pct"],
         default=["2048", "128", "50"], quick=["256", "64", "5"],
         what="KASTORS-style blocked Jacobi sweeps for the 2-D Poisson equation on an n x n "
              "grid: each sweep reads one grid and writes the other; a "
              "block's update is a task with `depend(in:)` on its block and its four "
              "neighbours and `depend(out:)` on its block of the other grid; the tasks of "
              "all sweeps are created at once and ordered by their dependences alone. "
-             "Checked bit for bit against the serial sweeps"),
+             "Checked bit for bit against the serial sweeps. " + "NUMA_NOTE"),
+    "omp_jacobi_task": dict(
+        binary="jacobi_dep", params=["n", "block", "sweeps"], extra=["local_pct"], tail=["0"],
+        default=["2048", "128", "50"], quick=["256", "64", "5"],
+        what="the same Jacobi sweeps as omp_jacobi, KASTORS' jacobi-block-task form: each "
+             "sweep's block updates are tasks without dependences, then `taskwait`. "
+             "Checked bit for bit against the serial sweeps. " + "NUMA_NOTE"),
     "omp_sparselu": dict(
-        binary="sparselu_dep", params=["nb", "bs"], extra=[],
+        binary="sparselu_dep", params=["nb", "bs"], extra=["local_pct"],
         default=["40", "48"], quick=["8", "16"],
         what="KASTORS-style blocked sparse LU: nb x nb blocks of bs x bs "
              "doubles, many absent; lu0, fwd, bdiv and bmod tasks ordered by `depend` "
              "(in/inout on the blocks), no barrier between the steps. Checked bit for "
-             "bit against the serial factorisation, and |LUx - Ax| / |Ax| < 1e-10"),
+             "bit against the serial factorisation, and |LUx - Ax| / |Ax| < 1e-10. "
+             + "NUMA_NOTE"),
+    "omp_sparselu_task": dict(
+        binary="sparselu_dep", params=["nb", "bs"], extra=["local_pct"], tail=["0"],
+        default=["40", "48"], quick=["8", "16"],
+        what="the same sparse LU as omp_sparselu, KASTORS' sparselu-task form: per step, "
+             "lu0 in the creating thread, the fwd and bdiv tasks, `taskwait`, the bmod tasks, "
+             "`taskwait`. Checked as omp_sparselu. " + "NUMA_NOTE"),
+    "omp_strassen": dict(
+        binary="strassen_dep", params=["n", "base"], extra=["local_pct"],
+        default=["1024", "64"], quick=["256", "64"],
+        what="KASTORS-style Strassen product C = A B of n x n doubles down to base x base "
+             "blocks: per level, the ten sums, the seven products (each recursing) and the "
+             "four quadrants of C are tasks ordered by `depend`, then `taskwait`. Checked bit "
+             "for bit against the serial recursion and against dot products at 1,000 entries. "
+             + "NUMA_NOTE"),
+    "omp_strassen_task": dict(
+        binary="strassen_dep", params=["n", "base"], extra=["local_pct"], tail=["0"],
+        default=["1024", "64"], quick=["256", "64"],
+        what="the same Strassen product as omp_strassen, KASTORS' strassen-task form: per "
+             "level, seven tasks (each forms its sums and recurses), `taskwait`, four tasks "
+             "for the quadrants of C, `taskwait`. Checked as omp_strassen. " + "NUMA_NOTE"),
     "omp_wavefront": dict(
         binary="wavefront_doacross", params=["n", "block", "sweeps"], extra=[],
         default=["2048", "128", "20"], quick=["256", "32", "5"],
@@ -125,6 +160,11 @@ PROGRAMS = {
              "updates the copy of sum its runtime gives it (`GOMP_task_reduction_remap`). "
              "Checked against the closed form and the same tree walked without pragmas"),
 }
+NUMA_NOTE = ("The data is placed block-cyclically over the NUMA nodes with libnuma in every "
+             "runtime's run (bench/omp/numa_place.h); *local %* is the share of tasks that "
+             "ran on a CPU of the node of the data they write (100 on a machine of one node)")
+for _p in PROGRAMS.values():
+    _p["what"] = _p["what"].replace("NUMA_NOTE", NUMA_NOTE)
 # matmul configurations: name -> OMP_MAX_ACTIVE_LEVELS
 MATMUL_NESTING = {"nested": "2", "flat": "1"}
 
@@ -151,7 +191,7 @@ CSV_COLS = {b: csv_cols(b) for b in BENCHES}
 def add_args(p):
     p.add_argument("--omp-param", action="append", default=[], metavar="BENCH=A,B,..",
                    help="an OpenMP benchmark's parameters, e.g. omp_qsort=16777216,10000, "
-                        "omp_matmul=512, omp_jacobi=4096,128,20, omp_sparselu=50,64, "
+                        "omp_matmul=512, omp_jacobi=4096,128,20, omp_sparselu=50,64, omp_strassen=2048,64, "
                         "omp_wavefront=4096,128,10, omp_taskred=27,1 "
                         "(omp_fib takes --fib-n)")
     p.add_argument("--omp-lib", help="libito-omp.so for the ito runs (default: next to "
@@ -259,7 +299,7 @@ def plan(args, R):
                     env["OMP_MAX_ACTIVE_LEVELS"] = levels
                 else:
                     env.pop("OMP_MAX_ACTIVE_LEVELS", None)
-                cmd = [binary] + params + ["1"]
+                cmd = [binary] + params + ["1"] + prog.get("tail", [])
                 what = (f"{bench} {rt}{' ' + nest if nest else ''} workers={w} "
                         f"round {rnd + 1}/{args.kernel_reps}")
                 spec = {"system": rt, "workers": w, "nesting": nest, "cpus": cpus_for(w),
@@ -620,6 +660,10 @@ def section(R, args, results, runner):
             extra = None
             if bench == "omp_qsort":
                 extra = (["levels"], lambda v: [str(max(int(r["levels"]) for r in v["rows"]))])
+            if "local_pct" in prog["extra"]:
+                extra = (["local %"],
+                         lambda v: [R.fmt(statistics.median(float(r["local_pct"])
+                                                            for r in v["rows"]))])
             s, t = _table(R, rows, key, label, extra)
             part.append(R.md_table(["system", "workers"] + TABLE_HEAD +
                                    (extra[0] if extra else []) + ["status"], t))

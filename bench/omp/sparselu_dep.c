@@ -1,17 +1,23 @@
-/* Blocked sparse LU factorisation with dependent tasks, in the style of
- * KASTORS' sparselu-task-dep (the NUMA depend paper, section 4.2; docs/references.md): an nb x nb matrix of
- * bs x bs blocks, many of them absent (NULL). For each diagonal step k, one
- * thread creates the tasks
+/* Blocked sparse LU factorisation with tasks, in the style of KASTORS'
+ * sparselu-task-dep and sparselu-task (the NUMA depend paper, section 4.2;
+ * docs/references.md): an nb x nb matrix of bs x bs blocks, many of them
+ * absent (NULL). For each diagonal step k, one thread creates the tasks
  *   lu0(A[k][k])                 depend(inout: A[k][k])
  *   fwd(A[k][k], A[k][j])        depend(in: A[k][k]) depend(inout: A[k][j])
  *   bdiv(A[k][k], A[i][k])       depend(in: A[k][k]) depend(inout: A[i][k])
  *   bmod(A[i][k], A[k][j], A[i][j])  depend(in: A[i][k], A[k][j]) depend(inout: A[i][j])
  * for the present blocks (an absent A[i][j] that bmod fills in is
  * allocated first, by the creating thread); the dependence object of block
- * (i, j) is its slot in the array of block pointers. No barrier between the
- * steps: the dependences alone order the tasks.
+ * (i, j) is its slot in the array of block pointers. Mode 1 (depend, the
+ * default): no barrier between the steps, the dependences alone order the
+ * tasks. Mode 0 (task): lu0 runs in the creating thread, then the fwd and
+ * bdiv tasks, taskwait, the bmod tasks, taskwait.
  *
- *   sparselu_dep [nb=40] [bs=48] [reps=3]
+ * Block (i, j) lives on NUMA node (i * nb + j) % nodes, placed with libnuma
+ * (numa_place.h) whatever the runtime; local_pct is the share of tasks that
+ * ran on a CPU of the node of the block they update.
+ *
+ *   sparselu_dep [nb=40] [bs=48] [reps=3] [mode=1]
  *
  * No pivoting: the seeded matrix is made diagonally dominant. Every block
  * is updated in the serial order (the inout chains keep it), so the factors
@@ -19,11 +25,12 @@
  * L U x is checked against A x for a fixed x (the serial factors too).
  * serial_s is the serial factorisation (the same kernels without tasks).
  * CSV, one line per repetition:
- *   system,workers,nb,bs,rep,serial_s,parallel_s,ratio
+ *   system,workers,nb,bs,rep,serial_s,parallel_s,ratio,local_pct
  * Exits 1 on a wrong result. */
 #define _GNU_SOURCE /* dladdr, in omp_common.h */
 #include <math.h>
 
+#include "numa_place.h"
 #include "omp_common.h"
 
 static int BS; /* block side */
@@ -66,14 +73,14 @@ static void bmod(const double *col, const double *row, double *inner) {
     }
 }
 
-static double *new_block(void) {
-  double *b = calloc((size_t)BS * BS, sizeof *b);
-  if (!b) {
-    fprintf(stderr, "sparselu_dep: out of memory\n");
-    exit(3);
-  }
-  return b;
+static int NB; /* blocks per side */
+
+/* Block (i, j), zeroed, on its node. */
+static double *new_block(int i, int j) {
+  return np_alloc_on(sizeof(double) * (size_t)BS * BS, (i * NB + j) % np_nodes);
 }
+static void free_block(double *b) { np_free(b, sizeof(double) * (size_t)BS * BS); }
+static int node_of_block(int i, int j) { return (i * NB + j) % np_nodes; }
 
 /* The seeded matrix: block (i, j) present on the diagonal, next to it, and
  * on a sparse pattern of its own; entries in [-1, 1), the diagonal raised so
@@ -86,7 +93,7 @@ static double **genmat(int nb) {
       int present = i == j || i == j + 1 || j == i + 1 || (i % 4 == 0 && j % 3 == 0) ||
                     (j % 4 == 0 && i % 5 == 0);
       if (!present) continue;
-      double *b = m[i * nb + j] = new_block();
+      double *b = m[i * nb + j] = new_block(i, j);
       for (int p = 0; p < BS * BS; p++)
         b[p] =
             (double)(ompb_mix(((uint64_t)(i * nb + j) << 32) + (uint64_t)p) >> 11) * 0x1p-52 - 1.0;
@@ -101,14 +108,15 @@ static double **copy_matrix(double **src, int nb) {
   if (!m) exit(3);
   for (int p = 0; p < nb * nb; p++)
     if (src[p]) {
-      m[p] = new_block();
+      m[p] = new_block(p / nb, p % nb);
       memcpy(m[p], src[p], sizeof(double) * (size_t)BS * BS);
     }
   return m;
 }
 
 static void free_matrix(double **m, int nb) {
-  for (int p = 0; p < nb * nb; p++) free(m[p]);
+  for (int p = 0; p < nb * nb; p++)
+    if (m[p]) free_block(m[p]);
   free(m);
 }
 
@@ -123,43 +131,99 @@ static void sparselu_serial(double **m, int nb) {
       if (m[i * nb + k])
         for (int j = k + 1; j < nb; j++)
           if (m[k * nb + j]) {
-            if (!m[i * nb + j]) m[i * nb + j] = new_block();
+            if (!m[i * nb + j]) m[i * nb + j] = new_block(i, j);
             bmod(m[i * nb + k], m[k * nb + j], m[i * nb + j]);
           }
   }
 }
 
+/* mode 1: every step's tasks at once, ordered by their dependences */
 static void sparselu_tasks(double **m, int nb) {
 #pragma omp parallel
 #pragma omp single
   for (int k = 0; k < nb; k++) {
     double *d = m[k * nb + k];
-#pragma omp task firstprivate(d) depend(inout : m[k * nb + k])
-    lu0(d);
+#pragma omp task firstprivate(d, k) depend(inout : m[k * nb + k])
+    {
+      np_count(node_of_block(k, k));
+      lu0(d);
+    }
     for (int j = k + 1; j < nb; j++)
       if (m[k * nb + j]) {
         double *row = m[k * nb + j];
-#pragma omp task firstprivate(d, row) depend(in : m[k * nb + k]) depend(inout : m[k * nb + j])
-        fwd(d, row);
+#pragma omp task firstprivate(d, row, k, j) depend(in : m[k * nb + k]) depend(inout : m[k * nb + j])
+        {
+          np_count(node_of_block(k, j));
+          fwd(d, row);
+        }
       }
     for (int i = k + 1; i < nb; i++)
       if (m[i * nb + k]) {
         double *col = m[i * nb + k];
-#pragma omp task firstprivate(d, col) depend(in : m[k * nb + k]) depend(inout : m[i * nb + k])
-        bdiv(d, col);
+#pragma omp task firstprivate(d, col, i, k) depend(in : m[k * nb + k]) depend(inout : m[i * nb + k])
+        {
+          np_count(node_of_block(i, k));
+          bdiv(d, col);
+        }
       }
     for (int i = k + 1; i < nb; i++)
       if (m[i * nb + k])
         for (int j = k + 1; j < nb; j++)
           if (m[k * nb + j]) {
-            if (!m[i * nb + j]) m[i * nb + j] = new_block();
+            if (!m[i * nb + j]) m[i * nb + j] = new_block(i, j);
             double *col = m[i * nb + k], *row = m[k * nb + j], *inner = m[i * nb + j];
             // clang-format off
-#pragma omp task firstprivate(col, row, inner) depend(in: m[i * nb + k], m[k * nb + j]) \
+#pragma omp task firstprivate(col, row, inner, i, j) depend(in: m[i * nb + k], m[k * nb + j]) \
     depend(inout: m[i * nb + j])
             // clang-format on
-            bmod(col, row, inner);
+            {
+              np_count(node_of_block(i, j));
+              bmod(col, row, inner);
+            }
           }
+  }
+}
+
+/* mode 0: lu0 in the creating thread, fwd and bdiv tasks, taskwait, bmod
+ * tasks, taskwait */
+static void sparselu_step_tasks(double **m, int nb) {
+#pragma omp parallel
+#pragma omp single
+  for (int k = 0; k < nb; k++) {
+    double *d = m[k * nb + k];
+    lu0(d);
+    for (int j = k + 1; j < nb; j++)
+      if (m[k * nb + j]) {
+        double *row = m[k * nb + j];
+#pragma omp task firstprivate(d, row, k, j)
+        {
+          np_count(node_of_block(k, j));
+          fwd(d, row);
+        }
+      }
+    for (int i = k + 1; i < nb; i++)
+      if (m[i * nb + k]) {
+        double *col = m[i * nb + k];
+#pragma omp task firstprivate(d, col, i, k)
+        {
+          np_count(node_of_block(i, k));
+          bdiv(d, col);
+        }
+      }
+#pragma omp taskwait
+    for (int i = k + 1; i < nb; i++)
+      if (m[i * nb + k])
+        for (int j = k + 1; j < nb; j++)
+          if (m[k * nb + j]) {
+            if (!m[i * nb + j]) m[i * nb + j] = new_block(i, j);
+            double *col = m[i * nb + k], *row = m[k * nb + j], *inner = m[i * nb + j];
+#pragma omp task firstprivate(col, row, inner, i, j)
+            {
+              np_count(node_of_block(i, j));
+              bmod(col, row, inner);
+            }
+          }
+#pragma omp taskwait
   }
 }
 
@@ -216,9 +280,14 @@ int main(int argc, char **argv) {
   const int nb = (int)bench_arg("sparselu_dep", argc, argv, 1, 40, 1, 4096);
   BS = (int)bench_arg("sparselu_dep", argc, argv, 2, 48, 1, 4096);
   const int reps = (int)bench_arg("sparselu_dep", argc, argv, 3, 3, 1, 100000);
+  const int mode = (int)bench_arg("sparselu_dep", argc, argv, 4, 1, 0, 1);
+  void (*run_tasks)(double **, int) = mode ? sparselu_tasks : sparselu_step_tasks;
+  np_init();
+  NB = nb;
   const ompb_entry entries[] = {OMPB_ENTRY(GOMP_parallel),       OMPB_ENTRY(GOMP_single_start),
                                 OMPB_ENTRY(GOMP_task),           OMPB_ENTRY(GOMP_barrier),
-                                OMPB_ENTRY(omp_get_max_threads), OMPB_META_ENTRIES};
+                                OMPB_ENTRY(GOMP_taskwait),       OMPB_ENTRY(omp_get_max_threads),
+                                OMPB_META_ENTRIES};
   const int nent = (int)(sizeof entries / sizeof entries[0]);
   const int workers = omp_get_max_threads();
   const double tol = 1e-10;
@@ -226,13 +295,16 @@ int main(int argc, char **argv) {
   double **orig = genmat(nb);
   { /* warm-up: a small factorisation with tasks */
     int wb = nb < 4 ? nb : 4;
+    NB = wb;
     double **w = genmat(wb);
-    sparselu_tasks(w, wb);
+    run_tasks(w, wb);
     free_matrix(w, wb);
+    NB = nb;
   }
   const char *sys = ompb_system(entries, nent);
-  ompb_meta("omp_sparselu", entries, nent, workers);
-  printf("system,workers,nb,bs,rep,serial_s,parallel_s,ratio\n");
+  ompb_meta(mode ? "omp_sparselu" : "omp_sparselu_task", entries, nent, workers);
+  printf("# mode=%s numa_nodes=%d\n", mode ? "depend" : "task", np_nodes);
+  printf("system,workers,nb,bs,rep,serial_s,parallel_s,ratio,local_pct\n");
   fflush(stdout);
 
   for (int rep = 0; rep < reps; rep++) {
@@ -240,8 +312,9 @@ int main(int argc, char **argv) {
     double t0 = ompb_now_s();
     sparselu_serial(s, nb);
     double ts = ompb_now_s() - t0;
+    np_reset();
     t0 = ompb_now_s();
-    sparselu_tasks(p, nb);
+    run_tasks(p, nb);
     double tp = ompb_now_s() - t0;
 
     for (int q = 0; q < nb * nb; q++) {
@@ -261,8 +334,8 @@ int main(int argc, char **argv) {
         return 1;
       }
     }
-    printf("%s,%d,%d,%d,%d,%.6f,%.6f,%.4f\n", sys, workers, nb, BS, rep, ts, tp,
-           ts > 0 ? tp / ts : 0.0);
+    printf("%s,%d,%d,%d,%d,%.6f,%.6f,%.4f,%.1f\n", sys, workers, nb, BS, rep, ts, tp,
+           ts > 0 ? tp / ts : 0.0, np_local_pct());
     fflush(stdout);
     free_matrix(s, nb);
     free_matrix(p, nb);

@@ -92,6 +92,12 @@ struct place_hint {
   std::size_t size;
 };
 inline place_hint near(const void *p, std::size_t bytes = 1) noexcept { return {p, bytes}; }
+// A hint for task_group::run(on_node(k), f): run f on NUMA node k (first
+// touch of memory that is to live there, docs/numa.md).
+struct node_hint {
+  int node;
+};
+inline node_hint on_node(int node) noexcept { return {node}; }
 
 // NUMA memory (docs/numa.md): ito_numa_* in C++ form.
 namespace numa {
@@ -311,6 +317,24 @@ class task_group {
       ito_tg_spawn_(&tg_, &invoke_heap<hbox>, b, 0);
     else
       ito_tg_spawn_node_(&tg_, &invoke_heap<hbox>, b, 0, node);
+  }
+
+  // Runs f as a child, a thread of its own, on a worker of NUMA node
+  // h.node (queued there unless that is the caller's node); with one node
+  // in use it starts as run(near) does. A node out of range throws
+  // std::out_of_range.
+  template <class F>
+  void run(node_hint h, F &&f) {
+    using Fn = std::decay_t<F>;
+    struct hbox { Fn fn; task_group *g; };
+    int nodes = ito_numa_num_nodes();
+    if (h.node < 0 || h.node >= nodes)
+      throw std::out_of_range("ito::task_group::run(on_node(k)): no such NUMA node");
+    hbox *b = new hbox{std::forward<F>(f), this};
+    if (nodes == 1)
+      ito_tg_spawn_(&tg_, &invoke_heap<hbox>, b, 0);
+    else
+      ito_tg_spawn_node_(&tg_, &invoke_heap<hbox>, b, 0, h.node);
   }
 
   template <class F>

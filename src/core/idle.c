@@ -27,7 +27,7 @@ void ito__idle_init(struct idler *w, int id) {
   w->id = id;
   w->spinning = 0;
   w->ws_hint = -1;
-  w->on_list = 0;
+  STORE_RLX(&w->on_list, 0);
   w->wake_word = 0;
   w->sleep_next = NULL;
   w->spin_ns = ig.spin_ns;
@@ -58,7 +58,7 @@ static bool unsleep_locked(struct idler *v, int hint) {
   struct idler **pp = &ig.top;
   while (*pp != v) pp = &(*pp)->sleep_next;
   *pp = v->sleep_next;
-  v->on_list = 0;
+  STORE_RLX(&v->on_list, 0); /* (read without the lock: nodeq.c) */
   bool poller = ig.poller == v; /* v gives the role up itself (ito__idle_sleep) */
   uint64_t x = __atomic_fetch_add(&ito__rt_idle.v, IDLE_SPIN_ONE - 1, __ATOMIC_SEQ_CST);
   ITO_ASSERT(idle_Z(x) > 0); /* invariant 1: v was counted in Z */
@@ -169,7 +169,7 @@ void ito__idle_sleep(struct idler *w) {
   ITO_ASSERT(!w->on_list);
   w->sleep_next = ig.top;
   ig.top = w;
-  w->on_list = 1;
+  STORE_RLX(&w->on_list, 1);
   __atomic_store_n(&w->wake_word, 0, __ATOMIC_RELAXED);
   __atomic_fetch_add(&ito__rt_idle.v, 1 - (w->spinning ? IDLE_SPIN_ONE : 0), __ATOMIC_SEQ_CST);
   w->spinning = 0;

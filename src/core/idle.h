@@ -31,7 +31,8 @@ struct idler {
   int id;
   int spinning;              /* counted in S (this worker's own field) */
   int ws_hint;               /* worker to try first after a wake-up, or -1 */
-  int on_list;               /* on the sleeper list (sleep_lock) */
+  int on_list;               /* on the sleeper list (written under sleep_lock; read without
+                                it as a hint by nodeq.c) */
   int wake_word;             /* futex: 0 while asleep, 1 once woken */
   struct idler *sleep_next;  /* sleeper list link (sleep_lock) */
   long spin_ns;              /* this worker's spin before sleeping (adaptive) */

@@ -211,12 +211,29 @@ void ito_numa_free(void *p, size_t size) {
 
 /* ---- where an address lives ------------------------------------------------------------ */
 
+/* The kernel's answers, cached per page: a direct-mapped table of words
+ * (page number << 12 | node + 1), read and written whole without a lock.
+ * Only pages already placed are cached (a page never touched has no node
+ * yet); a page the kernel migrates later keeps its old node here until its
+ * entry is replaced: the node is a placement hint, never a correctness
+ * matter. */
+#define KCACHE 1024
+static uint64_t kcache[KCACHE];
+
+static unsigned kslot(uint64_t pn) { return (unsigned)((pn * 0x9E3779B97F4A7C15ULL) >> 54) % KCACHE; }
+
 /* The kernel's node of the page at a (-1: not placed yet, or unknown). */
 static int kernel_node(const void *a) {
-  void *page = (void *)((uintptr_t)a & ~(uintptr_t)(page_size() - 1));
+  uint64_t pn = (uint64_t)(uintptr_t)a / page_size();
+  uint64_t e = __atomic_load_n(&kcache[kslot(pn)], __ATOMIC_RELAXED);
+  if (e && e >> 12 == pn) return (int)(e & 0xfff) - 1;
+  void *page = (void *)(uintptr_t)(pn * page_size());
   int status = -1;
   if (syscall(SYS_move_pages, 0, 1UL, &page, NULL, &status, 0) != 0 || status < 0) return -1;
-  return ito__topo_node_of_os(status);
+  int node = ito__topo_node_of_os(status);
+  if (node >= 0 && node < 0xffe && pn < (1ULL << 52))
+    __atomic_store_n(&kcache[kslot(pn)], pn << 12 | (uint64_t)(node + 1), __ATOMIC_RELAXED);
+  return node;
 }
 
 int ito_numa_node_of(const void *p) {
