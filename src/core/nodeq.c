@@ -48,9 +48,9 @@ int ito__nodeq_worker_node(int id) {
 
 void ito__nodeq_setup(int nworkers) {
   STORE_RLX(&ito__nodeq_on, 0);
-  const struct topo *t = ito__topo();
-  int n = ito__numa_nodes();
+  int n = ito__numa_nodes(); /* (one node: the topology is not even loaded, numa.c) */
   if (n <= 1 || nworkers < 1) return;
+  const struct topo *t = ito__topo();
   if (!nq) {
     nq = aligned_alloc(CACHELINE, sizeof *nq * (size_t)t->nodes);
     order_of = malloc(sizeof(int) * (size_t)(t->nodes * t->nodes));

@@ -44,6 +44,8 @@ static struct block *blocks;
 static int nblocks, cap;
 static int blocks_lock;
 
+#define MASK_BITS 1024 /* nodes a mask holds (binding, the kernel's answers) */
+
 static size_t page_size(void) {
   static size_t ps;
   if (!ps) ps = (size_t)sysconf(_SC_PAGESIZE);
@@ -52,8 +54,35 @@ static size_t page_size(void) {
 
 /* ---- the nodes in use (invariant 3) ----------------------------------------------- */
 
+/* Whether the kernel lets this process place memory on one node only
+ * (get_mempolicy with MPOL_F_MEMS_ALLOWED: one system call, once), unless
+ * hwloc is told to describe another machine (a synthetic or XML topology
+ * for tests, hwloc's own variables): then hwloc's nodes count. With
+ * ITO_NUMA=auto on such a machine, the topology is not loaded at all, so
+ * that NUMA support costs a program of one node nothing (docs/numa.md). */
+static bool one_node_here(void) {
+  static int one = -1; /* the machine does not change */
+  int v = LOAD_RLX(&one);
+  if (v >= 0) return v;
+  v = 0;
+  if (!getenv("HWLOC_SYNTHETIC") && !getenv("HWLOC_XMLFILE") && !getenv("HWLOC_FSROOT")) {
+    unsigned long mask[MASK_BITS / (8 * sizeof(unsigned long))];
+    memset(mask, 0, sizeof mask);
+    if (syscall(SYS_get_mempolicy, NULL, mask, (unsigned long)MASK_BITS, NULL,
+                MPOL_F_MEMS_ALLOWED) == 0) {
+      int bits = 0;
+      for (size_t i = 0; i < sizeof mask / sizeof mask[0]; i++)
+        bits += __builtin_popcountl(mask[i]);
+      v = bits == 1;
+    }
+  }
+  STORE_RLX(&one, v);
+  return v;
+}
+
 int ito__numa_nodes(void) {
   if (ito__cfg.numa == NUMA_OFF) return 1;
+  if (ito__cfg.numa == NUMA_AUTO && one_node_here()) return 1;
   return ito__topo()->nodes;
 }
 
@@ -71,7 +100,6 @@ void ito__numa_start(void) {
 
 /* ---- binding ------------------------------------------------------------------------ */
 
-#define MASK_BITS 1024
 struct mask {
   unsigned long w[MASK_BITS / (8 * sizeof(unsigned long))];
 };

@@ -64,6 +64,8 @@ struct dnode {
   int lock;
   int done;                    /* the task's code finished: no more edges to it */
   _Atomic int refs;            /* the task, table entries naming it, edges to it */
+  int numa;                    /* the node of its data (-1: none known), -2: placement off
+                                  (here: it fills the padding before npred) */
   _Atomic uint64_t npred;
   struct dnode **succ;
   unsigned nsucc, csucc;
@@ -72,7 +74,6 @@ struct dnode {
                                   the higher start first) */
   int qlock;                   /* an undeferred task's creator waits here */
   void *qhead, *qtail;
-  int numa;                    /* the node of its data (-1: none known), -2: placement off */
 };
 
 struct dentry {
