@@ -12,7 +12,7 @@ WORKERS    ?=
 
 DEPS         := build-essential cmake pkg-config libtbb-dev libomp-14-dev clang \
                 python3-matplotlib gnuplot-nox valgrind spin gfortran \
-                libhwloc-dev hwloc-nox libnuma-dev
+                libhwloc-dev hwloc-nox libnuma-dev openmpi-bin libopenmpi-dev
 AARCH64_DEPS := gcc-aarch64-linux-gnu g++-aarch64-linux-gnu qemu-user
 
 # apt-get needs root: use sudo when not root and sudo exists.

@@ -145,12 +145,19 @@ class Profile(Benchmark):
                 skipped.append("fib_ito_clock1/3 (profile cost)")
         return runs, skipped
 
-    def _cost(self, runner, run):
+    @staticmethod
+    def _proc(runner, run):
+        """The finished process, or None after the runner recorded why not."""
         try:
-            proc = subprocess.run(run.cmd, env=run.env, stdout=subprocess.PIPE,
+            return subprocess.run(run.cmd, env=run.env, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True, timeout=runner.timeout)
         except (subprocess.TimeoutExpired, OSError) as e:
             runner.fail(run.what, f"did not run: {e}", "")
+            return None
+
+    def _cost(self, runner, run):
+        proc = self._proc(runner, run)
+        if proc is None:
             return []
         times = []
         for line in proc.stdout.splitlines():
@@ -183,11 +190,8 @@ class Profile(Benchmark):
             return self._cost(runner, run)
         os.makedirs(os.path.dirname(run.spec["prefix"]), exist_ok=True)
         t0 = time.monotonic()
-        try:
-            proc = subprocess.run(run.cmd, env=run.env, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True, timeout=runner.timeout)
-        except (subprocess.TimeoutExpired, OSError) as e:
-            runner.fail(run.what, f"did not run: {e}", "")
+        proc = self._proc(runner, run)
+        if proc is None:
             return []
         if proc.returncode != 0:
             runner.fail(run.what, f"exit status {proc.returncode}", proc.stderr)

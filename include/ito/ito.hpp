@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <new>
 #include <stdexcept>
@@ -134,6 +135,36 @@ T *alloc_blocked(std::size_t n, std::size_t block, int nodes) {
 template <class T>
 void free(T *p, std::size_t n) noexcept { ito_numa_free(p, n * sizeof(T)); }
 }  // namespace numa
+
+namespace detail {
+// What a task with dependences defers to its end (this_task::defer).
+struct deferred {
+  std::vector<std::function<void()>> waits;
+};
+// The lightweight thread's key that points at its task's `deferred`
+// while a task with dependences runs on it.
+inline ito_key_t deferred_key() {
+  static const ito_key_t k = [] {
+    ito_key_t key;
+    if (ito_key_create(&key, nullptr) != 0) std::terminate();
+    return key;
+  }();
+  return k;
+}
+}  // namespace detail
+
+namespace this_task {
+// Called from the function of a task started by task_group::run(deps, f):
+// w runs after f has returned (or thrown), and the task completes (its
+// successors start) only when w returns. The MPI layer's
+// ito::mpi::iwait is this with a wait for a request (TAMPI's Iwait).
+// Outside such a task: std::logic_error.
+inline void defer(std::function<void()> w) {
+  auto *d = static_cast<detail::deferred *>(ito_getspecific(detail::deferred_key()));
+  if (!d) throw std::logic_error("ito::this_task::defer: not inside a task with dependences");
+  d->waits.push_back(std::move(w));
+}
+}  // namespace this_task
 
 namespace detail {
 // One task with dependences (docs/api.md, "Dependences"). npred counts the
@@ -415,10 +446,18 @@ class task_group {
     detail::dep_node *n;
     task_group *g;
     void fn() {
+      // The task completes (its successors may start) once fn_ returned
+      // or threw and the waits it deferred (this_task::defer) are over.
       struct finish_guard {
         detail::dep_node *n;
-        ~finish_guard() { n->finish(); }
-      } guard{n};
+        detail::deferred d;
+        ~finish_guard() {
+          ito_setspecific(detail::deferred_key(), nullptr);
+          for (auto &w : d.waits) w();
+          n->finish();
+        }
+      } guard{n, {}};
+      ito_setspecific(detail::deferred_key(), &guard.d);
       fn_();
     }
   };
