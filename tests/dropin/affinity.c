@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #define DROPIN_PROG "affinity"
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sched.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -74,6 +75,15 @@ static void *spinner(void *p) {
   return NULL;
 }
 
+/* Alive until released: a thread that may have ended is another answer
+ * (ESRCH, from the kernel as from ito), not the one asked about. */
+static atomic_int release;
+static void *waiter(void *p) {
+  (void)p;
+  while (!atomic_load(&release)) sched_yield();
+  return NULL;
+}
+
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   cpu_set_t all;
@@ -97,9 +107,10 @@ int main(void) {
   cpu_set_t none;
   CPU_ZERO(&none);
   CPU_SET(CPU_SETSIZE - 1, &none); /* (no machine here has 1024 CPUs) */
-  pthread_create(&t, NULL, spinner, NULL);
+  pthread_create(&t, NULL, waiter, NULL);
   printf("a set without a CPU of the process: %s\n",
          code_name(pthread_setaffinity_np(t, sizeof none, &none)));
+  atomic_store(&release, 1);
   pthread_join(t, NULL);
   pthread_attr_setaffinity_np(&a, sizeof none, &none);
   printf("create with such a set: %s\n", code_name(pthread_create(&t, &a, spinner, NULL)));
