@@ -27,6 +27,9 @@ was built it runs
               gcc -fopenmp binary each, under libgomp, LLVM's libomp and
               libito-omp.so (LD_PRELOAD) at the smallest, 2 and the largest
               worker count; the ito runs are skipped, with a note, while libito-omp.so is missing
+  mpi_halo    bench/mpi/halo.cpp under mpirun -np 2 and 4: a halo-exchange
+              stencil, MPI's blocking exchange against lightweight threads
+              that park in it (libito-mpi.so)
   echo        only with --bench echo (not in the default set: it needs about
               2 x 10,000 file descriptors): echo/run_echo.py with
               echo/echo_threads natively (pthreads) and under

@@ -13,6 +13,7 @@ NAMES = ["fib", "spawn_loop", "create_p", "migration", "spreading",
          "million",
          "idle",                                 # idle_cpu, wake, alternate, policy, shutdown
          "omp",                                  # omp_fib, omp_qsort, ... (bench/omp/)
+         "mpi",                                  # mpi_halo (bench/mpi/, libito-mpi.so)
          "echo"]                                 # only with --bench echo
 
 ALL = [importlib.import_module(f"{__name__}.{n}").BENCH for n in NAMES]
