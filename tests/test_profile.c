@@ -300,6 +300,77 @@ static void stretch(void) {
   puts("test_profile stretch: OK");
 }
 
+/* ---- collapsing: a tree of forks far finer than the recorder ---- */
+static long fine_forks; /* counted by the program itself (atomic adds) */
+static long fine(int n);
+struct fine_arg {
+  int n;
+  long r;
+};
+static void fine_task(void *p) {
+  struct fine_arg *a = *(struct fine_arg **)p; /* (the fork copies its argument: a pointer) */
+  a->r = fine(a->n);
+}
+static long fine(int n) {
+  if (n < 2) return n;
+  struct fine_arg a = {n - 1, 0}, *pa = &a;
+  ito_tg_t tg;
+  ito_tg_init(&tg);
+  __atomic_add_fetch(&fine_forks, 1, __ATOMIC_RELAXED);
+  ito_tg_fork(&tg, fine_task, &pa, sizeof pa);
+  long b = fine(n - 2);
+  ito_tg_join(&tg);
+  return a.r + b;
+}
+
+/* A chain of 300 small trees one after the other: the span is the sum of
+ * theirs; 8 of them forked at once. */
+static void fine_chain(void *p) {
+  (void)p;
+  for (int i = 0; i < 300; i++) CHECK_EQ(fine(9), 34);
+}
+
+/* fib(24) by forks, three times: the spawns counted exactly whether the
+ * subtrees were collapsed or not; collapsed ones only where
+ * ITO_PROFILE_COLLAPSE allows (the second argument: expect some, or
+ * none). Then a fan of 8 chains of small trees, whose parallelism
+ * (printed for tests/profile/check.sh to hold against an exact run's) is
+ * 8 times a small tree's: estimated from the trees recorded whole when
+ * they are collapsed. */
+static void collapse(bool expect) {
+  CHECK_EQ(ito_init(), 0);
+  CHECK_EQ(ito_profile_begin("fine"), 0);
+  for (int i = 0; i < 3; i++) CHECK_EQ(fine(24), 46368);
+  CHECK_EQ(ito_profile_end("fine"), 0);
+  long nfine = fine_forks;
+  struct ito_profile f, g;
+  CHECK_EQ(ito_profile_begin("fan8"), 0);
+  ito_tg_t tg;
+  ito_tg_init(&tg);
+  for (int i = 0; i < 8; i++) ito_tg_fork(&tg, fine_chain, NULL, 0);
+  ito_tg_join(&tg);
+  CHECK_EQ(ito_profile_end("fan8"), 0);
+  CHECK_EQ(ito_profile_get("fan8", &g), 0);
+  CHECK(g.work > 0 && g.span > 0 && g.span <= g.work * 1.05);
+  CHECK_EQ((long)g.spawns, fine_forks - nfine + 8);
+  CHECK_EQ(ito_profile_get("fine", &f), 0);
+  CHECK_EQ((long)f.spawns, nfine);
+  CHECK(f.collapsed_forks <= f.spawns);
+  CHECK(f.work > 0 && f.span > 0 && f.span <= f.work * 1.05);
+#if defined(__SANITIZE_THREAD__)
+  expect = false; /* every fork is a thread of its own there (docs/fibers.md): none collapses */
+#endif
+  if (expect) {
+    CHECK(f.collapsed > 0 && f.collapsed_forks >= f.collapsed);
+  } else {
+    CHECK_EQ(f.collapsed, 0);
+    CHECK_EQ(f.collapsed_forks, 0);
+  }
+  printf("test_profile collapse: %llu spawns, %llu collapsed in %llu subtrees; fan8 parallelism %.2f\n",
+         f.spawns, f.collapsed_forks, f.collapsed, g.parallelism);
+  CHECK_EQ(ito_finalize(), 0);
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "shapes";
   if (!strcmp(mode, "shapes")) {
@@ -316,8 +387,10 @@ int main(int argc, char **argv) {
     no_finalize();
   else if (!strcmp(mode, "stretch"))
     stretch();
+  else if (!strcmp(mode, "collapse"))
+    collapse(argc > 2 && !strcmp(argv[2], "some"));
   else {
-    fprintf(stderr, "usage: test_profile shapes|overflow|off|plain|exit|stretch\n");
+    fprintf(stderr, "usage: test_profile shapes|overflow|off|plain|exit|stretch|collapse [some|none]\n");
     return 2;
   }
   return 0;

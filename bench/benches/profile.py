@@ -19,10 +19,12 @@ code. The profiled runs are extra runs: the timings of the other sections
 come from runs without the profiler.
 
 It also measures what recording costs on the finest-grained program, fib
-on one worker: fib_ito plain, under ITO_PROFILE=summary, and the builds
-fib_ito_clock1 and fib_ito_clock3 that only read the cycle counter at one
-or at the three points of each fork where an exact span recorder must
-(bench/fib.cpp), without any recorder. The four alternate in rounds
+on one worker: fib_ito plain, under ITO_PROFILE=summary (subtrees of fine
+tasks collapsed), under ITO_PROFILE=summary with ITO_PROFILE_COLLAPSE=0
+(every fork recorded), and the builds fib_ito_clock1 and fib_ito_clock3
+that only read the cycle counter at one or at the three points of each
+fork where an exact span recorder must (bench/fib.cpp), without any
+recorder. The five alternate in rounds
 (paired), and the report gives each one's time over the plain run's of
 the same round, as the median and range over the rounds.
 """
@@ -68,6 +70,8 @@ REGION = re.compile(
 # What recording costs: (label, binary, extra environment), alternated.
 COST_VARIANTS = [("plain", "fib_ito", {}),
                  ("ITO_PROFILE=summary", "fib_ito", {"ITO_PROFILE": "summary"}),
+                 ("ITO_PROFILE=summary, every fork recorded (ITO_PROFILE_COLLAPSE=0)", "fib_ito",
+                  {"ITO_PROFILE": "summary", "ITO_PROFILE_COLLAPSE": "0"}),
                  ("1 clock read a fork, no recorder", "fib_ito_clock1", {}),
                  ("3 clock reads a fork, no recorder", "fib_ito_clock3", {})]
 COST_COLS = ["variant", "round", "n", "parallel_s"]
@@ -84,7 +88,7 @@ class Profile(Benchmark):
         return {"profile": COLS, "profile_cost": COST_COLS}
 
     def _cost_plan(self, args, bindir):
-        """Rounds of the four fib variants on one worker, alternating."""
+        """Rounds of the fib variants on one worker, alternating."""
         n, rounds = (30, 3) if getattr(args, "quick", False) else (35, 7)
         runs = []
         for k in range(rounds):
@@ -270,11 +274,13 @@ class Profile(Benchmark):
             by.setdefault(r["round"], {})[r["variant"]] = float(r["parallel_s"])
         rep = ["", "### What recording costs\n",
                f"fib({rows[0]['n']}) on one worker, the benchmark's own parallel time (median of "
-               "3 repetitions), the four variants alternating in rounds; each one's time over "
+               "3 repetitions), the variants alternating in rounds; each one's time over "
                "the plain run's of the same round, median (min to max) over "
-               f"{len(by)} rounds. The clock builds read the cycle counter where an exact span "
-               "recorder must (bench/fib.cpp) and record nothing: the least an exact recorder "
-               "can cost here (docs/profile.md, \"What it costs\").\n"]
+               f"{len(by)} rounds. `summary` collapses the subtrees of fine tasks; with "
+               "`ITO_PROFILE_COLLAPSE=0` every fork is recorded. The clock builds read the "
+               "cycle counter where an exact span recorder must (bench/fib.cpp) and record "
+               "nothing: the least recording every fork can cost here (docs/profile.md, "
+               "\"What it costs\").\n"]
         table = []
         for label, _, _ in COST_VARIANTS:
             ratios = sorted(v[label] / v["plain"] for v in by.values()

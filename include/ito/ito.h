@@ -71,6 +71,9 @@ struct ito_profile {
    * than one NUMA node in use: run on their data's node, on another node,
    * with data on no known node */
   unsigned long long tasks_local, tasks_remote, tasks_unknown;
+  /* subtrees of fine tasks the profiler collapsed (ITO_PROFILE_COLLAPSE),
+   * and the forks inside them: their spans are estimated, not recorded */
+  unsigned long long collapsed, collapsed_forks;
 };
 /* A region named tag (up to 63 bytes) begins and ends on the calling
  * thread; regions of different tags may nest and overlap. 0; EINVAL for a

@@ -296,6 +296,9 @@ ito_tg_fork_:
  * back (ito__fork_back_hook) or taken (ito__fork_taken_hook, which does
  * not return). The path without H is not touched (docs/hooks.md). */
 .Lfork_hook:
+        movl    W_HQUIET(%rbx), %eax            /* quiet forks (hooks.h, invariant 4): */
+        cmpl    $1, %eax                        /* 0: none asked, 1: the last one was */
+        ja      .Lfork_quiet                    /* taken, this fork reports itself */
         pushq   %rdi
         pushq   %rsi
         pushq   %rdx
@@ -347,6 +350,62 @@ ito_tg_fork_:
         movq    %r13, %rcx
         call    ito__fork_taken_hook            /* does not return */
         ud2
+/* A quiet fork: no report, one quiet fork less, the record marked for a
+ * thief (record + 1, at hook_mark bytes from its slot) and the mark
+ * cleared once the record is taken back. Only a taken record is reported
+ * (ito__fork_taken_hook), as for every reported fork. */
+.Lfork_quiet:
+        decl    %eax
+        movl    %eax, W_HQUIET(%rbx)
+        movq    W_HMARK(%rbx), %rcx
+        leaq    1(%r12), %rax
+        movq    %rax, (%r14,%rcx)
+        movq    ito__rt_idle(%rip), %rax        /* anybody idle, or M: what .Lfork_counts */
+        btrq    $IDLE_BIT_HOOKS, %rax           /* does, in C */
+        testq   %rax, %rax
+        jnz     .Lfork_qcounts
+.Lfork_qcall:
+        movq    %rsi, %rax
+        movq    REC_TG(%r12), %rsi
+        call    *%rax
+        cmpq    %r12, (%r14)
+        jne     .Lfork_htaken
+        movq    %r13, W_TAIL(%rbx)
+        cmpl    $0, W_FENCE(%rbx)
+        jnz     .Lfork_qfence
+.Lfork_qcheck:
+        cmpq    W_HEAD(%rbx), %r13
+        jb      .Lfork_qconflict
+.Lfork_qback:
+        movq    W_HMARK(%rbx), %rcx
+        movq    $0, (%r14,%rcx)
+        jmp     .Lfork_done
+.Lfork_qfence:
+        lock orq $0, (%rsp)
+        decl    W_FENCE(%rbx)
+        jnz     .Lfork_qcheck
+        movq    %rbx, %rdi
+        call    ito__deque_fence_expire
+        jmp     .Lfork_qcheck
+.Lfork_qconflict:
+        movq    %rbx, %rdi
+        movq    %r13, %rsi
+        call    ito__deque_conflict
+        testb   %al, %al
+        jnz     .Lfork_qback
+        jmp     .Lfork_htaken
+.Lfork_qcounts:
+        pushq   %rdi
+        pushq   %rsi
+        pushq   %rdx
+        pushq   %rdx                            /* keeps the stack 16-byte aligned */
+        movq    %rbx, %rdi
+        call    ito__fork_quiet_counts
+        popq    %rdx
+        popq    %rdx
+        popq    %rsi
+        popq    %rdi
+        jmp     .Lfork_qcall
 .Lfork_wake:
         pushq   %rdi
         pushq   %rsi

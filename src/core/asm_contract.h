@@ -13,7 +13,9 @@
 #define W_FENCE 24  /* deque: pops left in the fenced window */
 #define W_HEAD 64   /* deque: head index (the thieves') */
 #define W_CUR 128   /* worker: the fiber running on it */
-#define W_SCHED_HI 176 /* worker: the top of its scheduler stack */
+#define W_HMARK 136 /* worker: a recorder's mark array, as an offset from the deque's slots */
+#define W_HQUIET 144 /* worker: a recorder's quiet forks left, plus one (hooks.h) */
+#define W_SCHED_HI 192 /* worker: the top of its scheduler stack */
 
 /* The fork checks the deque's capacity when the tail is a multiple of
  * DEQUE_MARGIN, and every pusher keeps DEQUE_MARGIN entries free
@@ -35,9 +37,11 @@
 #if defined(__x86_64__)
 #define REC_NREGS 9 /* rbx rbp r12 r13 r14 r15 sp pc (unused) */
 #define REC_SP 6    /* the word holding the stack pointer after return */
+#define REC_PC 7    /* the word holding the return address (the fork's site) */
 #elif defined(__aarch64__)
 #define REC_NREGS 22 /* x19-x28 x29 x30(pc) sp d8-d15 fpcr */
 #define REC_SP 12
+#define REC_PC 11
 #else
 #error "ito supports x86-64 and AArch64"
 #endif

@@ -95,6 +95,10 @@ static const struct ito_cfg core_rows[] = {
     {.name = "ITO_PROFILE_BASELINE", .kind = ITO_CFG_PARSE, .dst = &ito__cfg.profile_baseline,
      .parse = parse_path, .dflt = "none",
      .what = "a profile CSV of a 1-worker run: work-time stretch per region"},
+    {.name = "ITO_PROFILE_COLLAPSE", .kind = ITO_CFG_INT, .dst = &ito__cfg.profile_collapse,
+     .lo = 0, .hi = 10 * 1000 * 1000, .dflt = "1000",
+     .what = "nanoseconds: the profiler collapses subtrees whose work at their place averaged "
+             "less, their span estimated (0: never; every fork recorded)"},
     {.name = "ITO_NUM_WORKERS", .kind = ITO_CFG_INT, .dst = &ito__cfg.workers, .lo = 1,
      .hi = ITO_MAX_WORKERS, .dflt = "the usable CPUs",
      .what = "number of workers (the affinity mask's CPUs, capped by the cgroup CPU quota, by "
@@ -355,6 +359,7 @@ static void settings_from_env(struct ito_settings *s) {
       .extra_workers = 256,
       .tls_thread = 0,
       .preempt_ms = 10,
+      .profile_collapse = 1000,
   };
   for (int i = 0; i < N_CORE_ROWS; i++) {
     /* the row's destination is a field of ito__cfg: the same field of *s */

@@ -51,6 +51,7 @@ struct ito_settings {
   int profile;        /* ITO_PROFILE: PROF_* of profile_data.h, 0 off */
   const char *profile_out;      /* ITO_PROFILE_OUT, or NULL (the environment's string) */
   const char *profile_baseline; /* ITO_PROFILE_BASELINE, or NULL */
+  long profile_collapse;        /* ITO_PROFILE_COLLAPSE: ns, 0 never */
 };
 extern struct ito_settings ito__cfg HIDDEN;
 

@@ -77,6 +77,14 @@ static inline bool dq_full(const struct ito_deque *d, uint64_t t) {
 static inline bool dq_full_at_margin(const struct ito_deque *d, uint64_t t) {
   return (t & (DEQUE_MARGIN - 1)) == 0 && dq_full(d, t);
 }
+/* The slot of index t: an event recorder keeps its marks at a fixed
+ * distance from it (hooks.h, invariant 4); nothing else uses its address. */
+static inline uintptr_t *dq_slot(struct ito_deque *d, uint64_t t) { return &d->slots[t & d->mask]; }
+/* The slot array's address and its capacity - 1 (the recorder's arrays
+ * shadow it). */
+static inline uintptr_t *dq_slots(const struct ito_deque *d) { return d->slots; }
+static inline uint64_t dq_mask(const struct ito_deque *d) { return d->mask; }
+
 /* Publishes e at index t (the tail; the caller checked capacity). */
 static inline void dq_put(struct ito_deque *d, uint64_t t, uintptr_t e) {
   ITO_ASSERT(e != 0 && t == dq_tail(d));

@@ -132,6 +132,7 @@ static fiber *header_in(char *base, size_t len, uint32_t kind) {
   f->hi = base + len - HEADER_ROOM;
   f->kind = kind;
   f->vg_stack = ito__vg_stack_register(base, f->hi); /* for ever: fibers are never unmapped */
+  ito__lsan_root(f->hi, HEADER_ROOM);                /* (the same) */
   return f;
 }
 

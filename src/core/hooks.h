@@ -14,7 +14,16 @@
  *     TG_TRACED). Every other hook costs one predictable branch.
  *  3. The recorder's function runs on the worker, inside the scheduler or
  *     the thread that caused the event: it must not block, park or call
- *     into the runtime. */
+ *     into the runtime.
+ *  4. Quiet forks: while the worker's hook_quiet is above 1 (the recorder
+ *     sets it, on the worker, only from an event of that worker), a fork
+ *     that would reach its hook decrements it and is not reported: it
+ *     writes its record's address + 1 to its mark (the word hook_mark
+ *     bytes from its deque slot), and its take-back clears the mark with
+ *     no event. The fork that finds it at 1 is reported. A quiet fork
+ *     whose continuation was taken is reported as taken (FORK_TAKEN), its
+ *     group set up for the recorder first. A recorder that never sets
+ *     hook_quiet sees every fork. */
 #ifndef ITO_CORE_HOOKS_H
 #define ITO_CORE_HOOKS_H
 

@@ -131,7 +131,7 @@ bool ito__tg_park(ito_tg_t *tg, fiber *f) {
  * join first (the join reads the bias only once its children are done;
  * this child is one of them until it ends, after this). Only the join
  * removes the bias. */
-static void trace_spawn(ito_tg_t *tg, int wid, const struct ito_rec *rec, uint64_t t) {
+static void trace_group(ito_tg_t *tg) {
   if (!(__atomic_load_n(&tg->pending, __ATOMIC_ACQUIRE) & TG_TRACED)) {
     if (!(__atomic_fetch_or(&tg->pending, TG_TRACING, __ATOMIC_ACQ_REL) & TG_TRACING)) {
       __atomic_store_n((uintptr_t *)&tg->reserved_[1], 0, __ATOMIC_RELAXED);
@@ -140,6 +140,10 @@ static void trace_spawn(ito_tg_t *tg, int wid, const struct ito_rec *rec, uint64
       while (!(__atomic_load_n(&tg->pending, __ATOMIC_ACQUIRE) & TG_TRACED)) cpu_relax();
     }
   }
+}
+
+static void trace_spawn(ito_tg_t *tg, int wid, const struct ito_rec *rec, uint64_t t) {
+  trace_group(tg);
   ito__hook_emit_rec(ITO_EV_SPAWN, wid, tg, 0, rec, t);
 }
 
@@ -166,7 +170,17 @@ void ito__fork_back_hook(ito_tg_t *tg, worker *w, struct ito_rec *rec, uint64_t 
   ito__hook_emit_rec(ITO_EV_FORK_BACK, w->id, tg, 0, rec, t);
 }
 
+void ito__fork_quiet_counts(worker *w) {
+  if (!ito__asym_fence) full_fence();
+  fork_counts(w, idle_fork_read());
+}
+
+/* A quiet fork's group was not set up for the recorder: it is now, before
+ * the child is reported (the join it waits for reads the bias once this
+ * child is done, which is after this; the same rule as a late bias of
+ * trace_spawn's). For a reported fork's group this is one load. */
 void ito__fork_taken_hook(ito_tg_t *tg, worker *w, struct ito_rec *rec, uint64_t t) {
+  trace_group(tg);
   worker *now = cur_worker();
   ito__hook_emit_rec(ITO_EV_FORK_TAKEN, now->id, tg, w->id, rec, t);
   ito__fork_taken(tg);
@@ -193,10 +207,28 @@ static void spawn_child(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size, in
 /* The fork's P2 and P3 (docs/idle.md) as the x86-64 assembly does them:
  * nothing but one load and a branch unless somebody is idle, the mode is
  * symmetric, or a recorder is attached. */
-static __attribute__((noinline)) void fork_publish_slow(worker *w, ito_tg_t *tg, uint64_t x,
+/* A recorder's mark of the record at index t of w's deque (hooks.h,
+ * invariant 4). */
+static inline uintptr_t *quiet_mark(worker *w, uint64_t t) {
+  return (uintptr_t *)((char *)dq_slot(&w->dq, t) + w->hook_mark);
+}
+
+/* Returns true for a quiet fork (hooks.h, invariant 4): not reported, its
+ * record marked for thieves. */
+static __attribute__((noinline)) bool fork_publish_slow(worker *w, ito_tg_t *tg, uint64_t x,
                                                          struct ito_rec *rec, uint64_t t) {
-  if (x & IDLE_HOOKS) trace_spawn(tg, w->id, rec, t);
+  bool quiet = false;
+  if (x & IDLE_HOOKS) {
+    if (w->hook_quiet > 1) {
+      w->hook_quiet--;
+      STORE_REL(quiet_mark(w, t), (uintptr_t)rec + 1);
+      quiet = true;
+    } else {
+      trace_spawn(tg, w->id, rec, t);
+    }
+  }
   fork_counts(w, x);
+  return quiet;
 }
 
 /* The continuation of a fork of tg was taken and runs elsewhere: this child
@@ -235,12 +267,16 @@ void ito__fork_c(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size, struct it
   else
     __asm__ volatile("" ::: "memory");
   uint64_t x = idle_fork_read();
-  if (UNLIKELY(x)) fork_publish_slow(w, tg, x, rec, t);
+  bool quiet = false;
+  if (UNLIKELY(x)) quiet = fork_publish_slow(w, tg, x, rec, t);
 
   call_child(fn, a, tg, kind, w1);
 
   if (LIKELY(cur_worker() == w) && dq_take_back(&w->dq, t, (uintptr_t)rec)) {
-    if (UNLIKELY(x & IDLE_HOOKS)) ito__fork_back_hook(tg, w, rec, t);
+    if (UNLIKELY(quiet))
+      STORE_RLX(quiet_mark(w, t), 0);
+    else if (UNLIKELY(x & IDLE_HOOKS))
+      ito__fork_back_hook(tg, w, rec, t);
     return;
   }
   if (UNLIKELY(x & IDLE_HOOKS)) ito__fork_taken_hook(tg, w, rec, t);

@@ -53,13 +53,37 @@ static uint64_t mono_ns(void) {
 
 /* ---- state ------------------------------------------------------------------------------ */
 
-/* A fork record's span and publication time, for whoever takes it
- * (invariant 3). */
+/* A reported fork record's span and publication time, for whoever takes
+ * it (invariant 3), and what its child's return compares to tell whether
+ * the child ran through undisturbed (invariant 5). Whether it is live is
+ * the mark array's: the record there, or the record + 1 for a quiet fork
+ * (hooks.h, invariant 4), else 0. */
 struct shadow {
-  uintptr_t rec; /* the record while the slot is live, else 0 */
   uint64_t span;
   uint64_t t;
+  uint64_t n0;     /* the worker's spawns at the fork */
+  uint32_t epoch;  /* the worker's scheduler events at the fork */
+  uint32_t ncoll;  /* the worker's collapses begun at the fork */
 };
+
+/* What the recorder knows of the subtrees forked at one place (invariant
+ * 5): the fork's site (its return address) and its record's depth on its
+ * stack. */
+struct ckey {
+  uintptr_t site;  /* 0: an empty entry */
+  uint32_t depth;  /* 16-byte units below the stack's top; bit 31: an OS thread's stack */
+  uint16_t n;      /* subtrees measured (saturating) */
+  uint16_t nexact; /* of them, recorded whole (saturating) */
+  float work;      /* a subtree's work in ticks, a moving average */
+  float forks;     /* the forks in a subtree, a moving average */
+  float rho;       /* span / work of the subtrees recorded whole, a moving average */
+  float pforks;    /* the forks on their paths, a moving average */
+  uint32_t since;  /* subtrees collapsed since the last one recorded whole */
+  uint32_t pad;
+};
+#define NKEYS 1024   /* per worker, direct-mapped */
+#define SAMPLE_EVERY 128
+#define BUDGET_MAX (1 << 20)
 
 enum { ST_RUNTIME = 0, ST_WORK, ST_IDLE };
 /* prof_flags of a fiber */
@@ -84,7 +108,22 @@ struct pworker {
   int took_steal;
   uint64_t steal_cost, steal_n, sync_cost, sync_n; /* (shared) */
   struct shadow *sh;
+  uintptr_t *mk;     /* the marks (hooks.h, invariant 4), one per deque slot */
   uint64_t mask;
+  /* collapsing (invariant 5) */
+  struct ckey *keys;
+  uint32_t epoch;    /* scheduler events on this worker */
+  uint32_t ncoll;    /* collapses begun */
+  int coll_on;       /* a subtree collapses now */
+  int samp_on;       /* a subtree is recorded whole to measure its key */
+  uintptr_t coll_rec, samp_rec; /* their fork records */
+  struct ckey *coll_key;
+  uint64_t coll_s0;  /* the span where the collapsed subtree began (shared) */
+  uint64_t coll_t0;  /* when (shared) */
+  uint64_t coll_rho; /* its key's span / work, in 1/65536 (shared) */
+  uint64_t coll_cap; /* the most of its time a thief's estimate counts (shared) */
+  uint64_t coll_i0;  /* its root fork's deque index */
+  uint32_t coll_budget;
   struct trec *buf;
   uint32_t nbuf;
   uint64_t dropped;
@@ -236,6 +275,128 @@ static void fold(ito_tg_t *tg, uint64_t span) {
   }
 }
 
+/* ---- collapsing (invariant 5) ----------------------------------------------------------------
+ * A fork's child whose subtrees at that place were small (work under
+ * coll_ticks on average) runs collapsed: its forks are quiet (hooks.h,
+ * invariant 4), nothing is read or recorded inside it, and when it
+ * returns its work is the time it took and its span that work times the
+ * span / work of the subtrees of that place that were recorded whole (one
+ * in SAMPLE_EVERY, and the first two). */
+static uint64_t coll_ticks; /* 0: never collapse */
+
+static inline float ewma(float avg, float x, unsigned n) { return n <= 1 ? x : avg + (x - avg) / 8; }
+
+/* The entry of the subtrees forked at rec's place: found, or (make) made
+ * afresh in place of whatever was there; NULL without a table. */
+static struct ckey *key_of(struct pworker *p, const struct ito_rec *rec, bool make) {
+  if (!p->keys) return NULL;
+  uintptr_t site = (uintptr_t)rec->regs[REC_PC], a = (uintptr_t)rec;
+  const fiber *f = rec->fiber;
+  uint32_t depth = f && (uintptr_t)f->lo <= a && a < (uintptr_t)f->hi
+                       ? (uint32_t)(((uintptr_t)f->hi - a) >> 4) & 0x7fffffffu
+                       : (uint32_t)((a >> 4) & 0xfffffu) | 0x80000000u;
+  uint64_t h = ((uint64_t)site * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)depth * 0xC2B2AE3D27D4EB4Full);
+  struct ckey *k = &p->keys[(h >> 40) & (NKEYS - 1)];
+  if (k->site == site && k->depth == depth) return k;
+  if (!make) return NULL;
+  memset(k, 0, sizeof *k);
+  k->site = site;
+  k->depth = depth;
+  return k;
+}
+
+/* A subtree of k's place was measured: work d (ticks) and q forks; whole:
+ * recorded whole, with its span's ticks and forks. */
+static void key_learn(struct ckey *k, uint64_t d, uint64_t q, bool whole, uint64_t sticks,
+                      uint64_t sforks) {
+  if (k->n < 0xffff) k->n++;
+  k->work = ewma(k->work, (float)d, k->n);
+  k->forks = ewma(k->forks, (float)q, k->n);
+  if (!whole || !d) return;
+  if (k->nexact < 0xffff) k->nexact++;
+  float r = (float)sticks / (float)d;
+  k->rho = ewma(k->rho, r > 1 ? 1 : r, k->nexact);
+  k->pforks = ewma(k->pforks, (float)sforks, k->nexact);
+  k->since = 0;
+}
+
+static inline worker *worker_of(int wid) { return ito__workers[wid]; }
+
+/* The child of the fork of rec, which the worker reported at now with
+ * span p->span, runs collapsed. */
+static void coll_begin(struct pworker *p, int wid, struct ckey *k, const void *rec, uint64_t i,
+                       uint64_t now) {
+  uint64_t budget = (uint64_t)(8 * k->forks) + 64;
+  if (budget > BUDGET_MAX) budget = BUDGET_MAX;
+  p->coll_on = 1;
+  p->coll_rec = (uintptr_t)rec;
+  p->coll_i0 = i;
+  p->coll_key = k;
+  p->coll_budget = (uint32_t)budget;
+  STORE_RLX(&p->coll_s0, p->span);
+  STORE_RLX(&p->coll_t0, now);
+  STORE_RLX(&p->coll_rho, (uint64_t)(k->rho * 65536.0f));
+  STORE_RLX(&p->coll_cap, (uint64_t)(2 * k->work));
+  p->ncoll++;
+  k->since++;
+  worker_of(wid)->hook_quiet = (int)budget + 1; /* budget quiet forks */
+}
+
+enum { END_WHOLE, END_SPENT, END_BROKEN };
+
+/* The collapsed subtree ends at now: returned (END_WHOLE), out of its
+ * budget of quiet forks (END_SPENT: the next fork reports itself), or
+ * left for the scheduler, an event of its own or a region's bound
+ * (END_BROKEN). Its work is the time since it began, its span estimated. */
+static void coll_end(struct pworker *p, int wid, uint64_t now, int how) {
+  worker *w = worker_of(wid);
+  uint64_t q = p->coll_budget + 1 - (uint64_t)(w->hook_quiet > 0 ? w->hook_quiet : 1);
+  w->hook_quiet = 0;
+  p->coll_on = 0;
+  add(&p->n[N_SPAWN], q);
+  add(&p->n[N_QUIET], q);
+  add(&p->n[N_COLL], 1);
+  uint64_t d = less_os(p, now - p->since);
+  add(&p->time[C_WORK], d);
+  struct ckey *k = p->coll_key;
+  float frac = how == END_WHOLE || k->work <= 0 ? 1.0f : (float)d / k->work;
+  if (frac > 1) frac = 1;
+  uint64_t pf = (uint64_t)(k->pforks * frac + 0.5f), s0 = p->coll_s0;
+  if (span_forks(s0) + pf > SPAN_KMAX) pf = SPAN_KMAX - span_forks(s0);
+  p->span = span_plus(s0, (d * p->coll_rho) >> 16) + pf;
+  if (p->span > p->span_max) STORE_RLX(&p->span_max, p->span);
+  STORE_RLX(&p->since, now);
+  /* The quiet forks it leaves in the deque (not one when it returned
+   * whole) lie on the path from its root to here: each becomes a reported
+   * fork whose span is the collapse's at its end, the most theirs can be;
+   * a thief that read a quiet mark first estimates from coll_s0, which
+   * the next collapse changes only after this. */
+  if (how != END_WHOLE) {
+    uint64_t tail = dq_tail(&w->dq), j = p->coll_i0 + 1;
+    if (tail - j > p->mask) j = tail; /* (the root was taken: none of its forks is left) */
+    for (; j < tail; j++) {
+      uintptr_t *m = &p->mk[j & p->mask], v = LOAD_ACQ(m);
+      if (!(v & 1)) continue;
+      struct shadow *s = &p->sh[j & p->mask];
+      s->span = span_fork(p->span);
+      s->t = now;
+      s->n0 = p->n[N_SPAWN];
+      s->epoch = p->epoch - 1; /* (taken back quietly: never read as a fork's measure) */
+      s->ncoll = p->ncoll;
+      __atomic_compare_exchange_n(m, &v, v - 1, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+    }
+  }
+  /* a subtree that outgrew its budget is larger than its key said: what
+   * it ran so far counts, so that the key stops collapsing if that is
+   * the rule rather than the exception */
+  if (how == END_SPENT) key_learn(k, d, q, false, 0, 0);
+}
+
+/* Any event on a worker whose subtree collapses ends the collapse first. */
+static __attribute__((noinline)) void coll_break(struct pworker *p, int wid, uint64_t now) {
+  coll_end(p, wid, now, worker_of(wid)->hook_quiet == 1 ? END_SPENT : END_BROKEN);
+}
+
 /* Memory for the recorder's own tables: pages nobody touched cost nothing. */
 static void *map_pages(size_t bytes) {
   void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
@@ -243,11 +404,20 @@ static void *map_pages(size_t bytes) {
   return m == MAP_FAILED ? NULL : m;
 }
 
-/* Worker wid's shadow of its deque, mapped once (invariant 3). */
+/* Worker wid's shadow of its deque and its marks, mapped once (invariant
+ * 3), and its keys; the worker learns where the marks are at every start
+ * (hooks.h, invariant 4). */
 static void map_shadow(struct pworker *p, int wid) {
-  if (p->sh) return;
-  p->mask = ito__workers[wid]->dq.mask;
-  p->sh = map_pages((p->mask + 1) * sizeof(struct shadow));
+  worker *w = ito__workers[wid];
+  if (!p->sh) {
+    p->mask = dq_mask(&w->dq);
+    p->sh = map_pages((p->mask + 1) * sizeof(struct shadow));
+    p->mk = map_pages((p->mask + 1) * sizeof(uintptr_t));
+    p->keys = map_pages(NKEYS * sizeof(struct ckey));
+    if (!p->sh || !p->mk) p->sh = NULL; /* (then no fork is followed on this worker) */
+  }
+  w->hook_quiet = 0;
+  if (p->mk) w->hook_mark = (intptr_t)((char *)p->mk - (char *)dq_slots(&w->dq));
 }
 
 static __attribute__((noinline)) void pw_first(struct pworker *p, int wid);
@@ -286,20 +456,46 @@ static void on_fork(struct pworker *p, int wid, const struct ito_event *e) {
   if (!e->rec || !p->sh) return; /* a task's spawn, or a child of its own: CREATE follows */
   uint64_t now = ticks();
   advance(p, now);
-  struct shadow *s = &pw[wid].sh[e->aux & p->mask];
+  uint64_t i = e->aux & p->mask;
+  struct shadow *s = &p->sh[i];
   s->span = span_fork(p->span);
   s->t = now;
-  STORE_REL(&s->rec, (uintptr_t)e->rec);
+  s->n0 = p->n[N_SPAWN];
+  s->epoch = p->epoch;
+  s->ncoll = p->ncoll;
+  STORE_REL(&p->mk[i], (uintptr_t)e->rec);
+  /* the child: recorded, recorded whole to measure its place, or collapsed */
+  if (!coll_ticks || p->samp_on || p->state != ST_WORK) return;
+  struct ckey *k = key_of(p, e->rec, true);
+  if (!k || k->n < 2 || k->work >= (float)coll_ticks) return;
+  if (k->nexact < 2 || k->since >= SAMPLE_EVERY) {
+    p->samp_on = 1;
+    p->samp_rec = (uintptr_t)e->rec;
+    return;
+  }
+  coll_begin(p, wid, k, e->rec, i, now);
 }
 
 static void on_fork_back(struct pworker *p, const struct ito_event *e) {
   uint64_t now = ticks();
+  if (p->coll_on) coll_end(p, e->worker, now, END_WHOLE); /* (the root's: record() broke others) */
   advance(p, now);
   fold((ito_tg_t *)e->obj, p->span);
   if (!e->rec || !p->sh) return; /* a child of its own ended (lazy.c, box_run) */
-  struct shadow *s = &p->sh[e->aux & p->mask];
+  uint64_t i = e->aux & p->mask;
+  struct shadow *s = &p->sh[i];
+  if (s->epoch == p->epoch && coll_ticks) { /* the child ran here, undisturbed: measured */
+    struct ckey *k = key_of(p, e->rec, true);
+    if (k) {
+      uint64_t s0 = s->span - (span_forks(s->span) > 0), ch = p->span;
+      key_learn(k, now - s->t, p->n[N_SPAWN] - s->n0, s->ncoll == p->ncoll,
+                span_ticks(ch) - span_ticks(s0),
+                span_forks(ch) > span_forks(s0) ? span_forks(ch) - span_forks(s0) : 0);
+    }
+  }
+  if (p->samp_on && p->samp_rec == (uintptr_t)e->rec) p->samp_on = 0;
   p->span = s->span; /* the continuation goes on from the fork */
-  STORE_RLX(&s->rec, 0);
+  STORE_RLX(&p->mk[i], 0);
 }
 
 static void on_fork_taken(struct pworker *p, const struct ito_event *e) {
@@ -309,10 +505,10 @@ static void on_fork_taken(struct pworker *p, const struct ito_event *e) {
   enter(p, ST_RUNTIME, now);
   struct pworker *o = &pw[e->peer];
   if (!o->sh) return;
-  /* the taker clears the slot once it read it; the owner's next fork at
+  /* the taker clears the mark once it read it; the owner's next fork at
    * this index must not overwrite it before (invariant 3) */
-  struct shadow *s = &o->sh[e->aux & o->mask];
-  while (LOAD_ACQ(&s->rec) == (uintptr_t)e->rec) cpu_relax();
+  uintptr_t *m = &o->mk[e->aux & o->mask];
+  while ((LOAD_ACQ(m) & ~(uintptr_t)1) == (uintptr_t)e->rec) cpu_relax();
 }
 
 static void on_take(struct pworker *p, int wid, const struct ito_event *e) {
@@ -333,12 +529,25 @@ static void on_take(struct pworker *p, int wid, const struct ito_event *e) {
   struct pworker *o = &pw[e->peer];
   uint64_t span = 0, ready = now;
   if (o->sh) {
-    struct shadow *s = &o->sh[e->aux & o->mask];
-    /* the owner writes it right after publishing (invariant 3) */
-    while (LOAD_ACQ(&s->rec) != ent) cpu_relax();
-    span = s->span;
-    ready = s->t;
-    STORE_REL(&s->rec, 0);
+    uint64_t i = e->aux & o->mask;
+    /* the owner marks it right after publishing (invariant 3) */
+    uintptr_t m;
+    while ((m = LOAD_ACQ(&o->mk[i])) != ent && m != ent + 1) cpu_relax();
+    if (m == ent) {
+      span = o->sh[i].span;
+      ready = o->sh[i].t;
+    } else {
+      /* a quiet fork inside a collapsed subtree (invariant 5): the span
+       * at its fork is estimated as the collapse's at this moment; when
+       * it became ready is not known */
+      uint64_t s0 = LOAD_RLX(&o->coll_s0), t0 = LOAD_RLX(&o->coll_t0);
+      uint64_t rho = LOAD_RLX(&o->coll_rho), cap = LOAD_RLX(&o->coll_cap);
+      /* (the owner may have been off its CPU for part of it: no more
+       * than twice the subtrees' usual work counts) */
+      uint64_t dt = now > t0 ? now - t0 : 0;
+      span = span_fork(span_plus(s0, ((dt < cap ? dt : cap) * rho) >> 16));
+    }
+    STORE_REL(&o->mk[i], 0);
   }
   f->prof_span = span;
   f->prof_ready = ready;
@@ -478,11 +687,28 @@ static const signed char counter_of[ITO_EV_KINDS] = {
     [ITO_EV_WAKE] = N_WAKE + 1,
 };
 
+/* The events after which a fork's child did not run through undisturbed
+ * on its worker (invariant 5). */
+static const unsigned char disturbs[ITO_EV_KINDS] = {
+    [ITO_EV_TAKE] = 1,  [ITO_EV_RUN] = 1,         [ITO_EV_LEAVE] = 1,       [ITO_EV_EXIT] = 1,
+    [ITO_EV_IDLE] = 1,  [ITO_EV_CREATE_BACK] = 1, [ITO_EV_FORK_TAKEN] = 1, [ITO_EV_CREATE] = 1,
+    [ITO_EV_PARK] = 1,  [ITO_EV_STEAL] = 1,
+};
+
 static void record(const struct ito_event *e, void *arg) {
   (void)arg;
   if (!LOAD_RLX(&recording)) return;
   int wid = e->worker;
   struct pworker *p = pw_of(wid);
+  if (p && (unsigned)e->kind < ITO_EV_KINDS) {
+    if (UNLIKELY(p->coll_on) &&
+        !(e->kind == ITO_EV_FORK_BACK && (uintptr_t)e->rec == p->coll_rec))
+      coll_break(p, wid, ticks());
+    if (disturbs[e->kind]) {
+      p->epoch++;
+      p->samp_on = 0;
+    }
+  }
   /* these two also come from outside the workers */
   if (e->kind == ITO_EV_READY) {
     on_ready(p, wid, e);
@@ -576,6 +802,16 @@ void ito__prof_now(uint64_t *now, struct prof_sums *s, uint64_t *span) {
   *now = ticks();
   worker *w = cur_worker();
   *span = 0;
+  if (w && (unsigned)w->id < ITO_MAX_WORKERS && LOAD_RLX(&recording)) {
+    struct pworker *p = pw_of(w->id);
+    /* a region's bound inside a collapsed subtree ends the collapse
+     * there; the caller's code is counted up to now, less what the OS
+     * took of it, as at any event (sums_now's guess of an open interval
+     * would keep that time in the caller's span at one bound and not at
+     * the other) */
+    if (p->coll_on) coll_break(p, w->id, *now);
+    if (LOAD_RLX(&p->on)) advance(p, *now);
+  }
   sums_now(*now, w ? w->id : -1, s, span);
 }
 
@@ -643,12 +879,17 @@ void ito__profile_start(void) {
   for (int i = 0; i < ITO_MAX_WORKERS; i++) {
     struct pworker *p = &pw[i];
     struct shadow *sh = p->sh;
+    uintptr_t *mk = p->mk;
+    struct ckey *keys = p->keys;
     struct trec *buf = p->buf;
     uint64_t mask = p->mask;
     memset(p, 0, sizeof *p);
     p->sh = sh;
+    p->mk = mk;
+    p->keys = keys;
     p->mask = mask;
     p->buf = buf;
+    if (keys) memset(keys, 0, NKEYS * sizeof *keys); /* each run learns its own places */
     if (i >= nworkers) continue;
     map_shadow(p, i);
     if ((what & (PROF_TRACE | PROF_DAG)) && !p->buf)
@@ -656,6 +897,7 @@ void ito__profile_start(void) {
   }
   ito__prof_regions_reset();
   blocked_now = 0;
+  coll_ticks = (uint64_t)((double)ito__cfg.profile_collapse * 1e-9 / sec_per_tick);
   ito__nodeq_counts(placed0);
   nused = 0;
   long_ticks = (uint64_t)(LONG_NS * 1e-9 / sec_per_tick);

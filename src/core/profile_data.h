@@ -23,8 +23,10 @@ enum { C_WORK, C_RUNTIME, C_IDLE, C_READY, C_BLOCKED, C_OS, NCAT };
 /* Counts. */
 /* N_LOCAL .. N_UNKNOWN: tasks started with data, by where they ran (the
  * placement's counts, nodeq.h, read rather than recorded) */
+/* N_COLL, N_QUIET: collapsed subtrees and the forks inside them, whose
+ * spans were estimated (profile.h, invariant 5) */
 enum { N_SPAWN, N_STEAL, N_STEAL_FAIL, N_CREATE, N_PARK, N_SLEEP, N_WAKE, N_LOCAL, N_REMOTE,
-       N_UNKNOWN, NCOUNT };
+       N_UNKNOWN, N_COLL, N_QUIET, NCOUNT };
 
 /* The figures in ticks, before they become seconds (struct ito_profile). */
 struct prof_sums {

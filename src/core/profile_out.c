@@ -3,6 +3,7 @@
  * (docs/profile.md). Runs after the recording (profile.c), never on the
  * recording path. */
 #define _GNU_SOURCE
+#include "config.h"
 #include "os.h"
 #include "profile_data.h"
 
@@ -134,6 +135,8 @@ void ito__prof_figures(const struct prof_run *r, const struct prof_sums *s, uint
   out->tasks_local = s->n[N_LOCAL];
   out->tasks_remote = s->n[N_REMOTE];
   out->tasks_unknown = s->n[N_UNKNOWN];
+  out->collapsed = s->n[N_COLL];
+  out->collapsed_forks = s->n[N_QUIET];
 }
 
 void ito__prof_stretch(const struct prof_run *r, const char *tag, struct ito_profile *p) {
@@ -239,6 +242,11 @@ static void summary(const struct prof_run *r, const struct ito_profile *p) {
   OUT("  counts: %llu spawns, %llu steals (%llu failed attempts), %llu threads created, %llu "
       "parks, %llu sleeps, %llu wakes\n",
       p->spawns, p->steals, p->steal_fails, p->creates, p->parks, p->sleeps, p->wakes);
+  if (p->collapsed)
+    OUT("  collapsed: %llu subtrees of tasks under %.2f us (%.1f%% of the spawns): their spans "
+        "estimated from the subtrees recorded whole (ITO_PROFILE_COLLAPSE=0 records every fork)\n",
+        p->collapsed, (double)ito__cfg.profile_collapse * 1e-3,
+        p->spawns ? 100.0 * (double)p->collapsed_forks / (double)p->spawns : 0.0);
   if (p->tasks_local + p->tasks_remote + p->tasks_unknown)
     OUT("  tasks placed by their data (docs/numa.md): %llu ran on their data's node, %llu on "
         "another node, %llu with data on no known node\n",

@@ -56,6 +56,9 @@ HIDDEN void ito__fork_taken(ito_tg_t *tg) __attribute__((noreturn));
  * record taken back, or taken (then ends this child as ito__fork_taken). */
 HIDDEN void ito__fork_hook(ito_tg_t *tg, struct worker *w, struct ito_rec *rec, uint64_t t);
 HIDDEN void ito__fork_back_hook(ito_tg_t *tg, struct worker *w, struct ito_rec *rec, uint64_t t);
+/* A quiet fork (hooks.h, invariant 4) found somebody idle, or the
+ * symmetric mode: the fork's P2 and P3, as ito__fork_hook does them. */
+HIDDEN void ito__fork_quiet_counts(struct worker *w);
 HIDDEN void ito__fork_taken_hook(ito_tg_t *tg, struct worker *w, struct ito_rec *rec, uint64_t t)
     __attribute__((noreturn));
 /* The join's slow half: wait for the children, move back to the home

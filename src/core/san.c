@@ -12,7 +12,10 @@ void ito__asan_start(void **fake, const void *lo, size_t size) {
 }
 void ito__asan_finish(void *fake) { __sanitizer_finish_switch_fiber(fake, NULL, NULL); }
 void ito__asan_unpoison(const void *lo, size_t size) { ASAN_UNPOISON_MEMORY_REGION(lo, size); }
+#include <sanitizer/lsan_interface.h>
+void ito__lsan_root(const void *lo, size_t size) { __lsan_register_root_region(lo, size); }
 #else
+void ito__lsan_root(const void *lo, size_t size) { (void)lo, (void)size; }
 void ito__asan_start(void **fake, const void *lo, size_t size) {
   (void)fake, (void)lo, (void)size;
 }

@@ -13,6 +13,10 @@ HIDDEN void ito__asan_start(void **fake, const void *lo, size_t size);
 HIDDEN void ito__asan_finish(void *fake);
 /* Frames that never returned left their redzones poisoned. */
 HIDDEN void ito__asan_unpoison(const void *lo, size_t size);
+/* LeakSanitizer: [lo, lo + size) (a fiber's header, in memory it does not
+ * scan) holds pointers to the heap that count as references (a thread's
+ * key values, between its end and its release, at exit). For ever. */
+HIDDEN void ito__lsan_root(const void *lo, size_t size);
 /* Valgrind: a stack registered with it (a client request, a few
  * instructions outside Valgrind; nothing where valgrind.h is missing), so
  * that memcheck sees a switch between two stacks as a switch, not as one

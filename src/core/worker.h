@@ -57,6 +57,11 @@ typedef struct worker {
   struct ito_deque dq;              /* first (invariant 1); two cache lines */
 
   fiber *cur;                       /* the fiber running on this worker */
+  /* An event recorder's quiet forks (hooks.h, invariant 4): while
+   * hook_quiet > 1 a fork does not report itself, takes one off, and
+   * marks its record for thieves at hook_mark bytes from its deque slot. */
+  intptr_t hook_mark;
+  int hook_quiet;
   void (*post_fn)(void *);          /* run right after the next switch lands */
   void *post_arg;
   int id;
@@ -105,6 +110,8 @@ typedef struct worker {
 _Static_assert(offsetof(worker, dq) == 0, "worker: the deque comes first");
 _Static_assert(offsetof(worker, cur) == W_CUR, "asm: W_CUR");
 _Static_assert(offsetof(worker, sched_hi) == W_SCHED_HI, "asm: W_SCHED_HI");
+_Static_assert(offsetof(worker, hook_mark) == W_HMARK, "asm: W_HMARK");
+_Static_assert(offsetof(worker, hook_quiet) == W_HQUIET, "asm: W_HQUIET");
 _Static_assert(offsetof(worker, rq) % CACHELINE == 0, "worker: the ready queue's line");
 
 extern __thread worker *ito__tls_worker HIDDEN;

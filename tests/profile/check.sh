@@ -15,6 +15,9 @@
 #     and the trace say how much of the timeline was dropped;
 #   - a program that returns from main without ito_finalize: the profile
 #     is written at exit;
+#   - subtrees of fine tasks collapsed (and not, when ITO_PROFILE_COLLAPSE
+#     is 0), their spawns counted exactly, their estimated parallelism near
+#     an exact run's; a bad ITO_PROFILE_COLLAPSE refused with one line;
 #   - work-time stretch against a 1-worker baseline; a baseline that is not
 #     a profile CSV is one line, and the run goes on;
 #   - a bad ITO_PROFILE stops the program with one line and exit status 2;
@@ -142,6 +145,37 @@ ITO_PROFILE=summary,trace ITO_PROFILE_OUT="$tmp/x" ITO_NUM_WORKERS=2 run "$prog"
   > /dev/null 2> "$tmp/err" || { cat "$tmp/err"; fail "the exit mode failed"; }
 grep -q "^ito profile (run 1, 2 workers)" "$tmp/err" || fail "no summary at exit: $(cat "$tmp/err")"
 python3 -c "import json; json.load(open('$tmp/x.trace.json'))" || fail "the trace written at exit is not JSON"
+
+# 3c. collapsing (ITO_PROFILE_COLLAPSE): spawns counted exactly, subtrees
+# collapsed only when allowed, on one worker and with steals on two; the
+# parallelism the collapsed subtrees' estimates give against an exact
+# run's (the estimate comes from subtrees recorded whole: a few times off
+# at most, on trees of sub-microsecond tasks where the recorder's own cost
+# weighs most). A threshold of 100 us collapses in slow builds as well.
+par() { sed -n 's/.*fan8 parallelism \([0-9.]*\)$/\1/p' "$1"; }
+for w in 1 2; do
+  ITO_PROFILE=1 ITO_PROFILE_COLLAPSE=100000 ITO_NUM_WORKERS=$w run "$prog" collapse some \
+    > "$tmp/c$w" 2> "$tmp/err" || { cat "$tmp/c$w" "$tmp/err"; fail "collapse failed on $w workers"; }
+  cat "$tmp/c$w"
+done
+ITO_PROFILE=1 ITO_PROFILE_COLLAPSE=0 ITO_NUM_WORKERS=1 run "$prog" collapse none > "$tmp/c0" 2> "$tmp/err" ||
+  { cat "$tmp/c0" "$tmp/err"; fail "ITO_PROFILE_COLLAPSE=0 collapsed, or failed"; }
+cat "$tmp/c0"
+python3 -c "
+import sys
+c, e = float(sys.argv[1]), float(sys.argv[2])
+sys.exit(0 if e / 4 <= c <= e * 4 else 1)" "$(par "$tmp/c1")" "$(par "$tmp/c0")" ||
+  fail "collapsed parallelism $(par "$tmp/c1") against exact $(par "$tmp/c0")"
+for v in abc -1 10000001 1e3; do
+  err=$(ITO_PROFILE=1 ITO_PROFILE_COLLAPSE="$v" run "$prog" plain 2>&1 > /dev/null)
+  rc=$?
+  [ $rc -eq 2 ] || fail "ITO_PROFILE_COLLAPSE='$v': exit status $rc, not 2"
+  case $err in
+    "ito: ITO_PROFILE_COLLAPSE=$v is not valid: expected a whole number from 0 to 10000000"*) ;;
+    *) fail "ITO_PROFILE_COLLAPSE='$v': message '$err'" ;;
+  esac
+  [ "$(printf '%s\n' "$err" | wc -l)" = 1 ] || fail "ITO_PROFILE_COLLAPSE='$v': more than one line"
+done
 
 # 4. bad values: one line, exit status 2
 for v in bogus summary,,csv 'summary csv' 2 trace,foo; do
