@@ -30,6 +30,13 @@ was built it runs
   mpi_halo    bench/mpi/halo.cpp under mpirun -np 2 and 4: a halo-exchange
               stencil, MPI's blocking exchange against lightweight threads
               that park in it (libito-mpi.so)
+  mpi_gups    bench/mpi/gups.cpp under mpirun -np 2 and 4: HPCC RandomAccess,
+              HPCC's MPI algorithm against remote updates sent and received
+              by lightweight threads parked in MPI_Send / MPI_Recv; HPCC's
+              error rule checked
+  mpi_dfib    bench/mpi/dfib.cpp under mpirun -np 1, 2 and 4: fib whose upper
+              levels send subtrees to other ranks and wait for the answers
+              in a blocking MPI_Recv (parked by libito-mpi.so)
   echo        only with --bench echo (not in the default set: it needs about
               2 x 10,000 file descriptors): echo/run_echo.py with
               echo/echo_threads natively (pthreads) and under

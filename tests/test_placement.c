@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,7 +102,8 @@ static void *maker(void *p) {
   return NULL;
 }
 
-static void many(long *local_seen, long *total) {
+/* One batch; adds what its tasks saw to the counts. */
+static void many(long *local_seen, long *total, long *there_seen, long *with_seen) {
   struct batch b = {.n = nodes * PER_NODE};
   b.t = calloc((size_t)b.n, sizeof *b.t);
   CHECK(b.t != NULL);
@@ -128,14 +130,12 @@ static void many(long *local_seen, long *total) {
   printf("placement: %d nodes, %d tasks: %ld ran on their data's node; of the %ld whose node has "
          "a worker, %ld (%.0f%%)\n",
          nodes, b.n, local, with, there, with ? 100.0 * (double)there / (double)with : 0.0);
-  /* A worker takes from another node's queue only once its own is empty
-   * (and that one holds more tasks than its node has workers, or stayed
-   * untouched for the patience, 50 us): here only near the end. */
   if (getenv("TEST_DEBUG"))
     for (int i = 0; i < b.n; i++) fprintf(stderr, "%d>%d ", b.t[i].data_node, b.t[i].ran_on);
-  if (with) CHECK(there * 4 >= with * 3);
-  *local_seen = local;
-  *total = b.n;
+  *local_seen += local;
+  *total += b.n;
+  *there_seen = there;
+  *with_seen = with;
   free(b.t);
 }
 
@@ -209,8 +209,22 @@ int main(int argc, char **argv) {
   }
   CHECK(ito_numa_node() == atoi(spec)); /* the main thread runs on worker 0 */
   check_scores();
-  long local, total;
-  many(&local, &total);
+  /* A worker takes from another node's queue only once its own is empty
+   * (and that one holds more tasks than its node has workers, after 100
+   * us, or stayed untouched for 400 us; docs/numa.md): here only near the
+   * end, unless a worker was descheduled that long (the share says
+   * nothing then: a batch in which fewer than 3 tasks in 4 ran on their
+   * node runs again, up to 3 times; a placement that ignored the data
+   * would give 1 in N every time) */
+  long local = 0, total = 0;
+  bool share_ok = false;
+  for (int round = 0; round < 3 && !share_ok; round++) {
+    long there = 0, with = 0;
+    many(&local, &total, &there, &with);
+    share_ok = !with || there * 4 >= with * 3;
+    if (!share_ok) printf("placement: under 3 in 4 (a worker descheduled?): once more\n");
+  }
+  CHECK(share_ok);
   struct ito_profile p;
   CHECK(ito_profile_get(NULL, &p) == 0);
   if (getenv("TEST_DEBUG"))

@@ -14,6 +14,8 @@ NAMES = ["fib", "spawn_loop", "create_p", "migration", "spreading",
          "idle",                                 # idle_cpu, wake, alternate, policy, shutdown
          "omp",                                  # omp_fib, omp_qsort, ... (bench/omp/)
          "mpi",                                  # mpi_halo (bench/mpi/, libito-mpi.so)
+         "mpi_gups",                             # mpi_gups (bench/mpi/, libito-mpi.so)
+         "mpi_dfib",                             # mpi_dfib (bench/mpi/, libito-mpi.so)
          "echo"]                                 # only with --bench echo
 
 ALL = [importlib.import_module(f"{__name__}.{n}").BENCH for n in NAMES]

@@ -21,11 +21,23 @@
 static struct topo topo;
 static int loaded; /* 0, 1 loading, 2 loaded */
 
+/* The CPUs the process may use, as it started: read when the library is
+ * loaded, before ito (or a runtime before it) bound the main thread to
+ * one place; the topology may be loaded after that. */
+static cpu_set_t start_cpus;
+static int have_start_cpus;
+__attribute__((constructor)) static void topo_start_cpus(void) {
+  have_start_cpus = sched_getaffinity(0, sizeof start_cpus, &start_cpus) == 0;
+}
+
 /* One node holding the CPUs the process may use. */
 static void one_node(const char *why) {
   static int os_node0[1] = {0}, dist0[1] = {10};
   cpu_set_t cpus;
-  if (sched_getaffinity(0, sizeof cpus, &cpus) != 0) CPU_ZERO(&cpus);
+  if (have_start_cpus)
+    cpus = start_cpus;
+  else if (sched_getaffinity(0, sizeof cpus, &cpus) != 0)
+    CPU_ZERO(&cpus);
   int n = CPU_COUNT(&cpus);
   if (n < 1) n = 1;
   int *os = malloc(sizeof(int) * (size_t)n), *node = calloc((size_t)n, sizeof(int));
