@@ -4,8 +4,8 @@
 #
 #   check.sh CASE MPIEXEC PROGRAM [PRELOAD]
 # CASE: random (2 ranks x 1000 threads, 2 workers each), random4 (4 ranks),
-# calls (2 ranks, one worker each), serialized (MPI initialised by the
-# program at MPI_THREAD_SERIALIZED: funnel mode, its message), cpp (the
+# calls (2 ranks, one worker each), serialized, funneled and single (MPI
+# initialised by the program at that level: funnel mode, its message), cpp (the
 # C++ iwait), pthread and omp (unmodified programs, PRELOAD the drop-in
 # library and libito-mpi.so, colon-separated).
 set -u
@@ -46,10 +46,13 @@ case "$case_" in
     run 4 2 1000 32 || fail "exit status $?"
     grep -q "4 ranks x 1000 threads, 32-word pairs: all checked" "$out" || fail "no result line"
     ;;
-  serialized)
-    run 2 2 300 16 serialized || fail "exit status $?"
-    grep -q "all checked (thread level 2)" "$out" || fail "no result line"
-    grep -q "^ito-mpi: MPI runs at thread level MPI_THREAD_SERIALIZED, not MPI_THREAD_MULTIPLE: the blocking MPI calls of lightweight threads are funnelled through worker 0" "$out" ||
+  serialized|funneled|single)
+    # MPI's levels: SINGLE 0, FUNNELED 1, SERIALIZED 2
+    lvl=$(case $case_ in single) echo 0;; funneled) echo 1;; *) echo 2;; esac)
+    name=MPI_THREAD_$(echo "$case_" | tr a-z A-Z)
+    run 2 2 300 16 "$case_" || fail "exit status $?"
+    grep -q "all checked (thread level $lvl)" "$out" || fail "no result line"
+    grep -q "^ito-mpi: MPI runs at thread level $name, not MPI_THREAD_MULTIPLE: the blocking MPI calls of lightweight threads are funnelled through worker 0" "$out" ||
       fail "no line about the funnel"
     ;;
   calls)

@@ -1,7 +1,8 @@
 /* The exchange the MPI tests share: pair i of rank r is a blocking
- * MPI_Ssend / MPI_Recv with pair i of rank r ^ d(i), d(i) = 1 + i % (R - 1)
- * (R a power of two), the two sides in opposite orders chosen per pair,
- * each message checked by content. Plain MPI: no ito call, so that the
+ * MPI_Ssend / MPI_Recv with pair i of rank r ^ d(i), d(i) drawn at random
+ * from 1 .. R - 1 by a hash of i that every rank computes alike (R a power
+ * of two: the partner's partner is r), the two sides in opposite orders
+ * chosen per pair, each message checked by content. Plain MPI: no ito call, so that the
  * pthread and OpenMP programs that use it are unmodified MPI programs. */
 #ifndef ITO_TESTS_MPI_PAIRS_H
 #define ITO_TESTS_MPI_PAIRS_H
@@ -25,7 +26,7 @@ static uint64_t pairs_word(int from, int to, int i, int k) {
 
 /* 0, or 1 after a line on stderr saying what was wrong. */
 static int pairs_exchange(int rank, int nranks, int i, int words) {
-  int p = rank ^ (1 + i % (nranks - 1));
+  int p = rank ^ (1 + (int)(pairs_mix((uint64_t)i * 2654435761u + 12345) % (uint64_t)(nranks - 1)));
   uint64_t *out = malloc(sizeof(uint64_t) * (size_t)words * 2), *in = out + words;
   if (!out) return 1;
   for (int k = 0; k < words; k++) out[k] = pairs_word(rank, p, i, k);

@@ -6,12 +6,13 @@
  * waiting threads park and every pair finishes; each message is checked
  * by content.
  *
- *   mpirun -np R test_mpi_random [threads=1000] [words=64] [serialized]
+ *   mpirun -np R test_mpi_random [threads=1000] [words=64] [serialized|funneled|single]
  * R a power of two: thread i of rank r pairs with thread i of rank
- * r ^ d(i), d(i) = 1 + i % (R - 1). With `serialized` the program
- * initialises MPI itself, past libito-mpi.so (PMPI_Init_thread), at
- * MPI_THREAD_SERIALIZED: the library finds that level at its first call,
- * says so, and funnels the calls through worker 0 (check.sh reads the
+ * r ^ d(i), d(i) drawn at random from 1 .. R - 1 (pairs.h). With a level
+ * the program initialises MPI itself, past libito-mpi.so
+ * (PMPI_Init_thread), at MPI_THREAD_SERIALIZED, _FUNNELED or _SINGLE:
+ * the library finds that level at its first call, says so, and funnels
+ * the calls through worker 0, the main thread's (check.sh reads the
  * line). */
 #include <ito/ito.h>
 #include <ito/ito_mpi.h>
@@ -32,8 +33,13 @@ static void *pair(void *arg) {
 
 int main(int argc, char **argv) {
   int provided = -1;
-  if (argc > 3 && strcmp(argv[3], "serialized") == 0)
-    CHECK_EQ(PMPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided), MPI_SUCCESS);
+  const char *lv = argc > 3 ? argv[3] : "";
+  int level = !strcmp(lv, "serialized") ? MPI_THREAD_SERIALIZED
+              : !strcmp(lv, "funneled") ? MPI_THREAD_FUNNELED
+              : !strcmp(lv, "single")   ? MPI_THREAD_SINGLE
+                                        : -1;
+  if (level >= 0)
+    CHECK_EQ(PMPI_Init_thread(&argc, &argv, level, &provided), MPI_SUCCESS);
   else
     CHECK_EQ(MPI_Init_thread(&argc, &argv, MPI_THREAD_SINGLE, &provided), MPI_SUCCESS);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
