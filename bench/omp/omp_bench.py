@@ -162,7 +162,8 @@ PROGRAMS = {
 }
 NUMA_NOTE = ("The data is placed block-cyclically over the NUMA nodes with libnuma in every "
              "runtime's run (bench/omp/numa_place.h); *local %* is the share of tasks that "
-             "ran on a CPU of the node of the data they write (100 on a machine of one node)")
+             "ran on a CPU of the node of the data they write (100 on a machine of one node), "
+             "*remote %* the share that ran on another node's")
 for _p in PROGRAMS.values():
     _p["what"] = _p["what"].replace("NUMA_NOTE", NUMA_NOTE)
 # matmul configurations: name -> OMP_MAX_ACTIVE_LEVELS
@@ -661,9 +662,10 @@ def section(R, args, results, runner):
             if bench == "omp_qsort":
                 extra = (["levels"], lambda v: [str(max(int(r["levels"]) for r in v["rows"]))])
             if "local_pct" in prog["extra"]:
-                extra = (["local %"],
-                         lambda v: [R.fmt(statistics.median(float(r["local_pct"])
-                                                            for r in v["rows"]))])
+                def shares(v):
+                    loc = statistics.median(float(r["local_pct"]) for r in v["rows"])
+                    return [R.fmt(loc), R.fmt(100.0 - loc)]
+                extra = (["local %", "remote %"], shares)
             s, t = _table(R, rows, key, label, extra)
             part.append(R.md_table(["system", "workers"] + TABLE_HEAD +
                                    (extra[0] if extra else []) + ["status"], t))
