@@ -356,6 +356,8 @@ static void collapse(bool expect) {
   CHECK_EQ(ito_profile_get("fine", &f), 0);
   CHECK_EQ((long)f.spawns, nfine);
   CHECK(f.collapsed_forks <= f.spawns);
+  if (!(f.work > 0 && f.span > 0 && f.span <= f.work * 1.05))
+    fprintf(stderr, "fine: work %g span %g\n", f.work, f.span);
   CHECK(f.work > 0 && f.span > 0 && f.span <= f.work * 1.05);
 #if defined(__SANITIZE_THREAD__)
   expect = false; /* every fork is a thread of its own there (docs/fibers.md): none collapses */
