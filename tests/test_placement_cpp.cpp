@@ -57,14 +57,11 @@ int main() {
     });
     g.wait();
   }
-  // first touch on a chosen node: each task counted (its node is known)
+  // first touch on a chosen node, by the placed parallel loop: each task
+  // counted (its node is known)
   int touched[4] = {-1, -1, -1, -1};
-  {
-    ito::task_group g;
-    for (int k = 0; k < 4; k++)
-      g.run(ito::on_node(k % 2), [&touched, k] { touched[k] = ito::numa::node(); });
-    g.wait();
-  }
+  ito::numa::parallel_for(
+      0, 4, [](int k) { return k % 2; }, [&touched](int k) { touched[k] = ito::numa::node(); });
   for (int k = 0; k < 4; k++) CHECK(touched[k] == 0 || touched[k] == 1);
   int on_touch = 0;
   for (int k = 0; k < 4; k++) on_touch += touched[k] == k % 2;
@@ -76,6 +73,15 @@ int main() {
     threw = true;
   }
   CHECK(threw);
+  threw = false;
+  int first_node = -1; /* the iteration that ran before the bad node */
+  try {
+    ito::numa::parallel_for(0, 2, [](int k) { return k == 1 ? 5 : 0; },
+                            [&first_node](int) { first_node = ito::numa::node(); });
+  } catch (const std::out_of_range &) {
+    threw = true;
+  }
+  CHECK(threw && (first_node == 0 || first_node == 1));
   CHECK(order_errors.load() == 0);
   CHECK(runs.load() == 2 * rounds + 1);
   int on_a = 0, on_b = 0;
@@ -87,8 +93,9 @@ int main() {
   }
   CHECK(near_node == 0 || near_node == 1);
   ito_profile p = ito::profile::get();
-  CHECK(p.tasks_local + p.tasks_remote == 2 * rounds + 1 + 4);
-  CHECK(p.tasks_local == (unsigned long long)(on_a + on_b + (near_node == 1) + on_touch));
+  CHECK(p.tasks_local + p.tasks_remote == 2 * rounds + 1 + 4 + 1); /* (+1: the loop that threw ran k = 0) */
+  CHECK(p.tasks_local ==
+        (unsigned long long)(on_a + on_b + (near_node == 1) + on_touch + (first_node == 0)));
   std::printf("C++ placement: of %d tasks on node 0's data %d ran there, of %d on node 1's %d; "
               "the near task on node %d\n",
               rounds, on_a, rounds, on_b, near_node);

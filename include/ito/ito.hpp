@@ -592,6 +592,25 @@ void parallel_for(I first, I last, std::size_t grain, const B &body) {
   detail::for_range(first, last, grain ? grain : 1, body);
 }
 
+namespace numa {
+// Calls body(i) for every i in [first, last), each a task placed on NUMA
+// node node_of(i) (task_group::run(on_node(k), ...)): the parallel loop
+// that first-touches memory on the nodes it should live on (docs/numa.md).
+// A node out of range throws std::out_of_range once the iterations started
+// so far have finished.
+template <class I, class N, class B>
+void parallel_for(I first, I last, const N &node_of, const B &body) {
+  task_group g;
+  try {
+    for (I i = first; i < last; ++i) g.run(on_node(node_of(i)), [&body, i] { body(i); });
+  } catch (...) {
+    g.wait();
+    throw;
+  }
+  g.wait();
+}
+}  // namespace numa
+
 // body(lo, hi, init) reduces [lo, hi) starting from init and returns the
 // partial result; combine(a, b) merges two partial results. Leaves hold at
 // most grain iterations (grain 0 is taken as 1).

@@ -59,6 +59,18 @@ run_and_check "consumer_cpp" "ito consumer c++: fib(20)=6765" "$scratch/consumer
 run_and_check "consumer_cpp_static" "ito consumer c++: fib(20)=6765" \
   "$scratch/consumer/consumer_cpp_static"
 
+if [ -x "$scratch/consumer/consumer_mpi" ]; then
+  if command -v mpirun >/dev/null; then
+    run_and_check "consumer_mpi (ito::ito_mpi)" "ito consumer mpi: 32 exchanges checked" \
+      env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+      mpirun --oversubscribe -np 2 "$scratch/consumer/consumer_mpi"
+  else
+    echo "consumer_mpi built; no mpirun to run it"
+  fi
+elif [ -e "$prefix/lib/libito-mpi.so" ]; then
+  fail "libito-mpi.so is installed but find_package(ito) gave no ito::ito_mpi"
+fi
+
 echo "== main.c with pkg-config"
 command -v pkg-config >/dev/null || fail "pkg-config not found"
 pcflags=$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs ito) \

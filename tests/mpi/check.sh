@@ -7,7 +7,8 @@
 # calls (2 ranks, one worker each), serialized, funneled and single (MPI
 # initialised by the program at that level: funnel mode, its message), cpp (the
 # C++ iwait), pthread and omp (unmodified programs, PRELOAD the drop-in
-# library and libito-mpi.so, colon-separated).
+# library and libito-mpi.so, colon-separated), stale (PROGRAM libito-mpi.so
+# itself, with a libito.so.0 that lacks the drop-in interface).
 set -u
 case_="$1" mpiexec="$2" prog="$3" preload="${4:-}"
 # root (CI, containers) needs Open MPI's permission
@@ -72,6 +73,24 @@ case "$case_" in
   omp)
     run 2 2 300 32 || fail "exit status $?"
     grep -q "^test_mpi_omp: 2 ranks x 300 tasks on 2 threads: 0 wrong" "$out" || fail "no result line"
+    ;;
+  stale)
+    # PROGRAM is libito-mpi.so: loaded with a libito.so.0 from elsewhere
+    # that lacks the drop-in interface (an older install first on the
+    # library path), the program stops at start with the loader's line
+    # naming the missing interface, never hangs
+    stub=$(mktemp -d)
+    printf 'ITO_0.1 { global: ito_yield; ito_nanosleep; local: *; };\n' >"$stub/v.map"
+    printf 'int ito_yield(void) { return 0; }\nint ito_nanosleep(const void *t) { (void)t; return 0; }\n' \
+      >"$stub/s.c"
+    ${CC:-cc} -shared -fPIC -Wl,--version-script="$stub/v.map" -Wl,-soname,libito.so.0 \
+      -o "$stub/libito.so.0" "$stub/s.c" || { rm -rf "$stub"; fail "cannot build the stub"; }
+    LD_LIBRARY_PATH="$stub" LD_PRELOAD="$prog" timeout 20 true >"$out" 2>&1
+    rc=$?
+    rm -rf "$stub"
+    [ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "exit status $rc: not stopped at start"
+    grep -q "version \`ITO_DROPIN_0.1' not found (required by .*libito-mpi" "$out" ||
+      fail "no line naming the missing interface"
     ;;
   *) echo "check.sh: unknown case $case_"; exit 2 ;;
 esac

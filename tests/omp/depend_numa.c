@@ -9,8 +9,10 @@
  *    thread: every task runs exactly once, and at least 3 in 4 on the node
  *    of their block (a task moves only when its node's worker was busy or
  *    descheduled long enough for the other to help);
- *  - mixed accesses: `depend(in)` on node 0's block and `depend(inout)` on
- *    node 1's: the inout counts double, so node 1 (at least 3 in 4);
+ *  - mixed accesses: `depend(in)` on one node's block and `depend(inout)`
+ *    on the other's, as many each way: the inout counts double, so the
+ *    inout's node (at least 3 in 4);
+ *  - a round whose shares fall short runs again, up to 3 times;
  *  - a task without dependences made inside a task placed on node 1 runs
  *    there too (a child inherits its parent's node; it runs work-first on
  *    its parent's worker);
@@ -82,54 +84,71 @@ int main(void) {
   struct ito_profile p0 = {0}, p1 = {0};
   int prof = profile_get && profile_get(NULL, &p0) == 0;
 
+  /* a round; a round in which fewer than 3 in 4 ran on their node runs
+   * again, up to 3 times (a worker descheduled long enough for the other
+   * to help says nothing of the placement; one that ignored the data
+   * would give 1 in 2 every time) */
+  long local_all = 0, with_data = 0;
+  int ok = 0;
+  for (int round = 0; round < 3 && !ok; round++) {
+    memset(ran, 0, sizeof ran);
+    memset(mixed_ran, 0, sizeof mixed_ran);
 #pragma omp parallel
 #pragma omp single
-  {
-    for (int i = 0; i < PER_NODE; i++)
-      for (int n = 0; n < 2; n++) {
+    {
+      for (int i = 0; i < PER_NODE; i++)
+        for (int n = 0; n < 2; n++) {
 #pragma omp task depend(inout : blk[n][0]) firstprivate(i, n)
+          {
+            work();
+            ran[n][i]++;
+            ran_on[n][i] = numa_node();
+          }
+        }
+      /* mixed: `in` on one node's block, `inout` on the other's, as many
+       * each way (the nodes get the same load) */
+      for (int i = 0; i < MIXED; i++) {
+        int w = i % 2; /* the node written */
+#pragma omp task depend(in : blk[1 - w][64]) depend(inout : blk[w][64]) firstprivate(i)
         {
           work();
-          ran[n][i]++;
-          ran_on[n][i] = numa_node();
+          mixed_ran[i]++;
+          mixed_on[i] = numa_node();
         }
       }
-    for (int i = 0; i < MIXED; i++) {
-#pragma omp task depend(in : blk[0][64]) depend(inout : blk[1][64]) firstprivate(i)
+#pragma omp task depend(inout : blk[1][128])
       {
-        work();
-        mixed_ran[i]++;
-        mixed_on[i] = numa_node();
+        parent_on = numa_node();
+#pragma omp task
+        child_on = numa_node();
+#pragma omp taskwait
       }
     }
-#pragma omp task depend(inout : blk[1][128])
-    {
-      parent_on = numa_node();
-#pragma omp task
-      child_on = numa_node();
-#pragma omp taskwait
+    int local = 0, total = 0;
+    for (int n = 0; n < 2; n++)
+      for (int i = 0; i < PER_NODE; i++) {
+        if (ran[n][i] != 1) FAIL("chain task %d of node %d ran %d times", i, n, ran[n][i]);
+        if (ran_on[n][i] < 0 || ran_on[n][i] > 1) FAIL("a task ran on node %d", ran_on[n][i]);
+        local += ran_on[n][i] == n;
+        total++;
+      }
+    printf("depend_numa: %d of %d chain tasks ran on their block's node\n", local, total);
+    int mw = 0;
+    for (int i = 0; i < MIXED; i++) {
+      if (mixed_ran[i] != 1) FAIL("mixed task %d ran %d times", i, mixed_ran[i]);
+      mw += mixed_on[i] == i % 2;
     }
+    printf("depend_numa: %d of %d mixed tasks (in on one node, inout on the other) ran on the "
+           "inout's node\n", mw, MIXED);
+    printf("depend_numa: parent on node %d, its child without data on node %d\n", parent_on,
+           child_on);
+    if (child_on != parent_on) FAIL("the child ran on node %d, its parent on %d", child_on, parent_on);
+    local_all += local + mw + (parent_on == 1);
+    with_data += total + MIXED + 1;
+    ok = local * 4 >= total * 3 && mw * 4 >= MIXED * 3;
+    if (!ok) printf("depend_numa: under 3 in 4 on their node (a worker descheduled?): once more\n");
   }
-
-  int local = 0, total = 0;
-  for (int n = 0; n < 2; n++)
-    for (int i = 0; i < PER_NODE; i++) {
-      if (ran[n][i] != 1) FAIL("chain task %d of node %d ran %d times", i, n, ran[n][i]);
-      if (ran_on[n][i] < 0 || ran_on[n][i] > 1) FAIL("a task ran on node %d", ran_on[n][i]);
-      local += ran_on[n][i] == n;
-      total++;
-    }
-  printf("depend_numa: %d of %d chain tasks ran on their block's node\n", local, total);
-  if (local * 4 < total * 3) FAIL("only %d of %d chain tasks on their block's node", local, total);
-  int m1 = 0;
-  for (int i = 0; i < MIXED; i++) {
-    if (mixed_ran[i] != 1) FAIL("mixed task %d ran %d times", i, mixed_ran[i]);
-    m1 += mixed_on[i] == 1;
-  }
-  printf("depend_numa: %d of %d mixed tasks (in: node 0, inout: node 1) ran on node 1\n", m1, MIXED);
-  if (m1 * 4 < MIXED * 3) FAIL("only %d of %d mixed tasks on node 1", m1, MIXED);
-  printf("depend_numa: parent on node %d, its child without data on node %d\n", parent_on, child_on);
-  if (child_on != parent_on) FAIL("the child ran on node %d, its parent on %d", child_on, parent_on);
+  if (!ok) FAIL("fewer than 3 in 4 tasks on their data's node in 3 rounds");
   if (prof) {
     if (profile_get(NULL, &p1) != 0) FAIL("ito_profile_get failed");
     unsigned long long counted = (p1.tasks_local + p1.tasks_remote + p1.tasks_unknown) -
@@ -137,11 +156,11 @@ int main(void) {
     unsigned long long l = p1.tasks_local - p0.tasks_local;
     /* the chains, the mixed ones and the parent have data (the child and
      * the implicit tasks do not) */
-    unsigned long long want = (unsigned long long)(total + MIXED + 1);
     printf("depend_numa: the profile counted %llu tasks with data, %llu local\n", counted, l);
-    if (counted != want) FAIL("the profile counted %llu tasks with data, want %llu", counted, want);
-    int mine = local + m1 + (parent_on == 1);
-    if (l != (unsigned long long)mine) FAIL("the profile counted %llu local, the tasks saw %d", l, mine);
+    if (counted != (unsigned long long)with_data)
+      FAIL("the profile counted %llu tasks with data, want %ld", counted, with_data);
+    if (l != (unsigned long long)local_all)
+      FAIL("the profile counted %llu local, the tasks saw %ld", l, local_all);
   }
   puts("depend_numa: OK");
   return 0;
