@@ -30,15 +30,45 @@ COLS = ["version", "ranks", "workers", "n", "sweeps", "blocks", "seconds", "chec
 WORK = re.compile(r"worker time P x Tp [0-9.]+ s: work ([0-9.]+)%.*?blocked ([0-9.]+)%")
 
 
+# What the MPI benchmarks (this one, mpi_gups, mpi_dfib) share.
+def mpi_tools(args, name):
+    """(binary, mpirun, skipped): the binary and mpirun, or a reason."""
+    b = find_binary(args.bindir, name)
+    mpirun = shutil.which("mpirun") or shutil.which("mpiexec")
+    if not b or not mpirun:
+        return None, None, [f"{name} (" + ("no mpirun" if b else "not built: no MPI") + ")"]
+    return b, mpirun, []
+
+
+def mpi_run(bench, what, mpirun, ranks, workers, argv, spec, extra=()):
+    """A Run of argv under mpirun: ranks unbound, root's permission given."""
+    env = dict(os.environ)
+    env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
+    cmd = [mpirun, "--oversubscribe", "--bind-to", "none", "-np", str(ranks),
+           "-x", f"ITO_NUM_WORKERS={workers}", *extra, *argv]
+    return Run(bench, what, cmd, env, None, None, spec=spec)
+
+
+def mpi_execute(runner, run):
+    """Runs run; its CompletedProcess, or None once runner.fail said why."""
+    runner.done += 1
+    print(f"[{runner.done}/{runner.total}] {run.what}", flush=True)
+    try:
+        return subprocess.run(run.cmd, env=run.env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, timeout=runner.timeout)
+    except (subprocess.TimeoutExpired, OSError) as e:
+        runner.fail(run.what, f"did not run: {e}", "")
+        return None
+
+
 class MpiHalo(Benchmark):
     names = ["mpi_halo"]
     columns = COLS
 
     def plan(self, args):
-        b = find_binary(args.bindir, "mpi_halo")
-        mpirun = shutil.which("mpirun") or shutil.which("mpiexec")
-        if not b or not mpirun:
-            return [], ["mpi_halo (" + ("no mpirun" if b else "not built: no MPI") + ")"]
+        b, mpirun, skipped = mpi_tools(args, "mpi_halo")
+        if not b:
+            return [], skipped
         n, sweeps = ("256", "20") if args.quick else ("2048", "200")
         ncpu = os.cpu_count() or 1
         runs = []
@@ -46,25 +76,15 @@ class MpiHalo(Benchmark):
             workers = max(1, ncpu // ranks)
             for rnd in range(args.kernel_reps):
                 for version in ("plain", "overlap"):
-                    env = dict(os.environ)
-                    env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1",
-                                "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
-                    cmd = [mpirun, "--oversubscribe", "--bind-to", "none", "-np", str(ranks),
-                           "-x", f"ITO_NUM_WORKERS={workers}", "-x", "ITO_PROFILE=summary",
-                           b, version, n, sweeps, "16"]
-                    runs.append(Run("mpi_halo", f"mpi_halo {version} ranks={ranks} round {rnd}",
-                                    cmd, env, None, None,
-                                    spec={"round": rnd, "version": version}))
+                    runs.append(mpi_run("mpi_halo", f"mpi_halo {version} ranks={ranks} round {rnd}",
+                                        mpirun, ranks, workers, [b, version, n, sweeps, "16"],
+                                        {"round": rnd, "version": version},
+                                        ("-x", "ITO_PROFILE=summary")))
         return runs, []
 
     def execute(self, runner, run):
-        runner.done += 1
-        print(f"[{runner.done}/{runner.total}] {run.what}", flush=True)
-        try:
-            p = subprocess.run(run.cmd, env=run.env, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, timeout=runner.timeout)
-        except (subprocess.TimeoutExpired, OSError) as e:
-            runner.fail(run.what, f"did not run: {e}", "")
+        p = mpi_execute(runner, run)
+        if p is None:
             return []
         row = next((ln.split(",") for ln in p.stdout.splitlines()
                     if ln.startswith(run.spec["version"] + ",")), None)

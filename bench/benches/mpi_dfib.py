@@ -12,11 +12,10 @@ result. The report gives the time (median, min - max over the rounds) and
 the time on one rank over it.
 """
 import os
-import shutil
 import statistics
-import subprocess
 
-from harness import Benchmark, Run, find_binary, fmt, md_table
+from benches.mpi import mpi_execute, mpi_run, mpi_tools
+from harness import Benchmark, fmt, md_table
 
 COLS = ["ranks", "workers", "n", "ship", "cutoff", "shipped", "seconds", "result", "round"]
 
@@ -26,32 +25,22 @@ class MpiDfib(Benchmark):
     columns = COLS
 
     def plan(self, args):
-        b = find_binary(args.bindir, "mpi_dfib")
-        mpirun = shutil.which("mpirun") or shutil.which("mpiexec")
-        if not b or not mpirun:
-            return [], ["mpi_dfib (" + ("no mpirun" if b else "not built: no MPI") + ")"]
+        b, mpirun, skipped = mpi_tools(args, "mpi_dfib")
+        if not b:
+            return [], skipped
         n = "30" if args.quick else "42"
         ncpu = os.cpu_count() or 1
         runs = []
         for rnd in range(args.kernel_reps):
             for ranks in (1, 2, 4):
                 workers = max(1, ncpu // ranks)
-                env = dict(os.environ)
-                env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
-                cmd = [mpirun, "--oversubscribe", "--bind-to", "none", "-np", str(ranks),
-                       "-x", f"ITO_NUM_WORKERS={workers}", b, n]
-                runs.append(Run("mpi_dfib", f"mpi_dfib ranks={ranks} round {rnd}", cmd, env,
-                                None, None, spec={"round": rnd}))
+                runs.append(mpi_run("mpi_dfib", f"mpi_dfib ranks={ranks} round {rnd}", mpirun,
+                                    ranks, workers, [b, n], {"round": rnd}))
         return runs, []
 
     def execute(self, runner, run):
-        runner.done += 1
-        print(f"[{runner.done}/{runner.total}] {run.what}", flush=True)
-        try:
-            p = subprocess.run(run.cmd, env=run.env, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, timeout=runner.timeout)
-        except (subprocess.TimeoutExpired, OSError) as e:
-            runner.fail(run.what, f"did not run: {e}", "")
+        p = mpi_execute(runner, run)
+        if p is None:
             return []
         lines = [ln for ln in p.stdout.splitlines() if ln and ln[0].isdigit()]
         row = lines[-1].split(",") if lines else None

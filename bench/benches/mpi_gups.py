@@ -17,11 +17,10 @@ report gives GUPS (median, min - max), the errors, and threads over
 reference.
 """
 import os
-import shutil
 import statistics
-import subprocess
 
-from harness import Benchmark, Run, find_binary, fmt, md_table
+from benches.mpi import mpi_execute, mpi_run, mpi_tools
+from harness import Benchmark, fmt, md_table
 
 COLS = ["version", "ranks", "workers", "log2_table", "updates", "seconds", "gups", "errors",
         "valid", "round"]
@@ -32,10 +31,9 @@ class MpiGups(Benchmark):
     columns = COLS
 
     def plan(self, args):
-        b = find_binary(args.bindir, "mpi_gups")
-        mpirun = shutil.which("mpirun") or shutil.which("mpiexec")
-        if not b or not mpirun:
-            return [], ["mpi_gups (" + ("no mpirun" if b else "not built: no MPI") + ")"]
+        b, mpirun, skipped = mpi_tools(args, "mpi_gups")
+        if not b:
+            return [], skipped
         logn = "16" if args.quick else "22"
         ncpu = os.cpu_count() or 1
         runs = []
@@ -43,24 +41,14 @@ class MpiGups(Benchmark):
             workers = max(1, ncpu // ranks)
             for rnd in range(args.kernel_reps):
                 for version in ("reference", "threads"):
-                    env = dict(os.environ)
-                    env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1",
-                                "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
-                    cmd = [mpirun, "--oversubscribe", "--bind-to", "none", "-np", str(ranks),
-                           "-x", f"ITO_NUM_WORKERS={workers}", b, version, logn]
-                    runs.append(Run("mpi_gups", f"mpi_gups {version} ranks={ranks} round {rnd}",
-                                    cmd, env, None, None,
-                                    spec={"round": rnd, "version": version}))
+                    runs.append(mpi_run("mpi_gups", f"mpi_gups {version} ranks={ranks} round {rnd}",
+                                        mpirun, ranks, workers, [b, version, logn],
+                                        {"round": rnd, "version": version}))
         return runs, []
 
     def execute(self, runner, run):
-        runner.done += 1
-        print(f"[{runner.done}/{runner.total}] {run.what}", flush=True)
-        try:
-            p = subprocess.run(run.cmd, env=run.env, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, timeout=runner.timeout)
-        except (subprocess.TimeoutExpired, OSError) as e:
-            runner.fail(run.what, f"did not run: {e}", "")
+        p = mpi_execute(runner, run)
+        if p is None:
             return []
         row = next((ln.split(",") for ln in p.stdout.splitlines()
                     if ln.startswith(run.spec["version"] + ",")), None)
