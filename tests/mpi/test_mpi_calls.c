@@ -13,6 +13,9 @@
  *    thread);
  *  - a receive cancelled while a thread waits on it: the wait ends, and the
  *    status says cancelled;
+ *  - a send whose request was freed at once: a wait on the null handle
+ *    returns at once, a Waitall with it waits for the rest, and the message
+ *    arrives;
  *  - MPI_Finalize while a thread is parked in MPI_Recv: refused with
  *    MPI_ERR_PENDING (check.sh reads the message); then the message is
  *    sent, the thread ends, and MPI_Finalize succeeds.
@@ -227,6 +230,28 @@ static void *cancel_waiter(void *arg) {
   return NULL;
 }
 
+/* A send whose request is freed at once (MPI_Request_free: it completes
+ * on its own, the handle is MPI_REQUEST_NULL): a wait on that handle
+ * returns at once, a Waitall with it beside a receive waits for the
+ * receive alone (parked), and the peer gets the message. The buffer stays
+ * untouched until the barrier after (a freed send's completion is known
+ * only that way). */
+static int freed_out, freed_got = -1;
+static void *freed_user(void *arg) {
+  (void)arg;
+  MPI_Request r[2];
+  freed_out = 500 + rank;
+  CHECK_EQ(MPI_Isend(&freed_out, 1, MPI_INT, peer, 98, MPI_COMM_WORLD, &r[0]), MPI_SUCCESS);
+  CHECK_EQ(MPI_Request_free(&r[0]), MPI_SUCCESS);
+  CHECK(r[0] == MPI_REQUEST_NULL);
+  MPI_Status st;
+  CHECK_EQ(MPI_Wait(&r[0], &st), MPI_SUCCESS);
+  CHECK_EQ(MPI_Irecv(&freed_got, 1, MPI_INT, peer, 98, MPI_COMM_WORLD, &r[1]), MPI_SUCCESS);
+  CHECK_EQ(MPI_Waitall(2, r, MPI_STATUSES_IGNORE), MPI_SUCCESS);
+  CHECK(r[0] == MPI_REQUEST_NULL && r[1] == MPI_REQUEST_NULL);
+  return NULL;
+}
+
 static int parked_got = -1;
 static void *parked_recv(void *arg) {
   (void)arg;
@@ -282,6 +307,12 @@ int main(int argc, char **argv) {
   CHECK_EQ(MPI_Cancel(&cancel_req), MPI_SUCCESS);
   CHECK_EQ(ito_join(t, NULL), 0);
   CHECK(cancel_rc == MPI_SUCCESS && cancel_flag);
+
+  /* a request freed before it completed */
+  CHECK_EQ(ito_create(freed_user, NULL, &t), 0);
+  CHECK_EQ(ito_join(t, NULL), 0);
+  CHECK(freed_got == 500 + peer);
+  CHECK_EQ(MPI_Barrier(MPI_COMM_WORLD), MPI_SUCCESS);
 
   /* MPI_Finalize while a thread waits: refused */
   CHECK_EQ(ito_create(parked_recv, NULL, &t), 0);
