@@ -179,6 +179,8 @@ static void shapes(void) {
    * the fork's events, on the path, against nodes of 20 us: the shape is
    * the sanitizer's, and only the counts are checked. */
 #if !defined(__SANITIZE_THREAD__)
+  if (!(f.parallelism > 8 / loose && f.parallelism < 30))
+    fprintf(stderr, "tree: work %g span %g parallelism %g\n", f.work, f.span, f.parallelism);
   CHECK(f.parallelism > 8 / loose && f.parallelism < 30);
 #else
   puts("  tree: parallelism not checked under ThreadSanitizer (thread set-up on the path)");

@@ -50,8 +50,20 @@ env -u ITO_PROFILE ${PROFILE_EMULATOR:-} "$prog" off > /dev/null || fail "the of
 ITO_PROFILE=summary ITO_NUM_WORKERS=1 run "$prog" shapes > "$tmp/out" 2> "$tmp/err" ||
   { cat "$tmp/out" "$tmp/err"; fail "shapes failed on one worker"; }
 cat "$tmp/out"
-ITO_PROFILE=summary,csv,trace,dag ITO_PROFILE_OUT="$tmp/p" ITO_NUM_WORKERS=2 \
-  run "$prog" shapes 2.5 > "$tmp/out" 2> "$tmp/err" || { cat "$tmp/out" "$tmp/err"; fail "shapes failed"; }
+# (on two workers a machine loaded beyond its CPUs can stretch the shapes
+# past even the loose bounds - docs/profile.md, "Limits" - so a failed run
+# is run again, up to 3 times; a wrong figure fails every time)
+ok=0
+for attempt in 1 2 3; do
+  if ITO_PROFILE=summary,csv,trace,dag ITO_PROFILE_OUT="$tmp/p" ITO_NUM_WORKERS=2 \
+     run "$prog" shapes 2.5 > "$tmp/out" 2> "$tmp/err"; then
+    ok=1
+    break
+  fi
+  echo "check.sh: shapes on 2 workers failed (attempt $attempt): $(grep -E 'CHECK|expected|^tree:' "$tmp/err" "$tmp/out" | head -3)"
+  rm -f "$tmp"/p.*
+done
+[ $ok = 1 ] || { cat "$tmp/out" "$tmp/err"; fail "shapes failed"; }
 cat "$tmp/out"
 for f in p.csv p.trace.json p.dag.json p.2.csv p.2.trace.json p.2.dag.json; do
   [ -s "$tmp/$f" ] || fail "no $f"
