@@ -650,6 +650,16 @@ void ito__thread_unpin(void) {
   if (w && w->cur && w->cur->thread && w->cur->thread->pin > 0) w->cur->thread->pin--;
 }
 
+/* A home the thread was given while pinned (ito__dropin_home) is taken
+ * once it is not: unpinned here, at a point where it may move. */
+void ito__thread_unpin_move(void) {
+  worker *w = cur_worker();
+  if (!w || !w->cur || !w->cur->thread || w->cur->thread->pin == 0) return;
+  if (--w->cur->thread->pin > 0) return;
+  worker *home = w->cur->home;
+  if (UNLIKELY(home && home != w)) ito__suspend(ACT_MIGRATE, home, NULL, NULL);
+}
+
 /* ---- fork (atfork.h) --------------------------------------------------------------------- */
 
 static int fork_orphan; /* the child of a fork from a thread other than the root */

@@ -123,6 +123,8 @@ HIDDEN ithread *ito__thread_adopt_root(struct fiber *f);
 /* ---- pinning: while pin > 0 the thread stays on its OS thread ------------------------------ */
 HIDDEN void ito__thread_pin(void);
 HIDDEN void ito__thread_unpin(void);
+/* The same, and then, unpinned, to the home it was given while pinned. */
+HIDDEN void ito__thread_unpin_move(void);
 
 /* ---- thread-specific data (keys.c) ----------------------------------------------------------- */
 /* Values main set before the runtime started (for the root). */

@@ -69,7 +69,12 @@ int ito__dropin_home(int home) {
   worker *to = ito__workers[home];
   w->cur->home = to;
   ito__set_homes();
-  if (to != w) ito__suspend(ACT_MIGRATE, to, NULL, NULL);
+  /* A pinned thread holds a lock tied to its OS thread (the loader's in a
+   * library's constructor, which may set its affinity: libpsm2's does,
+   * in Open MPI's MPI_Init): it moves once unpinned
+   * (ito__thread_unpin_move), else the lock would be released from
+   * another OS thread, which glibc refuses, and stay held for ever. */
+  if (to != w && parkable(w)) ito__suspend(ACT_MIGRATE, to, NULL, NULL);
   return 0;
 }
 

@@ -127,5 +127,5 @@ long ito__dropin_live(void) { return ito__live_threads(); }
 unsigned long ito__dropin_created(void) { return __atomic_load_n(&created, __ATOMIC_RELAXED); }
 
 void ito__dropin_pin(void) { ito__thread_pin(); }
-void ito__dropin_unpin(void) { ito__thread_unpin(); }
+void ito__dropin_unpin(void) { ito__thread_unpin_move(); }
 int ito__dropin_can_park(void) { return parkable(cur_worker()) != NULL; }

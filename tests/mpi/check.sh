@@ -15,14 +15,11 @@ case_="$1" mpiexec="$2" prog="$3" preload="${4:-}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # a sanitized build: Open MPI's own allocations at exit are not ours
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
-# Ranks unbound (--bind-to none), but for the pthread case: there Open
-# MPI's own default (each rank bound to a core for 2 ranks). Unbound, with
-# more than one worker a rank, MPI_Init under libito-pthread.so hangs in
-# about 5 runs of 8: the dynamic loader's lock is left owned by another
-# worker's OS thread (a gap of the pthread drop-in, docs/mpi.md, "Known
-# gaps"), which the binding hides.
+# Ranks unbound (--bind-to none): the workers of a rank on every CPU. (The
+# pthread case once hung so in MPI_Init, 5 runs of 6: libpsm2's
+# constructor sets the thread's affinity inside dlopen; docs/dropin.md,
+# "Pinning".)
 bind="--bind-to none"
-[ "$case_" = pthread ] && bind=""
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 run() { # ranks workers args...
