@@ -168,6 +168,8 @@ static inline void add(uint64_t *x, uint64_t v) { STORE_RLX(x, *x + v); }
 #define LONG_NS 15000
 #define RESYNC_NS 1000000
 static uint64_t long_ticks, resync_ticks;
+#define CALL_NS 1000 /* the most of a reading that is the call itself */
+static uint64_t call_ticks;
 
 /* The calling thread's time on a CPU (ns), or the last reading. */
 static uint64_t on_cpu(struct pworker *p) {
@@ -195,8 +197,15 @@ static __attribute__((noinline)) uint64_t less_os_slow(struct pworker *p, uint64
   uint64_t t = wall > ran ? wall - ran : 0;
   if (t > d) t = d;
   add(&p->time[C_OS], t);
-  uint64_t after = ticks();
-  add(&p->time[C_RUNTIME], after - now);
+  /* [now, after]: the call itself (the runtime's, a microsecond at most),
+   * and whatever the OS took at its return (a system call is where a
+   * preempted thread stops): off the CPU. The next reading counts from
+   * after, so that this is not counted again. */
+  uint64_t after = ticks(), spent = after - now;
+  uint64_t own = spent < call_ticks ? spent : call_ticks;
+  add(&p->time[C_RUNTIME], own);
+  add(&p->time[C_OS], spent - own);
+  p->ss_t = after;
   p->skip_to = after;
   return d - t;
 }
@@ -918,6 +927,7 @@ void ito__profile_start(void) {
   nused = 0;
   long_ticks = (uint64_t)(LONG_NS * 1e-9 / sec_per_tick);
   resync_ticks = (uint64_t)(RESYNC_NS * 1e-9 / sec_per_tick);
+  call_ticks = (uint64_t)(CALL_NS * 1e-9 / sec_per_tick);
   t0_ticks = ticks();
   t0_ns = mono_ns();
   /* the workers of this start count from now, idle until their first
