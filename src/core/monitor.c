@@ -38,6 +38,7 @@ void AnnotateIgnoreReadsEnd(const char *file, int line);
 
 #define TICK_NS 5000000LL      /* while any worker runs a fiber */
 #define TICK_MAX_NS 10000000LL /* the longest tick, when everything was idle */
+#define LATE_NS 200000LL       /* a signal's thread not yet running is looked at again */
 #define STILL_TICKS 1          /* invariant 1: blocked for a whole tick at least */
 #define CPU_STILL_NS 100000LL  /* "used no CPU": less than this in a tick */
 #define WARN_NS 2000000000LL   /* a stall this long gets the watchdog's message */
@@ -415,16 +416,19 @@ static void *monitor_main(void *arg) {
   (void)arg;
   ito__sig_monitor_start();
   long long tick = TICK_NS;
+  int late = 0; /* threads with a signal to see that were not running (signal.c) */
   while (!LOAD_ACQ(&mon.stop_word)) {
-    struct timespec rel = ns_to_ts(tick);
+    struct timespec rel = ns_to_ts(late ? LATE_NS : tick);
     if (!LOAD_ACQ(&mon.poked)) ito__futex_wait(&mon.stop_word, 0, &rel);
     if (LOAD_ACQ(&mon.stop_word)) break;
     if (LOAD_ACQ(&mon.poked)) { /* signals for lightweight threads (signal.c) */
       STORE_REL(&mon.poked, 0);
       ito__sig_route_inbox();
       __atomic_add_fetch(&mon.routed, 1, __ATOMIC_ACQ_REL);
+      late = ito__sig_late();
       continue;
     }
+    if (late && (late = ito__sig_late()) != 0) continue;
     tick = observe() ? TICK_NS : (tick * 2 < TICK_MAX_NS ? tick * 2 : TICK_MAX_NS);
   }
   reap();

@@ -330,6 +330,7 @@ static int start(void) {
       return EAGAIN;
     }
   }
+  ito__sig_runtime_start(); /* (signal.h, invariant 6) */
   ito__monitor_start();
   return 0;
 }

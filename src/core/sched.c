@@ -501,7 +501,12 @@ static void idle_sleep(worker *w) {
     return;
   }
   HOOK(ITO_EV_SLEEP, w->id, NULL, 0);
-  if (UNLIKELY(ito__sig_on)) ito__sig_idle(w); /* a sleeping worker takes no signal */
+  if (UNLIKELY(ito__sig_on)) {
+    /* a sleeping worker takes no signal: the monitor does (a forked child
+     * starts its own here if no thread creation did) */
+    if (UNLIKELY(LOAD_RLX(&ito__forked))) ito__monitor_restart();
+    ito__sig_idle(w);
+  }
   ito__idle_sleep(&w->idle);
   HOOK(ITO_EV_WAKE, w->id, NULL, w->idle.ws_hint);
 }

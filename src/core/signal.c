@@ -74,11 +74,51 @@ static struct {
   struct sigaction rec[NSIG_K + 1][2];
   int cur[NSIG_K + 1];
   int known[NSIG_K + 1];
-  uint64_t caught; /* signals whose action is a handler (the monitor takes them) */
+  /* signals whose kernel action is tramp: a handler's, and (once the
+   * runtime runs) the default action's where it ends or stops the process;
+   * the monitor takes them (invariant 6) */
+  uint64_t taken;
+  int dfl_on; /* the default actions that end or stop the process are taken */
   int lock;
 } acts;
 
 static void tramp(int sig, siginfo_t *si, void *uc);
+
+static int default_ignored(int sig) {
+  return sig == SIGCHLD || sig == SIGURG || sig == SIGWINCH || sig == SIGCONT;
+}
+
+/* An asynchronous signal whose default action ends or stops the process:
+ * ito takes it once the runtime runs, so that the process ends or stops
+ * whatever its threads are doing (a parked thread has no OS thread for
+ * the kernel to act through). */
+static int dfl_acts(int sig) {
+  return (SIGBIT(sig) & ALL_ASYNC) && !default_ignored(sig);
+}
+
+static int is_handler(const struct sigaction *a) {
+  return a->sa_handler != SIG_DFL && a->sa_handler != SIG_IGN;
+}
+
+/* Whether ito's handler is the kernel's for the program's action a. */
+static int takes(int sig, const struct sigaction *a) {
+  return is_handler(a) || (a->sa_handler == SIG_DFL && LOAD_ACQ(&acts.dfl_on) && dfl_acts(sig));
+}
+
+/* The kernel's action for a program's action a that ito takes: tramp with
+ * the handler's flags and mask (a default action: restarting, so that a
+ * signal routed away from an OS thread does not cut its call short). */
+static void kernel_action(int sig, const struct sigaction *a, struct sigaction *k) {
+  *k = *a;
+  if (!is_handler(a)) {
+    memset(k, 0, sizeof *k);
+    k->sa_flags = SA_RESTART;
+    sigemptyset(&k->sa_mask);
+  }
+  (void)sig;
+  k->sa_sigaction = tramp;
+  k->sa_flags |= SA_SIGINFO;
+}
 
 static void prog_action(int sig, struct sigaction *out) {
   if (!LOAD_ACQ(&acts.known[sig])) { /* never set through ito: the kernel's is the program's */
@@ -93,12 +133,12 @@ static void set_prog_action(int sig, const struct sigaction *a) {
   acts.rec[sig][next] = *a;
   STORE_REL(&acts.cur[sig], next);
   STORE_REL(&acts.known[sig], 1);
-  uint64_t c = LOAD_RLX(&acts.caught);
-  if (a->sa_handler != SIG_DFL && a->sa_handler != SIG_IGN)
+  uint64_t c = LOAD_RLX(&acts.taken);
+  if (takes(sig, a))
     c |= SIGBIT(sig);
   else
     c &= ~SIGBIT(sig);
-  STORE_REL(&acts.caught, c);
+  STORE_REL(&acts.taken, c);
 }
 
 int ito__sig_action(int sig, const struct sigaction *act, struct sigaction *old) {
@@ -115,11 +155,7 @@ int ito__sig_action(int sig, const struct sigaction *act, struct sigaction *old)
   }
   if (act) {
     struct sigaction k = *act;
-    int catches = act->sa_handler != SIG_DFL && act->sa_handler != SIG_IGN;
-    if (catches) {
-      k.sa_sigaction = tramp;
-      k.sa_flags |= SA_SIGINFO;
-    }
+    if (takes(sig, act)) kernel_action(sig, act, &k);
     if (ito__os.sigaction(sig, &k, NULL) != 0) {
       int e = errno;
       spin_unlock(&acts.lock);
@@ -129,8 +165,23 @@ int ito__sig_action(int sig, const struct sigaction *act, struct sigaction *old)
   }
   spin_unlock(&acts.lock);
   if (old) *old = prev;
-  if (act && ito__running()) ito__monitor_poke(); /* it takes what is caught (invariant 6) */
+  if (act && ito__running()) ito__monitor_poke(); /* it takes what is taken (invariant 6) */
   return 0;
+}
+
+void ito__sig_runtime_start(void) {
+  if (!ito__sig_on || LOAD_ACQ(&acts.dfl_on)) return;
+  spin_lock(&acts.lock);
+  STORE_REL(&acts.dfl_on, 1);
+  for (int sig = 1; sig <= NSIG_K; sig++) {
+    if (!dfl_acts(sig)) continue;
+    struct sigaction a, k;
+    prog_action(sig, &a);
+    if (a.sa_handler != SIG_DFL) continue;
+    kernel_action(sig, &a, &k);
+    if (ito__os.sigaction(sig, &k, NULL) == 0) set_prog_action(sig, &a);
+  }
+  spin_unlock(&acts.lock);
 }
 
 int ito__sig_prog_action(int sig, struct sigaction *out) {
@@ -139,25 +190,28 @@ int ito__sig_prog_action(int sig, struct sigaction *out) {
   return 1;
 }
 
-static int default_ignored(int sig) {
-  return sig == SIGCHLD || sig == SIGURG || sig == SIGWINCH || sig == SIGCONT;
-}
-
 /* The default action of sig, for a signal a thread takes (it was not
  * blocked there): nothing, stop the process, or end it as the kernel
- * would (the signal raised with its default disposition, unblocked). */
+ * would: the signal raised on this OS thread with the kernel's default
+ * action and unblocked, so that the process ends (with a core where the
+ * action says so) or stops by that very signal. A stop comes back here
+ * at SIGCONT, and ito's handler is the kernel's again. Async-signal-safe. */
 static void default_action(int sig) {
   if (default_ignored(sig)) return;
-  if (sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU) {
-    ito__os.syscall(SYS_kill, getpid(), SIGSTOP);
-    return;
-  }
-  struct sigaction d;
+  struct sigaction d, mine;
   memset(&d, 0, sizeof d);
   d.sa_handler = SIG_DFL;
-  ito__os.sigaction(sig, &d, NULL);
-  sys_mask(SIG_UNBLOCK, SIGBIT(sig), NULL);
+  ito__os.sigaction(sig, &d, &mine);
+  uint64_t old = 0;
+  sys_mask(SIG_UNBLOCK, SIGBIT(sig), &old);
   ito__os.syscall(SYS_tgkill, getpid(), ito__os.syscall(SYS_gettid), sig);
+  /* a stop, continued (or a signal the kernel discarded: a stop for an
+   * orphaned process group) */
+  sys_mask(SIG_SETMASK, old, NULL);
+  struct sigaction a;
+  prog_action(sig, &a);
+  if (a.sa_handler == SIG_DFL && (SIGBIT(sig) & LOAD_ACQ(&acts.taken)))
+    ito__os.sigaction(sig, &mine, NULL);
 }
 
 /* ---- per-thread state -------------------------------------------------------------------- */
@@ -191,7 +245,37 @@ void ito__sig_apply(worker *w, uint64_t m) {
 }
 
 static __thread int on_monitor; /* this OS thread is the monitor */
-static uint64_t monitor_caught;  /* what the monitor's mask lets through now */
+static uint64_t monitor_lets;    /* what the monitor's mask lets through now */
+/* Signals taken for their default action that no thread takes now (every
+ * live thread blocks them): the monitor blocks them, and the kernel keeps
+ * them pending for the process, where sigwait, a signalfd and sigpending
+ * find them, until a thread that does not block one appears (it clears
+ * the bit and pokes the monitor: invariant 6). */
+static uint64_t mon_held;
+
+static uint64_t monitor_lets_now(void) {
+  return LOAD_ACQ(&acts.taken) & ~__atomic_load_n(&mon_held, __ATOMIC_SEQ_CST);
+}
+
+/* The monitor's mask follows what it takes (invariant 6). */
+static void monitor_mask_update(void) {
+  uint64_t l = monitor_lets_now();
+  if (l == monitor_lets) return;
+  monitor_lets = l;
+  sys_mask(SIG_SETMASK, ALL_ASYNC & ~l, NULL);
+}
+
+/* A thread does not block the signals of open (it is new, or unblocked
+ * them), after it published that (sig_live, sigmask): what the monitor
+ * holds back among them it takes again. The monitor sets a bit before it
+ * looks for a thread that takes the signal, so that one of the two sees
+ * the other. */
+static void unhold(uint64_t open) {
+  if (UNLIKELY(__atomic_load_n(&mon_held, __ATOMIC_SEQ_CST) & open)) {
+    __atomic_fetch_and(&mon_held, ~open, __ATOMIC_SEQ_CST);
+    ito__monitor_poke();
+  }
+}
 
 void ito__sig_idle(worker *w) {
   if (w->os_sigmask != ALL_ASYNC) ito__sig_apply(w, ALL_ASYNC);
@@ -199,8 +283,8 @@ void ito__sig_idle(worker *w) {
 
 void ito__sig_monitor_start(void) {
   on_monitor = 1;
-  monitor_caught = LOAD_ACQ(&acts.caught);
-  sys_mask(SIG_SETMASK, ito__sig_on ? ALL_ASYNC & ~monitor_caught : ALL_ASYNC, NULL);
+  monitor_lets = ito__sig_on ? monitor_lets_now() : 0;
+  sys_mask(SIG_SETMASK, ALL_ASYNC & ~monitor_lets, NULL);
 }
 
 void ito__sig_worker_start(worker *w, ithread *root) {
@@ -217,20 +301,20 @@ void ito__sig_worker_start(worker *w, ithread *root) {
 }
 
 void ito__sig_thread_begin(ithread *t, const uint64_t *mask) {
-  STORE_REL(&t->sig_live, 1);
+  uint64_t m;
+  worker *w;
+  fiber *f;
   if (mask) {
-    t->sigmask = t->osmask = *mask & ~NEVER_BLOCKED;
-    return;
-  }
-  worker *w = cur_worker();
-  fiber *f = w ? w->cur : NULL;
-  if (f && f->thread) {
-    t->sigmask = t->osmask = f->thread->sigmask;
+    m = *mask & ~NEVER_BLOCKED;
+  } else if ((w = cur_worker()) && (f = w->cur) && f->thread) {
+    m = f->thread->sigmask;
   } else {
-    uint64_t m = 0;
+    m = 0;
     sys_mask(SIG_BLOCK, 0, &m);
-    t->sigmask = t->osmask = m;
   }
+  t->sigmask = t->osmask = m;
+  __atomic_store_n(&t->sig_live, 1, __ATOMIC_SEQ_CST);
+  unhold(~m);
 }
 
 void ito__sig_thread_release(ithread *t) {
@@ -273,11 +357,13 @@ static int run_action(ithread *t, int sig, siginfo_t *si, void *uc, int kernel) 
     return 0;
   }
   if (a.sa_flags & SA_RESETHAND) {
-    struct sigaction d;
+    struct sigaction d, k;
     memset(&d, 0, sizeof d);
     d.sa_handler = SIG_DFL;
+    k = d;
     spin_lock(&acts.lock);
-    ito__os.sigaction(sig, &d, NULL);
+    if (takes(sig, &d)) kernel_action(sig, &d, &k);
+    ito__os.sigaction(sig, &k, NULL);
     set_prog_action(sig, &d);
     spin_unlock(&acts.lock);
   }
@@ -356,6 +442,64 @@ void ito__sig_park_end(ithread *t) {
   while (LOAD_ACQ(&t->iflight)) cpu_relax(); /* invariant 5 */
 }
 
+/* Threads that had a signal to see while they were neither parked nor
+ * running (ready, or switching in: the check a thread makes as it resumes
+ * may have come just before the bit), looked at again by the monitor
+ * until they have taken it, so that it is seen within a bounded delay. */
+static struct {
+  int lock;
+  int n;
+  ithread *t[16];
+} late;
+
+/* The worker running t takes a nudge for its lowest deliverable signal
+ * (its handler is tramp): 1 if one was sent or nothing is left to see. A
+ * cancellation alone waits for the thread's next cancellation point. Not
+ * running: with keep, t goes to the late list and the monitor is poked. */
+static int nudge(ithread *t, int keep) {
+  uint64_t ready = LOAD_ACQ(&t->sigpend) & ~t->sigmask;
+  if (!ready) return 1;
+  worker *w = ito__worker_running(t);
+  if (w) {
+    int sig = __builtin_ctzll(ready) + 1;
+    ito__queue_signal(w->os_tid, sig, (void *)((uintptr_t)t | NUDGE_BITS));
+    return 1;
+  }
+  if (!keep) return 0;
+  spin_lock(&late.lock);
+  int i;
+  for (i = 0; i < late.n && late.t[i] != t; i++) {
+  }
+  if (i == late.n && late.n < (int)(sizeof late.t / sizeof late.t[0])) late.t[late.n++] = t;
+  spin_unlock(&late.lock);
+  ito__monitor_poke();
+  return 0;
+}
+
+int ito__sig_late(void) {
+  if (!LOAD_ACQ(&late.n)) return 0;
+  spin_lock(&late.lock);
+  int k = 0;
+  for (int i = 0; i < late.n; i++) {
+    ithread *t = late.t[i];
+    /* parked meanwhile: its wait ends (sig_alert); else a nudge if it runs */
+    spin_lock(&t->ilock);
+    int parked = t->intr != NULL;
+    spin_unlock(&t->ilock);
+    if (!LOAD_ACQ(&t->sig_live) || (!parked && nudge(t, 0))) continue;
+    if (parked) {
+      spin_unlock(&late.lock);
+      ito__sig_alert(t);
+      spin_lock(&late.lock);
+      continue;
+    }
+    late.t[k++] = t;
+  }
+  late.n = k;
+  spin_unlock(&late.lock);
+  return k;
+}
+
 /* t has a signal it must see now: its interruptible wait ends (EINTR), or
  * the worker running it is nudged. */
 void ito__sig_alert(ithread *t) {
@@ -370,14 +514,7 @@ void ito__sig_alert(ithread *t) {
   }
   /* running? the worker that runs it takes a nudge (if it has moved on
    * meanwhile, it sees its pending set at its next wait) */
-  worker *w = ito__worker_running(t);
-  if (!w) return;
-  /* the lowest deliverable signal carries it (its handler is tramp); a
-   * cancellation alone waits for the thread's next cancellation point */
-  uint64_t ready = LOAD_ACQ(&t->sigpend) & ~t->sigmask;
-  if (!ready) return;
-  int sig = __builtin_ctzll(ready) + 1;
-  ito__queue_signal(w->os_tid, sig, (void *)((uintptr_t)t | NUDGE_BITS));
+  nudge(t, 1);
 }
 
 /* Makes sig pending on t with info si. */
@@ -424,11 +561,37 @@ static struct {
   ithread *waiters[64];         /* threads in sigwait */
   int nwaiters;
   int in_tramp;                 /* handlers of ito's running now (sigpending waits) */
+  int routing;                  /* the monitor routes what it took */
 } rt;
 
-static int in_context_of(fiber *f) {
-  char *sp = __builtin_frame_address(0);
-  return f && sp >= f->lo && sp < f->hi;
+/* A signal the kernel gave ito may be on its way through the monitor. */
+static int in_flight(void) {
+  return LOAD_ACQ(&rt.in_tramp) || LOAD_ACQ(&rt.inbox) || LOAD_ACQ(&rt.routing);
+}
+
+/* The stack pointer of the code a signal interrupted (uc: the kernel's
+ * context), or NULL. */
+static char *interrupted_sp(const void *uc) {
+  if (!uc) return NULL;
+  const ucontext_t *c = uc;
+#if defined(__x86_64__)
+  return (char *)c->uc_mcontext.gregs[REG_RSP];
+#elif defined(__aarch64__)
+  return (char *)c->uc_mcontext.sp;
+#else
+  return NULL;
+#endif
+}
+
+/* The signal landed in f's own context: the code it interrupted runs on
+ * f's stack (the handler may run on an alternate stack, SA_ONSTACK), or
+ * the handler's frame is there. */
+static int in_context_of(fiber *f, const void *uc) {
+  if (!f) return 0;
+  char *sp = interrupted_sp(uc);
+  if (sp && sp >= f->lo && sp < f->hi) return 1;
+  sp = __builtin_frame_address(0);
+  return sp >= f->lo && sp < f->hi;
 }
 
 static void tramp(int sig, siginfo_t *si, void *uc) {
@@ -436,7 +599,7 @@ static void tramp(int sig, siginfo_t *si, void *uc) {
   __atomic_add_fetch(&rt.in_tramp, 1, __ATOMIC_ACQ_REL);
   worker *w = cur_worker();
   fiber *f = w ? w->cur : NULL;
-  ithread *t = f && in_context_of(f) ? f->thread : NULL;
+  ithread *t = f && in_context_of(f, uc) ? f->thread : NULL;
   if (t) t->in_handler++; /* never preempted inside this frame (preempt.h, invariant 3) */
   uintptr_t v = si ? (uintptr_t)si->si_value.sival_ptr : 0;
   if (si && (v & NUDGE_MASK) == NUDGE_BITS && si->si_code == SI_QUEUE && si->si_pid == getpid()) {
@@ -480,8 +643,12 @@ static ithread *any_taker(uint64_t b) {
 
 /* A signal of the process, to the thread that takes it (as the kernel
  * chooses: one waiting for it in sigwait, else the main thread if it does
- * not block it, else any thread that does not), or pending for the
- * process until a thread unblocks it or waits for it. */
+ * not block it, else any thread that does not). A handler's signal that no
+ * thread takes stays pending for the process in ito's hands until a
+ * thread unblocks it or waits for it. A default action that ends or stops
+ * the process is carried out here when a thread takes the signal, as the
+ * kernel does at once; when none does, the signal goes back to the kernel,
+ * pending for the process, and the monitor blocks it (mon_held). */
 static void route(int sig, const siginfo_t *si) {
   uint64_t b = SIGBIT(sig);
   ithread *to = NULL;
@@ -489,9 +656,30 @@ static void route(int sig, const siginfo_t *si) {
   for (int i = 0; i < rt.nwaiters && !to; i++)
     if (LOAD_ACQ(&rt.waiters[i]->sigwaitset) & b) to = rt.waiters[i];
   spin_unlock(&rt.lock);
+  if (to) {
+    pend(to, sig, si);
+    return;
+  }
+  struct sigaction a;
+  prog_action(sig, &a);
+  int dfl = a.sa_handler == SIG_DFL && dfl_acts(sig);
+  if (dfl) __atomic_fetch_or(&mon_held, b, __ATOMIC_SEQ_CST); /* (unhold) */
   ithread *root = ito__root_thread();
-  if (!to && root && !(LOAD_RLX(&root->sigmask) & b)) to = root;
+  if (root && LOAD_ACQ(&root->sig_live) && !(LOAD_RLX(&root->sigmask) & b)) to = root;
   if (!to) to = any_taker(b);
+  if (dfl) {
+    if (to) {
+      __atomic_fetch_and(&mon_held, ~b, __ATOMIC_SEQ_CST);
+      default_action(sig);
+      return;
+    }
+    monitor_mask_update(); /* blocked here before it goes back */
+    siginfo_t back = *si;
+    back.si_signo = sig;
+    if (ito__os.syscall(SYS_rt_sigqueueinfo, getpid(), sig, &back) != 0)
+      ito__os.syscall(SYS_kill, getpid(), sig);
+    return;
+  }
   if (to) {
     pend(to, sig, si);
     return;
@@ -503,17 +691,16 @@ static void route(int sig, const siginfo_t *si) {
 }
 
 void ito__sig_route_inbox(void) {
-  uint64_t c = LOAD_ACQ(&acts.caught);
-  if (on_monitor && c != monitor_caught) { /* invariant 6 */
-    monitor_caught = c;
-    sys_mask(SIG_SETMASK, ALL_ASYNC & ~c, NULL);
-  }
+  if (on_monitor) monitor_mask_update(); /* invariant 6 */
+  STORE_REL(&rt.routing, 1);
   uint64_t in = __atomic_exchange_n(&rt.inbox, 0, __ATOMIC_ACQUIRE);
   while (in) {
     int sig = __builtin_ctzll(in) + 1;
     in &= in - 1;
     route(sig, &rt.info[sig]);
   }
+  STORE_REL(&rt.routing, 0);
+  if (on_monitor) monitor_mask_update();
 }
 
 /* ---- the calls of the drop-in -------------------------------------------------------------- */
@@ -552,24 +739,30 @@ int ito__sig_mask(int how, const sigset_t *set, sigset_t *old) {
   else
     return EINVAL;
   next &= ~NEVER_BLOCKED;
-  t->sigmask = t->osmask = next;
+  t->osmask = next;
+  __atomic_store_n(&t->sigmask, next, __ATOMIC_SEQ_CST);
   ito__sig_apply(w, next);
   /* unblocked: what was pending for the process in ito's hands goes to
    * this thread, and what was pending for it is delivered now */
+  unhold(cur & ~next);
+  /* one the monitor took may be on its way: it arrives before this call
+   * returns, as the kernel delivers a pending signal at its unblocking */
+  if ((cur & ~next & LOAD_ACQ(&acts.taken)) && in_flight()) ito__monitor_sync();
   claim_proc(t, cur & ~next);
   if (LOAD_ACQ(&t->sigpend) & ~next) ito__sig_deliver();
   return 0;
 }
 
 void ito__sig_pending(sigset_t *out) {
-  /* a caught signal sent to the process may be on its way through the
-   * monitor (invariant 6): let it arrive, as the kernel's sigpending would
-   * show it at once */
-  if (LOAD_ACQ(&acts.caught)) {
+  /* a signal this thread blocks, sent to the process, may be on its way
+   * through the monitor (invariant 6): let it arrive, as the kernel's
+   * sigpending would show it at once */
+  ithread *t = running_thread(cur_worker());
+  uint64_t via = LOAD_ACQ(&acts.taken) & ~__atomic_load_n(&mon_held, __ATOMIC_SEQ_CST);
+  if (t ? (via & t->sigmask) : via) {
     for (int i = 0; i < 20000 && LOAD_ACQ(&rt.in_tramp); i++) cpu_relax();
     ito__monitor_sync();
   }
-  ithread *t = running_thread(cur_worker());
   uint64_t k = 0;
   sigset_t ks;
   if (ito__os.syscall(SYS_rt_sigpending, &ks, (size_t)8) == 0) k = set_bits(&ks);
@@ -636,9 +829,10 @@ int ito__sig_suspend(const sigset_t *mask) {
    * between a check and the park; ito routes them to the thread (the
    * monitor takes what every worker blocks) and its wait ends */
   uint64_t old = t->sigmask;
-  t->sigmask = set_bits(mask) & ~NEVER_BLOCKED;
+  __atomic_store_n(&t->sigmask, set_bits(mask) & ~NEVER_BLOCKED, __ATOMIC_SEQ_CST);
   t->osmask = ALL_ASYNC;
   ito__sig_apply(w, t->osmask);
+  unhold(old & ~t->sigmask);
   t->sig_last = 0;
   claim_proc(t, ~t->sigmask); /* what the process has pending in ito's hands */
   int qlock = 0;

@@ -23,10 +23,15 @@
  *  5. A waiter's registration (intr) is only read under ilock, and the
  *     parker does not leave its wait while an interrupter works on it
  *     (iflight).
- *  6. The monitor thread's OS mask lets through exactly the signals the
- *     program catches (after a sigaction, once the monitor has run): a
- *     signal of the process that every worker blocks reaches ito there,
- *     and is routed to a thread that takes it, as the kernel would. */
+ *  6. The monitor thread's OS mask lets through exactly the signals ito
+ *     takes (after a sigaction, once the monitor has run): those the
+ *     program catches, and, once the runtime runs, those whose default
+ *     action ends or stops the process, less the ones of these that no
+ *     live thread takes (mon_held: each is pending in the kernel, and a
+ *     thread that stops blocking one clears its bit and pokes the
+ *     monitor). A signal of the process that every worker blocks reaches
+ *     ito there, and is routed to a thread that takes it, as the kernel
+ *     would; a default action is carried out there at once. */
 #ifndef ITO_CORE_SIGNAL_H
 #define ITO_CORE_SIGNAL_H
 
@@ -51,6 +56,9 @@ HIDDEN void ito__sig_enable(void);
 /* A worker's OS thread starts (root: the adopted main thread keeps its
  * mask, which becomes the root thread's). */
 HIDDEN void ito__sig_worker_start(struct worker *w, struct ithread *root);
+/* The runtime starts (before its monitor): the default actions that end
+ * or stop the process become ito's to take (invariant 6). */
+HIDDEN void ito__sig_runtime_start(void);
 /* The monitor thread starts (invariant 6). */
 HIDDEN void ito__sig_monitor_start(void);
 /* w goes to sleep: it blocks every asynchronous signal (invariant 1), so
@@ -62,6 +70,9 @@ HIDDEN void ito__sig_apply(struct worker *w, uint64_t m);
 HIDDEN void ito__sig_thread_begin(struct ithread *t, const uint64_t *mask);
 /* A thread is released: what it still had pending is dropped. */
 HIDDEN void ito__sig_thread_release(struct ithread *t);
+/* The monitor looks again at threads that had a signal to see while they
+ * were not running: the number still waiting (look again soon). */
+HIDDEN int ito__sig_late(void);
 /* The monitor routes what the kernel's handler left for it. */
 HIDDEN void ito__sig_route_inbox(void);
 /* Delivers the running thread's deliverable pending signals (their

@@ -20,8 +20,9 @@ static bool bad_time(const struct timespec *ts) { return ts && !ts_valid(ts); }
  * contended half of ito_mutex_t and of libito-pthread.so's mutexes, which
  * keep the same word and queue in glibc's layout. Spin briefly; then,
  * under the queue lock, exchange the word to 2: a previous 0 means
- * acquired, otherwise queue and retry when woken. A deadline gives
- * ETIMEDOUT, after one last try. */
+ * acquired, otherwise queue and retry when woken (or after a signal's
+ * handler ran: the wait goes on). A deadline gives ETIMEDOUT, after one
+ * last try. */
 int ito__lock_slow(int *state, int *qlock, void **head, void **tail, clockid_t clock,
                    const struct timespec *abs) {
   for (int i = 0; i < 64; i++) {
@@ -39,7 +40,9 @@ int ito__lock_slow(int *state, int *qlock, void **head, void **tail, clockid_t c
       spin_unlock(qlock);
       return 0;
     }
-    if (ito__wq_wait(qlock, head, tail, 0, clock, abs, NULL, NULL) == ETIMEDOUT) {
+    /* a signal's handler runs during the wait (WQ_INTR), which then goes
+     * on as if it was not interrupted: the loop tries again */
+    if (ito__wq_wait(qlock, head, tail, WQ_INTR, clock, abs, NULL, NULL) == ETIMEDOUT) {
       int c = 0;
       return __atomic_compare_exchange_n(state, &c, 2, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)
                  ? 0
@@ -204,6 +207,16 @@ int ito_barrier_wait(ito_barrier_t *b) {
     ito__wq_wake(list);
     return ITO_BARRIER_SERIAL_THREAD;
   }
-  ito__wq_wait(&b->qlock, &b->head, &b->tail, 0, CLOCK_MONOTONIC, NULL, NULL, NULL);
+  /* a signal's handler runs during the wait (WQ_INTR); the wait goes on
+   * unless the phase ended meanwhile */
+  unsigned phase = b->phase;
+  while (ito__wq_wait(&b->qlock, &b->head, &b->tail, WQ_INTR, CLOCK_MONOTONIC, NULL, NULL,
+                      NULL) == EINTR) {
+    spin_lock(&b->qlock);
+    if (b->phase != phase) {
+      spin_unlock(&b->qlock);
+      break;
+    }
+  }
   return 0;
 }

@@ -38,6 +38,10 @@ void ito__wq_wake(waiter *list) {
 }
 
 void ito__block_os(waiter *wt, clockid_t clock, const struct timespec *abstime) {
+  ito__block_os_intr(wt, clock, abstime, 0);
+}
+
+void ito__block_os_intr(waiter *wt, clockid_t clock, const struct timespec *abstime, int intr) {
   while (!__atomic_load_n(&wt->futex, __ATOMIC_ACQUIRE)) {
     struct timespec rel, *relp = NULL;
     if (abstime) {
@@ -49,7 +53,10 @@ void ito__block_os(waiter *wt, clockid_t clock, const struct timespec *abstime) 
       rel = ns_to_ts(ns);
       relp = &rel;
     }
-    ito__futex_wait(&wt->futex, 0, relp);
+    if (ito__futex_wait(&wt->futex, 0, relp) == -1 && errno == EINTR && intr) {
+      wt->result = EINTR; /* a handler ran (the kernel did not restart the wait) */
+      return;
+    }
   }
 }
 
@@ -94,6 +101,7 @@ int ito__wq_wait(int *qlock, void **head, void **tail, int tag, clockid_t clock,
   fiber *f = parkable(cur_worker());
   waiter os_wt, *wt = f ? &f->w : &os_wt; /* a fiber's waiter lives in the fiber */
   int intr = (tag & WQ_INTR) && f && f->thread && UNLIKELY(ito__sig_on);
+  int tag_in = tag;
   tag &= ~WQ_INTR;
   memset(wt, 0, sizeof *wt);
   wt->fiber = f;
@@ -109,8 +117,10 @@ int ito__wq_wait(int *qlock, void **head, void **tail, int tag, clockid_t clock,
   }
   if (!f) { /* an OS thread: the futex wait times out by itself */
     spin_unlock(qlock);
-    ito__block_os(wt, clock, abstime);
-    if (wt->result == ETIMEDOUT) {
+    /* one of the program's own OS threads takes its signals from the
+     * kernel: an interruptible wait ends when a handler ran there */
+    ito__block_os_intr(wt, clock, abstime, (tag_in & WQ_INTR) && !cur_worker());
+    if (wt->result == ETIMEDOUT || wt->result == EINTR) {
       /* leave the queue unless a wake took us (invariant 2) */
       spin_lock(qlock);
       if (wt->queued) {

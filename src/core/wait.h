@@ -45,5 +45,9 @@ HIDDEN void ito__wake_waiter(waiter *wt);
  * wt->result if abstime (on clock) passed first. The caller resolves the
  * race with a waker. */
 HIDDEN void ito__block_os(waiter *wt, clockid_t clock, const struct timespec *abstime);
+/* The same; with intr, a handler that ran on this OS thread during the
+ * wait (the futex wait ended with EINTR) gives EINTR in wt->result. */
+HIDDEN void ito__block_os_intr(waiter *wt, clockid_t clock, const struct timespec *abstime,
+                               int intr);
 
 #endif

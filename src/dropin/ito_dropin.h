@@ -100,6 +100,9 @@ ITO_DROPIN_API int ito__dropin_sigaction(int sig, const struct sigaction *act,
                                          struct sigaction *old);
 ITO_DROPIN_API void ito__dropin_sigpending(sigset_t *out);
 ITO_DROPIN_API int ito__dropin_sigsuspend(const sigset_t *mask);
+/* After an interruptible wait ended with EINTR on the calling thread: 1 if
+ * every handler that ran had SA_RESTART (a restartable call goes on). */
+ITO_DROPIN_API int ito__dropin_sig_restartable(void);
 /* The calling ito thread jumped (siglongjmp): it is no longer inside a
  * handler's kernel frame (preemption may act again, src/core/preempt.h). */
 ITO_DROPIN_API void ito__dropin_jumped(void);

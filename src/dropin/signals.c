@@ -45,6 +45,8 @@ void ito__dropin_sigpending(sigset_t *out) { ito__sig_pending(out); }
 
 int ito__dropin_sigsuspend(const sigset_t *mask) { return ito__sig_suspend(mask); }
 
+int ito__dropin_sig_restartable(void) { return ito__sig_restartable(); }
+
 void ito__dropin_jumped(void) {
   worker *w = cur_worker();
   ithread *t = running_thread(w);

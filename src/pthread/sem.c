@@ -87,9 +87,13 @@ static int sem_take(struct pt_sem *p, int try, clockid_t clock, const struct tim
     ito__dropin_unlock(&p->qlock);
     return 0;
   }
-  /* a signal's handler ends the wait with EINTR, as glibc's does */
-  return ito__dropin_wq_wait(&p->qlock, &p->head, &p->tail, ITO_DROPIN_WQ_INTR, clock, abs, NULL,
-                             NULL);
+  /* a signal's handler ends the wait with EINTR, as glibc's does; without
+   * a deadline, a wait whose handlers all had SA_RESTART goes on (the
+   * kernel restarts glibc's futex wait then) */
+  int rc = ito__dropin_wq_wait(&p->qlock, &p->head, &p->tail, ITO_DROPIN_WQ_INTR, clock, abs,
+                               NULL, NULL);
+  if (rc == EINTR && !abs && ito__dropin_sig_restartable()) return sem_take(p, 0, clock, abs);
+  return rc;
 }
 
 static int sem_result(int rc) {

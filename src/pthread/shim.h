@@ -150,6 +150,7 @@
   X(bsd_signal, sighandler_t, (int, sighandler_t))                                               \
   X(sysv_signal, sighandler_t, (int, sighandler_t))                                              \
   X(sigpending, int, (sigset_t *))                                                               \
+  X(raise, int, (int))                                                                           \
   X(sigsuspend, int, (const sigset_t *))                                                         \
   X(pause, int, (void))                                                                          \
   X(siginterrupt, int, (int, int))                                                               \

@@ -76,6 +76,20 @@ SHIM_EXPORT int sigpending(sigset_t *set) {
   return 0;
 }
 
+/* raise: the signal is the calling thread's own (glibc sends it to the OS
+ * thread, where a blocked one would stay pending for whichever thread runs
+ * there next); unblocked, its handler has run when raise returns. */
+SHIM_EXPORT int raise(int sig) {
+  SHIM_ENTER(raise, sig);
+  if (!ito_thread()) return shim_real.raise(sig);
+  int rc = ito__dropin_sigsend(ito_self(), sig, NULL);
+  if (rc) {
+    errno = rc;
+    return -1;
+  }
+  return 0;
+}
+
 SHIM_EXPORT int sigsuspend(const sigset_t *mask) {
   SHIM_ENTER(sigsuspend, mask);
   if (!ito__dropin_can_park()) return shim_real.sigsuspend(mask);

@@ -374,7 +374,10 @@ static int rw_rdlock(struct pt_rwlock *l, int try, clockid_t clock, const struct
     ito__dropin_unlock(&l->qlock);
     return rc;
   }
-  return ito__dropin_wq_wait(&l->qlock, &l->head, &l->tail, TAG_READ, clock, abs, NULL, NULL);
+  /* a signal's handler runs during the wait, which then goes on */
+  rc = ito__dropin_wq_wait(&l->qlock, &l->head, &l->tail, TAG_READ | ITO_DROPIN_WQ_INTR, clock,
+                           abs, NULL, NULL);
+  return rc == EINTR ? rw_rdlock(l, 0, clock, abs) : rc;
 }
 
 static int rw_wrlock(struct pt_rwlock *l, int try, clockid_t clock, const struct timespec *abs) {
@@ -398,17 +401,20 @@ static int rw_wrlock(struct pt_rwlock *l, int try, clockid_t clock, const struct
     return rc;
   }
   l->wwait++;
-  if (ito__dropin_wq_wait(&l->qlock, &l->head, &l->tail, TAG_WRITE, clock, abs, NULL, NULL) == 0) {
+  rc = ito__dropin_wq_wait(&l->qlock, &l->head, &l->tail, TAG_WRITE | ITO_DROPIN_WQ_INTR, clock,
+                           abs, NULL, NULL);
+  if (rc == 0) {
     __atomic_store_n(&l->owner, me, __ATOMIC_RELAXED);
     return 0;
   }
-  /* timed out: readers queued behind this writer may now enter */
+  /* timed out, or a signal's handler ran: readers queued behind this
+   * writer may now enter; after a handler the wait goes on */
   ito__dropin_lock(&l->qlock);
   l->wwait--;
   void *w = rw_grant(l);
   ito__dropin_unlock(&l->qlock);
   ito__dropin_wq_wake(w);
-  return ETIMEDOUT;
+  return rc == EINTR ? rw_wrlock(l, 0, clock, abs) : rc;
 }
 
 SHIM_EXPORT int pthread_rwlock_init(pthread_rwlock_t *pl, const pthread_rwlockattr_t *attr) {
@@ -651,7 +657,8 @@ SHIM_EXPORT int pthread_once(pthread_once_t *o, void (*fn)(void)) {
     }
     ito__dropin_lock(&once_qlock);
     if (__atomic_load_n(p, __ATOMIC_ACQUIRE) == 1)
-      ito__dropin_wq_wait(&once_qlock, &once_head, &once_tail, 0, CLOCK_MONOTONIC, NULL, NULL, NULL);
+      ito__dropin_wq_wait(&once_qlock, &once_head, &once_tail, ITO_DROPIN_WQ_INTR, CLOCK_MONOTONIC,
+                          NULL, NULL, NULL); /* (a handler ran: the loop waits again) */
     else
       ito__dropin_unlock(&once_qlock);
   }
