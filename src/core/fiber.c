@@ -183,10 +183,14 @@ static void fiber_reset(fiber *f) {
   f->create_worker = NULL;
 }
 
-/* Stacks larger than the pool's: one mapping each, of the size asked
- * for, with a guard page; kept once released on a free list per power of
- * two of the mapping's size (never unmapped: stale handles, invariant 2),
- * from which a request takes the first that is large enough. */
+/* Stacks of a size the program asked for (smaller or larger than the
+ * pool's): one mapping each, a guard page below the size asked for
+ * rounded up to pages, the header at its top, as glibc puts its
+ * descriptor inside the size; kept once released on a free list per
+ * power of two of the mapping's size (never unmapped: stale handles,
+ * invariant 2), from which a request takes one of exactly its size, so
+ * that an overflow past the size faults on the guard as it does
+ * natively. */
 #define OWN_CLASSES 48
 static int own_lock;
 static fiber *own_free[OWN_CLASSES];
@@ -250,19 +254,16 @@ static void dirty_give(fiber *f) {
 }
 
 fiber *ito__own_fiber(size_t want) {
-  size_t len = (want + HEADER_ROOM + 2 * PAGE - 1) & ~(PAGE - 1); /* guard, stack, header */
+  if (want < 2 * HEADER_ROOM) want = 2 * HEADER_ROOM;
+  size_t len = PAGE + ((want + PAGE - 1) & ~(PAGE - 1)); /* guard; stack and header */
   int k = own_class(len);
   fiber *f = NULL;
   spin_lock(&own_lock);
-  /* the first large enough in its class, else any in the next (less
-   * than four times the size asked for) */
-  for (int c = k; c <= k + 1 && c < OWN_CLASSES && !f; c++) {
-    for (fiber **pp = &own_free[c]; *pp; pp = &(*pp)->next) {
-      if ((*pp)->maplen >= len) {
-        f = *pp;
-        *pp = f->next;
-        break;
-      }
+  for (fiber **pp = &own_free[k]; *pp; pp = &(*pp)->next) {
+    if ((*pp)->maplen == len) {
+      f = *pp;
+      *pp = f->next;
+      break;
     }
   }
   spin_unlock(&own_lock);

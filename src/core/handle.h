@@ -6,7 +6,10 @@
  *  2. A slot's generation changes exactly when its thread is released
  *     (ito__handle_retire), so handles of earlier threads fail.
  *  3. A handle is checked against the table before its descriptor is
- *     read. */
+ *     read.
+ *  4. A slot's detached flag says whether the thread released at the
+ *     last change of its generation was detached (or released by a
+ *     detach); it is written before that change. */
 #ifndef ITO_CORE_HANDLE_H
 #define ITO_CORE_HANDLE_H
 
@@ -29,6 +32,7 @@ struct handle_slot {
   ithread *t;
   uint32_t gen;  /* the generation handles of this slot carry now */
   uint32_t next; /* free list of slots whose descriptor went away (+1; 0 ends it) */
+  uint32_t detached; /* invariant 4 */
 };
 extern struct handle_slot *ito__handle_chunks[HANDLE_NCHUNKS] HIDDEN;
 extern uint32_t ito__handle_nslots HIDDEN;
@@ -46,7 +50,19 @@ static inline uint32_t handle_gen_of(ito_thread_t h) {
 static inline void ito__handle_retire(ithread *t) {
   struct handle_slot *s = handle_slot_at(t->idx);
   ITO_ASSERT(s && s->t == t);
+  if (!s) __builtin_unreachable(); /* (the slot of a registered descriptor) */
+  __atomic_store_n(&s->detached, (uint32_t)((t->flags & TH_DETACHED) != 0), __ATOMIC_RELAXED);
   __atomic_store_n(&s->gen, (s->gen + 1) & HANDLE_GEN_MASK, __ATOMIC_RELEASE);
+}
+/* Was h, now stale, the handle of a detached thread that has ended and
+ * been released (the slot moved on once since, invariant 4)? */
+static inline bool ito__handle_ended_detached(ito_thread_t h) {
+  if (!(h & HANDLE_MARK)) return false;
+  uint32_t i = (uint32_t)h;
+  if (!i || i >= __atomic_load_n(&ito__handle_nslots, __ATOMIC_ACQUIRE)) return false;
+  struct handle_slot *s = handle_slot_at(i);
+  return s && __atomic_load_n(&s->gen, __ATOMIC_ACQUIRE) == ((handle_gen_of(h) + 1) & HANDLE_GEN_MASK) &&
+         __atomic_load_n(&s->detached, __ATOMIC_RELAXED);
 }
 /* The handle of t's current thread. */
 static inline ito_thread_t ito__handle(ithread *t) {

@@ -161,3 +161,16 @@ long long ito__os_cpu_ns(int tid) {
   if (ito__os.syscall(SYS_clock_gettime, c, &ts) != 0) return -1;
   return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
+
+void ito__os_sched(int out[2]) {
+  struct {
+    int prio;
+  } sp = {0};
+  long pol = ito__os.syscall(SYS_sched_getscheduler, 0);
+  if (pol < 0 || ito__os.syscall(SYS_sched_getparam, 0, &sp) != 0) {
+    out[0] = out[1] = 0;
+    return;
+  }
+  out[0] = (int)(pol & ~0x40000000L); /* SCHED_RESET_ON_FORK */
+  out[1] = sp.prio;
+}

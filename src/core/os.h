@@ -63,6 +63,10 @@ HIDDEN void ito__write_stderr(const char *s, size_t n);
  * read (the thread has ended). */
 HIDDEN long long ito__os_cpu_ns(int tid);
 
+/* The calling OS thread's scheduling policy (SCHED_RESET_ON_FORK left
+ * out) and priority, from the kernel: out[0], out[1] (0, 0 if unreadable). */
+HIDDEN void ito__os_sched(int out[2]);
+
 /* Queues signal sig to OS thread tid of this process (rt_tgsigqueueinfo):
  * SI_QUEUE, from this process, with value v, by which the runtime's
  * handlers know their own signals. 0, or -1 with errno (the thread has

@@ -28,6 +28,18 @@ static void set_default(int sig) {
   ito__os.sigaction(sig, &d, NULL);
 }
 
+/* Runs the handler of action a, if it has one; true if it did. */
+static bool chain(const struct sigaction *a, int sig, siginfo_t *si, void *uc) {
+  if (a->sa_flags & SA_SIGINFO) {
+    if (!a->sa_sigaction) return false;
+    a->sa_sigaction(sig, si, uc);
+    return true;
+  }
+  if (a->sa_handler == SIG_DFL || a->sa_handler == SIG_IGN) return false;
+  a->sa_handler(sig);
+  return true;
+}
+
 static void segv_handler(int sig, siginfo_t *si, void *uc) {
   worker *w = ito__tls_worker;
   fiber *f = w ? w->cur : NULL;
@@ -35,16 +47,25 @@ static void segv_handler(int sig, siginfo_t *si, void *uc) {
   if (f && (f->kind == FIBER_POOL || f->kind == FIBER_OWN) && f->guarded && a >= f->map &&
       a < f->lo + 256) {
     char buf[256];
-    if (f->kind == FIBER_OWN)
+    if (f->kind == FIBER_OWN) {
+      /* a size the program asked for, overflowed: SIGSEGV, as natively (its
+       * own handler, where it has one, runs here on the worker's
+       * alternate stack) */
+      struct sigaction *old = sig == SIGSEGV ? &old_segv : &old_bus, prog;
+      if (ito__sig_prog_action(sig, &prog)) old = &prog;
+      if (chain(old, sig, si, uc)) return;
       snprintf(buf, sizeof buf,
                "ito: stack overflow in a lightweight thread (stack of %zu bytes, asked for when "
                "it was created); ask for a larger stack\n",
-               (size_t)(f->hi - f->lo));
-    else
-      snprintf(buf, sizeof buf,
-               "ito: stack overflow in a lightweight thread (stack of %zu bytes); "
-               "raise ITO_STACK_SIZE (for example ITO_STACK_SIZE=%zuK)\n",
-               ito__stack_size(), ito__stack_size() * 4 / 1024);
+               (size_t)(f->map + f->maplen - f->lo));
+      ito__write_stderr(buf, strlen(buf));
+      set_default(sig); /* the default action, taken when the access re-runs */
+      return;
+    }
+    snprintf(buf, sizeof buf,
+             "ito: stack overflow in a lightweight thread (stack of %zu bytes); "
+             "raise ITO_STACK_SIZE (for example ITO_STACK_SIZE=%zuK)\n",
+             ito__stack_size(), ito__stack_size() * 4 / 1024);
     ito__write_stderr(buf, strlen(buf));
     set_default(SIGABRT);
     abort();
@@ -52,15 +73,7 @@ static void segv_handler(int sig, siginfo_t *si, void *uc) {
   struct sigaction *old = sig == SIGSEGV ? &old_segv : &old_bus, prog;
   if (ito__sig_prog_action(sig, &prog)) /* set since (through a drop-in library) */
     old = &prog;
-  if (old->sa_flags & SA_SIGINFO) {
-    if (old->sa_sigaction) {
-      old->sa_sigaction(sig, si, uc);
-      return;
-    }
-  } else if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) {
-    old->sa_handler(sig);
-    return;
-  }
+  if (chain(old, sig, si, uc)) return;
   /* not ours: the default action, taken when the faulting access re-runs */
   set_default(sig);
 }

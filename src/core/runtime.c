@@ -242,6 +242,12 @@ static int adopt_main(worker *w) {
   sched_tsan_ctx(w);
   root = ito__thread_adopt_root(&root_fiber);
   root_fiber.kind = FIBER_NATIVE;
+  /* the policy and priority main runs with (set before the runtime started),
+   * kept for a drop-in library to read back and hand to its children */
+  int sched[2];
+  ito__os_sched(sched);
+  root->policy = sched[0];
+  root->prio = sched[1];
   pthread_attr_t a;
   if (ito__os.pthread_getattr_np(ito__os.pthread_self(), &a) == 0) {
     void *lo;

@@ -253,11 +253,9 @@ int ito__thread_start(fiber *f, void *(*fn)(void *), void *arg, const struct thr
     t->detach_refs = 1;
     t->flags = TH_DETACHED;
   }
-  if (o->explicit_sched) {
-    t->policy = o->policy;
-    t->prio = o->prio;
-    t->explicit_sched = 1;
-  }
+  t->policy = o->policy; /* explicit, or its creator's (the drop-in's) */
+  t->prio = o->prio;
+  t->explicit_sched = o->explicit_sched;
   if (UNLIKELY(ito__tls_mode) && !o->anon && ito__tls_thread_begin(f)) {
     if (f->kind == FIBER_USER) {
       ito__vg_stack_deregister(f->vg_stack);
@@ -599,6 +597,7 @@ int ito_detach(ito_thread_t h) {
   }
   wait_done(t);
   t->sync = TS_CLAIMED;
+  t->flags = fl | TH_DETACHED; /* released by a detach: its handle says so (handle.h, inv. 4) */
   thread_release(t);
   return 0;
 }

@@ -81,7 +81,8 @@ struct thread_opts {
   int detached;
   int queue;           /* queue the child rather than run it first */
   int anon;            /* a detached task (ito__thread_spawn): no TLS block of its own */
-  int policy, prio, explicit_sched; /* the drop-in's, set before the child runs */
+  int policy, prio, explicit_sched; /* the drop-in's, set before the child runs: the policy
+                                        and priority named (explicit_sched) or inherited */
   int has_sigmask;     /* the child's signal mask is sigmask, not its creator's */
   uint64_t sigmask;
   int placed;          /* PLACED_KNOWN or PLACED_UNKNOWN (nodeq.h): started with data, whose

@@ -165,8 +165,8 @@ ITO_DROPIN_API int ito__dropin_preemptible(int on);
 /* ---- threads (threads.c) -------------------------------------------------------------------- */
 
 /* Creation with pthread attributes. stacksize 0: the runtime's default
- * (ITO_STACK_SIZE); larger than it: a stack of its own, freed when the
- * thread is released; stackaddr: the caller's memory [stackaddr,
+ * (ITO_STACK_SIZE), a pool stack; any other: a stack of that size of its
+ * own (a guard page below it), kept for reuse when the thread is released; stackaddr: the caller's memory [stackaddr,
  * stackaddr + stacksize), which ito never frees. Returns 0, EAGAIN or
  * EINVAL (a stack address region under 16 KiB). The handle is written
  * before the thread runs. Errno and the C++ exception globals of the
@@ -184,17 +184,23 @@ ITO_DROPIN_API int ito__dropin_create(ito_thread_t *out, const struct ito_dropin
 /* Is h a live handle of a thread that is not the root? 0, ESRCH (stale
  * handle) or EINVAL (the root: it cannot be joined). */
 ITO_DROPIN_API int ito__dropin_check(ito_thread_t h);
+/* The same for a join or a detach: EINVAL, as glibc, for the handle of a
+ * detached thread that has ended (until its descriptor is released by
+ * another thread after it: then ESRCH). */
+ITO_DROPIN_API int ito__dropin_check_join(ito_thread_t h);
 /* What a thread keeps for the program to read back (ito schedules none
  * of it): its name ("" when never set), its scheduling policy and
  * priority, whether its creation named them, whether it is detached. */
 struct ito_dropin_tattr {
   char name[16];
   int policy, prio, explicit_sched, detached;
+  void *stack_lo; /* its stack, as pthread_getattr_np reports it */
+  size_t stack_size;
 };
-/* 0 or ESRCH. */
+/* h 0: the root (the program's main thread). 0 or ESRCH. */
 ITO_DROPIN_API int ito__dropin_tattr_get(ito_thread_t h, struct ito_dropin_tattr *out);
 /* Sets the name (name not NULL; at most 15 bytes kept) and/or the policy
- * and priority (policy_prio[0], [1]); 0 or ESRCH. */
+ * and priority (policy_prio[0], [1]); h 0: the root. 0 or ESRCH. */
 ITO_DROPIN_API int ito__dropin_tattr_set(ito_thread_t h, const char *name,
                                          const int *policy_prio);
 /* Nonblocking join: EBUSY while the thread runs. */

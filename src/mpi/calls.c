@@ -10,12 +10,22 @@
 
 #include "mpi_int.h"
 
+/* A single-completion call's status: every field but MPI_ERROR, which MPI
+ * leaves as the caller had it (only a call that returns
+ * MPI_ERR_IN_STATUS sets it). Nothing for MPI_STATUS_IGNORE. */
+static void status_out(MPI_Status *to, const MPI_Status *from) {
+  if (to == MPI_STATUS_IGNORE) return;
+  int err = to->MPI_ERROR;
+  *to = *from;
+  to->MPI_ERROR = err;
+}
+
 /* One request, started by the caller: waits for it (MPI_Wait's result). */
 static int wait1(MPI_Request *req, MPI_Status *status) {
   MPI_Status st;
   int rc = itompi_park_all(1, req, &st);
   if (rc == MPI_ERR_IN_STATUS) rc = st.MPI_ERROR;
-  if (status != MPI_STATUS_IGNORE) *status = st;
+  status_out(status, &st);
   return rc;
 }
 
@@ -68,7 +78,7 @@ int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dst, int 
       rc = itompi_park_all(2, r, st);
       if (rc == MPI_ERR_IN_STATUS)
         rc = st[0].MPI_ERROR != MPI_SUCCESS ? st[0].MPI_ERROR : st[1].MPI_ERROR;
-      if (status != MPI_STATUS_IGNORE) *status = st[0];
+      status_out(status, &st[0]);
     }
   }
   itompi_leave();
@@ -81,7 +91,7 @@ int MPI_Probe(int src, int tag, MPI_Comm comm, MPI_Status *status) {
   itompi_enter();
   int rc = itompi_park_probe(src, tag, comm, &st);
   itompi_leave();
-  if (status != MPI_STATUS_IGNORE) *status = st;
+  status_out(status, &st);
   return rc;
 }
 
@@ -127,8 +137,11 @@ static int waitall_impl(int n, MPI_Request reqs[], MPI_Status statuses[]) {
   for (int k = 0; k < m; k++) reqs[at[k]] = r[k];
   if (statuses != MPI_STATUSES_IGNORE) {
     for (int i = 0, k = 0; i < n; i++) {
-      if (k < m && at[k] == i) {
-        statuses[i] = st[k++];
+      if (k < m && at[k] == i) { /* MPI_ERROR only with MPI_ERR_IN_STATUS */
+        if (rc == MPI_ERR_IN_STATUS)
+          statuses[i] = st[k++];
+        else
+          status_out(&statuses[i], &st[k++]);
       } else {
         MPI_Request null = MPI_REQUEST_NULL;
         PMPI_Wait(&null, &statuses[i]); /* the empty status */
@@ -154,15 +167,25 @@ int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *status) {
   itompi_enter();
   int rc = itompi_park_any(n, reqs, index, &st);
   itompi_leave();
-  if (status != MPI_STATUS_IGNORE) *status = st;
+  status_out(status, &st);
   return rc;
 }
 
 int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[]) {
   if (!itompi_parks()) return PMPI_Waitsome(n, reqs, outcount, indices, statuses);
+  /* MPI_Testsome sets MPI_ERROR of the statuses it fills: they get the
+   * caller's back unless the wait returns MPI_ERR_IN_STATUS */
+  int small[32];
+  int *err = statuses == MPI_STATUSES_IGNORE || n <= 0 ? NULL
+             : n <= 32                                 ? small
+                                                       : malloc(sizeof(int) * (size_t)n);
+  for (int i = 0; err && i < n; i++) err[i] = statuses[i].MPI_ERROR;
   itompi_enter();
   int rc = itompi_park_some(n, reqs, outcount, indices, statuses);
   itompi_leave();
+  if (err && rc != MPI_ERR_IN_STATUS)
+    for (int i = 0; i < n; i++) statuses[i].MPI_ERROR = err[i];
+  if (err != small) free(err);
   return rc;
 }
 

@@ -170,6 +170,10 @@
   X(siglongjmp, void, (void *, int))                                                             \
   X(__longjmp_chk, void, (void *, int))                                                          \
   X(sched_setaffinity, int, (pid_t, size_t, const cpu_set_t *))                                  \
+  X(sched_setscheduler, int, (pid_t, int, const struct sched_param *))                           \
+  X(sched_getscheduler, int, (pid_t))                                                            \
+  X(sched_setparam, int, (pid_t, const struct sched_param *))                                    \
+  X(sched_getparam, int, (pid_t, struct sched_param *))                                          \
   X(clock_gettime, int, (clockid_t, struct timespec *))                                          \
   X(clock_getres, int, (clockid_t, struct timespec *))                                           \
   X(sched_getaffinity, int, (pid_t, size_t, cpu_set_t *))                                        \

@@ -171,21 +171,26 @@ SHIM_EXPORT int pthread_mutex_unlock(pthread_mutex_t *pm) {
   return mutex_unlock(m);
 }
 
+/* Robust and priority-ceiling mutexes are refused at init (ENOTSUP,
+ * docs/dropin.md section 6), so no mutex of the library is either: these
+ * answer as glibc does for a mutex that is not (EINVAL). A process-shared
+ * mutex is glibc's own and asks glibc. */
 SHIM_EXPORT int pthread_mutex_consistent(pthread_mutex_t *pm) {
   SHIM_ENTER(pthread_mutex_consistent, pm);
-  return EINVAL; /* no mutex here is robust */
+  if (UNLIKELY(glibc_mutex(PM(pm)))) return shim_real.pthread_mutex_consistent(pm);
+  return EINVAL;
 }
 
 SHIM_EXPORT int pthread_mutex_getprioceiling(const pthread_mutex_t *pm, int *c) {
   SHIM_ENTER(pthread_mutex_getprioceiling, pm, c);
-  return REFUSE("pthread_mutex_getprioceiling", "priority ceilings",
-                "lightweight threads have no priorities", ENOTSUP);
+  if (UNLIKELY(glibc_mutex(PM(pm)))) return shim_real.pthread_mutex_getprioceiling(pm, c);
+  return EINVAL;
 }
 
 SHIM_EXPORT int pthread_mutex_setprioceiling(pthread_mutex_t *pm, int c, int *old) {
   SHIM_ENTER(pthread_mutex_setprioceiling, pm, c, old);
-  return REFUSE("pthread_mutex_setprioceiling", "priority ceilings",
-                "lightweight threads have no priorities", ENOTSUP);
+  if (UNLIKELY(glibc_mutex(PM(pm)))) return shim_real.pthread_mutex_setprioceiling(pm, c, old);
+  return EINVAL;
 }
 
 /* ---- condition variables -------------------------------------------------------- */

@@ -193,7 +193,7 @@ SHIM_EXPORT int pthread_join(pthread_t t, void **ret) {
   SHIM_ENTER(pthread_join, t, ret);
   shim_testcancel();
   if (!is_ito(t)) return shim_real.pthread_join(t, ret);
-  int rc = ito__dropin_check((ito_thread_t)t);
+  int rc = ito__dropin_check_join((ito_thread_t)t);
   if (rc) return rc;
   return ito_join((ito_thread_t)t, ret);
 }
@@ -201,7 +201,7 @@ SHIM_EXPORT int pthread_join(pthread_t t, void **ret) {
 SHIM_EXPORT int pthread_tryjoin_np(pthread_t t, void **ret) {
   SHIM_ENTER(pthread_tryjoin_np, t, ret);
   if (!is_ito(t)) return shim_real.pthread_tryjoin_np(t, ret);
-  int rc = ito__dropin_check((ito_thread_t)t);
+  int rc = ito__dropin_check_join((ito_thread_t)t);
   if (rc) return rc;
   return ito__dropin_tryjoin((ito_thread_t)t, ret);
 }
@@ -209,7 +209,7 @@ SHIM_EXPORT int pthread_tryjoin_np(pthread_t t, void **ret) {
 /* Timed joins poll every millisecond (docs/dropin.md section 6). */
 static int timed_join(pthread_t t, void **ret, clockid_t clock, const struct timespec *abs) {
   shim_testcancel();
-  int rc = ito__dropin_check((ito_thread_t)t);
+  int rc = ito__dropin_check_join((ito_thread_t)t);
   if (rc) return rc;
   if (abs && shim_bad_time(abs)) return EINVAL;
   if (!shim_clock_ok(clock)) return EINVAL;
@@ -238,7 +238,7 @@ SHIM_EXPORT int pthread_clockjoin_np(pthread_t t, void **ret, clockid_t clock,
 SHIM_EXPORT int pthread_detach(pthread_t t) {
   SHIM_ENTER(pthread_detach, t);
   if (!is_ito(t)) return shim_real.pthread_detach(t);
-  int rc = ito__dropin_check((ito_thread_t)t);
+  int rc = ito__dropin_check_join((ito_thread_t)t);
   if (rc) return rc;
   return ito_detach((ito_thread_t)t);
 }
@@ -377,6 +377,15 @@ SHIM_EXPORT void pthread_testcancel(void) {
 
 SHIM_EXPORT int pthread_getattr_np(pthread_t t, pthread_attr_t *attr) {
   SHIM_ENTER(pthread_getattr_np, t, attr);
+  if (is_root_id(t)) { /* main: glibc's report, with the policy and priority kept here */
+    struct ito_dropin_tattr ta;
+    int rc = shim_real.pthread_getattr_np(t, attr);
+    if (rc || ito__dropin_tattr_get(0, &ta)) return rc;
+    struct sched_param sp = {.sched_priority = ta.prio};
+    pthread_attr_setschedpolicy(attr, ta.policy);
+    pthread_attr_setschedparam(attr, &sp);
+    return 0;
+  }
   if (!is_ito(t)) return shim_real.pthread_getattr_np(t, attr);
   struct ito_dropin_tattr ta;
   if (ito__dropin_check((ito_thread_t)t) == ESRCH || ito__dropin_tattr_get((ito_thread_t)t, &ta))
@@ -390,10 +399,7 @@ SHIM_EXPORT int pthread_getattr_np(pthread_t t, pthread_attr_t *attr) {
   struct sched_param sp = {.sched_priority = ta.prio};
   pthread_attr_setschedpolicy(attr, ta.policy);
   pthread_attr_setschedparam(attr, &sp);
-  void *lo;
-  size_t size;
-  if ((ito_thread_t)t == ito_self() && ito__dropin_stack(&lo, &size) == 0)
-    pthread_attr_setstack(attr, lo, size);
+  if (ta.stack_lo) pthread_attr_setstack(attr, ta.stack_lo, ta.stack_size);
   return 0;
 }
 
@@ -438,21 +444,41 @@ SHIM_EXPORT int pthread_getaffinity_np(pthread_t t, size_t size, cpu_set_t *set)
   return ito__dropin_affinity_get((ito_thread_t)t, size, set);
 }
 
+/* Policies and priorities are kept per lightweight thread (main's in the
+ * root while the runtime runs) and read back; a new thread takes its
+ * creator's unless its attribute is PTHREAD_EXPLICIT_SCHED. */
+/* Is t a thread whose scheduling the library keeps? *h: its handle, 0
+ * for the root (main's own id while the runtime runs). */
+static int sched_target(pthread_t t, ito_thread_t *h) {
+  if (is_root_id(t)) {
+    *h = 0;
+    return 1;
+  }
+  *h = (ito_thread_t)t;
+  return is_ito(t);
+}
+
+static int sched_set(ito_thread_t h, int policy, int prio) {
+  int rc = sched_check(policy, prio);
+  if (rc) return rc;
+  int pp[2] = {policy & ~SCHED_RESET_ON_FORK, prio};
+  return ito__dropin_tattr_set(h, NULL, pp);
+}
+
 SHIM_EXPORT int pthread_setschedparam(pthread_t t, int policy, const struct sched_param *p) {
   SHIM_ENTER(pthread_setschedparam, t, policy, p);
-  if (!is_ito(t)) return shim_real.pthread_setschedparam(t, policy, p);
+  ito_thread_t h;
+  if (!sched_target(t, &h)) return shim_real.pthread_setschedparam(t, policy, p);
   if (shim_null(p)) return EINVAL;
-  int rc = sched_check(policy, p->sched_priority);
-  if (rc) return rc;
-  int pp[2] = {policy & ~SCHED_RESET_ON_FORK, p->sched_priority};
-  return ito__dropin_tattr_set((ito_thread_t)t, NULL, pp);
+  return sched_set(h, policy, p->sched_priority);
 }
 
 SHIM_EXPORT int pthread_getschedparam(pthread_t t, int *policy, struct sched_param *p) {
   SHIM_ENTER(pthread_getschedparam, t, policy, p);
-  if (!is_ito(t)) return shim_real.pthread_getschedparam(t, policy, p);
+  ito_thread_t h;
+  if (!sched_target(t, &h)) return shim_real.pthread_getschedparam(t, policy, p);
   struct ito_dropin_tattr ta;
-  if (ito__dropin_tattr_get((ito_thread_t)t, &ta)) return ESRCH;
+  if (ito__dropin_tattr_get(h, &ta)) return ESRCH;
   *policy = ta.policy;
   p->sched_priority = ta.prio;
   return 0;
@@ -460,13 +486,64 @@ SHIM_EXPORT int pthread_getschedparam(pthread_t t, int *policy, struct sched_par
 
 SHIM_EXPORT int pthread_setschedprio(pthread_t t, int prio) {
   SHIM_ENTER(pthread_setschedprio, t, prio);
-  if (!is_ito(t)) return shim_real.pthread_setschedprio(t, prio);
+  ito_thread_t h;
+  if (!sched_target(t, &h)) return shim_real.pthread_setschedprio(t, prio);
   struct ito_dropin_tattr ta;
-  if (ito__dropin_tattr_get((ito_thread_t)t, &ta)) return ESRCH;
-  int rc = sched_check(ta.policy, prio);
-  if (rc) return rc;
-  int pp[2] = {ta.policy, prio};
-  return ito__dropin_tattr_set((ito_thread_t)t, NULL, pp);
+  if (ito__dropin_tattr_get(h, &ta)) return ESRCH;
+  return sched_set(h, ta.policy, prio);
+}
+
+/* sched_setscheduler, sched_getscheduler, sched_setparam and
+ * sched_getparam of the calling thread (pid 0) are its own, as the
+ * pthread calls above; any other pid is the kernel's. -1 with errno, as
+ * libc's. */
+static int sched_self(pid_t pid, ito_thread_t *h) {
+  *h = ito__dropin_is_root() ? 0 : ito_self();
+  return pid == 0 && ito_self();
+}
+
+static int sched_result(int rc) {
+  if (rc == 0) return 0;
+  errno = rc;
+  return -1;
+}
+
+SHIM_EXPORT int sched_setscheduler(pid_t pid, int policy, const struct sched_param *p) {
+  SHIM_ENTER(sched_setscheduler, pid, policy, p);
+  ito_thread_t h;
+  if (!sched_self(pid, &h)) return shim_real.sched_setscheduler(pid, policy, p);
+  if (shim_null(p)) return sched_result(EINVAL);
+  return sched_result(sched_set(h, policy, p->sched_priority));
+}
+
+SHIM_EXPORT int sched_getscheduler(pid_t pid) {
+  SHIM_ENTER(sched_getscheduler, pid);
+  ito_thread_t h;
+  if (!sched_self(pid, &h)) return shim_real.sched_getscheduler(pid);
+  struct ito_dropin_tattr ta;
+  if (ito__dropin_tattr_get(h, &ta)) return sched_result(ESRCH);
+  return ta.policy;
+}
+
+SHIM_EXPORT int sched_setparam(pid_t pid, const struct sched_param *p) {
+  SHIM_ENTER(sched_setparam, pid, p);
+  ito_thread_t h;
+  if (!sched_self(pid, &h)) return shim_real.sched_setparam(pid, p);
+  if (shim_null(p)) return sched_result(EINVAL);
+  struct ito_dropin_tattr ta;
+  if (ito__dropin_tattr_get(h, &ta)) return sched_result(ESRCH);
+  return sched_result(sched_set(h, ta.policy, p->sched_priority));
+}
+
+SHIM_EXPORT int sched_getparam(pid_t pid, struct sched_param *p) {
+  SHIM_ENTER(sched_getparam, pid, p);
+  ito_thread_t h;
+  if (!sched_self(pid, &h)) return shim_real.sched_getparam(pid, p);
+  if (shim_null(p)) return sched_result(EINVAL);
+  struct ito_dropin_tattr ta;
+  if (ito__dropin_tattr_get(h, &ta)) return sched_result(ESRCH);
+  p->sched_priority = ta.prio;
+  return 0;
 }
 
 SHIM_EXPORT int pthread_getcpuclockid(pthread_t t, clockid_t *c) {

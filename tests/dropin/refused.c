@@ -40,6 +40,10 @@ int main(void) {
     pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
     printf("robust mutex: %s\n", code_name(pthread_mutex_init(&pm, &ma)));
     pthread_mutexattr_destroy(&ma);
+    pthread_mutexattr_init(&ma);
+    pthread_mutexattr_setprotocol(&ma, PTHREAD_PRIO_PROTECT);
+    printf("priority-ceiling mutex: %s\n", code_name(pthread_mutex_init(&pm, &ma)));
+    pthread_mutexattr_destroy(&ma);
   }
   pthread_mutex_lock(&m);
   go = 1;

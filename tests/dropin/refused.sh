@@ -16,7 +16,8 @@ expect() { # expect "stdout line" count
 }
 expect "pthread_kill 0: 0" 2
 expect "robust mutex: ENOTSUP" 2
+expect "priority-ceiling mutex: ENOTSUP" 2
 expect "pthread_kill 0 after join: ESRCH" 1
 n=$(grep -c "^ito-pthread: pthread_mutex_init: " "$dir/err" || true)
-[ "$n" -eq 1 ] || { echo "refused: pthread_mutex_init printed $n refusals, expected 1 (robust)"; exit 1; }
+[ "$n" -eq 2 ] || { echo "refused: pthread_mutex_init printed $n refusals, expected 2 (robust, priority ceiling)"; exit 1; }
 echo "refused: PASS"

@@ -16,6 +16,12 @@
  *  - a send whose request was freed at once: a wait on the null handle
  *    returns at once, a Waitall with it waits for the rest, and the message
  *    arrives;
+ *  - MPI_ERROR of a status: every single-completion call (MPI_Recv,
+ *    MPI_Sendrecv, MPI_Probe, MPI_Wait, also of a null request,
+ *    MPI_Waitany, also of null requests only, ito_mpi_wait) leaves it as
+ *    the caller had it, and so do MPI_Waitall and MPI_Waitsome when they
+ *    succeed (MPI sets it only with MPI_ERR_IN_STATUS); from 16 threads
+ *    of a rank at once, whose calls park or complete at once;
  *  - MPI_Finalize while a thread is parked in MPI_Recv: refused with
  *    MPI_ERR_PENDING (check.sh reads the message); then the message is
  *    sent, the thread ends, and MPI_Finalize succeeds.
@@ -162,6 +168,88 @@ static void *p2p(void *arg) {
   return NULL;
 }
 
+/* ---- MPI_ERROR left alone ------------------------------------------------------------------- */
+
+#define SENTINEL 0x5e7
+#define STATUS_THREADS 16
+/* a fresh status, or each of n, with the sentinel in MPI_ERROR */
+static MPI_Status *marked(MPI_Status *st, int n) {
+  for (int i = 0; i < n; i++) {
+    memset(&st[i], 0xa5, sizeof st[i]);
+    st[i].MPI_ERROR = SENTINEL;
+  }
+  return st;
+}
+#define KEPT(st) CHECK_EQ((st).MPI_ERROR, SENTINEL)
+
+static void *status_calls(void *arg) {
+  int b = 1000 + 20 * (int)(intptr_t)arg; /* this thread's tags, the same on both ranks */
+  int out[3] = {rank, rank + 100, rank + 200}, in[3] = {-1, -1, -1};
+  MPI_Status st, sts[3];
+  MPI_Request r[3], s[3];
+  /* probe and receive what the peer sent; wait for the send, then the null request */
+  CHECK_EQ(MPI_Isend(&out[0], 1, MPI_INT, peer, b, MPI_COMM_WORLD, &s[0]), MPI_SUCCESS);
+  CHECK_EQ(MPI_Probe(peer, b, MPI_COMM_WORLD, marked(&st, 1)), MPI_SUCCESS);
+  KEPT(st);
+  CHECK(st.MPI_SOURCE == peer && st.MPI_TAG == b);
+  CHECK_EQ(MPI_Recv(&in[0], 1, MPI_INT, peer, b, MPI_COMM_WORLD, marked(&st, 1)), MPI_SUCCESS);
+  KEPT(st);
+  CHECK(in[0] == peer && st.MPI_SOURCE == peer && st.MPI_TAG == b);
+  CHECK_EQ(MPI_Wait(&s[0], marked(&st, 1)), MPI_SUCCESS);
+  KEPT(st);
+  CHECK_EQ(MPI_Wait(&s[0], marked(&st, 1)), MPI_SUCCESS);
+  KEPT(st);
+  /* sendrecv */
+  CHECK_EQ(MPI_Sendrecv(&out[1], 1, MPI_INT, peer, b + 1, &in[1], 1, MPI_INT, peer, b + 1,
+                        MPI_COMM_WORLD, marked(&st, 1)),
+           MPI_SUCCESS);
+  KEPT(st);
+  CHECK(in[1] == peer + 100 && st.MPI_TAG == b + 1);
+  /* waitany, then with null requests only; waitall of the sends */
+  for (int k = 0; k < 3; k++) MPI_Irecv(&in[k], 1, MPI_INT, peer, b + 2 + k, MPI_COMM_WORLD, &r[k]);
+  for (int k = 0; k < 3; k++) MPI_Isend(&out[k], 1, MPI_INT, peer, b + 2 + k, MPI_COMM_WORLD, &s[k]);
+  for (int k = 0; k < 3; k++) {
+    int idx = -1;
+    CHECK_EQ(MPI_Waitany(3, r, &idx, marked(&st, 1)), MPI_SUCCESS);
+    KEPT(st);
+    CHECK(idx >= 0 && idx < 3 && st.MPI_TAG == b + 2 + idx && in[idx] == peer + 100 * idx);
+  }
+  int idx = 7;
+  CHECK_EQ(MPI_Waitany(3, r, &idx, marked(&st, 1)), MPI_SUCCESS);
+  KEPT(st);
+  CHECK(idx == MPI_UNDEFINED);
+  CHECK_EQ(MPI_Waitall(3, s, marked(sts, 3)), MPI_SUCCESS);
+  for (int k = 0; k < 3; k++) KEPT(sts[k]);
+  /* waitall with a null request among them */
+  for (int k = 0; k < 2; k++) MPI_Irecv(&in[k], 1, MPI_INT, peer, b + 5 + k, MPI_COMM_WORLD, &r[k]);
+  r[2] = MPI_REQUEST_NULL;
+  for (int k = 0; k < 2; k++) MPI_Isend(&out[k], 1, MPI_INT, peer, b + 5 + k, MPI_COMM_WORLD, &s[k]);
+  CHECK_EQ(MPI_Waitall(3, r, marked(sts, 3)), MPI_SUCCESS);
+  for (int k = 0; k < 3; k++) KEPT(sts[k]);
+  CHECK(sts[0].MPI_TAG == b + 5 && sts[1].MPI_TAG == b + 6 && in[1] == peer + 100);
+  CHECK_EQ(MPI_Waitall(2, s, MPI_STATUSES_IGNORE), MPI_SUCCESS);
+  /* waitsome */
+  for (int k = 0; k < 3; k++) MPI_Irecv(&in[k], 1, MPI_INT, peer, b + 7 + k, MPI_COMM_WORLD, &r[k]);
+  for (int k = 0; k < 3; k++) MPI_Isend(&out[k], 1, MPI_INT, peer, b + 7 + k, MPI_COMM_WORLD, &s[k]);
+  for (int done = 0; done < 3;) {
+    int n = 0, ids[3];
+    CHECK_EQ(MPI_Waitsome(3, r, &n, ids, marked(sts, 3)), MPI_SUCCESS);
+    CHECK(n >= 1 && n <= 3 - done);
+    for (int k = 0; k < 3; k++) KEPT(sts[k]);
+    for (int j = 0; j < n; j++) CHECK(sts[j].MPI_TAG == b + 7 + ids[j]);
+    done += n;
+  }
+  CHECK_EQ(MPI_Waitall(3, s, MPI_STATUSES_IGNORE), MPI_SUCCESS);
+  /* ito_mpi_wait */
+  MPI_Irecv(&in[0], 1, MPI_INT, peer, b + 10, MPI_COMM_WORLD, &r[0]);
+  MPI_Isend(&out[2], 1, MPI_INT, peer, b + 10, MPI_COMM_WORLD, &s[0]);
+  CHECK_EQ(ito_mpi_wait(&r[0], marked(&st, 1)), MPI_SUCCESS);
+  KEPT(st);
+  CHECK(in[0] == peer + 200 && st.MPI_TAG == b + 10);
+  CHECK_EQ(ito_mpi_wait(&s[0], MPI_STATUS_IGNORE), MPI_SUCCESS);
+  return NULL;
+}
+
 /* ---- collectives -------------------------------------------------------------------------------- */
 
 static void *collectives(void *arg) {
@@ -285,6 +373,12 @@ int main(int argc, char **argv) {
   CHECK_EQ(ito_join(t, NULL), 0);
   long s2 = stop_compute(c);
   CHECK(s2 > 0);
+
+  /* MPI_ERROR left as the caller had it, from many threads at once */
+  ito_thread_t many[STATUS_THREADS];
+  for (int i = 0; i < STATUS_THREADS; i++)
+    CHECK_EQ(ito_create(status_calls, (void *)(intptr_t)i, &many[i]), 0);
+  for (int i = 0; i < STATUS_THREADS; i++) CHECK_EQ(ito_join(many[i], NULL), 0);
 
   /* error codes, unchanged */
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);

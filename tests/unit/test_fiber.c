@@ -91,18 +91,27 @@ int main(void) {
     printf("unit_fiber: this kernel has no guard regions (Linux 6.13): guard checks not run\n");
   }
 
-  /* own stacks: the size asked for, a guard, reuse */
+  /* own stacks: the size asked for with the header inside it, a guard
+   * right below it, reuse of exactly that size only */
   fiber *big = ito__own_fiber(8UL << 20);
   CHECK(big != NULL);
-  CHECK((size_t)(big->hi - big->lo) >= 8UL << 20);
-  CHECK((size_t)(big->hi - big->lo) < (8UL << 20) + 2 * PAGE);
+  CHECK((size_t)(big->hi - big->lo) <= 8UL << 20);
+  CHECK((size_t)(big->hi - big->lo) >= (8UL << 20) - 1024);
+  CHECK((char *)big + sizeof *big <= big->lo + (8UL << 20));
   CHECK(big->guarded);
   CHECK(guarded_page(fds[1], big->lo - PAGE));
   ito__fiber_free(NULL, big);
   fiber *again = ito__own_fiber(8UL << 20);
   CHECK(again == big);
   ito__fiber_free(NULL, again);
-  checks += 6;
+  fiber *small = ito__own_fiber(20480);
+  CHECK(small != NULL && (size_t)(small->hi - small->lo) <= 20480);
+  ito__fiber_free(NULL, small);
+  fiber *smaller = ito__own_fiber(16384); /* not the larger one just freed */
+  CHECK(smaller != NULL && smaller != small && (size_t)(smaller->hi - smaller->lo) <= 16384);
+  CHECK(guarded_page(fds[1], smaller->lo - PAGE));
+  ito__fiber_free(NULL, smaller);
+  checks += 10;
 
   /* the caller's memory: PTHREAD_STACK_MIN is enough, less is not */
   void *mem = aligned_alloc(PAGE, 16384);
@@ -122,7 +131,7 @@ int main(void) {
   for (int i = 0; i < M; i++) {
     own[i] = ito__own_fiber(1UL << 20);
     CHECK(own[i] != NULL);
-    memset(own[i]->lo, 1, 1UL << 20);
+    memset(own[i]->lo, 1, (size_t)(own[i]->hi - own[i]->lo));
   }
   long touched = resident_pages();
   for (int i = 0; i < M; i++) ito__fiber_free(NULL, own[i]);
@@ -136,7 +145,7 @@ int main(void) {
   /* and a stack taken again is usable (the pages come back as zero) */
   fiber *back = ito__own_fiber(1UL << 20);
   CHECK(back != NULL);
-  memset(back->lo, 2, 1UL << 20);
+  memset(back->lo, 2, (size_t)(back->hi - back->lo));
   ito__fiber_free(NULL, back);
   checks += 2;
   printf("unit_fiber: %d checks%s: PASS\n", checks, regions ? ", guard regions included" : "");
