@@ -8,6 +8,7 @@
 
 #include "atfork.h"
 #include "config.h"
+#include "elfsym.h"
 #include "fiber.h"
 #include "handle.h"
 #include "hooks.h"
@@ -181,12 +182,8 @@ int ito__worker_launch(worker *w) {
   count_slot(w->id);
   int n = __atomic_load_n(&ito__nslots, __ATOMIC_RELAXED);
   if (w->id >= n) __atomic_store_n(&ito__nslots, w->id + 1, __ATOMIC_RELEASE);
-  pthread_attr_t a;
-  pthread_attr_init(&a);
-  pthread_attr_setstacksize(&a, 256 << 10);
   w->started = 1;
-  int rc = ito__os.pthread_create(&w->os, &a, worker_main, w);
-  pthread_attr_destroy(&a);
+  int rc = ito__os_thread(&w->os, 256 << 10, worker_main, w);
   if (rc) w->started = 0;
   return rc;
 }
@@ -334,8 +331,20 @@ static int start(void) {
   return 0;
 }
 
+static void call_setup(void *fn, void *arg) {
+  (void)arg;
+  ((void (*)(void))fn)();
+}
+
 int ito__ensure(void) {
   if (LIKELY(ito__running())) return 0;
+  /* Every drop-in library loaded is set up before the runtime starts: its
+   * table of libc's calls, its configuration rows and defaults are read at
+   * start. A constructor of another library may start the runtime before
+   * the drop-in library's own constructor has run (docs/dropin.md section
+   * 2). Outside the lock: a library's set-up may start the runtime itself
+   * (its last step), which then comes back here. */
+  ito__elf_each("__ito_dropin_setup", call_setup, NULL);
   spin_lock(&init_lock);
   int rc = 0;
   if (ito__rt_state_ != RT_RUNNING) {

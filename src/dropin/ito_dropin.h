@@ -30,6 +30,16 @@ extern "C" {
 
 /* ---- set-up (setup.c) -------------------------------------------------------------------- */
 
+/* Every drop-in library exports a function of this name (no version), which
+ * sets the library up unless it is already (or is being, on the calling OS
+ * thread: then it returns at once). The runtime calls each loaded object's
+ * before it starts, so a library whose constructor has not run yet (a
+ * constructor of another library started the runtime first) is set up
+ * before the runtime's start, as the calls below require. Each library
+ * also sets itself up from its constructor and from any entry point that
+ * comes first (docs/dropin.md section 2). */
+#define ITO_DROPIN_SETUP_SYM "__ito_dropin_setup"
+
 /* libc's own definitions of the calls the runtime makes that a library
  * interposes (struct ito_os in src/core/os_table.h): installed before the
  * runtime starts, so that the runtime's workers are OS threads and its
