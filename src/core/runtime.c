@@ -224,6 +224,14 @@ static void *worker_main(void *arg) {
  * the root lightweight thread of worker 0 and keeps its own stack. */
 static fiber root_fiber;
 
+/* The root keeps its OS thread outside what a drop-in library lets it
+ * leave (ito__dropin_root_stay): asked before the start, applied at the
+ * adoption unless signals are per thread (libito-pthread.so gives the
+ * program's threads identities of their own). */
+static int root_stay_asked, root_stay;
+void ito__root_stay_ask(void) { STORE_RLX(&root_stay_asked, 1); }
+bool ito__root_stays(void) { return LOAD_RLX(&root_stay) != 0; }
+
 static int adopt_main(worker *w) {
   uint32_t idx = root_fiber.th.idx;
   memset(&root_fiber, 0, sizeof root_fiber);
@@ -249,6 +257,11 @@ static int adopt_main(worker *w) {
     pthread_attr_destroy(&a);
   }
   w->cur = &root_fiber;
+  STORE_RLX(&root_stay, LOAD_RLX(&root_stay_asked) && !ito__sig_on);
+  if (root_stay) {
+    root_fiber.home = w;
+    ito__set_homes();
+  }
   w->os = ito__os.pthread_self();
   w->os_tid = (int)gettid();
   ito__tls_worker = w;

@@ -267,6 +267,16 @@ ITO_DROPIN_API int ito__dropin_spawn_home(int home, void (*fn)(void *), const vo
  * (ito_tg_fork) taken by a thief still moves. home < 0 clears the home.
  * 0, ESRCH (not an ito thread) or EINVAL. */
 ITO_DROPIN_API int ito__dropin_home(int home);
+/* Before the runtime starts: the program's main thread, when the runtime
+ * adopts it as the root, gets its own OS thread's worker (0) as its home,
+ * so that outside what the library lets it leave (ito__dropin_home(-1),
+ * then back) it runs only there and keeps its OS thread's identity
+ * (pthread_self, gettid, its thread-local storage under worker TLS), as a
+ * program that does not know of ito expects. Not where a library gives the
+ * program's threads identities of their own (libito-pthread.so: signals
+ * per thread). ito__dropin_root_stays() says whether the root got it. */
+ITO_DROPIN_API void ito__dropin_root_stay(void);
+ITO_DROPIN_API int ito__dropin_root_stays(void);
 /* The context word of the code running now: one per stack, NULL on a fresh
  * one; a stolen fork continuation starts with NULL. NULL (no word) on a
  * thread that is not an ito thread. */

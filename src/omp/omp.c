@@ -309,6 +309,11 @@ static void read_env(void) {
   /* team members are threads: preempted after a time slice while others
    * wait (docs/monitor.md); tasks are not */
   ito__dropin_preempt_enable(0, NULL);
+  /* the program's main thread keeps its OS thread (pthread_self, gettid,
+   * its thread-local storage) between regions, as under libgomp: CPython
+   * tells its main thread by pthread_self (docs/openmp.md, "The initial
+   * thread's OS thread") */
+  ito__dropin_root_stay();
   if (omp_g.nlist) omp_g.init.nthreads = omp_g.list[0];
   if (env_dynamic >= 0) omp_g.init.dyn = env_dynamic;
   /* Nesting: off unless asked for (OMP_NESTED, OMP_MAX_ACTIVE_LEVELS, or a

@@ -251,6 +251,7 @@ typedef struct team {
   struct rslot *rs;             /* per member slot: the top of its holders (NULL: free) */
   _Atomic unsigned rqueued;     /* children of slot holders queued, not yet started */
   int rs_lock;
+  bool root_left;               /* the program's initial thread left its home for the region */
   struct ws ws[NWS];
 } team;
 
