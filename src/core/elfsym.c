@@ -162,6 +162,24 @@ static void *search(struct link_map *lm, const struct link_map *skip, const char
   return NULL;
 }
 
+int ito__elf_each(const char *name, void (*fn)(void *addr, void *arg), void *arg) {
+  struct link_map *lm = NULL;
+  Dl_info info;
+  if (!dladdr1((const void *)&ito__elf_each, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm)
+    return 0;
+  while (lm->l_prev) lm = lm->l_prev;
+  int n = 0;
+  for (; lm; lm = lm->l_next) {
+    struct elf_tables t;
+    if (is_vdso(lm) || !tables_of(lm, &t)) continue;
+    const ElfW(Sym) *s = find(&t, name, NULL);
+    if (!s || ELF64_ST_TYPE(s->st_info) != STT_FUNC) continue;
+    fn(address_of(lm, s), arg);
+    n++;
+  }
+  return n;
+}
+
 const char *ito__elf_tls(const char *name, const char *version, size_t *offset) {
   struct link_map *lm = NULL;
   Dl_info info;

@@ -13,6 +13,11 @@
  * (dlsym(RTLD_DEFAULT)); NULL when none defines it. */
 HIDDEN void *ito__elf_sym(const void *after, const char *name, const char *version);
 
+/* Calls fn(address, arg) for each loaded object (the program first, in
+ * the link map's order) that defines name as a function of its own (its
+ * default definition); returns how many did. */
+HIDDEN int ito__elf_each(const char *name, void (*fn)(void *addr, void *arg), void *arg);
+
 /* A thread-local symbol: its offset in its module's TLS block in
  * *offset, and the name of the object that defines it (the link map's, as
  * dl_iterate_phdr reports it), or NULL when none does. */

@@ -460,11 +460,7 @@ void ito__monitor_start(void) {
   memset(&mon, 0, sizeof mon);
   mon.cap = (int)cap;
   mon.preempt = ito__preempt_setup(&mon.slice);
-  pthread_attr_t a;
-  pthread_attr_init(&a);
-  pthread_attr_setstacksize(&a, 64 << 10);
-  mon.started = ito__os.pthread_create(&mon.os, &a, monitor_main, NULL) == 0;
-  pthread_attr_destroy(&a);
+  mon.started = ito__os_thread(&mon.os, 64 << 10, monitor_main, NULL) == 0;
   if (!mon.started)
     say("ito: cannot start the monitor thread; a worker blocked in the kernel will keep ready "
         "threads waiting\n");

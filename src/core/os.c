@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include "os.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <linux/membarrier.h>
@@ -48,6 +49,16 @@ void ito__os_install(const struct ito_os *os) {
   TAKE(syscall);
   TAKE(sigaction);
 #undef TAKE
+}
+
+int ito__os_thread(pthread_t *t, size_t stack, void *(*fn)(void *), void *arg) {
+  pthread_attr_t a;
+  pthread_attr_init(&a);
+  pthread_attr_setstacksize(&a, stack);
+  int rc = ito__os.pthread_create(t, &a, fn, arg);
+  pthread_attr_destroy(&a);
+  if (rc == EINVAL) rc = ito__os.pthread_create(t, NULL, fn, arg);
+  return rc;
 }
 
 long ito__futex_wait(int *addr, int val, const struct timespec *rel) {

@@ -8,6 +8,7 @@
 
 #include "atfork.h"
 #include "config.h"
+#include "elfsym.h"
 #include "fiber.h"
 #include "handle.h"
 #include "hooks.h"
@@ -181,12 +182,8 @@ int ito__worker_launch(worker *w) {
   count_slot(w->id);
   int n = __atomic_load_n(&ito__nslots, __ATOMIC_RELAXED);
   if (w->id >= n) __atomic_store_n(&ito__nslots, w->id + 1, __ATOMIC_RELEASE);
-  pthread_attr_t a;
-  pthread_attr_init(&a);
-  pthread_attr_setstacksize(&a, 256 << 10);
   w->started = 1;
-  int rc = ito__os.pthread_create(&w->os, &a, worker_main, w);
-  pthread_attr_destroy(&a);
+  int rc = ito__os_thread(&w->os, 256 << 10, worker_main, w);
   if (rc) w->started = 0;
   return rc;
 }
@@ -227,6 +224,14 @@ static void *worker_main(void *arg) {
  * the root lightweight thread of worker 0 and keeps its own stack. */
 static fiber root_fiber;
 
+/* The root keeps its OS thread outside what a drop-in library lets it
+ * leave (ito__dropin_root_stay): asked before the start, applied at the
+ * adoption unless signals are per thread (libito-pthread.so gives the
+ * program's threads identities of their own). */
+static int root_stay_asked, root_stay;
+void ito__root_stay_ask(void) { STORE_RLX(&root_stay_asked, 1); }
+bool ito__root_stays(void) { return LOAD_RLX(&root_stay) != 0; }
+
 static int adopt_main(worker *w) {
   uint32_t idx = root_fiber.th.idx;
   memset(&root_fiber, 0, sizeof root_fiber);
@@ -258,6 +263,11 @@ static int adopt_main(worker *w) {
     pthread_attr_destroy(&a);
   }
   w->cur = &root_fiber;
+  STORE_RLX(&root_stay, LOAD_RLX(&root_stay_asked) && !ito__sig_on);
+  if (root_stay) {
+    root_fiber.home = w;
+    ito__set_homes();
+  }
   w->os = ito__os.pthread_self();
   w->os_tid = (int)gettid();
   ito__tls_worker = w;
@@ -341,8 +351,20 @@ static int start(void) {
   return 0;
 }
 
+static void call_setup(void *fn, void *arg) {
+  (void)arg;
+  ((void (*)(void))fn)();
+}
+
 int ito__ensure(void) {
   if (LIKELY(ito__running())) return 0;
+  /* Every drop-in library loaded is set up before the runtime starts: its
+   * table of libc's calls, its configuration rows and defaults are read at
+   * start. A constructor of another library may start the runtime before
+   * the drop-in library's own constructor has run (docs/dropin.md section
+   * 2). Outside the lock: a library's set-up may start the runtime itself
+   * (its last step), which then comes back here. */
+  ito__elf_each("__ito_dropin_setup", call_setup, NULL);
   spin_lock(&init_lock);
   int rc = 0;
   if (ito__rt_state_ != RT_RUNNING) {

@@ -34,5 +34,10 @@ struct ithread;
 HIDDEN struct ithread *ito__root_thread(void);
 /* Is the calling ito thread the root (the program's main thread)? */
 HIDDEN bool ito__is_root(void);
+/* The root's home (ito__dropin_root_stay; docs/openmp.md, "The initial
+ * thread's OS thread"):
+ * asked before the start, applied when main is adopted. */
+HIDDEN void ito__root_stay_ask(void);
+HIDDEN bool ito__root_stays(void);
 
 #endif

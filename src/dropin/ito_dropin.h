@@ -30,6 +30,16 @@ extern "C" {
 
 /* ---- set-up (setup.c) -------------------------------------------------------------------- */
 
+/* Every drop-in library exports a function of this name (no version), which
+ * sets the library up unless it is already (or is being, on the calling OS
+ * thread: then it returns at once). The runtime calls each loaded object's
+ * before it starts, so a library whose constructor has not run yet (a
+ * constructor of another library started the runtime first) is set up
+ * before the runtime's start, as the calls below require. Each library
+ * also sets itself up from its constructor and from any entry point that
+ * comes first (docs/dropin.md section 2). */
+#define ITO_DROPIN_SETUP_SYM "__ito_dropin_setup"
+
 /* libc's own definitions of the calls the runtime makes that a library
  * interposes (struct ito_os in src/core/os_table.h): installed before the
  * runtime starts, so that the runtime's workers are OS threads and its
@@ -266,6 +276,16 @@ ITO_DROPIN_API int ito__dropin_spawn_home(int home, void (*fn)(void *), const vo
  * (ito_tg_fork) taken by a thief still moves. home < 0 clears the home.
  * 0, ESRCH (not an ito thread) or EINVAL. */
 ITO_DROPIN_API int ito__dropin_home(int home);
+/* Before the runtime starts: the program's main thread, when the runtime
+ * adopts it as the root, gets its own OS thread's worker (0) as its home,
+ * so that outside what the library lets it leave (ito__dropin_home(-1),
+ * then back) it runs only there and keeps its OS thread's identity
+ * (pthread_self, gettid, its thread-local storage under worker TLS), as a
+ * program that does not know of ito expects. Not where a library gives the
+ * program's threads identities of their own (libito-pthread.so: signals
+ * per thread). ito__dropin_root_stays() says whether the root got it. */
+ITO_DROPIN_API void ito__dropin_root_stay(void);
+ITO_DROPIN_API int ito__dropin_root_stays(void);
 /* The context word of the code running now: one per stack, NULL on a fresh
  * one; a stolen fork continuation starts with NULL. NULL (no word) on a
  * thread that is not an ito thread. */

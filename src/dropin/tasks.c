@@ -78,6 +78,9 @@ int ito__dropin_home(int home) {
   return 0;
 }
 
+void ito__dropin_root_stay(void) { ito__root_stay_ask(); }
+int ito__dropin_root_stays(void) { return ito__root_stays(); }
+
 int ito__dropin_preemptible(int on) {
   worker *w = cur_worker();
   ithread *t = running_thread(w);

@@ -125,11 +125,13 @@ static size_t expand(char *out, size_t size, const char *fmt) {
 }
 
 OMP_API size_t omp_capture_affinity(char *buffer, size_t size, const char *format) {
+  OMP_SETUP();
   if (!format || !*format) format = omp_g.affinity_format;
   return expand(buffer, buffer ? size : 0, format);
 }
 
 OMP_API void omp_display_affinity(const char *format) {
+  OMP_SETUP();
   if (!format || !*format) format = omp_g.affinity_format;
   size_t n = expand(NULL, 0, format);
   char *b = malloc(n + 2);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -262,7 +263,40 @@ static size_t default_stack_size(void) {
 
 struct ito_dropin_where ito_omp_where __attribute__((aligned(64)));
 
-__attribute__((constructor)) static void read_env(void) {
+int ito_omp_ready;
+static int setup_lock, setup_tid;
+
+static void read_env(void);
+
+/* Once, whoever comes first: the constructor, the runtime about to start
+ * (which calls every drop-in library's set-up, src/dropin/ito_dropin.h), or
+ * an entry point called from another library's constructor before ours.
+ * A call on the OS thread that runs the set-up (the set-up starting the
+ * runtime for OMP_DISPLAY_ENV, whose start calls it again) returns at once;
+ * another thread waits for the end, with the raw system call (as
+ * libito-pthread.so's set-up, docs/dropin.md section 2). */
+void ito_omp_setup(void) {
+  if (__atomic_load_n(&ito_omp_ready, __ATOMIC_ACQUIRE)) return;
+  int me = (int)syscall(SYS_gettid);
+  if (__atomic_exchange_n(&setup_lock, 1, __ATOMIC_ACQUIRE)) {
+    if (__atomic_load_n(&setup_tid, __ATOMIC_RELAXED) == me) return;
+    while (!__atomic_load_n(&ito_omp_ready, __ATOMIC_ACQUIRE)) syscall(SYS_sched_yield);
+    return;
+  }
+  __atomic_store_n(&setup_tid, me, __ATOMIC_RELAXED);
+  read_env();
+  __atomic_store_n(&setup_tid, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&ito_omp_ready, 1, __ATOMIC_RELEASE);
+  /* (it starts the runtime: the places) */
+  if (env_display > 0) ito_omp_display_env(env_display == 2);
+}
+
+__attribute__((constructor)) static void omp_ctor(void) { ito_omp_setup(); }
+
+/* The runtime calls it before it starts (src/dropin/ito_dropin.h). */
+OMP_API void __ito_dropin_setup(void) { ito_omp_setup(); }
+
+static void read_env(void) {
   ito__dropin_ctx_where(&ito_omp_where);
   ito_omp_sleep_setup(); /* first: the runtime's own sleeps go to libc */
   omp_g.nprocs = usable_cpus();
@@ -275,6 +309,11 @@ __attribute__((constructor)) static void read_env(void) {
   /* team members are threads: preempted after a time slice while others
    * wait (docs/monitor.md); tasks are not */
   ito__dropin_preempt_enable(0, NULL);
+  /* the program's main thread keeps its OS thread (pthread_self, gettid,
+   * its thread-local storage) between regions, as under libgomp: CPython
+   * tells its main thread by pthread_self (docs/openmp.md, "The initial
+   * thread's OS thread") */
+  ito__dropin_root_stay();
   if (omp_g.nlist) omp_g.init.nthreads = omp_g.list[0];
   if (env_dynamic >= 0) omp_g.init.dyn = env_dynamic;
   /* Nesting: off unless asked for (OMP_NESTED, OMP_MAX_ACTIVE_LEVELS, or a
@@ -329,7 +368,6 @@ __attribute__((constructor)) static void read_env(void) {
   if (omp_g.program_tls)
     ito__dropin_config_default("ITO_TLS", "thread", "libito-omp.so (threadprivate)");
   init_root(); /* the program's initial task starts with these ICVs */
-  if (env_display > 0) ito_omp_display_env(env_display == 2);
 }
 
 /* ---- OMP_DISPLAY_ENV -------------------------------------------------------------------
@@ -443,7 +481,10 @@ void ito_omp_display_env(int verbose) {
   fflush(f);
 }
 
-OMP_API void omp_display_env(int verbose) { ito_omp_display_env(verbose != 0); }
+OMP_API void omp_display_env(int verbose) {
+  OMP_SETUP();
+  ito_omp_display_env(verbose != 0);
+}
 
 /* ---- the current task ---------------------------------------------------------------
  * An ito thread keeps it in its stack's context word; a thread outside the
@@ -467,6 +508,7 @@ static void init_root(void) { init_initial(&root_initial); }
 
 void ito_omp_start(void) {
   if (atomic_load_explicit(&started, memory_order_acquire)) return;
+  OMP_SETUP();
   int rc = ito_init();
   if (rc) ito_omp_fatal("cannot start the runtime (%s)", strerror(rc));
   atomic_store_explicit(&started, 1, memory_order_release);
@@ -634,20 +676,37 @@ OMP_API int omp_get_team_size(int level) {
 OMP_API void omp_set_dynamic(int v) { ito_omp_cur()->icv.dyn = v != 0; }
 OMP_API int omp_get_dynamic(void) { return ito_omp_cur()->icv.dyn; }
 OMP_API void omp_set_nested(int v) {
+  OMP_SETUP();
   if (v && omp_g.max_active_levels == 1) omp_g.max_active_levels = MAX_LEVELS;
   if (!v) omp_g.max_active_levels = 1;
 }
-OMP_API int omp_get_nested(void) { return omp_g.max_active_levels > 1; }
+OMP_API int omp_get_nested(void) {
+  OMP_SETUP();
+  return omp_g.max_active_levels > 1;
+}
 OMP_API void omp_set_max_active_levels(int n) {
+  OMP_SETUP();
   if (n >= 0) omp_g.max_active_levels = n > MAX_LEVELS ? MAX_LEVELS : n;
 }
-OMP_API int omp_get_max_active_levels(void) { return omp_g.max_active_levels; }
+OMP_API int omp_get_max_active_levels(void) {
+  OMP_SETUP();
+  return omp_g.max_active_levels;
+}
 OMP_API int omp_get_supported_active_levels(void) { return MAX_LEVELS; }
 OMP_API int omp_get_thread_limit(void) { return ito_omp_cur()->icv.thread_limit; }
-OMP_API int omp_get_num_procs(void) { return omp_g.nprocs; }
+OMP_API int omp_get_num_procs(void) {
+  OMP_SETUP();
+  return omp_g.nprocs;
+}
 OMP_API int omp_in_final(void) { return ito_omp_cur()->final_; }
-OMP_API int omp_get_cancellation(void) { return ito_omp_cancellation; }
-OMP_API int omp_get_proc_bind(void) { return omp_g.proc_bind; }
+OMP_API int omp_get_cancellation(void) {
+  OMP_SETUP();
+  return ito_omp_cancellation;
+}
+OMP_API int omp_get_proc_bind(void) {
+  OMP_SETUP();
+  return omp_g.proc_bind;
+}
 OMP_API int omp_get_num_places(void) { return ito__dropin_place_count(); }
 /* the place of the worker running the thread now (a member may move between
  * workers where places are fewer than workers; docs/numa.md) */
@@ -655,7 +714,10 @@ OMP_API int omp_get_place_num(void) {
   return ito__dropin_place_count() ? ito__dropin_worker_place(ito_worker_id()) : -1;
 }
 OMP_API int omp_get_partition_num_places(void) { return ito__dropin_place_count(); }
-OMP_API int omp_get_max_task_priority(void) { return omp_g.max_task_priority; }
+OMP_API int omp_get_max_task_priority(void) {
+  OMP_SETUP();
+  return omp_g.max_task_priority;
+}
 OMP_API int omp_get_num_teams(void) { return (int)ito_omp_cur()->num_teams + 1; }
 OMP_API int omp_get_team_num(void) { return (int)ito_omp_cur()->team_num; }
 
@@ -676,9 +738,11 @@ OMP_API void omp_get_schedule(int *kind, int *chunk) {
 
 /* affinity-format-var (its expansion: affinity.c) */
 OMP_API void omp_set_affinity_format(const char *format) {
+  OMP_SETUP();
   snprintf(omp_g.affinity_format, sizeof omp_g.affinity_format, "%s", format);
 }
 OMP_API size_t omp_get_affinity_format(char *buffer, size_t size) {
+  OMP_SETUP();
   size_t len = strlen(omp_g.affinity_format);
   if (size) snprintf(buffer, size, "%s", omp_g.affinity_format);
   return len;

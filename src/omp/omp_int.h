@@ -79,6 +79,18 @@ struct omp_global {
                                * when members have no TLS of their own) */
 };
 extern struct omp_global omp_g;
+/* The library's set-up (omp.c): the environment read into omp_g, the
+ * initial task's ICVs, libc's sleeps and the runtime's defaults. From the
+ * constructor, from the runtime before it starts (__ito_dropin_setup), and
+ * from every entry point that may come first (a constructor of another
+ * library) and reads what it sets: OMP_SETUP() (docs/openmp.md, "Set-up").
+ * Once done, omp_ready is 1; the runtime never runs without it. */
+extern int ito_omp_ready;
+void ito_omp_setup(void);
+#define OMP_SETUP()                                                      \
+  do {                                                                   \
+    if (__builtin_expect(!__atomic_load_n(&ito_omp_ready, __ATOMIC_ACQUIRE), 0)) ito_omp_setup(); \
+  } while (0)
 /* cancel-var (OMP_CANCELLATION): cancel constructs act. A variable of its
  * own: GOMP_task's fast path reads it from assembly (task.c). */
 extern int ito_omp_cancellation;
@@ -239,6 +251,7 @@ typedef struct team {
   struct rslot *rs;             /* per member slot: the top of its holders (NULL: free) */
   _Atomic unsigned rqueued;     /* children of slot holders queued, not yet started */
   int rs_lock;
+  bool root_left;               /* the program's initial thread left its home for the region */
   struct ws ws[NWS];
 } team;
 

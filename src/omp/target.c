@@ -55,13 +55,21 @@ OMP_API void GOMP_teams(unsigned num_teams, unsigned thread_limit) {
 
 /* nteams-var and teams-thread-limit-var: device-wide; negative values are ignored */
 OMP_API void omp_set_num_teams(int n) {
+  OMP_SETUP();
   if (n >= 0) omp_g.nteams = n;
 }
-OMP_API int omp_get_max_teams(void) { return omp_g.nteams; }
+OMP_API int omp_get_max_teams(void) {
+  OMP_SETUP();
+  return omp_g.nteams;
+}
 OMP_API void omp_set_teams_thread_limit(int n) {
+  OMP_SETUP();
   if (n >= 0) omp_g.teams_thread_limit = n;
 }
-OMP_API int omp_get_teams_thread_limit(void) { return omp_g.teams_thread_limit; }
+OMP_API int omp_get_teams_thread_limit(void) {
+  OMP_SETUP();
+  return omp_g.teams_thread_limit;
+}
 
 /* ---- target regions ------------------------------------------------------------------
  * Without a device every target region runs on the host: fn(hostaddrs) as

@@ -184,6 +184,11 @@ static void team_begin(team *tm, task *t, void (*init)(struct ws *, void *, unsi
   if (UNLIKELY(tm->n > 1 && ito_omp_member_tls())) team_tls(tm);
   int h = bind_team(tm);
   tm->home = h;
+  /* The program's initial thread keeps its OS thread outside its regions
+   * (ito__dropin_root_stay, omp.c): inside one, member 0 may move like any
+   * member, and team_end brings it back. */
+  tm->root_left = h < 0 && tm->encountering == &ito_omp_root_initial && ito__dropin_root_stays() &&
+                  ito__dropin_home(-1) == 0;
   if (h >= 0) {
     int nw = ito_num_workers();
     for (unsigned i = 1; i < tm->n; i++) {
@@ -221,6 +226,7 @@ static void team_end(team *tm, task *t) {
     free(tm->gone);
   }
   if (tm->tls) atomic_store_explicit(&outer_busy, 0, memory_order_release); /* members are out */
+  if (tm->root_left) ito__dropin_home(0); /* back on the main OS thread (moves there now) */
   ito_omp_set_cur(tm->encountering);
 }
 

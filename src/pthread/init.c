@@ -133,6 +133,9 @@ void shim_init(void) {
 
 __attribute__((constructor)) static void shim_ctor(void) { shim_init(); }
 
+/* The runtime calls it before it starts (src/dropin/ito_dropin.h). */
+SHIM_EXPORT void __ito_dropin_setup(void) { shim_init(); }
+
 pthread_t shim_self(void) {
   ito_thread_t h = ito_self();
   if (!h) return shim_real.pthread_self();

@@ -23,6 +23,9 @@
 #                    (default: "1 2 4 3,2 default")
 #   OMPTEST_WORKERS  ITO_NUM_WORKERS settings (default: "1 2")
 #   OMPTEST_TIMEOUT  seconds per run (default: 60)
+#   OMPTEST_PRELOAD_BEFORE, OMPTEST_PRELOAD_AFTER
+#                    libraries preloaded before and after LIBITO_OMP in
+#                    the preloaded runs (libito-pthread.so)
 set -u
 
 if [ $# -lt 2 ]; then
@@ -144,7 +147,10 @@ for threads in $threads_list; do
     # LD_BIND_NOW: every symbol is bound at startup, by one thread, so
     # the log lines do not interleave, and all the program's references
     # are checked, not only those this run happened to call.
-    run "$label" "$threads" "LD_PRELOAD=$lib" "ITO_NUM_WORKERS=$workers" \
+    preload=$lib
+    [ -n "${OMPTEST_PRELOAD_BEFORE:-}" ] && preload="$OMPTEST_PRELOAD_BEFORE $preload"
+    [ -n "${OMPTEST_PRELOAD_AFTER:-}" ] && preload="$preload $OMPTEST_PRELOAD_AFTER"
+    run "$label" "$threads" "LD_PRELOAD=$preload" "ITO_NUM_WORKERS=$workers" \
       LD_BIND_NOW=1 LD_DEBUG=bindings "LD_DEBUG_OUTPUT=$tmp/bind.$label"
     if [ "$run_rc" -ne 0 ]; then
       echo "compare.sh: $name failed under $lib with OMP_NUM_THREADS=$threads ITO_NUM_WORKERS=$workers (exit status $run_rc)" >&2
