@@ -52,10 +52,32 @@ static inline int let_go(int rc) {
   return rc;
 }
 
+/* A wait of glibc's on a process-shared object blocks the worker in the
+ * kernel: announced, so that extra workers start for it at once and past
+ * ITO_EXTRA_WORKERS; wake ends it for a cancellation (docs/monitor.md). */
+#define KWAIT(wake, obj, call)                 \
+  ({                                           \
+    ito__dropin_kwait_begin(wake, obj);        \
+    int kw_rc_ = (call);                       \
+    ito__dropin_kwait_end();                   \
+    kw_rc_;                                    \
+  })
+/* A try first: only a wait that may block is announced. */
+#define KWAIT_TRY(try_call, call) \
+  ({                                                  \
+    int kt_rc_ = (try_call);                          \
+    kt_rc_ == EBUSY ? KWAIT(NULL, NULL, call) : kt_rc_; \
+  })
+
 /* The contended halves are the runtime's, shared with ito_mutex_t. */
+/* ECANCELED: an asynchronous cancellation ended the wait, and the thread
+ * acts on it (a mutex wait is no cancellation point, but the asynchronous
+ * type acts anywhere, as glibc's does). */
 static inline int acquire(struct pt_mutex *m, clockid_t clock, const struct timespec *abs) {
   if (LIKELY(cas(&m->state, 0, 1))) return 0;
-  return ito__dropin_lock_slow(&m->state, &m->qlock, &m->head, &m->tail, clock, abs);
+  int rc = ito__dropin_lock_slow(&m->state, &m->qlock, &m->head, &m->tail, clock, abs);
+  if (UNLIKELY(rc == ECANCELED)) shim_cancel_async();
+  return rc;
 }
 
 static inline void release(struct pt_mutex *m) {
@@ -135,7 +157,8 @@ SHIM_EXPORT int pthread_mutex_lock(pthread_mutex_t *pm) {
   SHIM_ENTER(pthread_mutex_lock, pm);
   struct pt_mutex *m = PM(pm);
   if (LIKELY(m->kind == 0 && cas(&m->state, 0, 1))) return 0;
-  if (UNLIKELY(glibc_mutex(m))) return held(shim_real.pthread_mutex_lock(pm));
+  if (UNLIKELY(glibc_mutex(m)))
+    return held(KWAIT_TRY(shim_real.pthread_mutex_trylock(pm), shim_real.pthread_mutex_lock(pm)));
   return mutex_lock(m, 0, CLOCK_REALTIME, NULL);
 }
 
@@ -148,7 +171,8 @@ SHIM_EXPORT int pthread_mutex_trylock(pthread_mutex_t *pm) {
 SHIM_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *pm, const struct timespec *abs) {
   SHIM_ENTER(pthread_mutex_timedlock, pm, abs);
   if (shim_null(abs)) return EINVAL;
-  if (UNLIKELY(glibc_mutex(PM(pm)))) return held(shim_real.pthread_mutex_timedlock(pm, abs));
+  if (UNLIKELY(glibc_mutex(PM(pm))))
+    return held(KWAIT(NULL, NULL, shim_real.pthread_mutex_timedlock(pm, abs)));
   return mutex_lock(PM(pm), 0, CLOCK_REALTIME, abs);
 }
 
@@ -157,7 +181,7 @@ SHIM_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *pm, clockid_t clock,
   SHIM_ENTER(pthread_mutex_clocklock, pm, clock, abs);
   if (shim_bad_clockwait(clock, abs)) return EINVAL;
   if (UNLIKELY(glibc_mutex(PM(pm))))
-    return held(shim_real.pthread_mutex_clocklock(pm, clock, abs));
+    return held(KWAIT(NULL, NULL, shim_real.pthread_mutex_clocklock(pm, clock, abs)));
   return mutex_lock(PM(pm), 0, clock, abs);
 }
 
@@ -271,16 +295,30 @@ static int cond_wait(struct pt_cond *c, struct pt_mutex *m, clockid_t clock,
   return r;
 }
 
+/* glibc's condition variable: a cancellation point as glibc's own. The
+ * monitor ends the wait for a request with a broadcast (a spurious wake-up
+ * for the other waiters, which POSIX allows); the thread acts on it with
+ * the mutex held again. */
+static void cond_kwake(void *c) { shim_real.pthread_cond_broadcast(c); }
+#define GLIBC_COND_WAIT(pc, call)                  \
+  ({                                               \
+    shim_testcancel();                             \
+    int gc_rc_ = KWAIT(cond_kwake, pc, call);      \
+    shim_testcancel();                             \
+    gc_rc_;                                        \
+  })
+
 SHIM_EXPORT int pthread_cond_wait(pthread_cond_t *pc, pthread_mutex_t *pm) {
   SHIM_ENTER(pthread_cond_wait, pc, pm);
-  if (UNLIKELY(glibc_cond(pc))) return shim_real.pthread_cond_wait(pc, pm);
+  if (UNLIKELY(glibc_cond(pc))) return GLIBC_COND_WAIT(pc, shim_real.pthread_cond_wait(pc, pm));
   return cond_wait(PC(pc), PM(pm), CLOCK_REALTIME, NULL);
 }
 
 SHIM_EXPORT int pthread_cond_timedwait(pthread_cond_t *pc, pthread_mutex_t *pm,
                                        const struct timespec *abs) {
   SHIM_ENTER(pthread_cond_timedwait, pc, pm, abs);
-  if (UNLIKELY(glibc_cond(pc))) return shim_real.pthread_cond_timedwait(pc, pm, abs);
+  if (UNLIKELY(glibc_cond(pc)))
+    return GLIBC_COND_WAIT(pc, shim_real.pthread_cond_timedwait(pc, pm, abs));
   if (shim_null(abs)) return EINVAL;
   return cond_wait(PC(pc), PM(pm), PC(pc)->clock ? CLOCK_MONOTONIC : CLOCK_REALTIME, abs);
 }
@@ -288,7 +326,8 @@ SHIM_EXPORT int pthread_cond_timedwait(pthread_cond_t *pc, pthread_mutex_t *pm,
 SHIM_EXPORT int pthread_cond_clockwait(pthread_cond_t *pc, pthread_mutex_t *pm, clockid_t clock,
                                        const struct timespec *abs) {
   SHIM_ENTER(pthread_cond_clockwait, pc, pm, clock, abs);
-  if (UNLIKELY(glibc_cond(pc))) return shim_real.pthread_cond_clockwait(pc, pm, clock, abs);
+  if (UNLIKELY(glibc_cond(pc)))
+    return GLIBC_COND_WAIT(pc, shim_real.pthread_cond_clockwait(pc, pm, clock, abs));
   if (shim_bad_clockwait(clock, abs)) return EINVAL;
   return cond_wait(PC(pc), PM(pm), clock, abs);
 }
@@ -440,7 +479,8 @@ SHIM_EXPORT int pthread_rwlock_destroy(pthread_rwlock_t *pl) {
 
 SHIM_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *pl) {
   SHIM_ENTER(pthread_rwlock_rdlock, pl);
-  if (UNLIKELY(glibc_rw(pl))) return held(shim_real.pthread_rwlock_rdlock(pl));
+  if (UNLIKELY(glibc_rw(pl)))
+    return held(KWAIT_TRY(shim_real.pthread_rwlock_tryrdlock(pl), shim_real.pthread_rwlock_rdlock(pl)));
   return rw_rdlock(PRW(pl), 0, CLOCK_REALTIME, NULL);
 }
 SHIM_EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t *pl) {
@@ -450,20 +490,23 @@ SHIM_EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t *pl) {
 }
 SHIM_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *pl, const struct timespec *abs) {
   SHIM_ENTER(pthread_rwlock_timedrdlock, pl, abs);
-  if (UNLIKELY(glibc_rw(pl))) return held(shim_real.pthread_rwlock_timedrdlock(pl, abs));
+  if (UNLIKELY(glibc_rw(pl)))
+    return held(KWAIT(NULL, NULL, shim_real.pthread_rwlock_timedrdlock(pl, abs)));
   if (shim_null(abs)) return EINVAL;
   return rw_rdlock(PRW(pl), 0, CLOCK_REALTIME, abs);
 }
 SHIM_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *pl, clockid_t clock,
                                            const struct timespec *abs) {
   SHIM_ENTER(pthread_rwlock_clockrdlock, pl, clock, abs);
-  if (UNLIKELY(glibc_rw(pl))) return held(shim_real.pthread_rwlock_clockrdlock(pl, clock, abs));
+  if (UNLIKELY(glibc_rw(pl)))
+    return held(KWAIT(NULL, NULL, shim_real.pthread_rwlock_clockrdlock(pl, clock, abs)));
   if (shim_bad_clockwait(clock, abs)) return EINVAL;
   return rw_rdlock(PRW(pl), 0, clock, abs);
 }
 SHIM_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *pl) {
   SHIM_ENTER(pthread_rwlock_wrlock, pl);
-  if (UNLIKELY(glibc_rw(pl))) return held(shim_real.pthread_rwlock_wrlock(pl));
+  if (UNLIKELY(glibc_rw(pl)))
+    return held(KWAIT_TRY(shim_real.pthread_rwlock_trywrlock(pl), shim_real.pthread_rwlock_wrlock(pl)));
   return rw_wrlock(PRW(pl), 0, CLOCK_REALTIME, NULL);
 }
 SHIM_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *pl) {
@@ -473,14 +516,16 @@ SHIM_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *pl) {
 }
 SHIM_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *pl, const struct timespec *abs) {
   SHIM_ENTER(pthread_rwlock_timedwrlock, pl, abs);
-  if (UNLIKELY(glibc_rw(pl))) return held(shim_real.pthread_rwlock_timedwrlock(pl, abs));
+  if (UNLIKELY(glibc_rw(pl)))
+    return held(KWAIT(NULL, NULL, shim_real.pthread_rwlock_timedwrlock(pl, abs)));
   if (shim_null(abs)) return EINVAL;
   return rw_wrlock(PRW(pl), 0, CLOCK_REALTIME, abs);
 }
 SHIM_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *pl, clockid_t clock,
                                            const struct timespec *abs) {
   SHIM_ENTER(pthread_rwlock_clockwrlock, pl, clock, abs);
-  if (UNLIKELY(glibc_rw(pl))) return held(shim_real.pthread_rwlock_clockwrlock(pl, clock, abs));
+  if (UNLIKELY(glibc_rw(pl)))
+    return held(KWAIT(NULL, NULL, shim_real.pthread_rwlock_clockwrlock(pl, clock, abs)));
   if (shim_bad_clockwait(clock, abs)) return EINVAL;
   return rw_wrlock(PRW(pl), 0, clock, abs);
 }
@@ -547,7 +592,7 @@ SHIM_EXPORT int pthread_barrier_destroy(pthread_barrier_t *b) {
 
 SHIM_EXPORT int pthread_barrier_wait(pthread_barrier_t *pb) {
   SHIM_ENTER(pthread_barrier_wait, pb);
-  if (UNLIKELY(glibc_barrier(pb))) return shim_real.pthread_barrier_wait(pb);
+  if (UNLIKELY(glibc_barrier(pb))) return KWAIT(NULL, NULL, shim_real.pthread_barrier_wait(pb));
   struct pt_barrier *b = PB(pb);
   if (!b->total) return EINVAL;
   ito__dropin_lock(&b->qlock);
