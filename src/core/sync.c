@@ -5,6 +5,7 @@
 #include "sync.h"
 
 #include "os.h"
+#include "thread.h"
 #include "wait.h"
 #include "worker.h"
 
@@ -22,6 +23,13 @@ static bool bad_time(const struct timespec *ts) { return ts && !ts_valid(ts); }
  * under the queue lock, exchange the word to 2: a previous 0 means
  * acquired, otherwise queue and retry when woken. A deadline gives
  * ETIMEDOUT, after one last try. */
+/* The running thread, if its cancellation type is asynchronous. */
+static ithread *async_cancel_type(void) {
+  worker *w = cur_worker();
+  ithread *t = w && w->cur ? w->cur->thread : NULL;
+  return t && (LOAD_ACQ(&t->cancel) & CANCEL_ASYNC) ? t : NULL;
+}
+
 int ito__lock_slow(int *state, int *qlock, void **head, void **tail, clockid_t clock,
                    const struct timespec *abs) {
   for (int i = 0; i < 64; i++) {
@@ -39,12 +47,19 @@ int ito__lock_slow(int *state, int *qlock, void **head, void **tail, clockid_t c
       spin_unlock(qlock);
       return 0;
     }
-    if (ito__wq_wait(qlock, head, tail, 0, clock, abs, NULL, NULL) == ETIMEDOUT) {
+    /* a thread with asynchronous cancellation enabled: a request ends the
+     * wait (ECANCELED; the drop-in acts on it), as it ends glibc's */
+    ithread *t = async_cancel_type();
+    int r = ito__wq_wait(qlock, head, tail, t ? WQ_INTR : 0, clock, abs, NULL, NULL);
+    if (r == ETIMEDOUT) {
       int c = 0;
       return __atomic_compare_exchange_n(state, &c, 2, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)
                  ? 0
                  : ETIMEDOUT;
     }
+    if (r == EINTR && t && (LOAD_ACQ(&t->cancel) & (CANCEL_PENDING | CANCEL_ASYNC | CANCEL_DISABLED |
+                                                    CANCEL_ACTING)) == (CANCEL_PENDING | CANCEL_ASYNC))
+      return ECANCELED;
   }
 }
 

@@ -78,6 +78,8 @@ int ito__dropin_tryjoin(ito_thread_t h, void **result) {
   return ito_join(h, result);
 }
 
+int ito__dropin_join(ito_thread_t h, void **result) { return ito__join(h, result, true); }
+
 int ito__dropin_is_root(void) { return ito__is_root(); }
 
 /* The fields are the program's to read back; a stale handle answers
