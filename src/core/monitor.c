@@ -59,6 +59,7 @@ static struct {
   int started;
   int stop_word;
   int poked;                    /* ito__monitor_poke: signals to route */
+  int kpoked;                   /* an announced wait began, or a cancellation came */
   unsigned routed;              /* passes that routed signals (ito__monitor_sync) */
   int cap;    /* ITO_EXTRA_WORKERS, at most the free slots */
   int alive;  /* extras counted as running (may_retire takes one off) */
@@ -71,7 +72,8 @@ static struct {
   long long last_tick;   /* when the last observation was */
   long long stall_since; /* blocked workers left work waiting since */
   long long starve_since;
-  bool warned_cap, warned_starve, warned_thread;
+  int slots;  /* extra slots there are (ITO_MAX_WORKERS less the configured workers) */
+  bool warned_cap, warned_starve, warned_thread, warned_grow;
 } mon;
 
 /* ---- reading an OS thread ---------------------------------------------------------------- */
@@ -185,9 +187,9 @@ static void reap(void) {
   }
 }
 
-static void start_extra(void) {
+static void start_extra(int limit) {
   int id = -1;
-  for (int i = ito__nworkers; i < ito__nworkers + mon.cap; i++) {
+  for (int i = ito__nworkers; i < ito__nworkers + limit; i++) {
     if (LOAD_ACQ(&mon.state[i]) == SLOT_FREE) {
       id = i;
       break;
@@ -241,6 +243,46 @@ void ito__monitor_retired(worker *w) {
   ito__idle_resize(-1);
   STORE_REL(&mon.state[w->id], SLOT_RETIRED);
   ito__futex_wake(&mon.stop_word, 1); /* (a tick: the monitor joins it soon) */
+}
+
+/* ---- waits announced by a drop-in library (invariant 5) ----------------------------------- */
+
+void ito__monitor_kwait_poke(void) {
+  if (!mon.started || __atomic_exchange_n(&mon.kpoked, 1, __ATOMIC_ACQ_REL)) return;
+  ito__futex_wake(&mon.stop_word, 1);
+}
+
+void ito__monitor_kwait_begin(void (*wake)(void *), void *obj) {
+  worker *w = cur_worker();
+  if (!w || !w->cur) return;
+  spin_lock(&w->kwait_lock);
+  w->kwait_wake = wake;
+  w->kwait_obj = obj;
+  spin_unlock(&w->kwait_lock);
+  STORE_REL(&w->kwait, 1);
+  ito__monitor_kwait_poke();
+}
+
+void ito__monitor_kwait_end(void) {
+  worker *w = cur_worker();
+  if (!w || !LOAD_RLX(&w->kwait)) return;
+  STORE_REL(&w->kwait, 0);
+  spin_lock(&w->kwait_lock); /* the monitor's wake is over */
+  w->kwait_wake = NULL;
+  w->kwait_obj = NULL;
+  spin_unlock(&w->kwait_lock);
+}
+
+/* w's thread waits in the kernel: a deferred cancellation due ends the wait. */
+static void kwait_cancel(worker *w, fiber *cur) {
+  ithread *t = cur->thread;
+  if (!t || (LOAD_ACQ(&t->cancel) & (CANCEL_PENDING | CANCEL_DISABLED | CANCEL_ACTING)) !=
+                CANCEL_PENDING)
+    return;
+  spin_lock(&w->kwait_lock);
+  if (LOAD_ACQ(&w->kwait) && w->kwait_wake && LOAD_RLX(&w->cur) == cur)
+    w->kwait_wake(w->kwait_obj);
+  spin_unlock(&w->kwait_lock);
 }
 
 /* ---- one tick ------------------------------------------------------------------------------- */
@@ -312,7 +354,7 @@ static bool observe(void) {
   reap();
   long long now = clock_ns(CLOCK_MONOTONIC);
   int n = LOAD_ACQ(&ito__nslots);
-  int blocked = 0, busy = 0, active = 0, stuck_all = 1;
+  int blocked = 0, busy = 0, active = 0, stuck_all = 1, kblocked = 0;
   worker *stuck = NULL;
   fiber *stuck_cur = NULL;
   long long oldest = now;
@@ -323,6 +365,20 @@ static bool observe(void) {
     struct sample *s = &mon.s[i];
     fiber *cur = LOAD_RLX(&w->cur);
     int tid = LOAD_RLX(&w->os_tid);
+    if (cur && LOAD_ACQ(&w->kwait)) { /* invariant 5: announced, blocked at once */
+      if (cur != s->cur) s->same_since = now;
+      s->cur = cur;
+      s->still = STILL_TICKS;
+      s->computing = false;
+      s->blocked = true;
+      active++, busy++, blocked++, kblocked++;
+      if (!stuck) {
+        stuck = w;
+        stuck_cur = cur;
+      }
+      kwait_cancel(w, cur);
+      continue;
+    }
     long long cpu = tid > 0 ? ito__os_cpu_ns(tid) : -1;
     /* (it came on between the last tick and this one: halfway, as a guess) */
     if (cur != s->cur) s->same_since = mon.last_tick ? (mon.last_tick + now) / 2 : now;
@@ -357,9 +413,21 @@ static bool observe(void) {
 
   __atomic_store_n(&mon.wanted, blocked, __ATOMIC_RELAXED);
   int alive = __atomic_load_n(&mon.alive, __ATOMIC_SEQ_CST);
+  /* invariant 5: announced waits get extras past the cap, up to the slots */
+  int limit = kblocked > mon.cap ? (kblocked < mon.slots ? kblocked : mon.slots) : mon.cap;
   if (blocked > alive && !idle && waits) {
-    if (alive < mon.cap) {
-      start_extra();
+    if (alive < limit) {
+      if (alive >= mon.cap && !mon.warned_grow) {
+        mon.warned_grow = true;
+        char msg[320];
+        snprintf(msg, sizeof msg,
+                 "ito: %d workers wait in the kernel on process-shared objects and the cap of %d "
+                 "extra workers (ITO_EXTRA_WORKERS) is reached; more start for such waits, up "
+                 "to %d workers in all\n",
+                 kblocked, mon.cap, ITO_MAX_WORKERS);
+        say(msg);
+      }
+      start_extra(limit);
       mon.stall_since = 0;
     } else if (!mon.stall_since) {
       mon.stall_since = now;
@@ -419,8 +487,13 @@ static void *monitor_main(void *arg) {
   int late = 0; /* threads with a signal to see that were not running (signal.c) */
   while (!LOAD_ACQ(&mon.stop_word)) {
     struct timespec rel = ns_to_ts(late ? LATE_NS : tick);
-    if (!LOAD_ACQ(&mon.poked)) ito__futex_wait(&mon.stop_word, 0, &rel);
+    if (!LOAD_ACQ(&mon.poked) && !LOAD_ACQ(&mon.kpoked))
+      ito__futex_wait(&mon.stop_word, 0, &rel);
     if (LOAD_ACQ(&mon.stop_word)) break;
+    if (__atomic_exchange_n(&mon.kpoked, 0, __ATOMIC_ACQ_REL)) { /* invariant 5: now */
+      observe();
+      continue;
+    }
     if (LOAD_ACQ(&mon.poked)) { /* signals for lightweight threads (signal.c) */
       STORE_REL(&mon.poked, 0);
       ito__sig_route_inbox();
@@ -459,6 +532,7 @@ void ito__monitor_start(void) {
   if (cap > ITO_MAX_WORKERS - ito__nworkers) cap = ITO_MAX_WORKERS - ito__nworkers;
   memset(&mon, 0, sizeof mon);
   mon.cap = (int)cap;
+  mon.slots = ITO_MAX_WORKERS - ito__nworkers;
   mon.preempt = ito__preempt_setup(&mon.slice);
   mon.started = ito__os_thread(&mon.os, 64 << 10, monitor_main, NULL) == 0;
   if (!mon.started)

@@ -16,7 +16,15 @@
  *     leaving S and scanning again: docs/monitor.md) and more extras run
  *     than workers are blocked. A retired extra owns no work.
  *  4. Only the monitor starts extras and joins retired ones; an extra
- *     slot is reused only after its OS thread was joined. */
+ *     slot is reused only after its OS thread was joined.
+ *  5. A worker whose thread announced a wait in the kernel (a drop-in
+ *     library's wait on a process-shared object: ito__monitor_kwait_begin)
+ *     counts as blocked at once, and extras start for such workers past
+ *     the cap ITO_EXTRA_WORKERS (said once on stderr), up to the slots
+ *     (ITO_MAX_WORKERS in all): each such wait is an OS thread natively.
+ *     While its thread has a deferred cancellation due, the monitor calls
+ *     the wait's wake function at every tick, under kwait_lock, which the
+ *     end of the wait takes too (the object may go away after it). */
 #ifndef ITO_CORE_MONITOR_H
 #define ITO_CORE_MONITOR_H
 
@@ -35,6 +43,14 @@ HIDDEN void ito__monitor_poke(void);
  * to route what signals it has taken by now: a signal sent to the process
  * before the call is then where ito keeps it (sigpending). */
 HIDDEN void ito__monitor_sync(void);
+
+/* The calling thread is about to wait in the kernel where ito cannot park
+ * it (invariant 5); wake (may be NULL) ends that wait for a cancellation,
+ * called with obj from the monitor. A no-op off a worker. */
+HIDDEN void ito__monitor_kwait_begin(void (*wake)(void *), void *obj);
+HIDDEN void ito__monitor_kwait_end(void);
+/* A cancellation was requested: the monitor looks at announced waits now. */
+HIDDEN void ito__monitor_kwait_poke(void);
 
 /* An extra worker w found nothing to do: may it retire (invariant 3)? If
  * yes it is no longer counted; ito__monitor_stay undoes that when its

@@ -5,6 +5,7 @@
 #include "sync.h"
 
 #include "os.h"
+#include "thread.h"
 #include "wait.h"
 #include "worker.h"
 
@@ -23,6 +24,13 @@ static bool bad_time(const struct timespec *ts) { return ts && !ts_valid(ts); }
  * acquired, otherwise queue and retry when woken (or after a signal's
  * handler ran: the wait goes on). A deadline gives ETIMEDOUT, after one
  * last try. */
+/* The running thread, if its cancellation type is asynchronous. */
+static ithread *async_cancel_type(void) {
+  worker *w = cur_worker();
+  ithread *t = w && w->cur ? w->cur->thread : NULL;
+  return t && (LOAD_ACQ(&t->cancel) & CANCEL_ASYNC) ? t : NULL;
+}
+
 int ito__lock_slow(int *state, int *qlock, void **head, void **tail, clockid_t clock,
                    const struct timespec *abs) {
   for (int i = 0; i < 64; i++) {
@@ -41,13 +49,20 @@ int ito__lock_slow(int *state, int *qlock, void **head, void **tail, clockid_t c
       return 0;
     }
     /* a signal's handler runs during the wait (WQ_INTR), which then goes
-     * on as if it was not interrupted: the loop tries again */
-    if (ito__wq_wait(qlock, head, tail, WQ_INTR, clock, abs, NULL, NULL) == ETIMEDOUT) {
+     * on as if it was not interrupted: the loop tries again; a thread with
+     * asynchronous cancellation enabled: a request ends the wait
+     * (ECANCELED; the drop-in acts on it), as it ends glibc's */
+    ithread *t = async_cancel_type();
+    int r = ito__wq_wait(qlock, head, tail, WQ_INTR, clock, abs, NULL, NULL);
+    if (r == ETIMEDOUT) {
       int c = 0;
       return __atomic_compare_exchange_n(state, &c, 2, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)
                  ? 0
                  : ETIMEDOUT;
     }
+    if (r == EINTR && t && (LOAD_ACQ(&t->cancel) & (CANCEL_PENDING | CANCEL_ASYNC | CANCEL_DISABLED |
+                                                    CANCEL_ACTING)) == (CANCEL_PENDING | CANCEL_ASYNC))
+      return ECANCELED;
   }
 }
 

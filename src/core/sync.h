@@ -12,7 +12,9 @@ HIDDEN bool ito__clock_ok(clockid_t c);
 /* The contended lock of a lock word (0 free, 1 locked, 2 locked and maybe
  * waited on) with a wait queue, after the caller's own compare-and-swap
  * from 0 to 1 failed; abs on clock, NULL: no deadline. 0, ETIMEDOUT, or
- * EINVAL for a malformed abs. */
+ * EINVAL for a malformed abs; ECANCELED when the running thread's
+ * cancellation type is asynchronous and a request (enabled) ended the wait
+ * (a drop-in library acts on it). */
 HIDDEN int ito__lock_slow(int *state, int *qlock, void **head, void **tail, clockid_t clock,
                           const struct timespec *abs);
 /* The unlocker's wake, once its exchange to 0 returned 2. */

@@ -30,6 +30,8 @@ static ithread *thread_init(fiber *f) {
   t->result = NULL;
   t->keys = NULL;
   t->pin = 0;
+  t->joining = NULL;
+  t->joining_w = NULL;
   f->thread = t;
   return t;
 }
@@ -518,11 +520,44 @@ int ito__thread_spawn_node(void (*fn)(void *), const void *arg, size_t size, siz
 
 /* ---- join, detach, exit, yield ---------------------------------------------------------------------- */
 
+#define JOIN_CANCELLABLE 1 /* the joiner's waiter tag */
+
+/* Takes joiner waiter j of t back for a cancellation: true if it was still
+ * t's joiner (then nobody else wakes it). */
+static bool join_take_back(ithread *t, waiter *j) {
+  waiter *expect = j;
+  if (!__atomic_compare_exchange_n(&t->joiner, &expect, NULL, 0, __ATOMIC_ACQ_REL,
+                                   __ATOMIC_RELAXED))
+    return false;
+  j->result = ECANCELED;
+  return true;
+}
+
+static bool cancel_due(const ithread *t) {
+  return (LOAD_ACQ(&t->cancel) & (CANCEL_PENDING | CANCEL_DISABLED | CANCEL_ACTING)) ==
+         CANCEL_PENDING;
+}
+
+void ito__join_cancel(ithread *j) {
+  __atomic_thread_fence(__ATOMIC_SEQ_CST); /* the request before the joiner (join_post) */
+  spin_lock(&j->ilock);
+  ithread *t = j->joining;
+  waiter *jw = j->joining_w;
+  bool mine = t && join_take_back(t, jw);
+  spin_unlock(&j->ilock);
+  if (mine) ito__ready(jw->fiber); /* (its park may still run: the joiner waits on parking) */
+}
+
 /* Runs on the scheduler once the joiner's context is saved. */
 static void join_post(void *p) {
   ithread *t = p;
   fiber *me = cur_worker()->sched_from;
   int parked = park_joiner(t, &me->w);
+  /* a cancellation that came before the joiner was there (ito__join_cancel
+   * found none): the heavy barrier in park_joiner orders the two */
+  if (parked && me->w.tag == JOIN_CANCELLABLE && cancel_due(me->thread) &&
+      join_take_back(t, &me->w))
+    parked = 0;
   /* from here on this side touches neither t nor me: the joiner, resumed by
    * the ending thread, may free t once it sees this (invariant 3) */
   __atomic_store_n(&me->w.parking, 0, __ATOMIC_RELEASE);
@@ -530,18 +565,34 @@ static void join_post(void *p) {
 }
 
 /* The joined thread is still running: wait for it. Returns 0 or an error. */
-static __attribute__((noinline)) int join_wait(ithread *t) {
+static __attribute__((noinline)) int join_wait(ithread *t, bool cancellable) {
   if (__atomic_load_n(&t->joiner, __ATOMIC_RELAXED)) return EINVAL; /* detached or joined */
   worker *w = cur_worker();
   if (w && w->cur && w->cur->thread == t) return EDEADLK;
   if (parkable(w)) {
     fiber *me = w->cur;
+    ithread *self = me->thread;
+    cancellable = cancellable && self;
     memset(&me->w, 0, sizeof me->w);
     me->w.fiber = me;
     me->w.parking = 1;
+    if (cancellable) {
+      me->w.tag = JOIN_CANCELLABLE;
+      spin_lock(&self->ilock);
+      self->joining = t;
+      self->joining_w = &me->w;
+      spin_unlock(&self->ilock);
+    }
     ito__suspend(ACT_BLOCK, NULL, join_post, t);
     /* the ending thread may resume us while join_post still reads t */
     while (__atomic_load_n(&me->w.parking, __ATOMIC_ACQUIRE)) cpu_relax();
+    if (cancellable) { /* t stays valid while joining names it: nobody claims it */
+      spin_lock(&self->ilock);
+      self->joining = NULL;
+      self->joining_w = NULL;
+      spin_unlock(&self->ilock);
+      if (me->w.result == ECANCELED) return ECANCELED; /* t is still joinable */
+    }
   } else {
     waiter wt;
     memset(&wt, 0, sizeof wt);
@@ -551,7 +602,9 @@ static __attribute__((noinline)) int join_wait(ithread *t) {
   return 0;
 }
 
-int ito_join(ito_thread_t h, void **result) {
+int ito_join(ito_thread_t h, void **result) { return ito__join(h, result, false); }
+
+int ito__join(ito_thread_t h, void **result, bool cancellable) {
   ithread *t = ito__thread_of(h);
   if (UNLIKELY(!t)) return h ? EINVAL : ESRCH;
   int s = __atomic_load_n(&t->sync, __ATOMIC_ACQUIRE);
@@ -560,7 +613,7 @@ int ito_join(ito_thread_t h, void **result) {
     if (s == TS_CLAIMED || (fl & (TH_ROOT | TH_DETACHED)) || !ito__still_current(t, h))
       return EINVAL;
     if (s == TS_RUNNING) {
-      int rc = join_wait(t);
+      int rc = join_wait(t, cancellable);
       if (rc) return rc;
     } else {
       wait_done(t);

@@ -53,6 +53,10 @@ typedef struct ithread {
   int ilock, iflight, sig_last;
   int sig_live;             /* a program thread that signals can be routed to */
   int cancel;               /* a drop-in's cancellation state: CANCEL_* */
+  /* a cancellable join parked on joining, with its waiter (under ilock;
+   * ito__join_cancel) */
+  struct ithread *joining;
+  waiter *joining_w;
   long long cpu_ns;         /* CPU time charged to it (signal.h, CPU time per thread) */
   long long cpu_in;         /* its worker's thread CPU time when it last came on */
   /* preemption (preempt.h): a team member of a drop-in library, preemptible
@@ -122,6 +126,12 @@ HIDDEN void ito__thread_done(ithread *t);
 HIDDEN ithread *ito__thread_adopt_root(struct fiber *f);
 
 /* ---- pinning: while pin > 0 the thread stays on its OS thread ------------------------------ */
+/* ito_join; cancellable: a cancellation request (enabled) ends a parked
+ * joiner's wait with ECANCELED, the thread left joinable (the drop-in's
+ * pthread_join). */
+HIDDEN int ito__join(ito_thread_t h, void **result, bool cancellable);
+/* j has a cancellation request: its cancellable join, if parked, ends. */
+HIDDEN void ito__join_cancel(ithread *j);
 HIDDEN void ito__thread_pin(void);
 HIDDEN void ito__thread_unpin(void);
 /* The same, and then, unpinned, to the home it was given while pinned. */

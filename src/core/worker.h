@@ -77,6 +77,12 @@ typedef struct worker {
   unsigned long created, ended;
   unsigned long steals;             /* successful steals by this worker (for debugging) */
   int extra;                        /* an extra worker the monitor started (monitor.h) */
+  /* its thread waits in the kernel in a call a drop-in library announced
+   * (ito__monitor_kwait_begin): counted as blocked at once; under kwait_lock,
+   * what ends that wait for a cancellation (monitor.h, invariant 5) */
+  int kwait, kwait_lock;
+  void (*kwait_wake)(void *);
+  void *kwait_obj;
   int yielded;                      /* a fiber yielded to this worker's mail: look at the
                                        deque and the ready queue before the mail once */
   unsigned picks;                   /* picks while preempted threads wait (sched.c) */

@@ -129,6 +129,18 @@ ITO_DROPIN_API void ito__dropin_jumped(void);
 ITO_DROPIN_API extern int ito__dropin_cancels;
 ITO_DROPIN_API int ito__dropin_cancel(ito_thread_t h);
 ITO_DROPIN_API int *ito__dropin_cancel_word(void);
+/* pthread_join, a cancellation point: ito_join, except that a cancellation
+ * request (enabled) ends the wait of a parked joiner, which then returns
+ * ECANCELED and leaves the thread joinable. */
+ITO_DROPIN_API int ito__dropin_join(ito_thread_t h, void **result);
+/* Around a call that waits in the kernel where ito cannot park the calling
+ * ito thread (glibc's waits on process-shared objects): its worker counts
+ * as blocked at once, and extra workers start for such waits past
+ * ITO_EXTRA_WORKERS (docs/monitor.md). wake (may be NULL) ends the wait for
+ * a deferred cancellation: the monitor calls wake(obj) while one is due.
+ * No-ops off a worker. */
+ITO_DROPIN_API void ito__dropin_kwait_begin(void (*wake)(void *), void *obj);
+ITO_DROPIN_API void ito__dropin_kwait_end(void);
 
 /* fork (src/core/atfork.h): the library registers these with
  * pthread_atfork before the program can, so that its prepare runs last
@@ -386,7 +398,9 @@ ITO_DROPIN_API void ito__dropin_wq_wake(void *list);
 /* A lock word (0 free, 1 locked, 2 locked and maybe waited on) with a wait
  * queue, as ito_mutex_t keeps them: the contended lock (after the caller's
  * own compare-and-swap from 0 to 1 failed), with an optional deadline
- * (0, ETIMEDOUT, or EINVAL for a malformed abs), and the unlocker's wake
+ * (0, ETIMEDOUT, or EINVAL for a malformed abs; ECANCELED when the
+ * caller's cancellation type is asynchronous and a request ended the wait:
+ * the caller acts on it), and the unlocker's wake
  * once its exchange to 0 returned 2. */
 ITO_DROPIN_API int ito__dropin_lock_slow(int *state, int *qlock, void **head, void **tail,
                                          clockid_t clock, const struct timespec *abs);

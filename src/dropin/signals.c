@@ -4,6 +4,7 @@
 #include "ito_dropin.h"
 
 #include "../core/handle.h"
+#include "../core/monitor.h"
 #include "../core/preempt.h"
 #include "../core/runtime.h"
 #include "../core/signal.h"
@@ -73,6 +74,8 @@ int ito__dropin_cancel(ito_thread_t h) {
   int c = __atomic_fetch_or(&t->cancel, CANCEL_PENDING, __ATOMIC_ACQ_REL);
   if (!(c & CANCEL_DISABLED)) {
     ito__sig_alert(t);      /* its interruptible wait ends */
+    ito__join_cancel(t);    /* and its join */
+    ito__monitor_kwait_poke(); /* and its wait in the kernel (docs/monitor.md) */
     ito__preempt_cancel(t); /* running with the asynchronous type: now */
   }
   return 0;

@@ -103,6 +103,8 @@ int ito__dropin_tryjoin(ito_thread_t h, void **result) {
   return ito_join(h, result);
 }
 
+int ito__dropin_join(ito_thread_t h, void **result) { return ito__join(h, result, true); }
+
 int ito__dropin_is_root(void) { return ito__is_root(); }
 
 /* The stack a thread started on, as pthread_getattr_np reports it: the

@@ -7,6 +7,7 @@
 #include "../core/sync.h"
 #include "../core/timespec.h"
 #include "../core/wait.h"
+#include "../core/monitor.h"
 
 #include <errno.h>
 
@@ -103,3 +104,8 @@ unsigned ito__dropin_sleep(unsigned s) {
     return (unsigned)((left + NS_PER_S - 1) / NS_PER_S);
   return 0;
 }
+
+/* ---- waits in the kernel (docs/monitor.md, "Extra workers") ------------------------------ */
+
+void ito__dropin_kwait_begin(void (*wake)(void *), void *obj) { ito__monitor_kwait_begin(wake, obj); }
+void ito__dropin_kwait_end(void) { ito__monitor_kwait_end(); }

@@ -1,7 +1,9 @@
 /* Unnamed semaphores (sem_init) in place: the count and a wait queue of the
  * runtime, so sem_wait parks an ito thread instead of blocking its worker.
  * A process-shared semaphore (sem_init with pshared, sem_open) stays
- * glibc's: a mark word tells the two layouts apart. */
+ * glibc's: a mark word tells the two layouts apart. Its waits block the
+ * worker (announced: docs/monitor.md) in slices of SLICE_NS, so that a
+ * cancellation request is seen within one. */
 #include "shim.h"
 
 #include <limits.h>
@@ -96,6 +98,37 @@ static int sem_take(struct pt_sem *p, int try, clockid_t clock, const struct tim
   return rc;
 }
 
+/* ---- glibc's semaphore: the wait in slices --------------------------------------------- */
+
+#define SLICE_NS 100000000LL
+
+/* glibc's wait until abs on clock (none: for ever): 0, or -1 with errno. */
+static int shared_wait(sem_t *s, clockid_t clock, const struct timespec *abs) {
+  for (;;) {
+    if (shim_real.sem_trywait(s) == 0) return 0;
+    if (errno != EAGAIN) return -1;
+    if (abs && shim_bad_time(abs)) { /* (as glibc: only a wait checks the time) */
+      errno = EINVAL;
+      return -1;
+    }
+    int last = abs && ns_until(clock, abs) <= SLICE_NS;
+    struct timespec slice = deadline_in(CLOCK_MONOTONIC, SLICE_NS);
+    ito__dropin_kwait_begin(NULL, NULL);
+    int rc = last ? shim_real.sem_clockwait(s, clock, abs)
+                  : shim_real.sem_clockwait(s, CLOCK_MONOTONIC, &slice);
+    int e = errno;
+    ito__dropin_kwait_end();
+    if (rc == 0) return 0;
+    if (e == ETIMEDOUT && !last) {
+      shim_testcancel(); /* a cancellation point all along */
+      continue;
+    }
+    shim_testcancel_eintr(e == EINTR);
+    errno = e;
+    return -1;
+  }
+}
+
 static int sem_result(int rc) {
   if (!rc) return 0;
   shim_testcancel_eintr(rc == EINTR); /* a cancellation point */
@@ -105,8 +138,8 @@ static int sem_result(int rc) {
 
 SHIM_EXPORT int sem_wait(sem_t *s) {
   SHIM_ENTER(sem_wait, s);
-  if (!ours(s)) return shim_real.sem_wait(s);
   shim_testcancel();
+  if (!ours(s)) return shared_wait(s, CLOCK_REALTIME, NULL);
   return sem_result(sem_take(PS(s), 0, CLOCK_REALTIME, NULL));
 }
 
@@ -118,18 +151,18 @@ SHIM_EXPORT int sem_trywait(sem_t *s) {
 
 SHIM_EXPORT int sem_timedwait(sem_t *s, const struct timespec *abs) {
   SHIM_ENTER(sem_timedwait, s, abs);
-  if (!ours(s)) return shim_real.sem_timedwait(s, abs);
   shim_testcancel();
   if (shim_null(abs)) return sem_result(EINVAL);
+  if (!ours(s)) return shared_wait(s, CLOCK_REALTIME, abs);
   return sem_result(sem_take(PS(s), 0, CLOCK_REALTIME, abs));
 }
 
 SHIM_EXPORT int sem_clockwait(sem_t *s, clockid_t clock, const struct timespec *abs) {
   SHIM_ENTER(sem_clockwait, s, clock, abs);
-  if (!ours(s)) return shim_real.sem_clockwait(s, clock, abs);
   shim_testcancel();
   if (shim_bad_clockwait(clock, abs))
     return sem_result(EINVAL);
+  if (!ours(s)) return shared_wait(s, clock, abs);
   return sem_result(sem_take(PS(s), 0, clock, abs));
 }
 

@@ -9,10 +9,11 @@
  * (a wait blocks the worker; the monitor runs another meanwhile), and the
  * thread that holds one stays on its OS thread until it lets go (glibc
  * records owners by kernel thread id, which the threads of one worker
- * share). Each kind is told apart by what glibc's own init writes
- * (mutex: the shared bit of __kind; condition variable: the shared bit of
- * __wrefs), or by a mark of the shim's in a word glibc leaves alone
- * (rwlock), or by the address (barrier: every word is used). */
+ * share). Each kind is told apart by what glibc's own init writes in the
+ * object, in any process, with or without this library, and so in any
+ * mapping of it (mutex: the shared bit of __kind; condition variable: the
+ * shared bit of __wrefs; rwlock: __shared; barrier: its futex flag at
+ * offset 12); the shim's own layouts keep those words clear. */
 #include "shim.h"
 
 #include <limits.h>
@@ -51,10 +52,32 @@ static inline int let_go(int rc) {
   return rc;
 }
 
+/* A wait of glibc's on a process-shared object blocks the worker in the
+ * kernel: announced, so that extra workers start for it at once and past
+ * ITO_EXTRA_WORKERS; wake ends it for a cancellation (docs/monitor.md). */
+#define KWAIT(wake, obj, call)                 \
+  ({                                           \
+    ito__dropin_kwait_begin(wake, obj);        \
+    int kw_rc_ = (call);                       \
+    ito__dropin_kwait_end();                   \
+    kw_rc_;                                    \
+  })
+/* A try first: only a wait that may block is announced. */
+#define KWAIT_TRY(try_call, call) \
+  ({                                                  \
+    int kt_rc_ = (try_call);                          \
+    kt_rc_ == EBUSY ? KWAIT(NULL, NULL, call) : kt_rc_; \
+  })
+
 /* The contended halves are the runtime's, shared with ito_mutex_t. */
+/* ECANCELED: an asynchronous cancellation ended the wait, and the thread
+ * acts on it (a mutex wait is no cancellation point, but the asynchronous
+ * type acts anywhere, as glibc's does). */
 static inline int acquire(struct pt_mutex *m, clockid_t clock, const struct timespec *abs) {
   if (LIKELY(cas(&m->state, 0, 1))) return 0;
-  return ito__dropin_lock_slow(&m->state, &m->qlock, &m->head, &m->tail, clock, abs);
+  int rc = ito__dropin_lock_slow(&m->state, &m->qlock, &m->head, &m->tail, clock, abs);
+  if (UNLIKELY(rc == ECANCELED)) shim_cancel_async();
+  return rc;
 }
 
 static inline void release(struct pt_mutex *m) {
@@ -134,7 +157,8 @@ SHIM_EXPORT int pthread_mutex_lock(pthread_mutex_t *pm) {
   SHIM_ENTER(pthread_mutex_lock, pm);
   struct pt_mutex *m = PM(pm);
   if (LIKELY(m->kind == 0 && cas(&m->state, 0, 1))) return 0;
-  if (UNLIKELY(glibc_mutex(m))) return held(shim_real.pthread_mutex_lock(pm));
+  if (UNLIKELY(glibc_mutex(m)))
+    return held(KWAIT_TRY(shim_real.pthread_mutex_trylock(pm), shim_real.pthread_mutex_lock(pm)));
   return mutex_lock(m, 0, CLOCK_REALTIME, NULL);
 }
 
@@ -147,7 +171,8 @@ SHIM_EXPORT int pthread_mutex_trylock(pthread_mutex_t *pm) {
 SHIM_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *pm, const struct timespec *abs) {
   SHIM_ENTER(pthread_mutex_timedlock, pm, abs);
   if (shim_null(abs)) return EINVAL;
-  if (UNLIKELY(glibc_mutex(PM(pm)))) return held(shim_real.pthread_mutex_timedlock(pm, abs));
+  if (UNLIKELY(glibc_mutex(PM(pm))))
+    return held(KWAIT(NULL, NULL, shim_real.pthread_mutex_timedlock(pm, abs)));
   return mutex_lock(PM(pm), 0, CLOCK_REALTIME, abs);
 }
 
@@ -156,7 +181,7 @@ SHIM_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *pm, clockid_t clock,
   SHIM_ENTER(pthread_mutex_clocklock, pm, clock, abs);
   if (shim_bad_clockwait(clock, abs)) return EINVAL;
   if (UNLIKELY(glibc_mutex(PM(pm))))
-    return held(shim_real.pthread_mutex_clocklock(pm, clock, abs));
+    return held(KWAIT(NULL, NULL, shim_real.pthread_mutex_clocklock(pm, clock, abs)));
   return mutex_lock(PM(pm), 0, clock, abs);
 }
 
@@ -275,16 +300,30 @@ static int cond_wait(struct pt_cond *c, struct pt_mutex *m, clockid_t clock,
   return r;
 }
 
+/* glibc's condition variable: a cancellation point as glibc's own. The
+ * monitor ends the wait for a request with a broadcast (a spurious wake-up
+ * for the other waiters, which POSIX allows); the thread acts on it with
+ * the mutex held again. */
+static void cond_kwake(void *c) { shim_real.pthread_cond_broadcast(c); }
+#define GLIBC_COND_WAIT(pc, call)                  \
+  ({                                               \
+    shim_testcancel();                             \
+    int gc_rc_ = KWAIT(cond_kwake, pc, call);      \
+    shim_testcancel();                             \
+    gc_rc_;                                        \
+  })
+
 SHIM_EXPORT int pthread_cond_wait(pthread_cond_t *pc, pthread_mutex_t *pm) {
   SHIM_ENTER(pthread_cond_wait, pc, pm);
-  if (UNLIKELY(glibc_cond(pc))) return shim_real.pthread_cond_wait(pc, pm);
+  if (UNLIKELY(glibc_cond(pc))) return GLIBC_COND_WAIT(pc, shim_real.pthread_cond_wait(pc, pm));
   return cond_wait(PC(pc), PM(pm), CLOCK_REALTIME, NULL);
 }
 
 SHIM_EXPORT int pthread_cond_timedwait(pthread_cond_t *pc, pthread_mutex_t *pm,
                                        const struct timespec *abs) {
   SHIM_ENTER(pthread_cond_timedwait, pc, pm, abs);
-  if (UNLIKELY(glibc_cond(pc))) return shim_real.pthread_cond_timedwait(pc, pm, abs);
+  if (UNLIKELY(glibc_cond(pc)))
+    return GLIBC_COND_WAIT(pc, shim_real.pthread_cond_timedwait(pc, pm, abs));
   if (shim_null(abs)) return EINVAL;
   return cond_wait(PC(pc), PM(pm), PC(pc)->clock ? CLOCK_MONOTONIC : CLOCK_REALTIME, abs);
 }
@@ -292,7 +331,8 @@ SHIM_EXPORT int pthread_cond_timedwait(pthread_cond_t *pc, pthread_mutex_t *pm,
 SHIM_EXPORT int pthread_cond_clockwait(pthread_cond_t *pc, pthread_mutex_t *pm, clockid_t clock,
                                        const struct timespec *abs) {
   SHIM_ENTER(pthread_cond_clockwait, pc, pm, clock, abs);
-  if (UNLIKELY(glibc_cond(pc))) return shim_real.pthread_cond_clockwait(pc, pm, clock, abs);
+  if (UNLIKELY(glibc_cond(pc)))
+    return GLIBC_COND_WAIT(pc, shim_real.pthread_cond_clockwait(pc, pm, clock, abs));
   if (shim_bad_clockwait(clock, abs)) return EINVAL;
   return cond_wait(PC(pc), PM(pm), clock, abs);
 }
@@ -328,17 +368,19 @@ struct pt_rwlock {
   int wwait;      /* writers queued */
   int pad0;
   uint64_t owner; /* the writer's id */
+  int pad1;
+  int shared;     /* glibc's __shared: 0 in every rwlock of ours */
   void *head, *tail;
-  uint64_t pad1;
   int kind;       /* glibc's __flags: 2 = writers first (PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP) */
 };
 _Static_assert(sizeof(struct pt_rwlock) <= sizeof(pthread_rwlock_t), "rwlock layout");
 _Static_assert(offsetof(struct pt_rwlock, kind) == 48, "the kind stays at glibc's offset");
+_Static_assert(offsetof(struct pt_rwlock, shared) == 28, "glibc's __shared word");
 #define PRW(l) ((struct pt_rwlock *)(void *)(l))
-/* glibc's: the shim's mark in pad1 (glibc's __pad2, which it never writes) */
-#define RW_GLIBC_MARK 0x69746f2d676c6962ull /* "bilg-oti" */
+/* glibc's process-shared rwlock: its init sets __shared (offset 28, on
+ * x86-64 and AArch64) to 1, in any process, with or without this library */
 static inline int glibc_rw(const pthread_rwlock_t *l) {
-  return __atomic_load_n(&PRW(l)->pad1, __ATOMIC_RELAXED) == RW_GLIBC_MARK;
+  return __atomic_load_n(&PRW(l)->shared, __ATOMIC_RELAXED) != 0;
 }
 enum { TAG_READ = 1, TAG_WRITE = 2 };
 
@@ -428,9 +470,7 @@ SHIM_EXPORT int pthread_rwlock_init(pthread_rwlock_t *pl, const pthread_rwlockat
   if (attr) {
     int v;
     if (pthread_rwlockattr_getpshared(attr, &v) == 0 && v == PTHREAD_PROCESS_SHARED) {
-      int rc = shim_real.pthread_rwlock_init(pl, attr); /* glibc's, for other processes too */
-      if (!rc) __atomic_store_n(&PRW(pl)->pad1, RW_GLIBC_MARK, __ATOMIC_RELEASE);
-      return rc;
+      return shim_real.pthread_rwlock_init(pl, attr); /* glibc's, for other processes too */
     }
     if (pthread_rwlockattr_getkind_np(attr, &v) == 0 &&
         v == PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP)
@@ -450,7 +490,8 @@ SHIM_EXPORT int pthread_rwlock_destroy(pthread_rwlock_t *pl) {
 
 SHIM_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *pl) {
   SHIM_ENTER(pthread_rwlock_rdlock, pl);
-  if (UNLIKELY(glibc_rw(pl))) return held(shim_real.pthread_rwlock_rdlock(pl));
+  if (UNLIKELY(glibc_rw(pl)))
+    return held(KWAIT_TRY(shim_real.pthread_rwlock_tryrdlock(pl), shim_real.pthread_rwlock_rdlock(pl)));
   return rw_rdlock(PRW(pl), 0, CLOCK_REALTIME, NULL);
 }
 SHIM_EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t *pl) {
@@ -460,20 +501,23 @@ SHIM_EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t *pl) {
 }
 SHIM_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *pl, const struct timespec *abs) {
   SHIM_ENTER(pthread_rwlock_timedrdlock, pl, abs);
-  if (UNLIKELY(glibc_rw(pl))) return held(shim_real.pthread_rwlock_timedrdlock(pl, abs));
+  if (UNLIKELY(glibc_rw(pl)))
+    return held(KWAIT(NULL, NULL, shim_real.pthread_rwlock_timedrdlock(pl, abs)));
   if (shim_null(abs)) return EINVAL;
   return rw_rdlock(PRW(pl), 0, CLOCK_REALTIME, abs);
 }
 SHIM_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *pl, clockid_t clock,
                                            const struct timespec *abs) {
   SHIM_ENTER(pthread_rwlock_clockrdlock, pl, clock, abs);
-  if (UNLIKELY(glibc_rw(pl))) return held(shim_real.pthread_rwlock_clockrdlock(pl, clock, abs));
+  if (UNLIKELY(glibc_rw(pl)))
+    return held(KWAIT(NULL, NULL, shim_real.pthread_rwlock_clockrdlock(pl, clock, abs)));
   if (shim_bad_clockwait(clock, abs)) return EINVAL;
   return rw_rdlock(PRW(pl), 0, clock, abs);
 }
 SHIM_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *pl) {
   SHIM_ENTER(pthread_rwlock_wrlock, pl);
-  if (UNLIKELY(glibc_rw(pl))) return held(shim_real.pthread_rwlock_wrlock(pl));
+  if (UNLIKELY(glibc_rw(pl)))
+    return held(KWAIT_TRY(shim_real.pthread_rwlock_trywrlock(pl), shim_real.pthread_rwlock_wrlock(pl)));
   return rw_wrlock(PRW(pl), 0, CLOCK_REALTIME, NULL);
 }
 SHIM_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *pl) {
@@ -483,14 +527,16 @@ SHIM_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *pl) {
 }
 SHIM_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *pl, const struct timespec *abs) {
   SHIM_ENTER(pthread_rwlock_timedwrlock, pl, abs);
-  if (UNLIKELY(glibc_rw(pl))) return held(shim_real.pthread_rwlock_timedwrlock(pl, abs));
+  if (UNLIKELY(glibc_rw(pl)))
+    return held(KWAIT(NULL, NULL, shim_real.pthread_rwlock_timedwrlock(pl, abs)));
   if (shim_null(abs)) return EINVAL;
   return rw_wrlock(PRW(pl), 0, CLOCK_REALTIME, abs);
 }
 SHIM_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *pl, clockid_t clock,
                                            const struct timespec *abs) {
   SHIM_ENTER(pthread_rwlock_clockwrlock, pl, clock, abs);
-  if (UNLIKELY(glibc_rw(pl))) return held(shim_real.pthread_rwlock_clockwrlock(pl, clock, abs));
+  if (UNLIKELY(glibc_rw(pl)))
+    return held(KWAIT(NULL, NULL, shim_real.pthread_rwlock_clockwrlock(pl, clock, abs)));
   if (shim_bad_clockwait(clock, abs)) return EINVAL;
   return rw_wrlock(PRW(pl), 0, clock, abs);
 }
@@ -515,78 +561,62 @@ SHIM_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *pl) {
   return 0;
 }
 
-/* ---- barriers: exactly ito_barrier_t ------------------------------------------------ */
+/* ---- barriers ---------------------------------------------------------------------------
+ * The shim's own layout, on the runtime's wait queues. glibc's
+ * process-shared barrier has its shared flag (128, FUTEX_SHARED) in the
+ * word at offset 12 (its init writes it in any process, with or without
+ * this library); ours keep that word 0. */
 
-_Static_assert(sizeof(ito_barrier_t) == sizeof(pthread_barrier_t), "barrier layout");
-_Static_assert(ITO_BARRIER_SERIAL_THREAD == PTHREAD_BARRIER_SERIAL_THREAD, "serial value");
-
-/* Process-shared barriers are glibc's, known by their addresses: glibc's
- * and ito's layouts use every word alike. One made by another process
- * (not through this library) is not known here. */
-struct shared_barrier {
-  pthread_barrier_t *b;
-  struct shared_barrier *next;
+struct pt_barrier {
+  int qlock;
+  unsigned count; /* arrived in this round */
+  unsigned total;
+  unsigned shared; /* glibc's shared flag: 0 in every barrier of ours */
+  void *head, *tail;
 };
-static struct shared_barrier *shared_barriers;
-static int shared_barriers_lock, shared_barriers_n;
+_Static_assert(sizeof(struct pt_barrier) <= sizeof(pthread_barrier_t), "barrier layout");
+_Static_assert(offsetof(struct pt_barrier, shared) == 12, "glibc's shared word");
+#define PB(b) ((struct pt_barrier *)(void *)(b))
+#define GLIBC_FUTEX_SHARED 128
 
-static int glibc_barrier(pthread_barrier_t *b) {
-  if (LIKELY(!__atomic_load_n(&shared_barriers_n, __ATOMIC_ACQUIRE))) return 0;
-  ito__dropin_lock(&shared_barriers_lock);
-  struct shared_barrier *s = shared_barriers;
-  while (s && s->b != b) s = s->next;
-  ito__dropin_unlock(&shared_barriers_lock);
-  return s != NULL;
+static inline int glibc_barrier(pthread_barrier_t *b) {
+  return (__atomic_load_n(&PB(b)->shared, __ATOMIC_RELAXED) & GLIBC_FUTEX_SHARED) != 0;
 }
 
 SHIM_EXPORT int pthread_barrier_init(pthread_barrier_t *b, const pthread_barrierattr_t *attr,
                                      unsigned count) {
   SHIM_ENTER(pthread_barrier_init, b, attr, count);
   int sh;
-  if (attr && pthread_barrierattr_getpshared(attr, &sh) == 0 && sh == PTHREAD_PROCESS_SHARED) {
-    if (glibc_barrier(b)) return shim_real.pthread_barrier_init(b, attr, count);
-    struct shared_barrier *s = malloc(sizeof *s);
-    if (!s) return ENOMEM;
-    int rc = shim_real.pthread_barrier_init(b, attr, count);
-    if (rc) {
-      free(s);
-      return rc;
-    }
-    s->b = b;
-    ito__dropin_lock(&shared_barriers_lock);
-    s->next = shared_barriers;
-    shared_barriers = s;
-    __atomic_add_fetch(&shared_barriers_n, 1, __ATOMIC_RELEASE);
-    ito__dropin_unlock(&shared_barriers_lock);
-    return 0;
-  }
-  return ito_barrier_init((ito_barrier_t *)(void *)b, count);
+  if (attr && pthread_barrierattr_getpshared(attr, &sh) == 0 && sh == PTHREAD_PROCESS_SHARED)
+    return shim_real.pthread_barrier_init(b, attr, count); /* glibc's, for other processes too */
+  if (count == 0) return EINVAL;
+  memset(b, 0, sizeof *b);
+  PB(b)->total = count;
+  return 0;
 }
 
 SHIM_EXPORT int pthread_barrier_destroy(pthread_barrier_t *b) {
   SHIM_ENTER(pthread_barrier_destroy, b);
-  if (UNLIKELY(glibc_barrier(b))) {
-    int rc = shim_real.pthread_barrier_destroy(b);
-    if (rc) return rc;
-    ito__dropin_lock(&shared_barriers_lock);
-    for (struct shared_barrier **p = &shared_barriers; *p; p = &(*p)->next) {
-      if ((*p)->b != b) continue;
-      struct shared_barrier *s = *p;
-      *p = s->next;
-      free(s);
-      __atomic_sub_fetch(&shared_barriers_n, 1, __ATOMIC_RELEASE);
-      break;
-    }
-    ito__dropin_unlock(&shared_barriers_lock);
-    return 0;
-  }
-  return ito_barrier_destroy((ito_barrier_t *)(void *)b);
+  if (UNLIKELY(glibc_barrier(b))) return shim_real.pthread_barrier_destroy(b);
+  return __atomic_load_n(&PB(b)->count, __ATOMIC_RELAXED) ? EBUSY : 0;
 }
 
-SHIM_EXPORT int pthread_barrier_wait(pthread_barrier_t *b) {
-  SHIM_ENTER(pthread_barrier_wait, b);
-  if (UNLIKELY(glibc_barrier(b))) return shim_real.pthread_barrier_wait(b);
-  return ito_barrier_wait((ito_barrier_t *)(void *)b);
+SHIM_EXPORT int pthread_barrier_wait(pthread_barrier_t *pb) {
+  SHIM_ENTER(pthread_barrier_wait, pb);
+  if (UNLIKELY(glibc_barrier(pb))) return KWAIT(NULL, NULL, shim_real.pthread_barrier_wait(pb));
+  struct pt_barrier *b = PB(pb);
+  if (!b->total) return EINVAL;
+  ito__dropin_lock(&b->qlock);
+  if (++b->count == b->total) {
+    void *w = ito__dropin_wq_take(&b->head, &b->tail, -1);
+    b->count = 0;
+    ito__dropin_unlock(&b->qlock);
+    ito__dropin_wq_wake(w);
+    return PTHREAD_BARRIER_SERIAL_THREAD;
+  }
+  /* not a cancellation point, and no signal ends it */
+  ito__dropin_wq_wait(&b->qlock, &b->head, &b->tail, 0, CLOCK_MONOTONIC, NULL, NULL, NULL);
+  return 0;
 }
 
 /* ---- spinlocks: an ito thread yields every 1,000 spins ------------------------------ */

@@ -195,7 +195,9 @@ SHIM_EXPORT int pthread_join(pthread_t t, void **ret) {
   if (!is_ito(t)) return shim_real.pthread_join(t, ret);
   int rc = ito__dropin_check_join((ito_thread_t)t);
   if (rc) return rc;
-  return ito_join((ito_thread_t)t, ret);
+  /* a request ended the wait: act on it; t stays joinable */
+  while ((rc = ito__dropin_join((ito_thread_t)t, ret)) == ECANCELED) shim_cancel_check();
+  return rc;
 }
 
 SHIM_EXPORT int pthread_tryjoin_np(pthread_t t, void **ret) {
@@ -219,6 +221,7 @@ static int timed_join(pthread_t t, void **ret, clockid_t clock, const struct tim
     if (abs && ns_until(clock, abs) == 0) return ETIMEDOUT;
     struct timespec ms = {0, 1000000};
     ito_nanosleep(&ms);
+    shim_testcancel(); /* a cancellation point all along the wait */
   }
 }
 

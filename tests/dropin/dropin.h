@@ -90,4 +90,32 @@ static inline int ts_before(const struct timespec *a, const struct timespec *b) 
   return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
 }
 
+/* A bound on a whole run that no state of the program can stop: a process
+ * forked before the program makes its first thread, which sleeps `secs`
+ * seconds, then prints "PROG: FAILED: <what> (no end after N s)" and kills
+ * the program. A program whose every thread waits (in the kernel, or parked)
+ * cannot take a signal of its own, so alarm() alone may never fire.
+ * dropin_watchdog_end stops it. */
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static inline pid_t dropin_watchdog(int secs, const char *what) {
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) FAIL("fork (watchdog)");
+  if (pid > 0) return pid;
+  unsigned left = (unsigned)secs;
+  while (left) left = sleep(left);
+  if (getppid() == parent) {
+    fprintf(stderr, DROPIN_PROG ": FAILED: %s (no end after %d s)\n", what, secs);
+    kill(parent, SIGKILL);
+  }
+  _exit(0);
+}
+static inline void dropin_watchdog_end(pid_t pid) {
+  kill(pid, SIGKILL);
+  waitpid(pid, NULL, 0);
+}
+
 #endif
