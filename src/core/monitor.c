@@ -534,7 +534,7 @@ void ito__monitor_start(void) {
   mon.cap = (int)cap;
   mon.slots = ITO_MAX_WORKERS - ito__nworkers;
   mon.preempt = ito__preempt_setup(&mon.slice);
-  mon.started = ito__os_thread(&mon.os, 64 << 10, monitor_main, NULL) == 0;
+  mon.started = ito__os_thread(&mon.os, 64 << 10, monitor_main, NULL, ito__sig_on) == 0;
   if (!mon.started)
     say("ito: cannot start the monitor thread; a worker blocked in the kernel will keep ready "
         "threads waiting\n");

@@ -22,8 +22,9 @@ HIDDEN void ito__os_install(const struct ito_os *os);
  * table's pthread_create, on a stack of `stack` bytes; glibc refuses
  * (EINVAL) a stack that cannot hold the process's static TLS, which a
  * program's libraries may make large (OpenBLAS: 60 KiB), and the thread
- * then gets glibc's default size. pthread_create's result. */
-HIDDEN int ito__os_thread(pthread_t *t, size_t stack, void *(*fn)(void *), void *arg);
+ * then gets glibc's default size. quiet: the thread starts with every
+ * signal blocked (it sets its own mask). pthread_create's result. */
+HIDDEN int ito__os_thread(pthread_t *t, size_t stack, void *(*fn)(void *), void *arg, int quiet);
 
 HIDDEN long ito__futex_wait(int *addr, int val, const struct timespec *rel);
 HIDDEN long ito__futex_wake(int *addr, int n);

@@ -183,7 +183,7 @@ int ito__worker_launch(worker *w) {
   int n = __atomic_load_n(&ito__nslots, __ATOMIC_RELAXED);
   if (w->id >= n) __atomic_store_n(&ito__nslots, w->id + 1, __ATOMIC_RELEASE);
   w->started = 1;
-  int rc = ito__os_thread(&w->os, 256 << 10, worker_main, w);
+  int rc = ito__os_thread(&w->os, 256 << 10, worker_main, w, ito__sig_on);
   if (rc) w->started = 0;
   return rc;
 }

@@ -484,7 +484,7 @@ int ito__sig_late(void) {
     ithread *t = late.t[i];
     /* parked meanwhile: its wait ends (sig_alert); else a nudge if it runs */
     spin_lock(&t->ilock);
-    int parked = t->intr != NULL;
+    int parked = t->intr != NULL || t->joining != NULL;
     spin_unlock(&t->ilock);
     if (!LOAD_ACQ(&t->sig_live) || (!parked && nudge(t, 0))) continue;
     if (parked) {
@@ -512,6 +512,8 @@ void ito__sig_alert(ithread *t) {
     STORE_REL(&t->iflight, 0);
     return;
   }
+  /* parked in a join: it leaves it for its handler, then joins again */
+  if ((LOAD_ACQ(&t->sigpend) & ~t->sigmask) && ito__join_signal(t)) return;
   /* running? the worker that runs it takes a nudge (if it has moved on
    * meanwhile, it sees its pending set at its next wait) */
   nudge(t, 1);

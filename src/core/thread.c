@@ -522,14 +522,15 @@ int ito__thread_spawn_node(void (*fn)(void *), const void *arg, size_t size, siz
 
 #define JOIN_CANCELLABLE 1 /* the joiner's waiter tag */
 
-/* Takes joiner waiter j of t back for a cancellation: true if it was still
- * t's joiner (then nobody else wakes it). */
-static bool join_take_back(ithread *t, waiter *j) {
+/* Takes joiner waiter j of t back for a cancellation (ECANCELED) or a
+ * signal's handler (EINTR): true if it was still t's joiner (then nobody
+ * else wakes it). */
+static bool join_take_back(ithread *t, waiter *j, int result) {
   waiter *expect = j;
   if (!__atomic_compare_exchange_n(&t->joiner, &expect, NULL, 0, __ATOMIC_ACQ_REL,
                                    __ATOMIC_RELAXED))
     return false;
-  j->result = ECANCELED;
+  j->result = result;
   return true;
 }
 
@@ -538,14 +539,27 @@ static bool cancel_due(const ithread *t) {
          CANCEL_PENDING;
 }
 
-void ito__join_cancel(ithread *j) {
+/* A signal the thread takes is pending (its handler runs during a join). */
+static bool signal_due(const ithread *t) {
+  return UNLIKELY(ito__sig_on) && (LOAD_ACQ(&t->sigpend) & ~LOAD_RLX(&t->sigmask));
+}
+
+static void join_interrupt(ithread *j, int result) {
   __atomic_thread_fence(__ATOMIC_SEQ_CST); /* the request before the joiner (join_post) */
   spin_lock(&j->ilock);
   ithread *t = j->joining;
   waiter *jw = j->joining_w;
-  bool mine = t && join_take_back(t, jw);
+  bool mine = t && join_take_back(t, jw, result);
   spin_unlock(&j->ilock);
   if (mine) ito__ready(jw->fiber); /* (its park may still run: the joiner waits on parking) */
+}
+
+void ito__join_cancel(ithread *j) { join_interrupt(j, ECANCELED); }
+
+bool ito__join_signal(ithread *j) {
+  if (!LOAD_ACQ(&j->joining)) return false;
+  join_interrupt(j, EINTR);
+  return true;
 }
 
 /* Runs on the scheduler once the joiner's context is saved. */
@@ -555,9 +569,12 @@ static void join_post(void *p) {
   int parked = park_joiner(t, &me->w);
   /* a cancellation that came before the joiner was there (ito__join_cancel
    * found none): the heavy barrier in park_joiner orders the two */
-  if (parked && me->w.tag == JOIN_CANCELLABLE && cancel_due(me->thread) &&
-      join_take_back(t, &me->w))
-    parked = 0;
+  if (parked && me->w.tag == JOIN_CANCELLABLE) {
+    if (cancel_due(me->thread) && join_take_back(t, &me->w, ECANCELED))
+      parked = 0;
+    else if (signal_due(me->thread) && join_take_back(t, &me->w, EINTR))
+      parked = 0;
+  }
   /* from here on this side touches neither t nor me: the joiner, resumed by
    * the ending thread, may free t once it sees this (invariant 3) */
   __atomic_store_n(&me->w.parking, 0, __ATOMIC_RELEASE);
@@ -566,6 +583,7 @@ static void join_post(void *p) {
 
 /* The joined thread is still running: wait for it. Returns 0 or an error. */
 static __attribute__((noinline)) int join_wait(ithread *t, bool cancellable) {
+again:
   if (__atomic_load_n(&t->joiner, __ATOMIC_RELAXED)) return EINVAL; /* detached or joined */
   worker *w = cur_worker();
   if (w && w->cur && w->cur->thread == t) return EDEADLK;
@@ -592,6 +610,8 @@ static __attribute__((noinline)) int join_wait(ithread *t, bool cancellable) {
       self->joining_w = NULL;
       spin_unlock(&self->ilock);
       if (me->w.result == ECANCELED) return ECANCELED; /* t is still joinable */
+      /* a signal's handler ran (when the thread resumed): the join goes on */
+      if (me->w.result == EINTR) goto again;
     }
   } else {
     waiter wt;

@@ -132,6 +132,10 @@ HIDDEN ithread *ito__thread_adopt_root(struct fiber *f);
 HIDDEN int ito__join(ito_thread_t h, void **result, bool cancellable);
 /* j has a cancellation request: its cancellable join, if parked, ends. */
 HIDDEN void ito__join_cancel(ithread *j);
+/* j has a signal to see: if it is parked in a cancellable join, it leaves
+ * the join (EINTR), its handler runs, and the join goes on. True if j was
+ * in such a join. */
+HIDDEN bool ito__join_signal(ithread *j);
 HIDDEN void ito__thread_pin(void);
 HIDDEN void ito__thread_unpin(void);
 /* The same, and then, unpinned, to the home it was given while pinned. */

@@ -569,7 +569,7 @@ SHIM_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *pl) {
 
 struct pt_barrier {
   int qlock;
-  unsigned count; /* arrived in this round */
+  unsigned count; /* arrived in this round; the top bit: the round's parity (BARRIER_PHASE) */
   unsigned total;
   unsigned shared; /* glibc's shared flag: 0 in every barrier of ours */
   void *head, *tail;
@@ -578,6 +578,10 @@ _Static_assert(sizeof(struct pt_barrier) <= sizeof(pthread_barrier_t), "barrier 
 _Static_assert(offsetof(struct pt_barrier, shared) == 12, "glibc's shared word");
 #define PB(b) ((struct pt_barrier *)(void *)(b))
 #define GLIBC_FUTEX_SHARED 128
+/* count's top bit flips at each round's end (counts stay below glibc's
+ * limit of UINT_MAX / 2), so that a waiter that left the queue for a
+ * signal's handler knows whether its round ended meanwhile */
+#define BARRIER_PHASE 0x80000000u
 
 static inline int glibc_barrier(pthread_barrier_t *b) {
   return (__atomic_load_n(&PB(b)->shared, __ATOMIC_RELAXED) & GLIBC_FUTEX_SHARED) != 0;
@@ -589,7 +593,7 @@ SHIM_EXPORT int pthread_barrier_init(pthread_barrier_t *b, const pthread_barrier
   int sh;
   if (attr && pthread_barrierattr_getpshared(attr, &sh) == 0 && sh == PTHREAD_PROCESS_SHARED)
     return shim_real.pthread_barrier_init(b, attr, count); /* glibc's, for other processes too */
-  if (count == 0) return EINVAL;
+  if (count == 0 || count >= UINT_MAX / 2) return EINVAL; /* (glibc's limit) */
   memset(b, 0, sizeof *b);
   PB(b)->total = count;
   return 0;
@@ -598,7 +602,7 @@ SHIM_EXPORT int pthread_barrier_init(pthread_barrier_t *b, const pthread_barrier
 SHIM_EXPORT int pthread_barrier_destroy(pthread_barrier_t *b) {
   SHIM_ENTER(pthread_barrier_destroy, b);
   if (UNLIKELY(glibc_barrier(b))) return shim_real.pthread_barrier_destroy(b);
-  return __atomic_load_n(&PB(b)->count, __ATOMIC_RELAXED) ? EBUSY : 0;
+  return (__atomic_load_n(&PB(b)->count, __ATOMIC_RELAXED) & ~BARRIER_PHASE) ? EBUSY : 0;
 }
 
 SHIM_EXPORT int pthread_barrier_wait(pthread_barrier_t *pb) {
@@ -607,15 +611,24 @@ SHIM_EXPORT int pthread_barrier_wait(pthread_barrier_t *pb) {
   struct pt_barrier *b = PB(pb);
   if (!b->total) return EINVAL;
   ito__dropin_lock(&b->qlock);
-  if (++b->count == b->total) {
+  unsigned phase = b->count & BARRIER_PHASE;
+  if ((++b->count & ~BARRIER_PHASE) == b->total) {
     void *w = ito__dropin_wq_take(&b->head, &b->tail, -1);
-    b->count = 0;
+    b->count = phase ^ BARRIER_PHASE;
     ito__dropin_unlock(&b->qlock);
     ito__dropin_wq_wake(w);
     return PTHREAD_BARRIER_SERIAL_THREAD;
   }
-  /* not a cancellation point, and no signal ends it */
-  ito__dropin_wq_wait(&b->qlock, &b->head, &b->tail, 0, CLOCK_MONOTONIC, NULL, NULL, NULL);
+  /* not a cancellation point; a signal's handler runs during the wait,
+   * which goes on unless the round ended meanwhile */
+  while (ito__dropin_wq_wait(&b->qlock, &b->head, &b->tail, ITO_DROPIN_WQ_INTR, CLOCK_MONOTONIC,
+                             NULL, NULL, NULL) == EINTR) {
+    ito__dropin_lock(&b->qlock);
+    if ((b->count & BARRIER_PHASE) != phase) {
+      ito__dropin_unlock(&b->qlock);
+      break;
+    }
+  }
   return 0;
 }
 
