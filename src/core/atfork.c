@@ -6,6 +6,7 @@
 #include "preempt.h"
 #include "runtime.h"
 #include "sched.h"
+#include "setxid.h"
 #include "signal.h"
 #include "switch.h"
 #include "thread.h"
@@ -89,7 +90,10 @@ void ito__atfork_child(void) {
   ito__timers_after_fork();
   ito__sig_after_fork();
   ito__poll_after_fork();
-  if (ito__tls_mode) ito__tls_switch(w, f->tls); /* (the block's tid: the child's) */
+  if (ito__tls_mode) {
+    ito__tls_switch(w, f->tls); /* (the block's tid: the child's) */
+    ito__setxid_represent(w->tls_own, w->tls_glibc, 1); /* glibc's list: this thread's */
+  }
   ito__thread_unpin();
   ito__monitor_after_fork();
   ito__preempt_after_fork();

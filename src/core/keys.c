@@ -1,6 +1,6 @@
 /* Thread-specific data, per lightweight thread: a table of keys with their
- * destructors, and per thread an array of values allocated at its first
- * set. An OS thread that is not an ito thread has values of its own.
+ * destructors, and per thread an array of values taken at its first set
+ * from memory of the runtime's own. An OS thread that is not an ito thread has values of its own.
  * Design: docs/api.md, "Thread-specific data".
  *
  * Invariants:
@@ -20,7 +20,8 @@
 #include "worker.h"
 
 #include <errno.h>
-#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
 
 static int key_lock;
 static struct {
@@ -54,6 +55,50 @@ int ito_key_delete(ito_key_t key) {
   return ok ? 0 : EINVAL;
 }
 
+/* Value arrays (ITO_KEYS_MAX slots) come from mappings of the runtime's
+ * own, never from the program's allocator: an allocator that keeps its
+ * per-thread state under a key (jemalloc) calls pthread_setspecific while
+ * it sets itself up, where glibc needs no memory for the first keys; a
+ * calloc there re-entered the allocator's half-made set-up, and jemalloc
+ * registered its fork handlers twice (the second prepare then waited for
+ * ever on the locks the first one took). An array given back is zeroed and
+ * kept for the next thread, on a list through its first slot (under
+ * key_lock). */
+#define SLOTS_BYTES (ITO_KEYS_MAX * sizeof(void *))
+#define SLAB_ARRAYS 32
+static void **spare;
+static char *slab_next, *slab_end;
+
+static void **slots_new(void) {
+  spin_lock(&key_lock);
+  void **a = spare;
+  if (a) {
+    spare = a[0];
+    a[0] = NULL;
+  } else {
+    if (slab_next == slab_end) {
+      char *m = mmap(NULL, SLOTS_BYTES * SLAB_ARRAYS, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (m != MAP_FAILED) slab_next = m, slab_end = m + SLOTS_BYTES * SLAB_ARRAYS;
+    }
+    if (slab_next != slab_end) {
+      a = (void **)slab_next;
+      slab_next += SLOTS_BYTES;
+    }
+  }
+  spin_unlock(&key_lock);
+  return a;
+}
+
+void ito__keys_free(void **a) {
+  if (!a) return;
+  memset(a, 0, SLOTS_BYTES);
+  spin_lock(&key_lock);
+  a[0] = spare;
+  spare = a;
+  spin_unlock(&key_lock);
+}
+
 /* Values of an OS thread that is not an ito thread. */
 static __thread void **os_keys;
 
@@ -81,7 +126,7 @@ int ito_setspecific(ito_key_t key, const void *value) {
   if (key >= ITO_KEYS_MAX || !LOAD_RLX(&keys[key].used)) return EINVAL;
   void ***slots = key_slots();
   if (!*slots) {
-    *slots = calloc(ITO_KEYS_MAX, sizeof(void *));
+    *slots = slots_new();
     if (!*slots) return ENOMEM;
   }
   (*slots)[key] = (void *)value;

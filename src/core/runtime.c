@@ -21,6 +21,7 @@
 #include "places.h"
 #include "profile.h"
 #include "sched.h"
+#include "setxid.h"
 #include "switch.h"
 #include "thread.h"
 #include "tls.h"
@@ -279,6 +280,7 @@ static int adopt_main(worker *w) {
 }
 
 static void unadopt_main(worker *w) {
+  ito__setxid_unrepresent(); /* worker 0's block off glibc's list of threads */
   w->cur = NULL;
   ito__tls_worker = NULL;
   if (root) {
@@ -348,6 +350,7 @@ static int start(void) {
   }
   ito__sig_runtime_start(); /* (signal.h, invariant 6) */
   ito__monitor_start();
+  if (ito__tls_mode) ito__setxid_glibc_install(); /* (after glibc's own, at its first thread) */
   return 0;
 }
 

@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include "setxid.h"
 
+#include "elfsym.h"
 #include "os.h"
 #include "tls.h"
 
@@ -40,8 +41,9 @@ static struct {
   unsigned gen;      /* broadcasts so far */
   int error;         /* the first error a handler met */
   void (*glibc)(int, siginfo_t *, void *); /* glibc's handler, for its own broadcasts */
-  int installed;
 } sx;
+
+static void glibc_broadcast(int sig, siginfo_t *si, void *uc);
 
 static void handler(int sig, siginfo_t *si, void *uc) {
   int *cnt = si->si_value.sival_ptr;
@@ -55,21 +57,24 @@ static void handler(int sig, siginfo_t *si, void *uc) {
     errno = saved;
     return;
   }
-  if (sx.glibc) sx.glibc(sig, si, uc); /* a broadcast of glibc's own (its internal calls) */
+  if (sx.glibc) glibc_broadcast(sig, si, uc); /* glibc's own (its internal calls) */
 }
 
+/* Ours in the kernel, glibc's chained. glibc installs its own at the
+ * process's first pthread_create of its own, over ours: each broadcast of
+ * ours, and each start of the runtime once its threads exist, puts ours
+ * back. Under sx.lock. */
 static int install(void) {
-  if (sx.installed) return 0;
   struct kernel_sigaction old, sa;
   if (ito__os.syscall(SYS_rt_sigaction, SIGSETXID, NULL, &old, (size_t)8) != 0) return -1;
+  if (old.handler == handler) return 0;
   if ((uintptr_t)old.handler > 1) sx.glibc = old.handler;
   memset(&sa, 0, sizeof sa);
   sa = old;
   sa.handler = handler;
   sa.flags |= SA_SIGINFO | SA_RESTART;
-  sa.mask = 0;
+  sa.mask = ~0ull; /* nothing nests while the thread pointer may be another's */
   if (ito__os.syscall(SYS_rt_sigaction, SIGSETXID, &sa, NULL, (size_t)8) != 0) return -1;
-  sx.installed = 1;
   return 0;
 }
 
@@ -167,4 +172,174 @@ long ito__setxid(long nr, long a, long b, long c) {
   int e = sx.error;
   spin_unlock(&sx.lock);
   return e ? -e : 0;
+}
+
+/* ---- glibc's own broadcast ------------------------------------------------------------------
+ * The calls libc makes inside itself (initgroups' setgroups, ruserok's
+ * seteuid ...) never reach the interposed symbols: glibc's __nptl_setxid,
+ * holding the lock of its lists of threads, sets the SETXID bit in the
+ * cancelhandling of every descriptor on them but the caller's
+ * (THREAD_SELF), signals each marked descriptor's tid and does it again
+ * until none is left marked; the handler clears the bit of THREAD_SELF.
+ * With blocks of ito's, two things break it (docs/tls.md, "set*id"):
+ *  - a worker whose OS thread runs a thread's block takes the signal on
+ *    that block, so the descriptor glibc signalled stays marked and is
+ *    signalled for ever: the handler below runs glibc's on a marked
+ *    descriptor with this OS thread's tid, and puts the thread pointer
+ *    back;
+ *  - main's descriptor is the root's block, whose tid follows the root
+ *    from worker to worker: it names no OS thread for good, and when the
+ *    root calls, glibc skips it and main's OS thread is signalled for no
+ *    descriptor at all. Worker 0's own block (its scheduler's) is put on
+ *    glibc's list beside it, with main's OS thread's tid
+ *    (ito__setxid_represent): every OS thread has a descriptor of its own
+ *    there. Main's stays (glibc initialises the static TLS of a module
+ *    loaded later in every descriptor on its list, before the module's
+ *    constructors run); the handler takes it after the OS thread's own,
+ *    and where main's tid has moved on meanwhile, the signal is answered
+ *    on the block in force and main's is signalled again, at its new tid,
+ *    in glibc's next round. */
+
+#define SETXID_BITMASK 0x40 /* glibc 2.36 (nptl/descr.h): cancelhandling's "change your ids" */
+
+struct glist {
+  struct glist *next, *prev;
+};
+
+static struct {
+  struct glist *used, *user; /* GL(dl_stack_used), GL(dl_stack_user): glibc's threads */
+  int *lock;                 /* GL(dl_stack_cache_lock), which guards them */
+  size_t list, tid, cancel;  /* offsets in a descriptor */
+  int state;                 /* 0 not looked up, 1 found, -1 not as verified */
+  char *own, *main;          /* worker 0's block, on the list beside main's descriptor */
+} gl;
+
+#define FIELD(d, off, type) (*(type *)((char *)(d) + (off)))
+#define LINK(d) ((struct glist *)((d) + gl.list))
+
+static bool g_linked(struct glist *e) { return e->next && e->next != e && e->next->prev == e; }
+static void g_del(struct glist *e) {
+  e->next->prev = e->prev;
+  e->prev->next = e->next;
+  e->next = e->prev = e;
+}
+static void g_add(struct glist *e, struct glist *head) { /* (glibc's list_add) */
+  e->next = head->next;
+  e->prev = head;
+  head->next->prev = e;
+  __atomic_store_n(&head->next, e, __ATOMIC_RELEASE);
+}
+
+/* glibc's low-level lock: 0 free, 1 taken, 2 taken with waiters */
+static void gl_lock(void) {
+  int z = 0;
+  if (__atomic_compare_exchange_n(gl.lock, &z, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) return;
+  while (__atomic_exchange_n(gl.lock, 2, __ATOMIC_ACQUIRE) != 0) ito__futex_wait(gl.lock, 2, NULL);
+}
+static void gl_unlock(void) {
+  if (__atomic_exchange_n(gl.lock, 0, __ATOMIC_RELEASE) == 2) ito__futex_wake(gl.lock, 1);
+}
+
+/* The lists and the fields, as glibc describes them to libthread_db
+ * ({bits, count, offset}); the lock lies 48 bytes after dl_stack_user
+ * (dl_stack_cache, _actsize, _in_flight_stack between: glibc 2.36, the
+ * version ITO_TLS=thread checks for). */
+static bool gl_find(void) {
+  if (gl.state) return gl.state > 0;
+  gl.state = -1;
+  char *rtld = ito__elf_sym(NULL, "_rtld_global", "GLIBC_PRIVATE");
+  const uint32_t *used = ito__elf_sym(NULL, "_thread_db_rtld_global__dl_stack_used", "GLIBC_PRIVATE");
+  const uint32_t *user = ito__elf_sym(NULL, "_thread_db_rtld_global__dl_stack_user", "GLIBC_PRIVATE");
+  const uint32_t *list = ito__elf_sym(NULL, "_thread_db_pthread_list", "GLIBC_PRIVATE");
+  const uint32_t *tid = ito__elf_sym(NULL, "_thread_db_pthread_tid", "GLIBC_PRIVATE");
+  const uint32_t *cancel = ito__elf_sym(NULL, "_thread_db_pthread_cancelhandling", "GLIBC_PRIVATE");
+  if (!rtld || !used || !user || !list || !tid || !cancel) return false;
+  if (used[0] != 128 || user[0] != 128 || list[0] != 128 || tid[0] != 32 || cancel[0] != 32 ||
+      user[2] != used[2] + 16)
+    return false;
+  gl.used = (struct glist *)(rtld + used[2]);
+  gl.user = (struct glist *)(rtld + user[2]);
+  gl.lock = (int *)(rtld + user[2] + 48);
+  gl.list = list[2], gl.tid = tid[2], gl.cancel = cancel[2];
+  struct glist *cache = gl.user + 1;
+  if (!g_linked(gl.user) || gl.used->next->prev != gl.used || cache->next->prev != cache ||
+      (unsigned)LOAD_RLX(gl.lock) > 2)
+    return false;
+  gl.state = 1;
+  return true;
+}
+
+int ito__setxid_glibc_start(void) { return gl_find() ? 0 : -1; }
+
+void ito__setxid_glibc_install(void) {
+  if (!gl_find()) return;
+  spin_lock(&sx.lock);
+  install();
+  spin_unlock(&sx.lock);
+}
+
+static bool marked_for(const char *d, pid_t tid) {
+  return FIELD(d, gl.tid, pid_t) == tid &&
+         (__atomic_load_n(&FIELD(d, gl.cancel, int), __ATOMIC_ACQUIRE) & SETXID_BITMASK);
+}
+
+/* A descriptor on glibc's lists with this tid and the SETXID bit, the OS
+ * thread's own before main's: the one glibc signalled this OS thread for.
+ * (The caller of the broadcast holds the lists' lock until every signal
+ * is answered.) */
+static char *marked(pid_t tid) {
+  struct glist *heads[2] = {gl.used, gl.user};
+  for (int h = 0; h < 2; h++) {
+    int n = 0;
+    for (struct glist *e = heads[h]->next; e && e != heads[h] && n < (1 << 20); e = e->next, n++) {
+      char *d = (char *)e - gl.list;
+      if (d != gl.main && marked_for(d, tid)) return d;
+    }
+  }
+  return gl.main && marked_for(gl.main, tid) ? gl.main : NULL;
+}
+
+static void glibc_broadcast(int sig, siginfo_t *si, void *uc) {
+  void *was = NULL, *tp = NULL;
+  if (gl.state > 0 && si->si_code == SI_TKILL && si->si_pid == getpid()) {
+    char *d = marked((pid_t)ito__os.syscall(SYS_gettid));
+    if (d) {
+      tp = ito__tls_tp_of(d);
+      was = ito__tls_tp();
+    }
+  }
+  if (tp && tp != was) {
+    ito__tls_tp_set(tp); /* (no TLS is used until it is put back: signals are blocked) */
+    sx.glibc(sig, si, uc);
+    ito__tls_tp_set(was);
+  } else {
+    sx.glibc(sig, si, uc);
+  }
+}
+
+void ito__setxid_represent(void *own_tp, void *main_tp, int child) {
+  if (!gl_find()) return;
+  ITO_ASSERT(own_tp && main_tp);
+  if (!child) gl_lock(); /* (a child of fork has one thread, and glibc reset the lock) */
+  if (own_tp == main_tp) {
+    gl.own = gl.main = NULL; /* a child whose worker 0 runs on its own descriptor */
+  } else {
+    gl.own = ito__tls_desc(own_tp);
+    gl.main = ito__tls_desc(main_tp);
+    FIELD(gl.own, gl.tid, pid_t) = (pid_t)ito__os.syscall(SYS_gettid);
+    /* (in a child, own's links are into the parent's list) */
+    if (child || !g_linked(LINK(gl.own))) {
+      LINK(gl.own)->next = LINK(gl.own)->prev = LINK(gl.own);
+      g_add(LINK(gl.own), gl.user);
+    }
+  }
+  if (!child) gl_unlock();
+}
+
+void ito__setxid_unrepresent(void) {
+  if (!gl.own) return;
+  gl_lock();
+  if (g_linked(LINK(gl.own))) g_del(LINK(gl.own));
+  gl.own = gl.main = NULL;
+  gl_unlock();
 }

@@ -47,7 +47,7 @@ static inline void thread_release(ithread *t) {
    * worker that took it (fiber.h, invariant 4): a few instructions away */
   while (UNLIKELY(__atomic_load_n(&f->create_worker, __ATOMIC_ACQUIRE))) cpu_relax();
   if (t->keys) {
-    free(t->keys);
+    ito__keys_free(t->keys);
     t->keys = NULL;
   }
   if (UNLIKELY(f->tls)) ito__tls_thread_release(f); /* reset for the next thread */

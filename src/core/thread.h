@@ -144,6 +144,8 @@ HIDDEN void ito__thread_unpin_move(void);
 /* ---- thread-specific data (keys.c) ----------------------------------------------------------- */
 /* Values main set before the runtime started (for the root). */
 HIDDEN void **ito__take_os_keys(void);
+/* A thread's value array back to the spares (keys.c). */
+HIDDEN void ito__keys_free(void **slots);
 /* Destructors of t's values, at its end (until none is left, at most 4
  * rounds, as POSIX does). */
 HIDDEN void ito__run_key_destructors(ithread *t);

@@ -15,6 +15,7 @@
 #include "elfsym.h"
 #include "fiber.h"
 #include "os.h"
+#include "setxid.h"
 #include "thread.h"
 #include "worker.h"
 
@@ -387,6 +388,8 @@ void ito__tls_setup(int want_thread) {
         ts.resp_off = ts.mod[i].off + (ptrdiff_t)off;
     if (!ts.resp_off) why = "libc's static TLS is not found";
   }
+  /* glibc's own set*id broadcast must reach the descriptors it signals */
+  if (!why && ito__setxid_glibc_start() != 0) why = "glibc's list of threads is not as verified";
   if (why) {
     char msg[256];
     snprintf(msg, sizeof msg,
@@ -538,6 +541,17 @@ void ito__tls_switch(worker *w, void *tcb) {
   }
 }
 
+void *ito__tls_tp(void) { return get_tp(); }
+void ito__tls_tp_set(void *tp) { set_tp(tp); }
+void *ito__tls_desc(void *tp) { return desc_of(tp); }
+void *ito__tls_tp_of(void *desc) {
+#if defined(__x86_64__)
+  return desc;
+#else
+  return (char *)desc + DESC_SIZE;
+#endif
+}
+
 void ito__tls_worker_start(worker *w, fiber *root) {
   w->tls_cur = NULL;
   w->tls_own = ito__tls_mode ? get_tp() : NULL;
@@ -556,6 +570,9 @@ void ito__tls_worker_start(worker *w, fiber *root) {
   ito__tls_worker = w;
   w->tls_cur = root->tls;
   set_tp(root->tls); /* the root runs on now, on its own */
+  /* on glibc's list of threads, worker 0's block names this OS thread
+   * beside main's, whose tid follows the root (docs/tls.md, "set*id") */
+  ito__setxid_represent(own, root->tls, 0);
 }
 
 int ito__tls_thread_begin(fiber *f) {
@@ -690,6 +707,10 @@ void ito__tls_worker_start(worker *w, fiber *root) {
   w->tls_cur = w->tls_own = NULL;
 }
 void ito__tls_switch(worker *w, void *tcb) { (void)w, (void)tcb; }
+void *ito__tls_tp(void) { return NULL; }
+void ito__tls_tp_set(void *tp) { (void)tp; }
+void *ito__tls_desc(void *tp) { return tp; }
+void *ito__tls_tp_of(void *desc) { return desc; }
 int ito__tls_thread_begin(fiber *f) {
   (void)f;
   return 0;

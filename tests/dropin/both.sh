@@ -28,7 +28,9 @@
 # messages appear in the ctest log.
 #
 # Exit status: 0 pass, 1 failure, 2 usage, 77 skipped (ctest's
-# SKIP_RETURN_CODE for these tests).
+# SKIP_RETURN_CODE for these tests): ITO_PTHREAD_LIB unset, or the program
+# exited with 77 natively (it cannot test here, e.g. without root, and says
+# why on stdout).
 set -u
 
 if [ $# -lt 1 ]; then
@@ -94,6 +96,12 @@ args=("$@")
 status=0
 
 run native
+if [ "$run_rc" -eq 77 ]; then
+  # the program cannot test here (e.g. it needs root): it says why on stdout
+  cat "$tmp/native.out"
+  echo "both.sh: $name: SKIPPED (the program exited with status 77 natively)"
+  exit 77
+fi
 if [ "$run_rc" -ne 0 ]; then
   echo "both.sh: $name failed natively (exit status $run_rc)" >&2
   exit 1
