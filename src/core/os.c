@@ -60,7 +60,10 @@ int ito__os_thread(pthread_t *t, size_t stack, void *(*fn)(void *), void *arg, i
    * 6); with its creator's, it could take a program's signal before it is
    * a worker or the monitor, and run the handler as if it were one of the
    * program's own threads */
-  uint64_t all = ~0ULL, old = 0;
+  /* (glibc's two signals stay open: set*id waits for every thread's answer) */
+  uint64_t all = ~((1ULL << 31) | (1ULL << 32) | (1ULL << (SIGSEGV - 1)) | (1ULL << (SIGBUS - 1)) |
+                   (1ULL << (SIGFPE - 1)) | (1ULL << (SIGILL - 1))),
+           old = 0;
   if (quiet) ito__os.syscall(SYS_rt_sigprocmask, SIG_BLOCK, &all, &old, (size_t)8);
   int rc = ito__os.pthread_create(t, &a, fn, arg);
   pthread_attr_destroy(&a);
