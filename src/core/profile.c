@@ -51,6 +51,27 @@ static uint64_t mono_ns(void) {
   return (uint64_t)t.tv_sec * 1000000000ULL + (uint64_t)t.tv_nsec;
 }
 
+/* The tick counter and CLOCK_MONOTONIC read at one instant: a tick
+ * reading between two monotonic ones, of a few tries the pair closest
+ * together. A thread that the OS preempts between the two clocks' reads
+ * would otherwise pair readings a time slice (or, on a loaded machine,
+ * tens of milliseconds) apart, and the clock's rate measured from such a
+ * pair would be off by as much: the profiler's split of an interval into
+ * time on and off the CPU (less_os_slow) would then count most of the
+ * work as the OS's. */
+static void clock_pair(uint64_t *t, uint64_t *ns) {
+  uint64_t best = UINT64_MAX;
+  for (int i = 0; i < 8; i++) {
+    uint64_t a = mono_ns(), k = ticks(), b = mono_ns();
+    if (b - a < best) {
+      best = b - a;
+      *t = k;
+      *ns = a + (b - a) / 2;
+    }
+    if (best < 1000) break;
+  }
+}
+
 /* ---- state ------------------------------------------------------------------------------ */
 
 /* A reported fork record's span and publication time, for whoever takes
@@ -762,7 +783,9 @@ static void record(const struct ito_event *e, void *arg) {
 
 /* ---- figures -------------------------------------------------------------------------------------- */
 
-static double calibrate(uint64_t now_t, uint64_t now_ns) {
+static double calibrate(void) {
+  uint64_t now_t, now_ns;
+  clock_pair(&now_t, &now_ns);
   if (now_t > t0_ticks && now_ns > t0_ns + 20000000ULL)
     return (double)(now_ns - t0_ns) * 1e-9 / (double)(now_t - t0_ticks);
   return sec_per_tick;
@@ -840,14 +863,14 @@ void ito__prof_now(uint64_t *now, struct prof_sums *s, uint64_t *span) {
   sums_now(*now, w ? w->id : -1, s, span);
 }
 
-void ito__prof_run(struct prof_run *r, uint64_t now) {
+void ito__prof_run(struct prof_run *r) {
   memset(r, 0, sizeof *r);
   r->what = what;
   r->prefix = ito__cfg.profile_out ? ito__cfg.profile_out : "ito-profile";
   r->baseline = ito__cfg.profile_baseline;
   r->number = runs;
   r->workers = nworkers;
-  r->sec_per_tick = calibrate(now, mono_ns());
+  r->sec_per_tick = calibrate();
   r->t_start = t0_ticks;
   r->burden = burden_ticks();
   ito__prof_regions(&r->regions, &r->nregions);
@@ -866,11 +889,11 @@ static void at_exit(void) {
 /* The clock's rate before the run is long enough to measure it against
  * CLOCK_MONOTONIC (calibrate): a 2 ms measurement. */
 static double first_rate(void) {
-  uint64_t a = ticks(), an = mono_ns(), b, bn;
-  do {
-    b = ticks();
-    bn = mono_ns();
-  } while (bn - an < 2000000ULL);
+  uint64_t a, an, b, bn;
+  clock_pair(&a, &an);
+  while (mono_ns() - an < 2000000ULL) {
+  }
+  clock_pair(&b, &bn);
   return b > a ? (double)(bn - an) * 1e-9 / (double)(b - a) : 1e-9;
 }
 
@@ -928,8 +951,7 @@ void ito__profile_start(void) {
   long_ticks = (uint64_t)(LONG_NS * 1e-9 / sec_per_tick);
   resync_ticks = (uint64_t)(RESYNC_NS * 1e-9 / sec_per_tick);
   call_ticks = (uint64_t)(CALL_NS * 1e-9 / sec_per_tick);
-  t0_ticks = ticks();
-  t0_ns = mono_ns();
+  clock_pair(&t0_ticks, &t0_ns);
   /* the workers of this start count from now, idle until their first
    * event (the main thread's worker works from ito__profile_running) */
   for (int i = 0; i < nworkers; i++) {
@@ -960,7 +982,7 @@ static void stop(bool stopped) {
   sums_now(now, 0, &s, NULL);
   STORE_RLX(&recording, 0);
   struct prof_run r;
-  ito__prof_run(&r, now);
+  ito__prof_run(&r);
   r.all = s;
   struct prof_track tracks[ITO_MAX_WORKERS];
   int nt = 0;

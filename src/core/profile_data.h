@@ -86,7 +86,7 @@ HIDDEN bool ito__prof_recording(void);
  * outside the workers). */
 HIDDEN void ito__prof_now(uint64_t *now, struct prof_sums *s, uint64_t *span);
 /* What the outputs need of the run, as of now (the regions included). */
-HIDDEN void ito__prof_run(struct prof_run *r, uint64_t now);
+HIDDEN void ito__prof_run(struct prof_run *r);
 
 /* ---- the regions (profile_regions.c) ---- */
 HIDDEN void ito__prof_regions(const struct prof_region **r, int *n);

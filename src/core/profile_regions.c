@@ -100,7 +100,7 @@ int ito_profile_get(const char *tag, struct ito_profile *out) {
   struct prof_sums s;
   ito__prof_now(&now, &s, &span);
   struct prof_run r;
-  ito__prof_run(&r, now);
+  ito__prof_run(&r);
   if (!tag || !*tag) {
     ito__prof_figures(&r, &s, span_forks(s.span), out);
     ito__prof_stretch(&r, "", out);
