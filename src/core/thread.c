@@ -191,6 +191,10 @@ static void resume_creator(worker *w, fiber *f) {
 /* The thread's function returned (or it called ito_exit); returns the worker
  * it now runs on (destructors may have moved it). */
 static inline worker *thread_end(ithread *t, void *result) {
+  /* a signal sent while it ran (its worker was nudged, and the thread got
+   * here first) is delivered before it ends, as the kernel delivers one at
+   * a thread's next entry to the kernel on its way out */
+  if (UNLIKELY(ito__sig_on) && (LOAD_ACQ(&t->sigpend) & ~t->sigmask)) ito__sig_deliver();
   if (t->keys) ito__run_key_destructors(t);
   if (UNLIKELY(ito__tls_mode)) ito__tls_thread_end(cur_worker()->cur); /* thread_local dtors */
   t->result = result;

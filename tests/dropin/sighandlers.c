@@ -250,8 +250,11 @@ static void raise_blocked(void) {
          mine, (long)theirs, before, after, on_expected);
 }
 
-static sem_t never_posted;
+static sem_t never_posted, release;
 static volatile int about_to_wait, wait_over;
+/* The waiter stays until main is done signalling it (release): a signal
+ * sent when main last saw it waiting finds it alive, as it would natively
+ * (not one that ended meanwhile, which discards its signals). */
 static void *sem_waits(void *a) {
   int timed = (int)(long)a;
   int rc;
@@ -264,6 +267,8 @@ static void *sem_waits(void *a) {
   }
   rc = rc == 0 ? 0 : errno;
   wait_over = 1;
+  while (sem_wait(&release) == -1 && errno == EINTR) {
+  }
   return (void *)(long)rc;
 }
 
@@ -274,6 +279,7 @@ static void *sem_waits(void *a) {
 static void sem_restart(int restart, int timed) {
   install(SIGUSR1, restart ? SA_RESTART : 0);
   sem_init(&never_posted, 0, 0);
+  sem_init(&release, 0, 0);
   about_to_wait = wait_over = 0;
   handled = 0;
   pthread_t t;
@@ -287,9 +293,11 @@ static void sem_restart(int restart, int timed) {
     n++;
   }
   sem_post(&never_posted); /* a restarted wait takes it */
+  sem_post(&release);
   void *rc;
   pthread_join(t, &rc);
   sem_destroy(&never_posted);
+  sem_destroy(&release);
   printf("%s with%s SA_RESTART: handler %s, result %s\n", timed ? "sem_timedwait" : "sem_wait",
          restart ? "" : "out", ran_ok ? "ran" : "DID NOT RUN",
          rc == 0 ? "0" : (long)rc == EINTR ? "EINTR" : "other");
