@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <linux/membarrier.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -55,6 +56,19 @@ int ito__os_thread(pthread_t *t, size_t stack, void *(*fn)(void *), void *arg, i
   pthread_attr_t a;
   pthread_attr_init(&a);
   pthread_attr_setstacksize(&a, stack);
+  /* A runtime thread runs SCHED_OTHER even when its creator runs a
+   * real-time policy (main set one before the runtime started, or the
+   * program was started with one): lightweight threads are scheduled by
+   * none of it, and an idle worker that spins at SCHED_FIFO starves every
+   * other thread of its CPU. Lowering a policy needs no privilege; nice
+   * is inherited. */
+  long pol = ito__os.syscall(SYS_sched_getscheduler, 0);
+  if (pol >= 0 && ((pol & ~0x40000000L) == SCHED_FIFO || (pol & ~0x40000000L) == SCHED_RR)) {
+    struct sched_param other = {0};
+    pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED);
+    pthread_attr_setschedpolicy(&a, SCHED_OTHER);
+    pthread_attr_setschedparam(&a, &other);
+  }
   /* quiet (signals per lightweight thread): the new OS thread starts with
    * every signal blocked and sets its own mask (signal.h, invariants 1 and
    * 6); with its creator's, it could take a program's signal before it is

@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #define DROPIN_PROG "detached"
 #include "dropin.h"
@@ -39,10 +40,12 @@ int main(void) {
   /* Natively a detached thread's descriptor is its stack's, which glibc
    * keeps in its cache of 40 MiB: with 8 MiB stacks one may be unmapped
    * before the join reads it (it crashed 1 run in 5); small stacks stay. */
-  must("setstacksize", pthread_attr_setstacksize(&a, 64 << 10));
+  long min = sysconf(_SC_THREAD_STACK_MIN); /* 128 KiB on AArch64 */
+  size_t small = min > (64 << 10) ? (size_t)min : (size_t)64 << 10;
+  must("setstacksize", pthread_attr_setstacksize(&a, small));
   pthread_attr_t ja; /* joinable, small for the same reason */
   must("pthread_attr_init", pthread_attr_init(&ja));
-  must("setstacksize", pthread_attr_setstacksize(&ja, 64 << 10));
+  must("setstacksize", pthread_attr_setstacksize(&ja, small));
   int join_einval = 0, detach_einval = 0, other = 0;
   for (int i = 0; i < 1000; i++) {
     pthread_t t;
