@@ -120,7 +120,10 @@ static void many(long *local_seen, long *total, long *there_seen, long *with_see
   long with = 0, there = 0, local = 0;
   for (int i = 0; i < b.n; i++) {
     CHECK(atomic_load(&b.t[i].ran) == 1); /* none lost, none run twice */
-    CHECK(b.t[i].ran_on >= 0 && b.t[i].ran_on < nodes && has_worker[b.t[i].ran_on]);
+    int on = b.t[i].ran_on;
+    if (!(on >= 0 && on < nodes && has_worker[on]))
+      fprintf(stderr, "task %d (data on node %d) ran on node %d\n", i, b.t[i].data_node, on);
+    CHECK(on >= 0 && on < nodes && has_worker[on]);
     local += b.t[i].ran_on == b.t[i].data_node;
     if (has_worker[b.t[i].data_node]) {
       with++;

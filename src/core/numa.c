@@ -19,6 +19,7 @@
 #include "numa.h"
 #include "os.h"
 #include "runtime.h"
+#include "sched.h"
 #include "topo.h"
 #include "worker.h"
 
@@ -294,5 +295,8 @@ int ito_numa_num_nodes(void) {
 int ito_numa_node(void) {
   worker *w = cur_worker();
   if (!w) return -1;
-  return ito__numa_nodes() == 1 ? 0 : ito__topo_worker_node(w->id);
+  if (ito__numa_nodes() == 1) return 0;
+  /* an extra worker: the node of the worker it counts with (nodeq.c) */
+  int id = w->id, n = ito__nworkers;
+  return ito__topo_worker_node(id < n || n <= 0 ? id : id % n);
 }

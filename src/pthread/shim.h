@@ -246,6 +246,10 @@ static inline int shim_to_libc(void) {
  * enabled (pthread_exit(PTHREAD_CANCELED)). */
 SHIM_HIDDEN void shim_cancel_check(void);
 SHIM_HIDDEN void shim_cancel_async(void); /* the handler's asynchronous cancellation */
+/* Acts on a pending request when the type is asynchronous and the state
+ * enabled: after a wait that is no cancellation point (a lock, a barrier)
+ * ended for one. */
+SHIM_HIDDEN void shim_cancel_async_check(void);
 static inline void shim_testcancel(void) {
   if (UNLIKELY(__atomic_load_n(&ito__dropin_cancels, __ATOMIC_RELAXED))) shim_cancel_check();
 }

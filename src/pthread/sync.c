@@ -291,7 +291,13 @@ static int cond_wait(struct pt_cond *c, struct pt_mutex *m, clockid_t clock,
                               cond_release, &u);
   if (r == EPERM) return EPERM;
   if (r == EINTR) r = 0;
-  acquire(m, CLOCK_REALTIME, NULL);
+  /* the mutex is taken again before any request is acted on, whatever the
+   * type: a wait for it that an asynchronous request ended goes on (the
+   * request ends one wait only) */
+  if (!cas(&m->state, 0, 1))
+    while (ito__dropin_lock_slow(&m->state, &m->qlock, &m->head, &m->tail, CLOCK_REALTIME, NULL) ==
+           ECANCELED)
+      ;
   if (u.depth) {
     set_owner(m, self_id());
     m->count = u.depth;
@@ -424,7 +430,9 @@ static int rw_rdlock(struct pt_rwlock *l, int try, clockid_t clock, const struct
   /* a signal's handler runs during the wait, which then goes on */
   rc = ito__dropin_wq_wait(&l->qlock, &l->head, &l->tail, TAG_READ | ITO_DROPIN_WQ_INTR, clock,
                            abs, NULL, NULL);
-  return rc == EINTR ? rw_rdlock(l, 0, clock, abs) : rc;
+  if (rc != EINTR) return rc;
+  shim_cancel_async_check(); /* no cancellation point, but the asynchronous type acts anywhere */
+  return rw_rdlock(l, 0, clock, abs);
 }
 
 static int rw_wrlock(struct pt_rwlock *l, int try, clockid_t clock, const struct timespec *abs) {
@@ -461,7 +469,9 @@ static int rw_wrlock(struct pt_rwlock *l, int try, clockid_t clock, const struct
   void *w = rw_grant(l);
   ito__dropin_unlock(&l->qlock);
   ito__dropin_wq_wake(w);
-  return rc == EINTR ? rw_wrlock(l, 0, clock, abs) : rc;
+  if (rc != EINTR) return rc;
+  shim_cancel_async_check();
+  return rw_wrlock(l, 0, clock, abs);
 }
 
 SHIM_EXPORT int pthread_rwlock_init(pthread_rwlock_t *pl, const pthread_rwlockattr_t *attr) {
@@ -623,6 +633,7 @@ SHIM_EXPORT int pthread_barrier_wait(pthread_barrier_t *pb) {
    * which goes on unless the round ended meanwhile */
   while (ito__dropin_wq_wait(&b->qlock, &b->head, &b->tail, ITO_DROPIN_WQ_INTR, CLOCK_MONOTONIC,
                              NULL, NULL, NULL) == EINTR) {
+    shim_cancel_async_check(); /* counted in the round, as glibc's */
     ito__dropin_lock(&b->qlock);
     if ((b->count & BARRIER_PHASE) != phase) {
       ito__dropin_unlock(&b->qlock);

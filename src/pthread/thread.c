@@ -321,6 +321,11 @@ void shim_cancel_async(void) {
   if (w) act_on_cancel(w);
 }
 
+void shim_cancel_async_check(void) {
+  int *w = ito__dropin_cancel_word();
+  if (w && (__atomic_load_n(w, __ATOMIC_ACQUIRE) & (CP | CA | CD | CX)) == (CP | CA)) act_on_cancel(w);
+}
+
 void shim_cancel_check(void) {
   int *w = ito__dropin_cancel_word();
   if (w && (__atomic_load_n(w, __ATOMIC_ACQUIRE) & (CP | CD | CX)) == CP) act_on_cancel(w);
