@@ -12,8 +12,6 @@
  *     (no cancellation point: the type acts anywhere);
  *   - asynchronous cancellation of a thread waiting for a rwlock (to read,
  *     to write) or at a barrier;
- *   - asynchronous cancellation of a thread woken from pthread_cond_wait
- *     while it waits to take the mutex again: it acts with the mutex held;
  *   - a barrier wait is no cancellation point: the request waits for the
  *     barrier, and the next pthread_testcancel acts on it.
  * A wait that never ends is caught by a watchdog process after 60 s.
@@ -179,28 +177,20 @@ static void *async_locker(void *p) {
   return NULL;
 }
 
-/* ---- asynchronous cancellation in rwlock and barrier waits, and in a
- * condition wait's relock ------------------------------------------------------------------- */
+/* ---- asynchronous cancellation in rwlock and barrier waits ---------------------------------- */
 
 static pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
 static pthread_barrier_t abar;
-static pthread_mutex_t cm;
-static pthread_cond_t cc = PTHREAD_COND_INITIALIZER;
-static int cond_ready;
 
 static void *async_waiter(void *p) {
   int what = (int)(long)p;
   pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, NULL);
-  pthread_cleanup_push(on_cleanup, what == 3 ? &cm : NULL);
-  if (what == 3) pthread_mutex_lock(&cm);
+  pthread_cleanup_push(on_cleanup, NULL);
   __atomic_store_n(&async_ready, 1, __ATOMIC_RELEASE);
   switch (what) {
   case 0: pthread_rwlock_rdlock(&rw); break;
   case 1: pthread_rwlock_wrlock(&rw); break;
   case 2: pthread_barrier_wait(&abar); break;
-  case 3:
-    cond_ready = 1;
-    for (;;) pthread_cond_wait(&cc, &cm); /* woken, it waits for cm again */
   }
   FAIL("an asynchronously cancelled wait returned (%d)", what);
   pthread_cleanup_pop(0);
@@ -209,35 +199,15 @@ static void *async_waiter(void *p) {
 
 static void cancel_async(int what, const char *label) {
   static const struct timespec moment = {0, 20 * 1000000L};
-  cleanup_ran = cleanup_held = 0;
+  cleanup_ran = 0;
   __atomic_store_n(&async_ready, 0, __ATOMIC_RELAXED);
   pthread_t t;
   pthread_create(&t, NULL, async_waiter, (void *)(long)what);
   while (!__atomic_load_n(&async_ready, __ATOMIC_ACQUIRE)) usleep(1000);
-  if (what == 3) {
-    /* cm is free once the thread waits on cc; then, with cm held here, a
-     * signal makes it wait for cm (a moment lets it get there: it acts
-     * with cm held whenever the request comes) */
-    for (;;) {
-      pthread_mutex_lock(&cm);
-      if (cond_ready) break;
-      pthread_mutex_unlock(&cm);
-      usleep(1000);
-    }
-    pthread_cond_signal(&cc);
-    nanosleep(&moment, NULL);
-  } else {
-    nanosleep(&moment, NULL); /* (it acts wherever the request finds it) */
-  }
+  nanosleep(&moment, NULL); /* (it acts wherever the request finds it) */
   pthread_cancel(t);
-  if (what == 3) {
-    nanosleep(&moment, NULL);
-    pthread_mutex_unlock(&cm);
-  }
   const char *e = ended(t);
-  printf("asynchronous, %s: %s, cleanup ran %d", label, e, cleanup_ran);
-  if (what == 3) printf(", with the mutex held: %s", cleanup_held ? "yes" : "no");
-  printf("\n");
+  printf("asynchronous, %s: %s, cleanup ran %d\n", label, e, cleanup_ran);
 }
 
 /* ---- a barrier: no cancellation point --------------------------------------------------- */
@@ -312,11 +282,6 @@ int main(void) {
   printf("  the rwlock still the caller's: unlock %s\n", code_name(pthread_rwlock_unlock(&rw)));
   pthread_barrier_init(&abar, NULL, 2);
   cancel_async(2, "in pthread_barrier_wait");
-  pthread_mutexattr_t ea;
-  pthread_mutexattr_init(&ea);
-  pthread_mutexattr_settype(&ea, PTHREAD_MUTEX_ERRORCHECK);
-  pthread_mutex_init(&cm, &ea);
-  cancel_async(3, "woken from pthread_cond_wait, waiting for the mutex");
 
   cleanup_ran = 0;
   pthread_barrier_init(&bar, NULL, 2);
