@@ -252,28 +252,29 @@ void ito__monitor_kwait_poke(void) {
   ito__futex_wake(&mon.stop_word, 1);
 }
 
-void ito__monitor_kwait_begin(void (*wake)(void *), void *obj) {
+void ito__monitor_kwait_begin(void (*wake)(void *), void *obj, int async) {
   worker *w = cur_worker();
   if (!w || !w->cur) return;
   spin_lock(&w->kwait_lock);
   w->kwait_wake = wake;
   w->kwait_obj = obj;
   spin_unlock(&w->kwait_lock);
-  STORE_REL(&w->kwait, 1);
+  STORE_REL(&w->kwait, async ? KWAIT_ASYNC : KWAIT_ON);
   ito__monitor_kwait_poke();
 }
 
 void ito__monitor_kwait_end(void) {
   worker *w = cur_worker();
   if (!w || !LOAD_RLX(&w->kwait)) return;
-  STORE_REL(&w->kwait, 0);
+  STORE_REL(&w->kwait, KWAIT_NONE);
   spin_lock(&w->kwait_lock); /* the monitor's wake is over */
   w->kwait_wake = NULL;
   w->kwait_obj = NULL;
   spin_unlock(&w->kwait_lock);
 }
 
-/* w's thread waits in the kernel: a deferred cancellation due ends the wait. */
+/* w's thread waits in the kernel: a cancellation due ends the wait (a
+ * deferred one through its wake function). */
 static void kwait_cancel(worker *w, fiber *cur) {
   ithread *t = cur->thread;
   if (!t || (LOAD_ACQ(&t->cancel) & (CANCEL_PENDING | CANCEL_DISABLED | CANCEL_ACTING)) !=
@@ -283,6 +284,10 @@ static void kwait_cancel(worker *w, fiber *cur) {
   if (LOAD_ACQ(&w->kwait) && w->kwait_wake && LOAD_RLX(&w->cur) == cur)
     w->kwait_wake(w->kwait_obj);
   spin_unlock(&w->kwait_lock);
+  /* a lock or barrier wait, asynchronous type: the thread acts inside it
+   * (preempt.h, invariant 2), sent again at every tick (a send that found
+   * it in ito's code before the wait was refused) */
+  if (LOAD_ACQ(&w->kwait) == KWAIT_ASYNC) ito__preempt_cancel(t);
 }
 
 /* ---- one tick ------------------------------------------------------------------------------- */

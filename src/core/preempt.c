@@ -206,8 +206,11 @@ bool ito__preempt_cancel_due(const ithread *t) {
                                        CANCEL_ACTING)) == (CANCEL_PENDING | CANCEL_ASYNC);
 }
 
-/* Invariants 1-3 for fiber f on worker w, interrupted at uc. */
-static bool may_preempt(worker *w, fiber *f, const ucontext_t *uc) {
+/* Invariants 1-3 for fiber f on worker w, interrupted at uc. *in_kwait:
+ * the exception to invariant 2 (an asynchronous cancellation due inside an
+ * announced lock or barrier wait of glibc's). */
+static bool may_preempt(worker *w, fiber *f, const ucontext_t *uc, bool *in_kwait) {
+  *in_kwait = false;
   ithread *t = f->thread;
   if (!t || !(ito__preemptible(t) || ito__preempt_cancel_due(t)) || t->pin || t->in_handler || w->post_fn)
     return false;
@@ -220,7 +223,10 @@ static bool may_preempt(worker *w, fiber *f, const ucontext_t *uc) {
     memcpy(&m, &uc->uc_sigmask, sizeof m);
     if (m != w->os_sigmask) return false;
   }
-  return programs_code(context_pc(uc));
+  if (programs_code(context_pc(uc))) return true;
+  *in_kwait = LOAD_ACQ(&w->kwait) == KWAIT_ASYNC && ito__preempt_cancel_due(t) &&
+              LOAD_ACQ(&cancel_act) != NULL;
+  return *in_kwait;
 }
 
 /* Invariant 4: the frame returns into the OS thread the fiber now runs on. */
@@ -255,14 +261,21 @@ static void on_signal(int sig, siginfo_t *si, void *ucv) {
   int saved = errno;
   worker *w = cur_worker();
   fiber *f = w ? w->cur : NULL;
-  if (f && (uintptr_t)f == (v & ~MARK_BITS) && may_preempt(w, f, ucv)) {
+  bool in_kwait;
+  if (f && (uintptr_t)f == (v & ~MARK_BITS) && may_preempt(w, f, ucv, &in_kwait)) {
     void (*act)(void) = LOAD_ACQ(&cancel_act);
     if (act && ito__preempt_cancel_due(f->thread)) {
       /* pthread_exit from here: the unwind goes through this frame into
        * the interrupted code's (the frame's mask and stack are the
-       * thread's: nothing to restore) */
+       * thread's: nothing to restore); a wait in the kernel ends first */
+      if (in_kwait) ito__monitor_kwait_end();
       errno = saved;
       act();
+    }
+    if (in_kwait) { /* (the request is gone: never suspended inside libc) */
+      __atomic_add_fetch(&n_refused, 1, __ATOMIC_RELAXED);
+      errno = saved;
+      return;
     }
     __atomic_add_fetch(&n_done, 1, __ATOMIC_RELAXED);
     ito__suspend(ACT_PREEMPT, NULL, NULL, NULL);

@@ -15,7 +15,12 @@
  *     dynamic linker, libgcc_s, the vDSO, a sanitizer's runtime or ito's
  *     own libraries (their code may hold locks tied to the OS thread, or
  *     ito's own state mid-change). Elsewhere the signal is a no-op and the
- *     monitor retries at its next tick.
+ *     monitor retries at its next tick. One exception, for acting only: an
+ *     asynchronous cancellation due for a thread inside a lock or barrier
+ *     wait of glibc's that the drop-in announced (KWAIT_ASYNC, monitor.h):
+ *     glibc's own asynchronous cancellation acts there, and those waits
+ *     keep no cleanup of glibc's; the announcement ends before the thread
+ *     exits.
  *  3. A pinned thread, one inside a kernel signal frame of ito's (tramp),
  *     and one whose OS mask is not the one ito set for it are not
  *     preempted.

@@ -140,6 +140,10 @@ ITO_DROPIN_API int ito__dropin_join(ito_thread_t h, void **result);
  * a deferred cancellation: the monitor calls wake(obj) while one is due.
  * No-ops off a worker. */
 ITO_DROPIN_API void ito__dropin_kwait_begin(void (*wake)(void *), void *obj);
+/* The same for a lock or barrier wait of glibc's (no cancellation point,
+ * no cleanup of glibc's own inside): a thread with an asynchronous
+ * cancellation due acts inside it, as under glibc. */
+ITO_DROPIN_API void ito__dropin_kwait_begin_lock(void);
 ITO_DROPIN_API void ito__dropin_kwait_end(void);
 
 /* fork (src/core/atfork.h): the library registers these with

@@ -107,5 +107,8 @@ unsigned ito__dropin_sleep(unsigned s) {
 
 /* ---- waits in the kernel (docs/monitor.md, "Extra workers") ------------------------------ */
 
-void ito__dropin_kwait_begin(void (*wake)(void *), void *obj) { ito__monitor_kwait_begin(wake, obj); }
+void ito__dropin_kwait_begin(void (*wake)(void *), void *obj) {
+  ito__monitor_kwait_begin(wake, obj, 0);
+}
+void ito__dropin_kwait_begin_lock(void) { ito__monitor_kwait_begin(NULL, NULL, 1); }
 void ito__dropin_kwait_end(void) { ito__monitor_kwait_end(); }

@@ -62,11 +62,19 @@ static inline int let_go(int rc) {
     ito__dropin_kwait_end();                   \
     kw_rc_;                                    \
   })
+/* A lock or barrier wait: an asynchronous cancellation acts inside it. */
+#define KWAIT_LOCK(call)                       \
+  ({                                           \
+    ito__dropin_kwait_begin_lock();            \
+    int kl_rc_ = (call);                       \
+    ito__dropin_kwait_end();                   \
+    kl_rc_;                                    \
+  })
 /* A try first: only a wait that may block is announced. */
 #define KWAIT_TRY(try_call, call) \
   ({                                                  \
     int kt_rc_ = (try_call);                          \
-    kt_rc_ == EBUSY ? KWAIT(NULL, NULL, call) : kt_rc_; \
+    kt_rc_ == EBUSY ? KWAIT_LOCK(call) : kt_rc_;      \
   })
 
 /* The contended halves are the runtime's, shared with ito_mutex_t. */
@@ -172,7 +180,7 @@ SHIM_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *pm, const struct timesp
   SHIM_ENTER(pthread_mutex_timedlock, pm, abs);
   if (shim_null(abs)) return EINVAL;
   if (UNLIKELY(glibc_mutex(PM(pm))))
-    return held(KWAIT(NULL, NULL, shim_real.pthread_mutex_timedlock(pm, abs)));
+    return held(KWAIT_LOCK(shim_real.pthread_mutex_timedlock(pm, abs)));
   return mutex_lock(PM(pm), 0, CLOCK_REALTIME, abs);
 }
 
@@ -181,7 +189,7 @@ SHIM_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *pm, clockid_t clock,
   SHIM_ENTER(pthread_mutex_clocklock, pm, clock, abs);
   if (shim_bad_clockwait(clock, abs)) return EINVAL;
   if (UNLIKELY(glibc_mutex(PM(pm))))
-    return held(KWAIT(NULL, NULL, shim_real.pthread_mutex_clocklock(pm, clock, abs)));
+    return held(KWAIT_LOCK(shim_real.pthread_mutex_clocklock(pm, clock, abs)));
   return mutex_lock(PM(pm), 0, clock, abs);
 }
 
@@ -512,7 +520,7 @@ SHIM_EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t *pl) {
 SHIM_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *pl, const struct timespec *abs) {
   SHIM_ENTER(pthread_rwlock_timedrdlock, pl, abs);
   if (UNLIKELY(glibc_rw(pl)))
-    return held(KWAIT(NULL, NULL, shim_real.pthread_rwlock_timedrdlock(pl, abs)));
+    return held(KWAIT_LOCK(shim_real.pthread_rwlock_timedrdlock(pl, abs)));
   if (shim_null(abs)) return EINVAL;
   return rw_rdlock(PRW(pl), 0, CLOCK_REALTIME, abs);
 }
@@ -520,7 +528,7 @@ SHIM_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *pl, clockid_t clock
                                            const struct timespec *abs) {
   SHIM_ENTER(pthread_rwlock_clockrdlock, pl, clock, abs);
   if (UNLIKELY(glibc_rw(pl)))
-    return held(KWAIT(NULL, NULL, shim_real.pthread_rwlock_clockrdlock(pl, clock, abs)));
+    return held(KWAIT_LOCK(shim_real.pthread_rwlock_clockrdlock(pl, clock, abs)));
   if (shim_bad_clockwait(clock, abs)) return EINVAL;
   return rw_rdlock(PRW(pl), 0, clock, abs);
 }
@@ -538,7 +546,7 @@ SHIM_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *pl) {
 SHIM_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *pl, const struct timespec *abs) {
   SHIM_ENTER(pthread_rwlock_timedwrlock, pl, abs);
   if (UNLIKELY(glibc_rw(pl)))
-    return held(KWAIT(NULL, NULL, shim_real.pthread_rwlock_timedwrlock(pl, abs)));
+    return held(KWAIT_LOCK(shim_real.pthread_rwlock_timedwrlock(pl, abs)));
   if (shim_null(abs)) return EINVAL;
   return rw_wrlock(PRW(pl), 0, CLOCK_REALTIME, abs);
 }
@@ -546,7 +554,7 @@ SHIM_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *pl, clockid_t clock
                                            const struct timespec *abs) {
   SHIM_ENTER(pthread_rwlock_clockwrlock, pl, clock, abs);
   if (UNLIKELY(glibc_rw(pl)))
-    return held(KWAIT(NULL, NULL, shim_real.pthread_rwlock_clockwrlock(pl, clock, abs)));
+    return held(KWAIT_LOCK(shim_real.pthread_rwlock_clockwrlock(pl, clock, abs)));
   if (shim_bad_clockwait(clock, abs)) return EINVAL;
   return rw_wrlock(PRW(pl), 0, clock, abs);
 }
@@ -617,7 +625,7 @@ SHIM_EXPORT int pthread_barrier_destroy(pthread_barrier_t *b) {
 
 SHIM_EXPORT int pthread_barrier_wait(pthread_barrier_t *pb) {
   SHIM_ENTER(pthread_barrier_wait, pb);
-  if (UNLIKELY(glibc_barrier(pb))) return KWAIT(NULL, NULL, shim_real.pthread_barrier_wait(pb));
+  if (UNLIKELY(glibc_barrier(pb))) return KWAIT_LOCK(shim_real.pthread_barrier_wait(pb));
   struct pt_barrier *b = PB(pb);
   if (!b->total) return EINVAL;
   ito__dropin_lock(&b->qlock);

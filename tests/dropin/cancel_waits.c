@@ -11,7 +11,8 @@
  *   - asynchronous cancellation of a thread waiting in pthread_mutex_lock
  *     (no cancellation point: the type acts anywhere);
  *   - asynchronous cancellation of a thread waiting for a rwlock (to read,
- *     to write) or at a barrier;
+ *     to write) or at a barrier, or for a process-shared mutex (glibc's
+ *     wait in the kernel);
  *   - a barrier wait is no cancellation point: the request waits for the
  *     barrier, and the next pthread_testcancel acts on it.
  * A wait that never ends is caught by a watchdog process after 60 s.
@@ -191,6 +192,7 @@ static void *async_waiter(void *p) {
   case 0: pthread_rwlock_rdlock(&rw); break;
   case 1: pthread_rwlock_wrlock(&rw); break;
   case 2: pthread_barrier_wait(&abar); break;
+  case 3: pthread_mutex_lock(&sh->m); break;
   }
   FAIL("an asynchronously cancelled wait returned (%d)", what);
   pthread_cleanup_pop(0);
@@ -282,6 +284,9 @@ int main(void) {
   printf("  the rwlock still the caller's: unlock %s\n", code_name(pthread_rwlock_unlock(&rw)));
   pthread_barrier_init(&abar, NULL, 2);
   cancel_async(2, "in pthread_barrier_wait");
+  pthread_mutex_lock(&sh->m);
+  cancel_async(3, "in pthread_mutex_lock of a process-shared mutex");
+  printf("  the mutex still the caller's: unlock %s\n", code_name(pthread_mutex_unlock(&sh->m)));
 
   cleanup_ran = 0;
   pthread_barrier_init(&bar, NULL, 2);
