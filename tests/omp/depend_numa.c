@@ -11,7 +11,10 @@
  *    descheduled long enough for the other to help);
  *  - mixed accesses: `depend(in)` on one node's block and `depend(inout)`
  *    on the other's, as many each way: the inout counts double, so the
- *    inout's node (at least 3 in 4);
+ *    inout's node (at least 3 in 4). Each task names bytes of its own, so
+ *    that they are independent: ready at once, each on its node's queue
+ *    (a chain through both nodes would hand every task to the other node's
+ *    worker, and measure how fast a sleeping worker wakes);
  *  - a round whose shares fall short runs again, up to 3 times;
  *  - a task without dependences made inside a task placed on node 1 runs
  *    there too (a child inherits its parent's node; it runs work-first on
@@ -106,10 +109,10 @@ int main(void) {
           }
         }
       /* mixed: `in` on one node's block, `inout` on the other's, as many
-       * each way (the nodes get the same load) */
+       * each way (the nodes get the same load), bytes of their own */
       for (int i = 0; i < MIXED; i++) {
         int w = i % 2; /* the node written */
-#pragma omp task depend(in : blk[1 - w][64]) depend(inout : blk[w][64]) firstprivate(i)
+#pragma omp task depend(in : blk[1 - w][1024 + i]) depend(inout : blk[w][2048 + i]) firstprivate(i)
         {
           work();
           mixed_ran[i]++;
