@@ -55,21 +55,16 @@ static inline int let_go(int rc) {
 /* A wait of glibc's on a process-shared object blocks the worker in the
  * kernel: announced, so that extra workers start for it at once and past
  * ITO_EXTRA_WORKERS; wake ends it for a cancellation (docs/monitor.md). */
-#define KWAIT(wake, obj, call)                 \
+#define KWAIT_AROUND(begin, call)              \
   ({                                           \
-    ito__dropin_kwait_begin(wake, obj);        \
+    begin;                                     \
     int kw_rc_ = (call);                       \
     ito__dropin_kwait_end();                   \
     kw_rc_;                                    \
   })
+#define KWAIT(wake, obj, call) KWAIT_AROUND(ito__dropin_kwait_begin(wake, obj), call)
 /* A lock or barrier wait: an asynchronous cancellation acts inside it. */
-#define KWAIT_LOCK(call)                       \
-  ({                                           \
-    ito__dropin_kwait_begin_lock();            \
-    int kl_rc_ = (call);                       \
-    ito__dropin_kwait_end();                   \
-    kl_rc_;                                    \
-  })
+#define KWAIT_LOCK(call) KWAIT_AROUND(ito__dropin_kwait_begin_lock(), call)
 /* A try first: only a wait that may block is announced. */
 #define KWAIT_TRY(try_call, call) \
   ({                                                  \
