@@ -443,12 +443,19 @@ static bool observe(void) {
       describe(stuck, stuck_cur, who, sizeof who);
       blocked_call(LOAD_RLX(&stuck->os_tid), where, sizeof where);
       RACY_END();
-      snprintf(msg, sizeof msg,
-               "ito: %d workers have been blocked for %lld ms in calls ito cannot park (%s is "
-               "blocked %s) while work waits, and the cap of %d extra workers "
-               "(ITO_EXTRA_WORKERS) is reached; raise ITO_EXTRA_WORKERS or ITO_NUM_WORKERS\n",
-               blocked, (now - mon.stall_since) / 1000000 + STILL_TICKS * TICK_NS / 1000000,
-               who, where, mon.cap);
+      long long ms = (now - mon.stall_since) / 1000000 + STILL_TICKS * TICK_NS / 1000000;
+      if (limit >= mon.slots && kblocked > mon.cap) /* past the cap already: no slot is left */
+        snprintf(msg, sizeof msg,
+                 "ito: %d workers have been blocked for %lld ms in calls ito cannot park (%s is "
+                 "blocked %s) while work waits, and ito's limit of %d workers in all is reached: "
+                 "the work waits until one of those calls returns\n",
+                 blocked, ms, who, where, ITO_MAX_WORKERS);
+      else
+        snprintf(msg, sizeof msg,
+                 "ito: %d workers have been blocked for %lld ms in calls ito cannot park (%s is "
+                 "blocked %s) while work waits, and the cap of %d extra workers "
+                 "(ITO_EXTRA_WORKERS) is reached; raise ITO_EXTRA_WORKERS or ITO_NUM_WORKERS\n",
+                 blocked, ms, who, where, mon.cap);
       say(msg);
     }
   } else {
