@@ -252,14 +252,14 @@ void ito__monitor_kwait_poke(void) {
   ito__futex_wake(&mon.stop_word, 1);
 }
 
-void ito__monitor_kwait_begin(void (*wake)(void *), void *obj, int async) {
+void ito__monitor_kwait_begin(void (*wake)(void *), void *obj, int kind) {
   worker *w = cur_worker();
   if (!w || !w->cur) return;
   spin_lock(&w->kwait_lock);
   w->kwait_wake = wake;
   w->kwait_obj = obj;
   spin_unlock(&w->kwait_lock);
-  STORE_REL(&w->kwait, async ? KWAIT_ASYNC : KWAIT_ON);
+  STORE_REL(&w->kwait, kind);
   ito__monitor_kwait_poke();
 }
 
@@ -443,19 +443,23 @@ static bool observe(void) {
       describe(stuck, stuck_cur, who, sizeof who);
       blocked_call(LOAD_RLX(&stuck->os_tid), where, sizeof where);
       RACY_END();
-      long long ms = (now - mon.stall_since) / 1000000 + STILL_TICKS * TICK_NS / 1000000;
+      int k = snprintf(msg, sizeof msg,
+                       "ito: %d workers have been blocked for %lld ms in calls ito cannot park "
+                       "(%s is blocked %s) while work waits, and ",
+                       blocked,
+                       (now - mon.stall_since) / 1000000 + STILL_TICKS * TICK_NS / 1000000, who,
+                       where);
+      if (k < 0 || k >= (int)sizeof msg) k = (int)sizeof msg - 1; /* (cut: the tail is dropped) */
       if (limit >= mon.slots && kblocked > mon.cap) /* past the cap already: no slot is left */
-        snprintf(msg, sizeof msg,
-                 "ito: %d workers have been blocked for %lld ms in calls ito cannot park (%s is "
-                 "blocked %s) while work waits, and ito's limit of %d workers in all is reached: "
-                 "the work waits until one of those calls returns\n",
-                 blocked, ms, who, where, ITO_MAX_WORKERS);
+        snprintf(msg + k, sizeof msg - (size_t)k,
+                 "ito's limit of %d workers in all is reached: the work waits until one of "
+                 "those calls returns\n",
+                 ITO_MAX_WORKERS);
       else
-        snprintf(msg, sizeof msg,
-                 "ito: %d workers have been blocked for %lld ms in calls ito cannot park (%s is "
-                 "blocked %s) while work waits, and the cap of %d extra workers "
-                 "(ITO_EXTRA_WORKERS) is reached; raise ITO_EXTRA_WORKERS or ITO_NUM_WORKERS\n",
-                 blocked, ms, who, where, mon.cap);
+        snprintf(msg + k, sizeof msg - (size_t)k,
+                 "the cap of %d extra workers (ITO_EXTRA_WORKERS) is reached; raise "
+                 "ITO_EXTRA_WORKERS or ITO_NUM_WORKERS\n",
+                 mon.cap);
       say(msg);
     }
   } else {

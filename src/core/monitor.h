@@ -46,12 +46,12 @@ HIDDEN void ito__monitor_sync(void);
 
 /* The calling thread is about to wait in the kernel where ito cannot park
  * it (invariant 5); wake (may be NULL) ends that wait for a cancellation,
- * called with obj from the monitor. async: an asynchronous cancellation
- * may act inside the wait (KWAIT_ASYNC: a lock or barrier wait of glibc's,
- * which keeps no cleanup of its own; preempt.h, invariant 2). A no-op off
- * a worker. */
+ * called with obj from the monitor. kind: KWAIT_ON, or KWAIT_ASYNC where an
+ * asynchronous cancellation may act inside the wait (a lock or barrier
+ * wait of glibc's, which keeps no cleanup of its own; preempt.h,
+ * invariant 2). A no-op off a worker. */
 enum { KWAIT_NONE = 0, KWAIT_ON = 1, KWAIT_ASYNC = 2 };
-HIDDEN void ito__monitor_kwait_begin(void (*wake)(void *), void *obj, int async);
+HIDDEN void ito__monitor_kwait_begin(void (*wake)(void *), void *obj, int kind);
 HIDDEN void ito__monitor_kwait_end(void);
 /* A cancellation was requested: the monitor looks at announced waits now. */
 HIDDEN void ito__monitor_kwait_poke(void);

@@ -65,11 +65,9 @@ void ito__nodeq_setup(int nworkers) {
   }
   nnodes = n;
   memset(nq, 0, sizeof *nq * (size_t)n);
-  /* an extra worker (past nworkers: the monitor's, standing in for
-   * blocked workers, bound to no CPU) counts as on the node of worker id
-   * mod nworkers, a node with workers: it takes that node's queue first */
+  /* an extra worker takes the node's queue of the worker it counts as */
   for (int i = 0; i < ITO_MAX_WORKERS; i++) {
-    int node = ito__topo_worker_node(i < nworkers ? i : i % nworkers);
+    int node = ito__topo_worker_node(ito__nodeq_counted_as(i, nworkers));
     wnode[i] = (short)(node >= 0 && node < n ? node : 0);
   }
   for (int i = 0; i < nworkers; i++) nq[wnode[i]].nworkers++;

@@ -40,6 +40,14 @@ enum { NQ_LOCAL = 0, NQ_REMOTE, NQ_UNKNOWN, NQ_KINDS };
 /* Placement by node is on (invariant 2): more than one node in use. */
 extern int ito__nodeq_on HIDDEN;
 
+/* The worker whose node worker id counts as on: itself, or for an extra
+ * worker (id past the nworkers configured: the monitor's, standing in
+ * for blocked workers, bound to no CPU) worker id mod nworkers, which has
+ * a node with workers. */
+static inline int ito__nodeq_counted_as(int id, int nworkers) {
+  return id < nworkers || nworkers <= 0 ? id : id % nworkers;
+}
+
 /* At each start, once the workers exist and the places are set up. */
 HIDDEN void ito__nodeq_setup(int nworkers);
 /* The node of worker id (0 when off). */

@@ -16,6 +16,7 @@
 #include <ito/ito.h>
 
 #include "config.h"
+#include "nodeq.h"
 #include "numa.h"
 #include "os.h"
 #include "runtime.h"
@@ -296,7 +297,5 @@ int ito_numa_node(void) {
   worker *w = cur_worker();
   if (!w) return -1;
   if (ito__numa_nodes() == 1) return 0;
-  /* an extra worker: the node of the worker it counts with (nodeq.c) */
-  int id = w->id, n = ito__nworkers;
-  return ito__topo_worker_node(id < n || n <= 0 ? id : id % n);
+  return ito__topo_worker_node(ito__nodeq_counted_as(w->id, ito__nworkers));
 }

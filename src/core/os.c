@@ -62,8 +62,9 @@ int ito__os_thread(pthread_t *t, size_t stack, void *(*fn)(void *), void *arg, i
    * none of it, and an idle worker that spins at SCHED_FIFO starves every
    * other thread of its CPU. Lowering a policy needs no privilege; nice
    * is inherited. */
-  long pol = ito__os.syscall(SYS_sched_getscheduler, 0);
-  if (pol >= 0 && ((pol & ~0x40000000L) == SCHED_FIFO || (pol & ~0x40000000L) == SCHED_RR)) {
+  int creator[2];
+  ito__os_sched(creator);
+  if (creator[0] == SCHED_FIFO || creator[0] == SCHED_RR) {
     struct sched_param other = {0};
     pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED);
     pthread_attr_setschedpolicy(&a, SCHED_OTHER);

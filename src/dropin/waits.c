@@ -108,7 +108,7 @@ unsigned ito__dropin_sleep(unsigned s) {
 /* ---- waits in the kernel (docs/monitor.md, "Extra workers") ------------------------------ */
 
 void ito__dropin_kwait_begin(void (*wake)(void *), void *obj) {
-  ito__monitor_kwait_begin(wake, obj, 0);
+  ito__monitor_kwait_begin(wake, obj, KWAIT_ON);
 }
-void ito__dropin_kwait_begin_lock(void) { ito__monitor_kwait_begin(NULL, NULL, 1); }
+void ito__dropin_kwait_begin_lock(void) { ito__monitor_kwait_begin(NULL, NULL, KWAIT_ASYNC); }
 void ito__dropin_kwait_end(void) { ito__monitor_kwait_end(); }
