@@ -124,6 +124,10 @@ static const struct ito_cfg core_rows[] = {
      .hi = ITO_MAX_WORKERS - 1, .dflt = "256",
      .what = "the most extra workers the monitor runs beside workers blocked in calls ito cannot "
              "park (0: none)"},
+    {.name = "ITO_WORKER_LIMIT", .kind = ITO_CFG_INT, .dst = &ito__cfg.worker_limit, .lo = 1,
+     .hi = ITO_MAX_WORKERS, .dflt = "8192",
+     .what = "the most workers (OS threads) in all, extra ones included, also for waits in the "
+             "kernel on process-shared objects; the configured workers always run"},
     {.name = "ITO_TLS", .kind = ITO_CFG_CHOICE, .dst = &ito__cfg.tls_thread, .choices = tls_words,
      .dflt = "worker",
      .what = "thread: every thread has its own thread-local storage (errno, thread_local); "
@@ -357,6 +361,7 @@ static void settings_from_env(struct ito_settings *s) {
       .spin_us = 50,
       .pipe_nowait = PIPE_NOWAIT_AUTO,
       .extra_workers = 256,
+      .worker_limit = ITO_MAX_WORKERS,
       .tls_thread = 0,
       .preempt_ms = 10,
       .profile_collapse = 1000,

@@ -25,7 +25,7 @@ enum { FENCE_ASYMMETRIC = 0, FENCE_SYMMETRIC };
 enum { WAIT_PASSIVE = 0, WAIT_ACTIVE };
 enum { PIPE_NOWAIT_AUTO = 0, PIPE_NOWAIT_OFF };
 
-#define ITO_MAX_WORKERS 1024
+#define ITO_MAX_WORKERS 8192 /* the highest ITO_WORKER_LIMIT: slots of the per-worker tables */
 #define ITO_MIN_STACK (16UL << 10)
 #define ITO_MAX_STACK (1UL << 30)
 #define ITO_DEFAULT_STACK (128UL << 10)
@@ -43,6 +43,7 @@ struct ito_settings {
   long spin_us;       /* ITO_SPIN_US */
   int pipe_nowait;    /* ITO_IO_PIPE_NOWAIT: PIPE_NOWAIT_* */
   long extra_workers; /* ITO_EXTRA_WORKERS: the monitor's cap */
+  long worker_limit;  /* ITO_WORKER_LIMIT: workers in all, extra ones included */
   int tls_thread;     /* ITO_TLS: 1 thread, 0 worker */
   long preempt_ms;    /* ITO_PREEMPT_MS: the time slice of a program thread, 0 none */
   const char *places; /* ITO_PLACES, or NULL (the environment's string; places.c) */

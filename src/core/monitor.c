@@ -36,6 +36,7 @@ void AnnotateIgnoreReadsEnd(const char *file, int line);
 #define RACY_END() ((void)0)
 #endif
 
+#define EXTRA_BATCH 64 /* extras started in one tick for announced waits */
 #define TICK_NS 5000000LL      /* while any worker runs a fiber */
 #define TICK_MAX_NS 10000000LL /* the longest tick, when everything was idle */
 #define LATE_NS 200000LL       /* a signal's thread not yet running is looked at again */
@@ -64,17 +65,19 @@ static struct {
   int cap;    /* ITO_EXTRA_WORKERS, at most the free slots */
   int alive;  /* extras counted as running (may_retire takes one off) */
   int wanted; /* blocked workers at the last tick */
-  int state[ITO_MAX_WORKERS];
-  struct sample s[ITO_MAX_WORKERS];
   unsigned long started_total; /* extras started since the runtime started */
   long long slice;       /* ITO_PREEMPT_MS in ns, 0: no preemption (preempt.h) */
   bool preempt;          /* the signal is there: time slices or asynchronous cancellation */
   long long last_tick;   /* when the last observation was */
   long long stall_since; /* blocked workers left work waiting since */
   long long starve_since;
-  int slots;  /* extra slots there are (ITO_MAX_WORKERS less the configured workers) */
+  int slots;  /* extra slots there are (ITO_WORKER_LIMIT less the configured workers) */
   bool warned_cap, warned_starve, warned_thread, warned_grow;
 } mon;
+/* Per slot, beside mon: zeroed up to the slots ever counted at each start
+ * (8192 slots; a program's start touches only those it used). */
+static int slot_state[ITO_MAX_WORKERS];
+static struct sample samples[ITO_MAX_WORKERS];
 
 /* ---- reading an OS thread ---------------------------------------------------------------- */
 
@@ -174,52 +177,62 @@ static void say(const char *msg) { ito__write_stderr(msg, strlen(msg)); }
 /* ---- extra workers ----------------------------------------------------------------------------- */
 
 static bool slot_active(int i) {
-  return i < ito__nworkers || LOAD_ACQ(&mon.state[i]) == SLOT_RUNNING;
+  return i < ito__nworkers || LOAD_ACQ(&slot_state[i]) == SLOT_RUNNING;
 }
 
 /* Joins the extras that retired (invariant 4). */
 static void reap(void) {
   int n = LOAD_ACQ(&ito__nslots);
   for (int i = ito__nworkers; i < n; i++) {
-    if (LOAD_ACQ(&mon.state[i]) != SLOT_RETIRED) continue;
+    if (LOAD_ACQ(&slot_state[i]) != SLOT_RETIRED) continue;
     ito__worker_join(ito__workers[i]);
-    STORE_REL(&mon.state[i], SLOT_FREE);
+    STORE_REL(&slot_state[i], SLOT_FREE);
   }
 }
 
-static void start_extra(int limit) {
+static void warn_thread(void) {
+  if (mon.warned_thread) return;
+  mon.warned_thread = true;
+  say("ito: the monitor cannot start an OS thread for an extra worker (out of threads or "
+      "memory); a worker blocked in the kernel keeps ready threads waiting\n");
+}
+
+/* Starts one extra worker in a free slot below limit; whether it did. */
+static bool start_extra(int limit) {
   int id = -1;
   for (int i = ito__nworkers; i < ito__nworkers + limit; i++) {
-    if (LOAD_ACQ(&mon.state[i]) == SLOT_FREE) {
+    if (LOAD_ACQ(&slot_state[i]) == SLOT_FREE) {
       id = i;
       break;
     }
   }
-  if (id < 0) return; /* every slot's thread is still on its way out */
+  if (id < 0) return false; /* every slot's thread is still on its way out */
   worker *w = ito__worker_slot(id);
-  if (!w) return;
+  if (!w) {
+    warn_thread();
+    return false;
+  }
   w->extra = 1;
-  mon.s[id] = (struct sample){0};
-  STORE_REL(&mon.state[id], SLOT_RUNNING);
+  samples[id] = (struct sample){0};
+  STORE_REL(&slot_state[id], SLOT_RUNNING);
   __atomic_fetch_add(&mon.alive, 1, __ATOMIC_SEQ_CST);
   ito__idle_resize(1);
   __atomic_fetch_add(&mon.started_total, 1, __ATOMIC_RELAXED);
   if (ito__worker_launch(w) != 0) {
     __atomic_fetch_sub(&mon.alive, 1, __ATOMIC_SEQ_CST);
     ito__idle_resize(-1);
-    STORE_REL(&mon.state[id], SLOT_FREE);
-    if (!mon.warned_thread) {
-      mon.warned_thread = true;
-      say("ito: the monitor cannot start an OS thread for an extra worker (out of threads or "
-          "memory); a worker blocked in the kernel keeps ready threads waiting\n");
-    }
+    STORE_REL(&slot_state[id], SLOT_FREE);
+    warn_thread();
+    return false;
   }
+  return true;
 }
 
 int ito__monitor_extras(unsigned long *started) {
   if (started) *started = __atomic_load_n(&mon.started_total, __ATOMIC_RELAXED);
   int n = 0;
-  for (int i = 0; i < ITO_MAX_WORKERS; i++) n += LOAD_ACQ(&mon.state[i]) != SLOT_FREE;
+  int slots = LOAD_ACQ(&ito__nslots);
+  for (int i = ito__nworkers; i < slots; i++) n += LOAD_ACQ(&slot_state[i]) != SLOT_FREE;
   return n;
 }
 
@@ -241,7 +254,7 @@ void ito__monitor_stay(worker *w) {
 
 void ito__monitor_retired(worker *w) {
   ito__idle_resize(-1);
-  STORE_REL(&mon.state[w->id], SLOT_RETIRED);
+  STORE_REL(&slot_state[w->id], SLOT_RETIRED);
   ito__futex_wake(&mon.stop_word, 1); /* (a tick: the monitor joins it soon) */
 }
 
@@ -336,7 +349,7 @@ static void preempt(int n, long long now, bool waiting) {
   for (int i = 0; i < n; i++) {
     if (!slot_active(i)) continue;
     worker *w = ito__workers[i];
-    struct sample *s = &mon.s[i];
+    struct sample *s = &samples[i];
     fiber *cur = s->cur;
     if (!cur || s->blocked || !s->computing || LOAD_RLX(&w->cur) != cur) continue;
     int tid = LOAD_RLX(&w->os_tid);
@@ -367,7 +380,7 @@ static bool observe(void) {
   for (int i = 0; i < n; i++) {
     if (!slot_active(i)) continue;
     worker *w = ito__workers[i];
-    struct sample *s = &mon.s[i];
+    struct sample *s = &samples[i];
     fiber *cur = LOAD_RLX(&w->cur);
     int tid = LOAD_RLX(&w->os_tid);
     if (cur && LOAD_ACQ(&w->kwait)) { /* invariant 5: announced, blocked at once */
@@ -429,10 +442,17 @@ static bool observe(void) {
                  "ito: %d workers wait in the kernel on process-shared objects and the cap of %d "
                  "extra workers (ITO_EXTRA_WORKERS) is reached; more start for such waits, up "
                  "to %d workers in all\n",
-                 kblocked, mon.cap, ITO_MAX_WORKERS);
+                 kblocked, mon.cap, ito__nworkers + mon.slots);
         say(msg);
       }
-      start_extra(limit);
+      /* announced waits are known blocked: one extra each, a batch a tick
+       * (a thousand waiters need a thousand OS threads, as natively) */
+      int more = kblocked > alive ? kblocked - alive : 1;
+      if (more > blocked - alive) more = blocked - alive;
+      if (more > limit - alive) more = limit - alive;
+      if (more > EXTRA_BATCH) more = EXTRA_BATCH;
+      for (int i = 0; i < more && start_extra(limit); i++) {
+      }
       mon.stall_since = 0;
     } else if (!mon.stall_since) {
       mon.stall_since = now;
@@ -453,8 +473,8 @@ static bool observe(void) {
       if (limit >= mon.slots && kblocked > mon.cap) /* past the cap already: no slot is left */
         snprintf(msg + k, sizeof msg - (size_t)k,
                  "ito's limit of %d workers in all is reached: the work waits until one of "
-                 "those calls returns\n",
-                 ITO_MAX_WORKERS);
+                 "those calls returns (ITO_WORKER_LIMIT)\n",
+                 ito__nworkers + mon.slots);
       else
         snprintf(msg + k, sizeof msg - (size_t)k,
                  "the cap of %d extra workers (ITO_EXTRA_WORKERS) is reached; raise "
@@ -466,7 +486,7 @@ static bool observe(void) {
     mon.stall_since = 0;
     if (alive > blocked) { /* sleeping extras wake up to retire */
       for (int i = ito__nworkers; i < n; i++)
-        if (LOAD_ACQ(&mon.state[i]) == SLOT_RUNNING) ito__idle_wake(&ito__workers[i]->idle);
+        if (LOAD_ACQ(&slot_state[i]) == SLOT_RUNNING) ito__idle_wake(&ito__workers[i]->idle);
     }
   }
   /* threads that never reach a scheduling point while others wait to run */
@@ -544,11 +564,15 @@ void ito__monitor_sync(void) {
 }
 
 void ito__monitor_start(void) {
-  long cap = ito__cfg.extra_workers;
-  if (cap > ITO_MAX_WORKERS - ito__nworkers) cap = ITO_MAX_WORKERS - ito__nworkers;
+  long slots = ito__cfg.worker_limit - ito__nworkers;
+  if (slots < 0) slots = 0;
+  long cap = ito__cfg.extra_workers < slots ? ito__cfg.extra_workers : slots;
   memset(&mon, 0, sizeof mon);
+  int used = LOAD_ACQ(&ito__slots_counted);
+  memset(slot_state, 0, sizeof slot_state[0] * (size_t)used);
+  memset(samples, 0, sizeof samples[0] * (size_t)used);
   mon.cap = (int)cap;
-  mon.slots = ITO_MAX_WORKERS - ito__nworkers;
+  mon.slots = (int)slots;
   mon.preempt = ito__preempt_setup(&mon.slice);
   mon.started = ito__os_thread(&mon.os, 64 << 10, monitor_main, NULL, ito__sig_on) == 0;
   if (!mon.started)

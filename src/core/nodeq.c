@@ -42,8 +42,11 @@ static int wid_by_node[ITO_MAX_WORKERS];
 static short wnode[ITO_MAX_WORKERS];
 static unsigned long outside[NQ_KINDS]; /* counted outside the workers (atomic) */
 
+static int nq_workers;      /* the configured workers of this start */
+
 int ito__nodeq_worker_node(int id) {
-  return ito__nodeq_on && id >= 0 && id < ITO_MAX_WORKERS ? wnode[id] : 0;
+  if (!ito__nodeq_on || id < 0 || id >= ITO_MAX_WORKERS) return 0;
+  return wnode[ito__nodeq_counted_as(id, nq_workers)];
 }
 
 void ito__nodeq_setup(int nworkers) {
@@ -66,8 +69,9 @@ void ito__nodeq_setup(int nworkers) {
   nnodes = n;
   memset(nq, 0, sizeof *nq * (size_t)n);
   /* an extra worker takes the node's queue of the worker it counts as */
-  for (int i = 0; i < ITO_MAX_WORKERS; i++) {
-    int node = ito__topo_worker_node(ito__nodeq_counted_as(i, nworkers));
+  nq_workers = nworkers;
+  for (int i = 0; i < nworkers; i++) {
+    int node = ito__topo_worker_node(i);
     wnode[i] = (short)(node >= 0 && node < n ? node : 0);
   }
   for (int i = 0; i < nworkers; i++) nq[wnode[i]].nworkers++;
@@ -160,7 +164,7 @@ void ito__nodeq_push(fiber *f) {
 static int threshold(int j) { return nq[j].nworkers; }
 
 fiber *ito__nodeq_take(worker *w, long long *idle_t0) {
-  int me = wnode[w->id];
+  int me = wnode[ito__nodeq_counted_as(w->id, nq_workers)];
   fiber *f = rqueue_pop(&nq[me].q);
   if (f) return f;
   long long waited = -1; /* not known yet: the clock is read only when it matters */
@@ -183,7 +187,7 @@ fiber *ito__nodeq_take(worker *w, long long *idle_t0) {
 }
 
 worker *ito__nodeq_victim(worker *w, uint64_t r, bool near) {
-  int me = wnode[w->id];
+  int me = wnode[ito__nodeq_counted_as(w->id, nq_workers)];
   if (near) {
     int k = nq[me].nworkers;
     return k > 1 ? ito__workers[wid_by_node[nq[me].first + (int)(r % (uint64_t)k)]] : NULL;

@@ -212,8 +212,11 @@ bool ito__preempt_cancel_due(const ithread *t) {
 static bool may_preempt(worker *w, fiber *f, const ucontext_t *uc, bool *in_kwait) {
   *in_kwait = false;
   ithread *t = f->thread;
-  if (!t || !(ito__preemptible(t) || ito__preempt_cancel_due(t)) || t->pin || t->in_handler || w->post_fn)
-    return false;
+  bool cancel = ito__preempt_cancel_due(t);
+  if (!t || !(ito__preemptible(t) || cancel) || t->in_handler || w->post_fn) return false;
+  /* a pinned thread stays on its OS thread: never suspended, but an
+   * asynchronous cancellation acts on it there, as glibc's does */
+  if (t->pin && !(cancel && LOAD_ACQ(&cancel_act))) return false;
   uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
   uintptr_t sp = context_sp(uc);
   uintptr_t lo = (uintptr_t)f->lo, hi = (uintptr_t)f->hi;
@@ -272,7 +275,8 @@ static void on_signal(int sig, siginfo_t *si, void *ucv) {
       errno = saved;
       act();
     }
-    if (in_kwait) { /* (the request is gone: never suspended inside libc) */
+    if (in_kwait || f->thread->pin) { /* (the request is gone: never suspended
+                                       * inside libc, nor a pinned thread) */
       __atomic_add_fetch(&n_refused, 1, __ATOMIC_RELAXED);
       errno = saved;
       return;

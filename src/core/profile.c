@@ -165,6 +165,7 @@ static double sec_per_tick;
 static int blocked_now; /* threads parked in a blocking wait */
 static uint64_t placed0[NQ_KINDS]; /* the placement's counts at the start */
 static int nused;       /* 1 + the highest worker id that recorded this run */
+static int pw_hi;       /* 1 + the highest worker id whose state was ever set up */
 
 /* ---- small helpers ------------------------------------------------------------------------ */
 
@@ -477,15 +478,23 @@ static inline struct pworker *pw_of(int wid) {
   return p;
 }
 
+/* *v = max(*v, x), by any worker at once. */
+static void raise_to(int *v, int x) {
+  int c = LOAD_RLX(v);
+  while (x > c && !__atomic_compare_exchange_n(v, &c, x, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+}
+
 /* Counted from now on (the workers of the start: at the start, idle). */
 static void pw_count(struct pworker *p, int wid, uint64_t now, int state) {
   p->since = p->slice0 = p->idle0 = now;
   p->state = state;
-  if (wid + 1 > LOAD_RLX(&nused)) STORE_RLX(&nused, wid + 1);
+  raise_to(&nused, wid + 1);
   STORE_RLX(&p->on, 1);
 }
 
 static void pw_first(struct pworker *p, int wid) {
+  raise_to(&pw_hi, wid + 1);
   map_shadow(p, wid); /* an extra worker started by the monitor: now, once */
   uint64_t now = ticks();
   if (!p->on) pw_count(p, wid, now, ST_RUNTIME);
@@ -924,7 +933,8 @@ void ito__profile_start(void) {
   nworkers = (int)ito__cfg.workers;
   const char *prefix = ito__cfg.profile_out ? ito__cfg.profile_out : "ito-profile";
   what &= ~ito__prof_check_out(what, prefix, runs);
-  for (int i = 0; i < ITO_MAX_WORKERS; i++) {
+  raise_to(&pw_hi, nworkers);
+  for (int i = 0; i < pw_hi; i++) {
     struct pworker *p = &pw[i];
     struct shadow *sh = p->sh;
     uintptr_t *mk = p->mk;
@@ -984,9 +994,14 @@ static void stop(bool stopped) {
   struct prof_run r;
   ito__prof_run(&r);
   r.all = s;
-  struct prof_track tracks[ITO_MAX_WORKERS];
   int nt = 0;
   int n = LOAD_RLX(&nused);
+  struct prof_track *tracks = calloc((size_t)(n > 0 ? n : 1), sizeof *tracks);
+  if (!tracks) {
+    static const char msg[] = "ito: ITO_PROFILE: no memory to write the profile\n";
+    ito__write_stderr(msg, sizeof msg - 1);
+    return;
+  }
   for (int i = 0; i < n; i++) {
     struct pworker *p = &pw[i];
     if (!LOAD_RLX(&p->on)) continue;
@@ -1005,4 +1020,5 @@ static void stop(bool stopped) {
   r.tracks = tracks;
   if (nt > r.workers) r.workers = nt;
   ito__prof_write(&r);
+  free(tracks);
 }

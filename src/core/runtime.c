@@ -42,6 +42,7 @@ static int init_lock;
 static ithread *root;            /* the adopted main thread, while the runtime runs */
 static struct idler *idlers[ITO_MAX_WORKERS];
 static worker *all_workers[ITO_MAX_WORKERS]; /* kept across restarts */
+static int made; /* 1 + the highest slot of all_workers ever filled (the monitor's thread or a start) */
 extern const struct idle_ops ito__sched_idle_ops HIDDEN;
 
 #define DEQUE_LOG2 20
@@ -169,6 +170,7 @@ worker *ito__worker_slot(int id) {
   if (id < 0 || id >= ITO_MAX_WORKERS) return NULL;
   worker *w = all_workers[id];
   if (!w && !(w = all_workers[id] = worker_new(id))) return NULL;
+  if (id >= made) made = id + 1;
   worker_reset(w, false);
   w->idle.id = id;
   ito__idle_init(&w->idle, id);
@@ -319,10 +321,11 @@ static int start(void) {
   ito__tls_setup(ito__cfg.tls_thread);
   for (int i = 0; i < n; i++) {
     if (!all_workers[i] && !(all_workers[i] = worker_new(i))) return ENOMEM;
+    if (i >= made) made = i + 1;
     worker_reset(all_workers[i], new_stacks);
     idlers[i] = &all_workers[i]->idle;
   }
-  for (int i = n; i < ITO_MAX_WORKERS && new_stacks; i++) /* slots of extra workers */
+  for (int i = n; i < made && new_stacks; i++) /* slots of extra workers */
     if (all_workers[i]) all_workers[i]->fibers = (struct fiber_cache){NULL, 0};
   ito__install_segv();
   ito__workers = all_workers;
@@ -435,7 +438,7 @@ void ito__runtime_after_fork(worker *w) {
     w->id = 0;
   }
   bool orphan = !root || root->flags & TH_GHOST;
-  for (int i = 0; i < ITO_MAX_WORKERS; i++) {
+  for (int i = 0; i < made; i++) {
     worker *x = all_workers[i];
     if (!x) continue;
     if (x != w) { /* its OS thread is the parent's */

@@ -75,12 +75,21 @@ static inline int let_go(int rc) {
 /* The contended halves are the runtime's, shared with ito_mutex_t. */
 /* ECANCELED: an asynchronous cancellation ended the wait, and the thread
  * acts on it (a mutex wait is no cancellation point, but the asynchronous
- * type acts anywhere, as glibc's does). */
-static inline int acquire(struct pt_mutex *m, clockid_t clock, const struct timespec *abs) {
+ * type acts anywhere, as glibc's does); with relock (a condition wait's),
+ * the wait goes on until the mutex is held, and the caller acts (a request
+ * ends one wait only). */
+static inline int acquire_as(struct pt_mutex *m, clockid_t clock, const struct timespec *abs,
+                             bool relock) {
   if (LIKELY(cas(&m->state, 0, 1))) return 0;
-  int rc = ito__dropin_lock_slow(&m->state, &m->qlock, &m->head, &m->tail, clock, abs);
+  int rc;
+  do
+    rc = ito__dropin_lock_slow(&m->state, &m->qlock, &m->head, &m->tail, clock, abs);
+  while (relock && rc == ECANCELED);
   if (UNLIKELY(rc == ECANCELED)) shim_cancel_async();
   return rc;
+}
+static inline int acquire(struct pt_mutex *m, clockid_t clock, const struct timespec *abs) {
+  return acquire_as(m, clock, abs, false);
 }
 
 static inline void release(struct pt_mutex *m) {
@@ -295,12 +304,8 @@ static int cond_wait(struct pt_cond *c, struct pt_mutex *m, clockid_t clock,
   if (r == EPERM) return EPERM;
   if (r == EINTR) r = 0;
   /* the mutex is taken again before any request is acted on, whatever the
-   * type: a wait for it that an asynchronous request ended goes on (the
-   * request ends one wait only) */
-  if (!cas(&m->state, 0, 1))
-    while (ito__dropin_lock_slow(&m->state, &m->qlock, &m->head, &m->tail, CLOCK_REALTIME, NULL) ==
-           ECANCELED)
-      ;
+   * type */
+  acquire_as(m, CLOCK_REALTIME, NULL, true);
   if (u.depth) {
     set_owner(m, self_id());
     m->count = u.depth;

@@ -12,7 +12,8 @@
  *     (no cancellation point: the type acts anywhere);
  *   - asynchronous cancellation of a thread waiting for a rwlock (to read,
  *     to write) or at a barrier, or for a process-shared mutex (glibc's
- *     wait in the kernel);
+ *     wait in the kernel), also while it holds another process-shared
+ *     mutex (which its cleanup handler lets go);
  *   - a barrier wait is no cancellation point: the request waits for the
  *     barrier, and the next pthread_testcancel acts on it.
  * A wait that never ends is caught by a watchdog process after 60 s.
@@ -31,7 +32,7 @@
 #include "dropin.h"
 
 struct shared {
-  pthread_mutex_t m;
+  pthread_mutex_t m, m2;
   pthread_cond_t c;
   sem_t s;
   int ready;
@@ -183,8 +184,16 @@ static void *async_locker(void *p) {
 static pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
 static pthread_barrier_t abar;
 
+static void unlock_m2(void *p) {
+  if (p != (void *)4L) return;
+  cleanup_ran++;
+  pthread_mutex_unlock(&sh->m2);
+}
+
 static void *async_waiter(void *p) {
   int what = (int)(long)p;
+  if (what == 4 && pthread_mutex_lock(&sh->m2)) FAIL("lock m2");
+  pthread_cleanup_push(unlock_m2, p); /* (does something in case 4 only) */
   pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, NULL);
   pthread_cleanup_push(on_cleanup, NULL);
   __atomic_store_n(&async_ready, 1, __ATOMIC_RELEASE);
@@ -193,8 +202,10 @@ static void *async_waiter(void *p) {
   case 1: pthread_rwlock_wrlock(&rw); break;
   case 2: pthread_barrier_wait(&abar); break;
   case 3: pthread_mutex_lock(&sh->m); break;
+  case 4: pthread_mutex_lock(&sh->m); break;
   }
   FAIL("an asynchronously cancelled wait returned (%d)", what);
+  pthread_cleanup_pop(0);
   pthread_cleanup_pop(0);
   return NULL;
 }
@@ -240,7 +251,7 @@ int main(void) {
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
   pthread_condattr_setpshared(&ca, PTHREAD_PROCESS_SHARED);
-  if (pthread_mutex_init(&sh->m, &ma) || pthread_cond_init(&sh->c, &ca) || sem_init(&sh->s, 1, 0))
+  if (pthread_mutex_init(&sh->m, &ma) || pthread_mutex_init(&sh->m2, &ma) || pthread_cond_init(&sh->c, &ca) || sem_init(&sh->s, 1, 0))
     FAIL("init");
 
   cancel_cond(0);
@@ -286,7 +297,10 @@ int main(void) {
   cancel_async(2, "in pthread_barrier_wait");
   pthread_mutex_lock(&sh->m);
   cancel_async(3, "in pthread_mutex_lock of a process-shared mutex");
+  cancel_async(4, "in pthread_mutex_lock of a process-shared mutex, holding another");
   printf("  the mutex still the caller's: unlock %s\n", code_name(pthread_mutex_unlock(&sh->m)));
+  printf("  the other let go by the cleanup: lock %s", code_name(pthread_mutex_lock(&sh->m2)));
+  printf(", unlock %s\n", code_name(pthread_mutex_unlock(&sh->m2)));
 
   cleanup_ran = 0;
   pthread_barrier_init(&bar, NULL, 2);
