@@ -552,9 +552,10 @@ void ito_omp_word_wait(_Atomic uint64_t *word, uint64_t wait_bit, int *qlock, vo
   uint64_t mask = half_of(wait_bit);
   if (!(atomic_load_explicit(word, memory_order_acquire) & mask)) return;
   /* a holder of a task reduction slot lends it while it waits (reduction.c) */
-  task *me = ito_omp_red_holder(ito_omp_cur());
+  task *cur = ito_omp_cur();
+  task *me = ito_omp_red_holder(cur);
   bool lent = UNLIKELY(me != NULL);
-  if (lent) ito_omp_red_lend(me);
+  if (lent) ito_omp_red_lend(me, cur); /* to what cur waits for (its descendants) */
   ito__dropin_lock(qlock);
   uint64_t v = atomic_fetch_or_explicit(word, wait_bit, memory_order_acq_rel);
   while (v & mask) {

@@ -168,7 +168,8 @@ typedef struct task {
                                    before its code runs (its code uses omp_get_thread_num) */
   struct task *rbelow;          /* the holder under it in that slot */
   unsigned rslot;               /* that slot */
-  unsigned char rwait;          /* it waits: the slot may be lent */
+  unsigned char rwait;          /* it waits: the slot is lent (RED_LEND_*), else 0 */
+  struct task *rfor;            /* RED_LEND_DESC: lent to the descendants of this task */
 } task;
 
 struct taskgroup {
@@ -395,7 +396,11 @@ static inline task *ito_omp_red_holder(task *t) {
   return NULL;
 }
 void ito_omp_red_take(task *t);
-void ito_omp_red_lend(task *t);
+/* Lent while t waits: to any task of the team at a barrier (waiter NULL),
+ * else only to the descendants of waiter, the task whose children or
+ * taskgroup it waits for (task scheduling constraint 2). */
+enum { RED_LEND_ANY = 1, RED_LEND_DESC = 2 };
+void ito_omp_red_lend(task *t, task *waiter);
 void ito_omp_red_reclaim(task *t);
 /* a work-sharing construct's reductions with the task modifier */
 void ito_omp_ws_reductions(task *me, uintptr_t *data);

@@ -24,8 +24,12 @@
  * own holds its slot from the start of the construct; a task holds one from
  * its first remap to the end of its code. A holder that waits (taskwait,
  * taskgroup end, barrier, dependences, the end of a region) lends its slot:
- * a task may push itself on a slot whose top is waiting (or which is
- * empty), and the holder, once its wait is over, goes on only when it is
+ * a task may push itself on a slot that is empty, whose top waits at a
+ * barrier, or whose top waits in a task for that task's descendants (a
+ * taskwait, a taskgroup end, an undeferred task's dependences), of which
+ * it is one (task scheduling constraint 2: otherwise a task that waits
+ * holding a lock would lend its copy to a sibling that waits for that
+ * lock, and its own child, which needs the copy, would never run). The holder, once its wait is over, goes on only when it is
  * the top again (a task run as a call inside its creator waits on its
  * creator's behalf: the nearest holder among its undeferred creators
  * lends, ito_omp_red_holder). A task run as a call inside its creator
@@ -74,7 +78,19 @@ static inline void rs_set(team *tm, unsigned k, task *t) {
   __atomic_store_n(&tm->rs[k].top, t, __ATOMIC_RELEASE);
 }
 
-static inline bool lendable(task *top) { return !top || top->rwait; }
+/* t descends from x. Safe on t's live ancestors: a task's record outlives
+ * its children (task_finish waits for them). */
+static bool descends(const task *t, const task *x) {
+  for (const task *a = t->parent; a; a = a->parent)
+    if (a == x) return true;
+  return false;
+}
+
+/* t may push itself on a slot whose top is top. */
+static inline bool lendable(const task *top, const task *t) {
+  if (!top || top->rwait == RED_LEND_ANY) return true;
+  return top->rwait == RED_LEND_DESC && descends(t, top->rfor);
+}
 
 static void push(team *tm, unsigned k, task *t) {
   t->rbelow = rs_top(tm, k);
@@ -114,14 +130,14 @@ static int try_take(void *p) {
    * (undeferred), or lent it while t runs first (task.c) */
   if (par && par->rteam == tm) {
     task *top = rs_top(tm, par->rslot);
-    if ((t->kind == TASK_INLINE && top == par) || lendable(top)) {
+    if ((t->kind == TASK_INLINE && top == par) || lendable(top, t)) {
       push(tm, par->rslot, t);
       got = 1;
     }
   }
   for (unsigned i = 0; !got && i < n; i++) {
     unsigned k = (start + i) % n;
-    if (lendable(rs_top(tm, k))) {
+    if (lendable(rs_top(tm, k), t)) {
       push(tm, k, t);
       got = 1;
     }
@@ -189,10 +205,11 @@ void ito_omp_red_release(task *t) {
   }
 }
 
-void ito_omp_red_lend(task *t) {
+void ito_omp_red_lend(task *t, task *waiter) {
   team *tm = t->rteam;
   ito__dropin_lock(&tm->rs_lock);
-  t->rwait = 1;
+  t->rfor = waiter;
+  t->rwait = waiter ? RED_LEND_DESC : RED_LEND_ANY;
   ito__dropin_unlock(&tm->rs_lock);
   ito_omp_team_notify(tm);
 }

@@ -319,7 +319,7 @@ static bool barrier(task *me, bool cancellable) {
     return false;
   }
   task *h = ito_omp_red_holder(me); /* (reduction.c) */
-  if (h) ito_omp_red_lend(h);
+  if (h) ito_omp_red_lend(h, NULL);
   bool cancelled = false;
   ito__dropin_lock(&tm->bar_lock);
   while (atomic_load_explicit(&tm->bar_phase, memory_order_acquire) == phase) {

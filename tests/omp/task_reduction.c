@@ -5,10 +5,17 @@
  * both, tasks that make in_reduction tasks and wait for them (a tree),
  * undeferred in_reduction tasks, taskloop reduction and taskloop
  * in_reduction, parallel/for/sections reduction(task, ...), operators whose
- * identity is not zero, an orphaned taskgroup outside any region. Each task
+ * identity is not zero, an orphaned taskgroup outside any region, and task
+ * scheduling constraint 2: a task that waits for its child while holding a
+ * lock (critical, an OpenMP lock) beside more siblings than the team has
+ * threads, each wanting that lock (only the child may run in the waiting
+ * task's place: a sibling that did would wait for the lock for ever, in a
+ * team of 1 too). Each task
  * adds many small steps to its copy, so two tasks on one copy at once lose
  * updates and the sums come out wrong. */
 #include "omptest.h"
+
+#include <time.h>
 
 #define STEPS 2000
 
@@ -225,6 +232,63 @@ int main(void) {
       }
     }
     printf("ops: p=%ld max=%ld min=%ld and=%lx or=%lx\n", p, mx, mn, band, bor);
+  }
+
+  /* 10. Task scheduling constraint 2: the task that holds the lock and
+   *     waits for its child lends its copy to that child only. */
+  for (int use_lock = 0; use_lock < 2; use_lock++) {
+    long s = 0;
+    int n = 0;
+    omp_lock_t lk;
+    omp_init_lock(&lk);
+#pragma omp parallel
+#pragma omp single
+    {
+      n = omp_get_num_threads();
+#pragma omp taskgroup task_reduction(+ : s)
+      {
+#pragma omp task in_reduction(+ : s)
+        {
+          s++;
+          if (use_lock) omp_set_lock(&lk);
+          else {
+#pragma omp critical(tsc2)
+            {
+#pragma omp task in_reduction(+ : s)
+              s++;
+              /* (the siblings reach the lock meanwhile, most runs) */
+              nanosleep(&(struct timespec){0, 20 * 1000000L}, NULL);
+#pragma omp taskwait
+            }
+          }
+          if (use_lock) {
+#pragma omp task in_reduction(+ : s)
+            s++;
+            nanosleep(&(struct timespec){0, 20 * 1000000L}, NULL);
+#pragma omp taskwait
+            omp_unset_lock(&lk);
+          }
+        }
+        for (int i = 0; i < n; i++) {
+#pragma omp task in_reduction(+ : s)
+          {
+            s++;
+            if (use_lock) {
+              omp_set_lock(&lk);
+              s++;
+              omp_unset_lock(&lk);
+            } else {
+#pragma omp critical(tsc2)
+              s++;
+            }
+          }
+        }
+      }
+    }
+    omp_destroy_lock(&lk);
+    CHECK_EQ(s, 2 + 2L * n);
+    printf("constraint 2 (%s): %s\n", use_lock ? "lock" : "critical",
+           s == 2 + 2L * n ? "every task ran" : "wrong sum");
   }
 
   /* 9. An orphaned taskgroup: no parallel region at all. */
