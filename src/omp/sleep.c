@@ -1,9 +1,12 @@
-/* libito-omp.so: sleeping tasks and team members park. nanosleep,
- * clock_nanosleep, usleep and sleep called by a lightweight thread that
- * can park (a member, a task, the initial thread once the runtime runs)
- * park it on a timer, and its worker runs other tasks and members; other
- * callers, and clocks other than CLOCK_REALTIME and CLOCK_MONOTONIC, get
- * the next definition (libc's). The sleeps themselves are the runtime's,
+/* libito-omp.so: sleeping tasks and team members park, and yielding ones
+ * yield. nanosleep, clock_nanosleep, usleep and sleep called by a
+ * lightweight thread that can park (a member, a task, the initial thread
+ * once the runtime runs) park it on a timer, and its worker runs other
+ * tasks and members; sched_yield (and pthread_yield) lets the worker run
+ * another ready one (a member spinning on a flag with sched_yield, as
+ * OpenBLAS's threads do, gives its worker to the member that sets it);
+ * other callers, and clocks other than CLOCK_REALTIME and CLOCK_MONOTONIC,
+ * get the next definition (libc's). The sleeps themselves are the runtime's,
  * shared with libito-pthread.so through the drop-in interface
  * (ito__dropin_nanosleep and the rest). docs/openmp.md, "Sleeping". */
 #include "omp_int.h"
@@ -20,6 +23,7 @@ static struct {
   int (*clock_nanosleep)(clockid_t, int, const struct timespec *, struct timespec *);
   int (*usleep)(useconds_t);
   unsigned (*sleep)(unsigned);
+  int (*sched_yield)(void);
 } next;
 
 static void *next_of(const char *name) {
@@ -35,8 +39,11 @@ void ito_omp_sleep_setup(void) {
   next.clock_nanosleep = (int (*)(clockid_t, int, const struct timespec *,
                                   struct timespec *))next_of("clock_nanosleep");
   next.usleep = (int (*)(useconds_t))next_of("usleep");
+  next.sched_yield = (int (*)(void))next_of("sched_yield");
   next.sleep = (unsigned (*)(unsigned))next_of("sleep");
-  struct ito_os os = {.nanosleep = next.nanosleep, .clock_nanosleep = next.clock_nanosleep};
+  struct ito_os os = {.nanosleep = next.nanosleep,
+                      .clock_nanosleep = next.clock_nanosleep,
+                      .sched_yield = next.sched_yield};
   ito__dropin_os_install(&os);
 }
 
@@ -92,3 +99,14 @@ OMP_API unsigned sleep(unsigned s) {
   if (UNLIKELY(left)) testcancel();
   return left;
 }
+
+OMP_API int sched_yield(void) {
+  ensure();
+  if (!ito__dropin_can_park()) return next.sched_yield();
+  return ito_yield();
+}
+
+/* pthread.h redirects pthread_yield to sched_yield; binaries built against
+ * older headers call pthread_yield itself (libc's is sched_yield). */
+OMP_API int omp_pthread_yield(void) __asm__("pthread_yield");
+int omp_pthread_yield(void) { return sched_yield(); }

@@ -9,9 +9,15 @@
  *     so the last member to start may be the first to need the CPU.
  *  3. Nested: an inner team of 3 spins the same way inside each of 2 outer
  *     members.
+ *  4. A relay of 4 members, 100 rounds, each waiting for its turn in a
+ *     loop that calls sched_yield (as OpenBLAS's threads wait for each
+ *     other): the member whose turn it is must get the worker at the yield,
+ *     since a member in libc is not preempted.
  * Counts come out the same under any runtime; a runtime that does not
  * preempt hangs (compare.sh's time limit). */
 #include "omptest.h"
+
+#include <sched.h>
 
 static void spin_barrier(int *arrived, int n, int round) {
   __atomic_add_fetch(arrived, 1, __ATOMIC_SEQ_CST);
@@ -52,5 +58,16 @@ int main(void) {
     }
   }
   printf("nested: %d inner members passed\n", inner_passed);
+
+  int yturn = 0;
+#pragma omp parallel num_threads(4)
+  {
+    int me = omp_get_thread_num(), n = omp_get_num_threads();
+    for (int r = 0; r < 100; r++) {
+      while (__atomic_load_n(&yturn, __ATOMIC_SEQ_CST) != r * n + me) sched_yield();
+      __atomic_add_fetch(&yturn, 1, __ATOMIC_SEQ_CST);
+    }
+  }
+  printf("relay with sched_yield: %d turns\n", yturn);
   return omptest_finish("spin");
 }
