@@ -4,7 +4,9 @@
  * once the runtime runs) park it on a timer, and its worker runs other
  * tasks and members; sched_yield (and pthread_yield) lets the worker run
  * another ready one (a member spinning on a flag with sched_yield, as
- * OpenBLAS's threads do, gives its worker to the member that sets it);
+ * OpenBLAS's threads do, gives its worker to the member that sets it), and
+ * pthread_spin_lock yields every 1,000 spins (the holder may have been
+ * preempted onto the spinner's worker);
  * other callers, and clocks other than CLOCK_REALTIME and CLOCK_MONOTONIC,
  * get the next definition (libc's). The sleeps themselves are the runtime's,
  * shared with libito-pthread.so through the drop-in interface
@@ -12,6 +14,7 @@
 #include "omp_int.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -24,6 +27,8 @@ static struct {
   int (*usleep)(useconds_t);
   unsigned (*sleep)(unsigned);
   int (*sched_yield)(void);
+  int (*spin_lock)(pthread_spinlock_t *);
+  int (*spin_trylock)(pthread_spinlock_t *);
 } next;
 
 static void *next_of(const char *name) {
@@ -40,6 +45,8 @@ void ito_omp_sleep_setup(void) {
                                   struct timespec *))next_of("clock_nanosleep");
   next.usleep = (int (*)(useconds_t))next_of("usleep");
   next.sched_yield = (int (*)(void))next_of("sched_yield");
+  next.spin_lock = (int (*)(pthread_spinlock_t *))next_of("pthread_spin_lock");
+  next.spin_trylock = (int (*)(pthread_spinlock_t *))next_of("pthread_spin_trylock");
   next.sleep = (unsigned (*)(unsigned))next_of("sleep");
   struct ito_os os = {.nanosleep = next.nanosleep,
                       .clock_nanosleep = next.clock_nanosleep,
@@ -55,6 +62,14 @@ static inline void testcancel(void) {
     void (*check)(void) = __atomic_load_n(&ito__dropin_cancel_check, __ATOMIC_ACQUIRE);
     if (check) check();
   }
+}
+
+static inline void spin_pause(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield" ::: "memory");
+#endif
 }
 
 /* A call that comes before the constructor (another library's) */
@@ -110,3 +125,18 @@ OMP_API int sched_yield(void) {
  * older headers call pthread_yield itself (libc's is sched_yield). */
 OMP_API int omp_pthread_yield(void) __asm__("pthread_yield");
 int omp_pthread_yield(void) { return sched_yield(); }
+
+/* The lock stays the next definition's (libc's layout: on x86-64 1 is
+ * free and 0 held, elsewhere 0 is free): its trylock, and a yield every
+ * 1,000 tries. */
+OMP_API int pthread_spin_lock(pthread_spinlock_t *s) {
+  ensure();
+  if (!ito__dropin_can_park()) return next.spin_lock(s);
+  for (unsigned n = 1;; n++) {
+    if (next.spin_trylock(s) == 0) return 0;
+    if (n % 1000 == 0)
+      ito_yield(); /* the holder may be waiting for this worker */
+    else
+      spin_pause();
+  }
+}

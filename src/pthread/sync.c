@@ -651,11 +651,20 @@ SHIM_EXPORT int pthread_barrier_wait(pthread_barrier_t *pb) {
   return 0;
 }
 
-/* ---- spinlocks: an ito thread yields every 1,000 spins ------------------------------ */
+/* ---- spinlocks: an ito thread yields every 1,000 spins ------------------------------
+ * glibc's layout, so that a lock shared with a process without the library
+ * works: an int, on x86 1 free and 0 or below held (glibc's lock
+ * decrements it), elsewhere 0 free and 1 held. */
+#if defined(__x86_64__) || defined(__i386__)
+#define SPIN_FREE 1
+#else
+#define SPIN_FREE 0
+#endif
+#define SPIN_HELD (1 - SPIN_FREE)
 
 SHIM_EXPORT int pthread_spin_init(pthread_spinlock_t *s, int pshared) {
   SHIM_ENTER(pthread_spin_init, s, pshared);
-  __atomic_store_n((int *)s, 0, __ATOMIC_RELAXED); /* process-shared: only an atomic, accepted */
+  __atomic_store_n((int *)s, SPIN_FREE, __ATOMIC_RELAXED); /* process-shared: only an atomic */
   return 0;
 }
 
@@ -668,7 +677,7 @@ SHIM_EXPORT int pthread_spin_lock(pthread_spinlock_t *s) {
   SHIM_ENTER(pthread_spin_lock, s);
   int *p = (int *)s;
   for (unsigned n = 1;; n++) {
-    if (__atomic_load_n(p, __ATOMIC_RELAXED) == 0 && cas(p, 0, 1)) return 0;
+    if (__atomic_load_n(p, __ATOMIC_RELAXED) == SPIN_FREE && cas(p, SPIN_FREE, SPIN_HELD)) return 0;
     if (n % 1000 == 0 && ito__dropin_can_park())
       ito_yield(); /* the holder may be waiting for this worker */
     else
@@ -678,12 +687,12 @@ SHIM_EXPORT int pthread_spin_lock(pthread_spinlock_t *s) {
 
 SHIM_EXPORT int pthread_spin_trylock(pthread_spinlock_t *s) {
   SHIM_ENTER(pthread_spin_trylock, s);
-  return cas((int *)s, 0, 1) ? 0 : EBUSY;
+  return cas((int *)s, SPIN_FREE, SPIN_HELD) ? 0 : EBUSY;
 }
 
 SHIM_EXPORT int pthread_spin_unlock(pthread_spinlock_t *s) {
   SHIM_ENTER(pthread_spin_unlock, s);
-  __atomic_store_n((int *)s, 0, __ATOMIC_RELEASE);
+  __atomic_store_n((int *)s, SPIN_FREE, __ATOMIC_RELEASE);
   return 0;
 }
 

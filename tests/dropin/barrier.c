@@ -1,5 +1,6 @@
 /* Drop-in test: barriers (P threads x K phases, one serial thread per
- * round), a counter under a spinlock, and pthread_once.
+ * round), a counter under a spinlock (whose words are glibc's), and
+ * pthread_once.
  *
  * A plain pthread program (docs/dropin.md, section 8): it runs natively and
  * under libito-pthread.so, and both.sh compares the outputs. The output is
@@ -94,6 +95,14 @@ int main(void) {
   if (reads != (long)P * P * K) FAIL("%ld slot reads, expected %ld", reads, (long)P * P * K);
   if (spin_counter != (long)P * K * SPINS_PER_PHASE)
     FAIL("spinlock counter %ld, expected %ld", spin_counter, (long)P * K * SPINS_PER_PHASE);
+
+  /* glibc's layout: a process without the library may share the lock */
+  int w_free = *(volatile int *)&spin;
+  must("pthread_spin_lock", pthread_spin_lock(&spin));
+  int w_held = *(volatile int *)&spin;
+  must("pthread_spin_unlock", pthread_spin_unlock(&spin));
+  printf("spinlock words: free %d, held %d, free again %d\n", w_free, w_held,
+         *(volatile int *)&spin);
 
   /* Try-lock of a held spinlock. */
   must("pthread_spin_lock", pthread_spin_lock(&spin));

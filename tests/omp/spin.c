@@ -13,10 +13,14 @@
  *     loop that calls sched_yield (as OpenBLAS's threads wait for each
  *     other): the member whose turn it is must get the worker at the yield,
  *     since a member in libc is not preempted.
+ *  5. A pthread spinlock whose holder calls sched_yield while it holds
+ *     it, 4 members, 50 rounds: a member spinning for it must give way to
+ *     the holder (glibc's lock spins inside libc).
  * Counts come out the same under any runtime; a runtime that does not
  * preempt hangs (compare.sh's time limit). */
 #include "omptest.h"
 
+#include <pthread.h>
 #include <sched.h>
 
 static void spin_barrier(int *arrived, int n, int round) {
@@ -69,5 +73,28 @@ int main(void) {
     }
   }
   printf("relay with sched_yield: %d turns\n", yturn);
+
+  pthread_spinlock_t sl;
+  pthread_spin_init(&sl, PTHREAD_PROCESS_PRIVATE);
+  int in_lock = 0, shared_lock = 0, team = 0;
+  long held = 0;
+#pragma omp parallel num_threads(4)
+  {
+#pragma omp single
+    team = omp_get_num_threads();
+    for (int r = 0; r < 50; r++) {
+      pthread_spin_lock(&sl);
+      if (in_lock++) shared_lock = 1;
+      sched_yield(); /* the holder gives its worker away */
+      held++;
+      in_lock--;
+      pthread_spin_unlock(&sl);
+    }
+  }
+  pthread_spin_destroy(&sl);
+  CHECK_EQ(held, 50L * team);
+  CHECK(!shared_lock);
+  printf("spinlock held across sched_yield: %s\n",
+         held == 50L * team && !shared_lock ? "every round, one holder at a time" : "wrong");
   return omptest_finish("spin");
 }
