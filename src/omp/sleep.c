@@ -13,6 +13,8 @@
  * (ito__dropin_nanosleep and the rest). docs/openmp.md, "Sleeping". */
 #include "omp_int.h"
 
+#include "../core/relax.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <time.h>
@@ -62,14 +64,6 @@ static inline void testcancel(void) {
     void (*check)(void) = __atomic_load_n(&ito__dropin_cancel_check, __ATOMIC_ACQUIRE);
     if (check) check();
   }
-}
-
-static inline void spin_pause(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  __asm__ __volatile__("yield" ::: "memory");
-#endif
 }
 
 /* A call that comes before the constructor (another library's) */
@@ -137,6 +131,6 @@ OMP_API int pthread_spin_lock(pthread_spinlock_t *s) {
     if (n % 1000 == 0)
       ito_yield(); /* the holder may be waiting for this worker */
     else
-      spin_pause();
+      cpu_relax();
   }
 }
