@@ -230,6 +230,21 @@ void ito__nodeq_count_run(worker *w, fiber *f) {
     __atomic_add_fetch(&outside[kind], 1, __ATOMIC_RELAXED);
 }
 
+void ito__nodeq_count(worker *w, int node) {
+  int kind = node < 0 ? NQ_UNKNOWN
+             : w && node == ito__nodeq_worker_node(w->id) ? NQ_LOCAL
+                                                          : NQ_REMOTE;
+  if (w)
+    STORE_RLX(&w->placed[kind], w->placed[kind] + 1);
+  else
+    __atomic_add_fetch(&outside[kind], 1, __ATOMIC_RELAXED);
+}
+
+worker *ito__nodeq_worker_on(int node, unsigned r) {
+  if (!LOAD_RLX(&ito__nodeq_on) || node < 0 || node >= nnodes || !nq[node].nworkers) return NULL;
+  return ito__workers[wid_by_node[nq[node].first + (int)(r % (unsigned)nq[node].nworkers)]];
+}
+
 void ito__nodeq_counts(uint64_t out[NQ_KINDS]) {
   for (int k = 0; k < NQ_KINDS; k++) out[k] = __atomic_load_n(&outside[k], __ATOMIC_RELAXED);
   int n = LOAD_ACQ(&ito__nslots);

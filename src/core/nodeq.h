@@ -74,6 +74,12 @@ HIDDEN bool ito__nodeq_any(void);
 /* Counts f, about to run on w (NULL: a thread that is not a worker), if it
  * was started with data and not yet counted (invariant 4). */
 HIDDEN void ito__nodeq_count_run(worker *w, fiber *f);
+/* Counts a piece of work with data on node (-1: none known) run by w
+ * (NULL: not a worker), which is not a fiber of its own (a task run as a
+ * call: ito__dropin_run_on_node). */
+HIDDEN void ito__nodeq_count(worker *w, int node);
+/* Worker r (modulo their number) of node, NULL if none or placement is off. */
+HIDDEN worker *ito__nodeq_worker_on(int node, unsigned r);
 /* The counts since the process started, summed over the workers. */
 HIDDEN void ito__nodeq_counts(uint64_t out[NQ_KINDS]);
 

@@ -259,22 +259,16 @@ ITO_DROPIN_API int ito__dropin_can_park(void);
 #define ITO_DROPIN_CTX_COPY ((void *)1)
 ITO_DROPIN_API int ito__dropin_spawn(void (*fn)(void *), const void *arg, size_t size,
                                      size_t align, void (*cpy)(void *, void *), void *ctx);
-/* The same, queued (help-first): the caller goes on and any worker may take
- * the new thread from the caller's worker's ready queue. */
-ITO_DROPIN_API int ito__dropin_spawn_queued(void (*fn)(void *), const void *arg, size_t size,
-                                            size_t align, void (*cpy)(void *, void *),
-                                            void *ctx);
 /* Placement by data (docs/numa.md): placement by node is on (more than
- * one NUMA node in use; the runtime runs); and ito__dropin_spawn for a
- * task whose data is on node (ito_numa_node_for; -1: on none known),
- * started there: at once when that is the caller's node, else queued on
- * the node's queue. */
+ * one NUMA node in use; the runtime runs). */
 ITO_DROPIN_API int ito__dropin_numa_on(void);
-ITO_DROPIN_API int ito__dropin_spawn_node(int node, void (*fn)(void *), const void *arg,
-                                          size_t size, size_t align,
-                                          void (*cpy)(void *, void *), void *ctx);
-/* The same, queued for worker `home` (0 <= home < ito_num_workers(), else
- * EINVAL), where the task stays: see ito__dropin_home. */
+/* Placement by data for work the calling ito thread runs as a call (an
+ * OpenMP task run by a member's strand): while placement by node is on,
+ * moves the thread to a worker of node (>= 0) first when it runs on
+ * another node and may move (no home, not pinned); with count, counts the
+ * work in the profiler's placement counts as a task with data on node
+ * would be (-1: none known). Does nothing while placement is off. */
+ITO_DROPIN_API void ito__dropin_run_on_node(int node, int count);
 /* Places (src/core/places.h; docs/numa.md): how many the runtime uses (0:
  * none), the kernel's CPU numbers of place i (at most max of them into
  * cpus; returns how many it has, -1 for no such place), and the place of
@@ -282,6 +276,9 @@ ITO_DROPIN_API int ito__dropin_spawn_node(int node, void (*fn)(void *), const vo
 ITO_DROPIN_API int ito__dropin_place_count(void);
 ITO_DROPIN_API int ito__dropin_place_cpus(int place, int *cpus, int max);
 ITO_DROPIN_API int ito__dropin_worker_place(int worker);
+/* ito__dropin_spawn, queued for worker `home` (0 <= home <
+ * ito_num_workers(), else EINVAL), where the task stays: see
+ * ito__dropin_home. */
 ITO_DROPIN_API int ito__dropin_spawn_home(int home, void (*fn)(void *), const void *arg,
                                           size_t size, size_t align,
                                           void (*cpy)(void *, void *), void *ctx);
@@ -336,10 +333,6 @@ static inline void **ito_dropin_ctx_at(const struct ito_dropin_where *where) {
   char *f = *(char *volatile *)(w + where->cur_off);
   return f ? (void **)(f + where->ctx_off) : (void **)0;
 }
-/* Entries in the calling worker's deque that thieves may still take (an
- * estimate: it reads the two ends without the thieves' lock); 0 on a
- * thread that is not an ito thread. */
-ITO_DROPIN_API int ito__dropin_stealable(void);
 /* Gives the pages of the free thread stacks back to the system (each
  * keeps its header page): the global pool's (the ITO_STACK_CACHE bytes
  * kept resident), the larger stacks' free lists, and the calling worker's
@@ -364,9 +357,6 @@ ITO_DROPIN_API int ito__dropin_tls_on(void);
  * with worker TLS or no memory. free: back to the spares. */
 ITO_DROPIN_API void *ito__dropin_tls_block(void);
 ITO_DROPIN_API void ito__dropin_tls_free(void *block);
-/* Copies the static TLS of the program's own modules from the calling
- * thread's block to block. */
-ITO_DROPIN_API void ito__dropin_tls_copy(void *block);
 /* The calling ito thread runs on block from now on, wherever it runs
  * (NULL: on its worker's); returns the block it had. Not the root. It
  * must give the block back (NULL) before it ends. */

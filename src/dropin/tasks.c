@@ -32,13 +32,6 @@ int ito__dropin_spawn(void (*fn)(void *), const void *arg, size_t size, size_t a
                            ctx == ITO_DROPIN_CTX_COPY ? THREAD_CTX_COPY : ctx, -1);
 }
 
-int ito__dropin_spawn_node(int node, void (*fn)(void *), const void *arg, size_t size,
-                           size_t align, void (*cpy)(void *, void *), void *ctx) {
-  report_spawn();
-  return ito__thread_spawn_node(fn, arg, size, align, cpy,
-                                ctx == ITO_DROPIN_CTX_COPY ? THREAD_CTX_COPY : ctx, node);
-}
-
 int ito__dropin_numa_on(void) { return LOAD_RLX(&ito__nodeq_on); }
 
 int ito__dropin_spawn_home(int home, void (*fn)(void *), const void *arg, size_t size,
@@ -49,13 +42,6 @@ int ito__dropin_spawn_home(int home, void (*fn)(void *), const void *arg, size_t
   report_spawn();
   return ito__thread_spawn(fn, arg, size, align, cpy,
                            ctx == ITO_DROPIN_CTX_COPY ? THREAD_CTX_COPY : ctx, home);
-}
-
-int ito__dropin_spawn_queued(void (*fn)(void *), const void *arg, size_t size, size_t align,
-                             void (*cpy)(void *, void *), void *ctx) {
-  report_spawn();
-  return ito__thread_spawn(fn, arg, size, align, cpy,
-                           ctx == ITO_DROPIN_CTX_COPY ? THREAD_CTX_COPY : ctx, THREAD_QUEUED);
 }
 
 int ito__dropin_home(int home) {
@@ -76,6 +62,21 @@ int ito__dropin_home(int home) {
    * another OS thread, which glibc refuses, and stay held for ever. */
   if (to != w && parkable(w)) ito__suspend(ACT_MIGRATE, to, NULL, NULL);
   return 0;
+}
+
+void ito__dropin_run_on_node(int node, int count) {
+  if (!LOAD_RLX(&ito__nodeq_on)) return;
+  worker *w = cur_worker();
+  if (node >= 0 && w && w->cur && !w->cur->home && ito__nodeq_worker_node(w->id) != node &&
+      parkable(w)) {
+    static unsigned rr; /* spreads the moves over the node's workers */
+    worker *to = ito__nodeq_worker_on(node, __atomic_fetch_add(&rr, 1, __ATOMIC_RELAXED));
+    if (to && to != w) {
+      ito__suspend(ACT_MIGRATE, to, NULL, NULL);
+      w = cur_worker();
+    }
+  }
+  if (count) ito__nodeq_count(w, node);
 }
 
 void ito__dropin_root_stay(void) { ito__root_stay_ask(); }
@@ -109,13 +110,6 @@ void ito__dropin_ctx_where(struct ito_dropin_where *out) {
   out->ctx_off = offsetof(fiber, ctx);
 }
 
-int ito__dropin_stealable(void) {
-  worker *w = cur_worker();
-  if (!w || !w->cur) return 0;
-  uint64_t n = dq_size(&w->dq);
-  return n < 1000000 ? (int)n : 1000000;
-}
-
 /* ---- TLS blocks lent to threads (src/core/tls.h, invariant 5) ----------------------------- */
 
 int ito__dropin_tls_program(void) { return ito__tls_program_has(); }
@@ -127,8 +121,6 @@ int ito__dropin_tls_on(void) {
 
 void *ito__dropin_tls_block(void) { return ito__tls_block_get(); }
 void ito__dropin_tls_free(void *block) { ito__tls_block_put(block); }
-void ito__dropin_tls_copy(void *block) { ito__tls_copy_program(block); }
-
 void *ito__dropin_tls_use(void *block) {
   worker *w = cur_worker();
   if (!w || !w->cur || w->cur->kind == FIBER_NATIVE) return NULL;

@@ -79,8 +79,8 @@ OMP_API bool GOMP_cancel(int which, bool do_cancel) {
   }
   team *tm = t->team;
   if (!tm) return false; /* outside any region there is nothing to cancel */
-  /* the flag first, then the wake under bar_lock: a member about to park
-   * in a cancellable barrier tests it under that lock (team.c) */
+  /* the flag first, then the wake under each member's queue lock: a member
+   * about to park in a cancellable barrier tests it under that lock (team.c) */
   if (!atomic_exchange_explicit(&tm->cancelled, 1, memory_order_acq_rel))
     ito_omp_barrier_wake(tm);
   return true;

@@ -547,26 +547,32 @@ static inline uint64_t half_of(uint64_t bit) {
   return bit == KID_WAIT_RUN ? KID_RUN_MASK : KID_ALIVE_MASK;
 }
 
+struct word_arg {
+  _Atomic uint64_t *word;
+  uint64_t bit, mask;
+  bool armed;
+};
+
+/* ito_omp_lend_wait's test: the half is zero. Armed, the waiter bit is set
+ * in the word (whoever brings the half to zero sees it and wakes the
+ * queue). */
+static int word_done(void *p, int how) {
+  struct word_arg *w = p;
+  if (how == WAIT_CHECK) return !(atomic_load_explicit(w->word, memory_order_acquire) & w->mask);
+  if (how == WAIT_DISARM) {
+    if (w->armed) atomic_fetch_and_explicit(w->word, ~w->bit, memory_order_relaxed);
+    return 1;
+  }
+  w->armed = true;
+  return !(atomic_fetch_or_explicit(w->word, w->bit, memory_order_acq_rel) & w->mask);
+}
+
 void ito_omp_word_wait(_Atomic uint64_t *word, uint64_t wait_bit, int *qlock, void **head,
-                       void **tail) {
+                       void **tail, task *lendfor, bool any) {
   uint64_t mask = half_of(wait_bit);
   if (!(atomic_load_explicit(word, memory_order_acquire) & mask)) return;
-  /* a holder of a task reduction slot lends it while it waits (reduction.c) */
-  task *cur = ito_omp_cur();
-  task *me = ito_omp_red_holder(cur);
-  bool lent = UNLIKELY(me != NULL);
-  if (lent) ito_omp_red_lend(me, cur); /* to what cur waits for (its descendants) */
-  ito__dropin_lock(qlock);
-  uint64_t v = atomic_fetch_or_explicit(word, wait_bit, memory_order_acq_rel);
-  while (v & mask) {
-    /* whoever brings the half to zero sees the bit and wakes us under qlock */
-    ito__dropin_wq_wait(qlock, head, tail, 0, CLOCK_MONOTONIC, NULL, NULL, NULL);
-    ito__dropin_lock(qlock);
-    v = atomic_fetch_or_explicit(word, wait_bit, memory_order_acq_rel);
-  }
-  atomic_fetch_and_explicit(word, ~wait_bit, memory_order_relaxed);
-  ito__dropin_unlock(qlock);
-  if (lent) ito_omp_red_reclaim(me);
+  struct word_arg w = {word, wait_bit, mask, false};
+  ito_omp_lend_wait(ito_omp_cur(), lendfor, any, qlock, head, tail, word_done, &w);
 }
 
 int ito_omp_kids_sub(_Atomic uint64_t *word, uint64_t d, int *qlock, void **head, void **tail) {
@@ -586,8 +592,8 @@ int ito_omp_kids_sub(_Atomic uint64_t *word, uint64_t d, int *qlock, void **head
   return zero;
 }
 
-void ito_omp_wait_kids(task *t, uint64_t wait_bit) {
-  ito_omp_word_wait(&t->kids, wait_bit, &t->qlock, &t->qhead, &t->qtail);
+void ito_omp_wait_kids(task *t, uint64_t wait_bit, bool any) {
+  ito_omp_word_wait(&t->kids, wait_bit, &t->qlock, &t->qhead, &t->qtail, t, any);
 }
 
 void ito_omp_team_wait(team *tm, int (*pred)(void *), void *arg) {
@@ -616,28 +622,9 @@ void ito_omp_team_notify(team *tm) {
 
 /* ---- the user API ------------------------------------------------------------------- */
 
-/* In an explicit task: the member on whose behalf it runs. A task holding
- * a task reduction slot runs for that member; in a bound team (each
- * member homed on its own worker, team.c) a task reports the member whose
- * worker runs it; otherwise (unbound teams, a worker with no member) the
- * member that created it. docs/openmp.md, "Team queries in tasks". */
-static int task_thread_num(const task *t) {
-  team *tm = t->team;
-  if (t->rteam) return (int)t->rslot;
-  if (tm && tm->home >= 0) {
-    int w = ito_worker_id(), nw = ito_num_workers();
-    if (w >= 0 && nw > 0) {
-      int k = ((w - tm->home) % nw + nw) % nw;
-      if (k < (int)tm->n) return k;
-    }
-  }
-  return (int)t->id;
-}
-OMP_API int omp_get_thread_num(void) {
-  task *t = ito_omp_cur();
-  if (LIKELY(t->kind == TASK_IMPLICIT || t->kind == TASK_INITIAL)) return (int)t->id;
-  return task_thread_num(t);
-}
+/* Every task runs on a member's strand as that member (pending.c): one
+ * load, for every kind of task. */
+OMP_API int omp_get_thread_num(void) { return (int)ito_omp_cur()->id; }
 OMP_API int omp_get_num_threads(void) {
   team *tm = ito_omp_cur()->team;
   return tm ? (int)tm->n : 1;

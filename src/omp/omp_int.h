@@ -71,9 +71,9 @@ struct omp_global {
   int nteams;                 /* nteams-var (0: the default, 3 teams) */
   int teams_thread_limit;     /* teams-thread-limit-var (0: none) */
   _Atomic int member_tls;     /* threadprivate per member: ITO_TLS=thread is in force, so each
-                               * member has a TLS block and each deferred task a snapshot of
-                               * its creator's (docs/openmp.md, "threadprivate"); -1 until the
-                               * runtime has started (ito_omp_member_tls) */
+                               * member has a TLS block, which the tasks it runs use
+                               * (docs/openmp.md, "threadprivate"); -1 until the runtime has
+                               * started (ito_omp_member_tls) */
   int program_tls;            /* the program's modules had TLS of their own at load: where
                                * threadprivate variables can be (team.c binds teams for them
                                * when members have no TLS of their own) */
@@ -122,18 +122,18 @@ struct dnode;
 
 /* The completion event of a task with detach (omp_event_handle_t is its
  * address): the task is complete once its code has ended and the event is
- * fulfilled (task.c). */
-enum { EV_NONE, EV_PENDING, EV_WAITING, EV_FULFILLED };
+ * fulfilled, whichever comes last (task.c). */
+enum { EV_NONE, EV_PENDING, EV_FULFILLED };
 struct tevent {
   int lock;
   int state;                    /* EV_*, under lock */
-  void *head, *tail;            /* the task, parked until fulfilled */
 };
 
 typedef struct task {
   struct task *parent;          /* the creating task (implicit tasks: the encountering task) */
   struct team *team;            /* the team it binds to; NULL: outside any region */
-  unsigned id;                  /* omp_get_thread_num() */
+  unsigned id;                  /* omp_get_thread_num(): the member whose strand runs it (explicit
+                                 * tasks: set when it begins, kept to its end) */
   unsigned char kind;           /* TASK_* */
   unsigned char final_;         /* final task: its children run at once */
   _Atomic uint64_t kids;
@@ -157,19 +157,17 @@ typedef struct task {
   void (*fn)(void *);
   void *data;
   void *heap;                   /* a block to free once the task is over */
-  void *tls;                    /* deferred tasks with member TLS: the snapshot of its creator's
-                                 * threadprivate variables it runs on (task.c), or NULL */
   struct tevent ev;             /* detach: its completion event */
-  /* task reductions (reduction.c) */
+  _Atomic int pendc;            /* explicit tasks: what their completion waits for (its code,
+                                 * and its event with detach); the last to go completes it */
+  unsigned depth;               /* ancestors (the initial task: 0) */
+  int prio;                     /* priority, within [0, max-task-priority-var] */
+  short numa;                   /* the node its strand runs it on (docs/numa.md): its data's
+                                 * (-1: none known), else its parent's; -2: none */
+  unsigned char numa_own;       /* numa is its own data's: counted by the profiler */
+  struct task *pnext, *pprev;   /* pending: in a member's list (task.c) */
+  unsigned maker;               /* a deferred task of a team: its creator's member number */
   uintptr_t *red0;              /* the registered reductions it sees outside its taskgroups */
-  struct team *rteam;           /* the team one of whose slots it holds, or NULL */
-  struct team *rqueued;         /* queued behind a slot holder of this team, not started */
-  struct team *rtake;           /* a taskloop reduction's task: takes a slot of this team
-                                   before its code runs (its code uses omp_get_thread_num) */
-  struct task *rbelow;          /* the holder under it in that slot */
-  unsigned rslot;               /* that slot */
-  unsigned char rwait;          /* it waits: the slot is lent (RED_LEND_*), else 0 */
-  struct task *rfor;            /* RED_LEND_DESC: lent to the descendants of this task */
 } task;
 
 struct taskgroup {
@@ -208,11 +206,26 @@ struct ws {
                                  * start on when a loop or sections is initialised) */
 } __attribute__((aligned(64)));
 
-/* A task reduction slot (reduction.c), on a cache line of its own: the
- * workers running tasks of different slots push and pop them all the time. */
-struct rslot {
-  struct task *top;
+/* A member of a team as a runner of tasks (task.c, "Pending tasks"), on a
+ * cache line of its own: the deferred tasks its strand made or was handed,
+ * not yet begun, and, while its strand waits at a task scheduling point,
+ * how to wake it for one it may run. */
+struct ident {
+  int lock;                     /* the list and the fields below */
+  _Atomic unsigned n;           /* tasks in the list (read without the lock as a hint) */
+  _Atomic unsigned alive;       /* deferred tasks its strand made, not yet complete (the
+                                 * cut-off, task.c) */
+  struct task *head, *tail;     /* oldest, newest */
+  int parked;                   /* its strand waits (parks) at a scheduling point */
+  int poked;                    /* woken for a task since it announced the wait */
+  struct task *lendfor;         /* while parked: it runs descendants of this task only (NULL:
+                                 * any task of the team, at a barrier) */
+  int *wq_lock;                 /* while parked: the queue it parks on */
+  void **wq_head, **wq_tail;
+  int plock;                    /* its own queue, for the barrier's wait */
+  void *phead, *ptail;
 } __attribute__((aligned(64)));
+#define TEAM_IDS_INLINE 4
 
 typedef struct team {
   unsigned n;
@@ -234,11 +247,9 @@ typedef struct team {
   unsigned long *gone;
   unsigned ngone;
   int ring_lock;
-  /* barrier */
+  /* barrier (members park on their ident's own queue) */
   _Atomic unsigned bar_arrived;
   _Atomic unsigned bar_phase;
-  int bar_lock;
-  void *bar_head, *bar_tail;
   /* waits on work-share state (ordered turns, copyprivate, a busy slot) */
   int cq_lock;
   void *cq_head, *cq_tail;
@@ -247,13 +258,14 @@ typedef struct team {
   int tls_on;                   /* members [1, n) run on TLS blocks of their own (member TLS) */
   void **tls;                   /* the outermost team's: member i's block, kept between regions
                                  * (NULL: members take spare blocks and give them back) */
-  /* task reductions (reduction.c) */
-  uintptr_t *red;               /* registered by parallel with the task modifier */
-  struct rslot *rs;             /* per member slot: the top of its holders (NULL: free) */
-  _Atomic unsigned rqueued;     /* children of slot holders queued, not yet started */
-  int rs_lock;
+  uintptr_t *red;               /* task reductions registered by parallel with the task modifier */
+  /* pending tasks (task.c): one ident per member */
+  struct ident *ids;            /* ids_in, or allocated for a team of more than TEAM_IDS_INLINE */
+  _Atomic unsigned nparked;     /* idents whose strand is parked (parked set) */
+  _Atomic int has_prio;         /* a task with a priority above 0 was made */
   bool root_left;               /* the program's initial thread left its home for the region */
   struct ws ws[NWS];
+  struct ident ids_in[TEAM_IDS_INLINE];
 } team;
 
 /* ---- omp.c: current task, waits ------------------------------------------------ */
@@ -276,9 +288,11 @@ void ito_omp_display_affinity_member(void);
 /* sleep.c: the next definitions of the sleeps it interposes, and libc's in
  * the runtime's table; from the constructor. */
 void ito_omp_sleep_setup(void);
-/* waits until the kids half selected by wait_bit (KID_WAIT_RUN or
- * KID_WAIT_ALIVE) is zero */
-void ito_omp_wait_kids(task *t, uint64_t wait_bit);
+/* Waits until the kids half selected by wait_bit (KID_WAIT_RUN or
+ * KID_WAIT_ALIVE) is zero. Meanwhile the strand runs pending tasks of its
+ * team (task.c): any of them with any set (a barrier, the end of a
+ * region), else only descendants of t (task scheduling constraint 2). */
+void ito_omp_wait_kids(task *t, uint64_t wait_bit, bool any);
 /* The program's initial task (the root ito thread's, whose context word is
  * NULL). */
 extern task ito_omp_root_initial;
@@ -292,9 +306,11 @@ static inline task *ito_omp_cur_at(void **slot) {
  * owner if it waits on that half and the half became zero; returns whether
  * a half d touched became zero (this caller brought it there) */
 int ito_omp_kids_sub(_Atomic uint64_t *word, uint64_t d, int *qlock, void **head, void **tail);
-/* waits until the half of *word selected by wait_bit is zero */
+/* Waits until the half of *word selected by wait_bit is zero, running
+ * pending tasks meanwhile as ito_omp_wait_kids: those lendfor descends
+ * from, or any (lendfor NULL, any set); with neither, none. */
 void ito_omp_word_wait(_Atomic uint64_t *word, uint64_t wait_bit, int *qlock, void **head,
-                       void **tail);
+                       void **tail, task *lendfor, bool any);
 /* the team's condition queue: wait until pred(arg), and wake all waiters */
 void ito_omp_team_wait(team *tm, int (*pred)(void *), void *arg);
 void ito_omp_team_notify(team *tm);
@@ -382,33 +398,41 @@ OMP_API void GOMP_task(void (*fn)(void *), void *data, void (*cpyfn)(void *, voi
                        void **depend, int priority, void *detach);
 OMP_API void GOMP_taskwait_depend(void **depend);
 
+/* ---- pending.c: pending tasks --------------------------------------------------- */
+/* A team's lists (team_init) and their end (team_end). */
+void ito_omp_ids_init(team *tm);
+void ito_omp_ids_free(team *tm);
+/* The strand of cur waits until done(arg, ...) is true, running pending
+ * tasks of cur's team that lendfor admits meanwhile (lendfor NULL: any,
+ * with any set; neither: none), and parking when there are none.
+ * done(arg, WAIT_CHECK) tests without a lock; done(arg, WAIT_ARM), under
+ * *qlock, makes sure whoever makes it true wakes the queue (qlock, head,
+ * tail) and tests; done(arg, WAIT_DISARM), under *qlock, once done, undoes
+ * what WAIT_ARM did. */
+enum { WAIT_CHECK, WAIT_ARM, WAIT_DISARM };
+void ito_omp_lend_wait(task *cur, task *lendfor, bool any, int *qlock, void **head, void **tail,
+                       int (*done)(void *, int), void *arg);
+/* Makes t pending in member k's list of tm (waking a strand that may run
+ * it); runs one pending task of tm that x
+ * admits (NULL: any) on cur's strand, if there is one. */
+void ito_omp_push_pending(team *tm, unsigned k, task *t);
+/* The cut-off: tm's members' strands made at least cap deferred tasks each,
+ * not yet complete (member k at least cap: the others are summed only
+ * then). */
+bool ito_omp_pending_many(team *tm, unsigned k, unsigned cap);
+bool ito_omp_run_pending(task *cur, team *tm, const task *x);
+/* Runs the explicit task t, taken from a list or made by cur, as a call on
+ * cur's strand, as cur's member (task.c). */
+void ito_omp_run_task(task *cur, task *t);
+/* The team whose lists hold cur's pending tasks: its team, or outside any
+ * region its initial task's team of one (NULL if none was made). */
+team *ito_omp_pend_team(task *cur);
+
 /* ---- reduction.c ----------------------------------------------------------------- */
-/* a holder of a reduction slot (t->rteam set) gives it back at the end of
- * its code, lends it while it waits and takes it back after */
-void ito_omp_red_release(task *t);
-/* The holder whose slot is idle while t waits: t, or for a task run as a
- * call inside its creator, the nearest creator that holds one; NULL. */
-static inline task *ito_omp_red_holder(task *t) {
-  for (; t; t = t->parent) {
-    if (UNLIKELY(t->rteam != NULL)) return t;
-    if (LIKELY(t->kind != TASK_INLINE)) return NULL;
-  }
-  return NULL;
-}
-void ito_omp_red_take(task *t);
-/* Lent while t waits: to any task of the team at a barrier (waiter NULL),
- * else only to the descendants of waiter, the task whose children or
- * taskgroup it waits for (task scheduling constraint 2). */
-enum { RED_LEND_ANY = 1, RED_LEND_DESC = 2 };
-void ito_omp_red_lend(task *t, task *waiter);
-void ito_omp_red_reclaim(task *t);
 /* a work-sharing construct's reductions with the task modifier */
 void ito_omp_ws_reductions(task *me, uintptr_t *data);
-/* parallel with the task modifier: before the members start; each member's
- * slot; the end of the team */
+/* parallel with the task modifier: before the members start */
 void ito_omp_parallel_reductions(team *tm, uintptr_t *data);
-void ito_omp_member_reductions(task *t);
-void ito_omp_team_reductions_end(team *tm);
 OMP_API void GOMP_taskgroup_start(void);
 OMP_API void GOMP_taskgroup_end(void);
 OMP_API void GOMP_taskgroup_reduction_register(uintptr_t *data);

@@ -16,220 +16,15 @@
  * reduction with the task modifier uses copy number omp_get_thread_num()
  * directly.
  *
- * Slots. Two tasks must never update one copy at once. In libgomp a task
- * uses the copy of the OS thread that runs it, and that thread's own task
- * is suspended meanwhile; here tasks and members are lightweight threads
- * that run wherever, so the copies are leased: slot k of a team is a stack
- * of holders, of which only the top may run; a member with copies of its
- * own holds its slot from the start of the construct; a task holds one from
- * its first remap to the end of its code. A holder that waits (taskwait,
- * taskgroup end, barrier, dependences, the end of a region) lends its slot:
- * a task may push itself on a slot that is empty, whose top waits at a
- * barrier, or whose top waits in a task for that task's descendants (a
- * taskwait, a taskgroup end, an undeferred task's dependences), of which
- * it is one (task scheduling constraint 2: otherwise a task that waits
- * holding a lock would lend its copy to a sibling that waits for that
- * lock, and its own child, which needs the copy, would never run). The holder, once its wait is over, goes on only when it is
- * the top again (a task run as a call inside its creator waits on its
- * creator's behalf: the nearest holder among its undeferred creators
- * lends, ito_omp_red_holder). A task run as a call inside its creator
- * (undeferred) pushes itself on the creator's slot, since the creator
- * cannot run before it returns. A holder's children are queued rather than
- * run first (task.c): the holder goes on with its copy, as a libgomp
- * thread does, and idle workers take the children, each with a free slot.
- * A task that finds no slot to take parks until one is lent or freed.
- *
- * Invariants (under the team's rs_lock):
- *  1. t->rteam == tm and t->rslot == k exactly while t is in slot k's stack
- *     of tm; rs[k] is its top, each holder's rbelow the one under it.
- *  2. Only the top of a stack runs code that may touch copy k; every other
- *     holder is waiting (rwait) or is between the end of its wait and
- *     seeing itself the top again.
- *  3. A holder pops itself only when it is the top.
- *  4. An undeferred task whose creator is the running top of slot k pushes
- *     itself there and pops itself without the lock (quiet_take,
- *     quiet_release): while its creator is suspended in the call that runs
- *     it, the top (the creator, then the task) is never lendable, so no
- *     other task writes rs[k], and what a waiter tests cannot change.
- *     rs[k] is written with release and read with acquire, so a reader
- *     that finds a new top sees its fields. */
+ * Two tasks never update one copy at once: a task uses the copy of the
+ * member it runs as (omp_get_thread_num()), and each member's strand runs
+ * one task at a time, the others it began being suspended at task
+ * scheduling points (pending.c), as in libgomp, where a task uses the copy
+ * of the thread that runs it. */
 #include "omp_int.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- slots -------------------------------------------------------------------------- */
-
-static void rs_alloc(team *tm) {
-  ito__dropin_lock(&tm->rs_lock);
-  if (!tm->rs) {
-    struct rslot *rs = aligned_alloc(_Alignof(struct rslot), tm->n * sizeof *rs);
-    if (rs) memset(rs, 0, tm->n * sizeof *rs);
-    if (!rs) ito_omp_fatal("out of memory for task reductions");
-    tm->rs = rs;
-  }
-  ito__dropin_unlock(&tm->rs_lock);
-}
-
-static inline task *rs_top(team *tm, unsigned k) {
-  return __atomic_load_n(&tm->rs[k].top, __ATOMIC_ACQUIRE);
-}
-static inline void rs_set(team *tm, unsigned k, task *t) {
-  __atomic_store_n(&tm->rs[k].top, t, __ATOMIC_RELEASE);
-}
-
-/* t descends from x. Safe on t's live ancestors: a task's record outlives
- * its children (task_finish waits for them). */
-static bool descends(const task *t, const task *x) {
-  for (const task *a = t->parent; a; a = a->parent)
-    if (a == x) return true;
-  return false;
-}
-
-/* t may push itself on a slot whose top is top. */
-static inline bool lendable(const task *top, const task *t) {
-  if (!top || top->rwait == RED_LEND_ANY) return true;
-  return top->rwait == RED_LEND_DESC && descends(t, top->rfor);
-}
-
-static void push(team *tm, unsigned k, task *t) {
-  t->rbelow = rs_top(tm, k);
-  t->rteam = tm;
-  t->rslot = k;
-  t->rwait = 0;
-  rs_set(tm, k, t);
-}
-
-/* Invariant 4: t, undeferred, on its creator's slot while the creator is
- * its running top. */
-static inline bool quiet_take(task *t, team *tm) {
-  task *par = t->parent;
-  if (t->kind != TASK_INLINE || !par || par->rteam != tm || par->rwait ||
-      rs_top(tm, par->rslot) != par)
-    return false;
-  push(tm, par->rslot, t);
-  return true;
-}
-
-struct take {
-  team *tm;
-  task *t;
-};
-
-/* Pushes t on a slot it may take; false if none. Called under cq_lock
- * (ito_omp_team_wait's predicate) or with no lock held. */
-static int try_take(void *p) {
-  struct take *a = p;
-  team *tm = a->tm;
-  task *t = a->t;
-  ito__dropin_lock(&tm->rs_lock);
-  unsigned n = tm->n, start = t->parent ? t->parent->id % n : 0;
-  int got = 0;
-  task *par = t->parent;
-  /* first the creator's slot: it is suspended in the call that runs t
-   * (undeferred), or lent it while t runs first (task.c) */
-  if (par && par->rteam == tm) {
-    task *top = rs_top(tm, par->rslot);
-    if ((t->kind == TASK_INLINE && top == par) || lendable(top, t)) {
-      push(tm, par->rslot, t);
-      got = 1;
-    }
-  }
-  for (unsigned i = 0; !got && i < n; i++) {
-    unsigned k = (start + i) % n;
-    if (lendable(rs_top(tm, k), t)) {
-      push(tm, k, t);
-      got = 1;
-    }
-  }
-  ito__dropin_unlock(&tm->rs_lock);
-  return got;
-}
-
-static unsigned acquire(task *t, team *tm) {
-  if (t->rteam == tm) return t->rslot;
-  if (t->rteam) ito_omp_fatal("a task uses task reductions of two teams");
-  if (!tm->rs) rs_alloc(tm);
-  if (quiet_take(t, tm)) return t->rslot;
-  struct take a = {tm, t};
-  if (!try_take(&a)) ito_omp_team_wait(tm, try_take, &a);
-  return t->rslot;
-}
-
-/* A member takes its own slot k for the copies it uses directly. */
-struct own {
-  team *tm;
-  task *t;
-  unsigned k;
-};
-static int try_own(void *p) {
-  struct own *a = p;
-  ito__dropin_lock(&a->tm->rs_lock);
-  int got = rs_top(a->tm, a->k) == NULL;
-  if (got) push(a->tm, a->k, a->t);
-  ito__dropin_unlock(&a->tm->rs_lock);
-  return got;
-}
-static void acquire_own(task *t, team *tm) {
-  if (t->rteam == tm) {
-    if (t->rslot != t->id) ito_omp_fatal("task reductions: a member holds another's copy");
-    return;
-  }
-  if (!tm->rs) rs_alloc(tm);
-  struct own a = {tm, t, t->id};
-  if (!try_own(&a)) ito_omp_team_wait(tm, try_own, &a);
-}
-
-/* A task of a taskloop with reductions: gcc's code for it indexes the
- * copies with omp_get_thread_num() instead of remapping, so it takes its
- * slot before it runs (omp_get_thread_num answers the slot: omp.c). */
-void ito_omp_red_take(task *t) {
-  team *tm = t->rtake;
-  t->rtake = NULL;
-  acquire(t, tm);
-}
-
-void ito_omp_red_release(task *t) {
-  team *tm = t->rteam;
-  ITO_OMP_ASSERT(rs_top(tm, t->rslot) == t && !t->rwait); /* invariant 3 */
-  /* an undeferred task on its creator's slot gives it back quietly
-   * (invariant 4): no lock, nobody to wake */
-  bool quiet = t->kind == TASK_INLINE && t->rbelow == t->parent;
-  if (!quiet) ito__dropin_lock(&tm->rs_lock);
-  rs_set(tm, t->rslot, t->rbelow);
-  t->rteam = NULL;
-  t->rbelow = NULL;
-  if (!quiet) {
-    ito__dropin_unlock(&tm->rs_lock);
-    ito_omp_team_notify(tm);
-  }
-}
-
-void ito_omp_red_lend(task *t, task *waiter) {
-  team *tm = t->rteam;
-  ito__dropin_lock(&tm->rs_lock);
-  t->rfor = waiter;
-  t->rwait = waiter ? RED_LEND_DESC : RED_LEND_ANY;
-  ito__dropin_unlock(&tm->rs_lock);
-  ito_omp_team_notify(tm);
-}
-
-static int is_top(void *p) {
-  task *t = p;
-  ito__dropin_lock(&t->rteam->rs_lock);
-  int top = rs_top(t->rteam, t->rslot) == t;
-  ito__dropin_unlock(&t->rteam->rs_lock);
-  return top;
-}
-
-void ito_omp_red_reclaim(task *t) {
-  team *tm = t->rteam;
-  ito__dropin_lock(&tm->rs_lock);
-  t->rwait = 0;
-  int top = rs_top(tm, t->rslot) == t;
-  ito__dropin_unlock(&tm->rs_lock);
-  if (!top) ito_omp_team_wait(tm, is_top, t); /* invariant 2: borrowers above us end first */
-}
 
 /* ---- registration --------------------------------------------------------------------- */
 
@@ -284,8 +79,7 @@ OMP_API void GOMP_taskgroup_reduction_unregister(uintptr_t *data) {
 
 /* Work-sharing constructs with the task modifier: the member that enters
  * first makes the copies, the others share them (through a work share of
- * their own, so that each member registers in the same order); every member
- * holds its own slot until GOMP_workshare_task_reduction_unregister. */
+ * their own, so that each member registers in the same order). */
 void ito_omp_ws_reductions(task *me, uintptr_t *data) {
   team *tm = ito_omp_ws_team(me);
   GOMP_taskgroup_start();
@@ -301,7 +95,6 @@ void ito_omp_ws_reductions(task *me, uintptr_t *data) {
   }
   ito_omp_ws_leave(me);
   me->tg->red = data;
-  acquire_own(me, tm);
 }
 
 OMP_API void GOMP_workshare_task_reduction_unregister(bool cancelled) {
@@ -310,22 +103,15 @@ OMP_API void GOMP_workshare_task_reduction_unregister(bool cancelled) {
     ito_omp_fatal("GOMP_workshare_task_reduction_unregister without task reductions");
   uintptr_t *data = me->tg->red;
   GOMP_taskgroup_end();
-  if (me->rteam) ito_omp_red_release(me);
   if (me->id == 0) GOMP_taskgroup_reduction_unregister(data);
   if (!cancelled) GOMP_barrier();
 }
 
 /* parallel with the task modifier: registered for the team's size before
- * the members start; each member holds its slot for the whole region. */
+ * the members start. */
 void ito_omp_parallel_reductions(team *tm, uintptr_t *data) {
   reg(data, NULL, NULL, tm, tm->n);
   tm->red = data;
-  rs_alloc(tm);
-}
-void ito_omp_member_reductions(task *t) { acquire_own(t, t->team); }
-void ito_omp_team_reductions_end(team *tm) {
-  free(tm->rs);
-  tm->rs = NULL;
 }
 
 /* ---- remapping ------------------------------------------------------------------------ */
@@ -339,7 +125,10 @@ OMP_API void GOMP_task_reduction_remap(size_t cnt, size_t cntorig, void **ptrs) 
   task *me = ito_omp_cur();
   uintptr_t *data = visible(me);
   if (!data) not_found(cnt ? ptrs[0] : NULL);
-  unsigned k = acquire(me, (team *)data[5]);
+  team *tm = (team *)data[5];
+  if (tm != ito_omp_ws_team(me) && !(tm->n == 1 && me->id == 0))
+    ito_omp_fatal("task reductions: a task uses the copies of another team's reduction");
+  unsigned k = me->id;
   for (size_t i = 0; i < cnt; i++) {
     uintptr_t p = (uintptr_t)ptrs[i], *hit = NULL, *in = NULL;
     for (uintptr_t *d = data; d && !hit && !in; d = (uintptr_t *)d[4]) {

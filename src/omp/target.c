@@ -114,7 +114,7 @@ static void target_run(void (*fn)(void *), void *hostaddrs, int thread_limit) {
   ito_omp_set_cur(&t);
   fn(hostaddrs);
   /* the region ends when its tasks are over */
-  ito_omp_wait_kids(&t, KID_WAIT_ALIVE);
+  ito_omp_wait_kids(&t, KID_WAIT_ALIVE, true);
   if (t.deps) ito_omp_deptab_free(&t);
   free(t.solo);
   ito_omp_set_cur(enc);

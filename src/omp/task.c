@@ -6,12 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Stealable continuations on the worker's deque from which on tasks run
- * inline (docs/openmp.md, "The cut-off"). */
-#define INLINE_DEPTH 8
-/* Children a reduction slot holder may have queued per team member before
- * more run undeferred (libgomp: 64 queued tasks per thread). */
-#define QUEUED_PER_MEMBER 64
+/* The cut-off (docs/openmp.md): a deferrable task made while its team has
+ * this many deferred tasks per member not yet complete runs at once, as a
+ * call, after its predecessors (libgomp's: 64 tasks per thread). */
+#define PENDING_CUTOFF 64
 
 #define TASK_FLAG_FINAL 2
 #define TASK_FLAG_PRIORITY 16
@@ -23,34 +21,26 @@
 #define TASK_FLAG_DETACH 8192
 
 /* ---- detach: completion events -----------------------------------------------------
- * The event is the task's: the handle is its address. Its state is read
- * and written under its lock only, so a fulfiller that took the lock is
- * done with the event once it lets go, and the task, which looks under
- * the same lock, cannot end (and free the event with its stack) before. */
-static void event_wait(struct tevent *e) {
-  ito__dropin_lock(&e->lock);
-  while (e->state != EV_FULFILLED) {
-    e->state = EV_WAITING;
-    ito__dropin_wq_wait(&e->lock, &e->head, &e->tail, 0, CLOCK_MONOTONIC, NULL, NULL, NULL);
-    ito__dropin_lock(&e->lock);
-  }
-  ito__dropin_unlock(&e->lock);
-}
+ * The event is the task's: the handle is its address. A task with detach
+ * counts two units in pendc, its code and its event; the fulfiller drops
+ * the event's (its state, read and written under its lock, tells a second
+ * fulfilment from the first), and the task is complete once both are gone
+ * (complete_unit): neither its strand nor the fulfiller waits. */
+static void complete_unit(task *t);
 
 OMP_API void omp_fulfill_event(uintptr_t event) {
   struct tevent *e = (struct tevent *)event;
   if (!e) ito_omp_fatal("omp_fulfill_event: not an event of a task with detach");
   ito__dropin_lock(&e->lock);
   int s = e->state;
-  if (s != EV_PENDING && s != EV_WAITING) {
+  if (s != EV_PENDING) {
     ito__dropin_unlock(&e->lock);
     ito_omp_fatal("omp_fulfill_event: the event %p was fulfilled already or is not an event "
                   "of a task with detach", (void *)e);
   }
   e->state = EV_FULFILLED;
-  void *list = ito__dropin_wq_take(&e->head, &e->tail, -1);
   ito__dropin_unlock(&e->lock);
-  ito__dropin_wq_wake(list);
+  complete_unit((task *)((char *)e - offsetof(task, ev)));
 }
 
 /* ---- dependences ------------------------------------------------------------------
@@ -64,8 +54,6 @@ struct dnode {
   int lock;
   int done;                    /* the task's code finished: no more edges to it */
   _Atomic int refs;            /* the task, table entries naming it, edges to it */
-  int numa;                    /* the node of its data (-1: none known), -2: placement off
-                                  (here: it fills the padding before npred) */
   _Atomic uint64_t npred;
   struct dnode **succ;
   unsigned nsucc, csucc;
@@ -204,7 +192,6 @@ static struct dnode *dep_register(task *parent, void **depend) {
   if (!n) ito_omp_fatal("out of memory for task dependences");
   atomic_store_explicit(&n->refs, 1, memory_order_relaxed);
   atomic_store_explicit(&n->npred, KID_ALIVE, memory_order_relaxed);
-  n->numa = -2;
   if (!parent->deps) {
     parent->deps = calloc(1, sizeof *parent->deps);
     if (!parent->deps) ito_omp_fatal("out of memory for task dependences");
@@ -236,7 +223,7 @@ static struct dnode *dep_register(task *parent, void **depend) {
   return n;
 }
 
-static void task_start_deferred(task *t);
+static void make_ready(task *t);
 
 /* The node holding most of a task's dependences (docs/numa.md): OpenMP
  * gives their addresses, not their sizes, so each counts as one unit, out
@@ -259,16 +246,16 @@ static int dep_numa(void **depend) {
 }
 
 /* One predecessor (or the creator) is done with n. Whoever brings npred to
- * zero starts a deferred task; n->t is read only then: the creator stores
- * it before its own unit goes, so a predecessor that reads it earlier may
- * find it unset yet still be the one to bring the count to zero. An
- * undeferred task's creator (n->t NULL) is woken by the count. */
+ * zero makes a deferred task ready; n->t is read only then: the creator
+ * stores it before its own unit goes, so a predecessor that reads it
+ * earlier may find it unset yet still be the one to bring the count to
+ * zero. An undeferred task's creator (n->t NULL) is woken by the count. */
 static void dep_release(struct dnode *n) {
   if (ito_omp_kids_sub(&n->npred, KID_ALIVE, &n->qlock, &n->qhead, &n->qtail) && n->t)
-    task_start_deferred(n->t);
+    make_ready(n->t);
 }
 
-/* The task's code finished: its successors lose a predecessor. */
+/* The task completed: its successors lose a predecessor. */
 static void dep_complete(struct dnode *n) {
   ito__dropin_lock(&n->lock);
   n->done = 1;
@@ -277,8 +264,7 @@ static void dep_complete(struct dnode *n) {
   n->succ = NULL;
   n->nsucc = n->csucc = 0;
   ito__dropin_unlock(&n->lock);
-  /* priorities: the highest first, in creation order among equals (the
-   * first one started runs at once on this worker) */
+  /* priorities: the highest first, in creation order among equals */
   for (unsigned i = 1; i < ns; i++) {
     struct dnode *x = succ[i];
     unsigned j = i;
@@ -294,18 +280,27 @@ static void dep_complete(struct dnode *n) {
 }
 
 /* Waits for the predecessors of an undeferred node (the creator's unit
- * dropped here). */
-static void dep_wait(struct dnode *n) {
+ * dropped here), running the waiter's descendants meanwhile. */
+static void dep_wait(struct dnode *n, task *waiter) {
   ito_omp_kids_sub(&n->npred, KID_ALIVE, &n->qlock, &n->qhead, &n->qtail);
-  ito_omp_word_wait(&n->npred, KID_WAIT_ALIVE, &n->qlock, &n->qhead, &n->qtail);
+  ito_omp_word_wait(&n->npred, KID_WAIT_ALIVE, &n->qlock, &n->qhead, &n->qtail, waiter, false);
 }
 
-/* ---- the life of a task ---------------------------------------------------------- */
+/* ---- the life of a task ----------------------------------------------------------
+ * A deferred task is a block on the heap (its record, then its data),
+ * counted in its parent (KID_BOTH) and taskgroup from its creation. It
+ * runs on a member's strand (ito_omp_run_task) and is complete once its
+ * code has ended and, with detach, its event is fulfilled (pendc); then its
+ * dependences are released and the parent's taskwait no longer waits for
+ * it. It is over once it is complete and its children are over: its kids'
+ * alive half holds a unit of its own until it completes, and whoever
+ * brings that half to zero ends it (task_over). Nothing waits at a task's
+ * end. A task run as a call inside its creator (undeferred, past the
+ * cut-off) lives on the creator's stack and waits for its children there. */
 
 /* An explicit task's fields (the work-sharing ones are for implicit tasks
- * only and stay as they are). Those only a task with a stack of its own
- * uses (rtake, rqueued, ev, node, heap) are set where such tasks are built
- * (build_child, and run_inline for the undeferred ones that may use them). */
+ * only and stay as they are). Those only a deferred task uses (ev, node,
+ * heap, pendc, prio) are set by build_child. */
 static inline void task_init(task *t, task *parent, int final_, int kind) {
   t->parent = parent;
   t->team = parent->team;
@@ -320,8 +315,11 @@ static inline void task_init(task *t, task *parent, int final_, int kind) {
   t->ingroup = kind == TASK_INLINE ? NULL : parent->tg;
   t->cgroup = parent->tg ? parent->tg : parent->cgroup;
   t->red0 = parent->tg ? parent->tg->red : parent->red0;
-  t->rteam = NULL;
   t->deps = NULL;
+  t->depth = parent->depth + 1;
+  /* a task without data of its own runs on its parent's node */
+  t->numa = parent->kind == TASK_EXPLICIT || parent->kind == TASK_INLINE ? parent->numa : -2;
+  t->numa_own = 0;
   t->icv = parent->icv;
   t->team_num = parent->team_num;
   t->num_teams = parent->num_teams;
@@ -329,107 +327,88 @@ static inline void task_init(task *t, task *parent, int final_, int kind) {
   t->solo = NULL;
 }
 
-/* Counts a new deferred child in its parent and taskgroup; uncount_child
- * takes it back when the child runs undeferred after all. */
+/* Counts a new deferred child in its parent and taskgroup. */
 static void count_child(task *parent) {
   atomic_fetch_add_explicit(&parent->kids, KID_BOTH, memory_order_relaxed);
   if (parent->tg) atomic_fetch_add_explicit(&parent->tg->count, KID_ALIVE, memory_order_relaxed);
 }
-static void uncount_child(task *parent) {
-  atomic_fetch_sub_explicit(&parent->kids, KID_BOTH, memory_order_relaxed);
-  if (parent->tg) atomic_fetch_sub_explicit(&parent->tg->count, KID_ALIVE, memory_order_relaxed);
+
+/* A deferred task is over: out of its taskgroup and its parent, and freed.
+ * Its parent, if a deferred task whose own unit is gone, may be over in
+ * turn (a loop, not a recursion: chains of tasks can be long). */
+static void task_over(task *t) {
+  for (;;) {
+    task *p = t->parent;
+    struct taskgroup *g = t->ingroup;
+    if (t->deps) deptab_free(t->deps);
+    free(t->heap);
+    /* the group first: p, which frees it, waits for its own unit too */
+    if (g) ito_omp_kids_sub(&g->count, KID_ALIVE, &p->qlock, &p->qhead, &p->qtail);
+    int zero = ito_omp_kids_sub(&p->kids, KID_ALIVE, &p->qlock, &p->qhead, &p->qtail);
+    if (!zero || p->kind != TASK_EXPLICIT) return;
+    t = p;
+  }
 }
 
-/* The task's code returned: dependences, then the parent's taskwait, then
- * (once its own children are over) its lifetime in taskgroup and parent. */
-static void task_finish(task *t) {
-  if (UNLIKELY(t->rteam)) ito_omp_red_release(t);
-  if (UNLIKELY(t->ev.state != EV_NONE)) event_wait(&t->ev); /* detach: complete once fulfilled */
+/* One of pendc's units goes (its code ended, or its event was fulfilled);
+ * the last completes the task: its dependences, its parent's taskwait, its
+ * own unit in its kids. */
+static void complete_unit(task *t) {
+  if (atomic_fetch_sub_explicit(&t->pendc, 1, memory_order_acq_rel) != 1) return;
+  if (t->team) atomic_fetch_sub_explicit(&t->team->ids[t->maker].alive, 1, memory_order_relaxed);
   if (t->node) dep_complete(t->node);
   task *p = t->parent;
-  uint64_t k = atomic_load_explicit(&t->kids, memory_order_acquire);
-  if ((k & (KID_RUN_MASK | KID_ALIVE_MASK)) == 0 && !t->ingroup && !t->deps) {
-    ito_omp_kids_sub(&p->kids, KID_BOTH, &p->qlock, &p->qhead, &p->qtail);
-    return;
-  }
   ito_omp_kids_sub(&p->kids, KID_RUN, &p->qlock, &p->qhead, &p->qtail);
-  ito_omp_wait_kids(t, KID_WAIT_ALIVE);
-  if (t->deps) {
-    deptab_free(t->deps);
-    t->deps = NULL;
-  }
-  if (t->ingroup) ito_omp_kids_sub(&t->ingroup->count, KID_ALIVE, &p->qlock, &p->qhead, &p->qtail);
-  ito_omp_kids_sub(&p->kids, KID_ALIVE, &p->qlock, &p->qhead, &p->qtail);
+  if (ito_omp_kids_sub(&t->kids, KID_ALIVE, &t->qlock, &t->qhead, &t->qtail)) task_over(t);
 }
 
-/* Entry of a task whose task and data are on its own stack. */
 /* A task whose team or taskgroup was cancelled before its code began is
  * discarded: it ends at once (its dependences released, counted out). */
 static inline bool discarded(task *t) {
   return UNLIKELY(ito_omp_cancellation) && ito_omp_task_cancelled(t);
 }
 
-/* ---- threadprivate in deferred tasks ----------------------------------------------------
- * With member TLS (omp_g.member_tls) a deferred task runs on a TLS block of
- * its own holding a snapshot of its creator's threadprivate variables (the
- * program's static TLS), made when it is created: it reads the values its
- * creator had then, and its writes stay its own (docs/openmp.md,
- * "threadprivate"). A task run inside its creator uses the creator's. */
-static void task_tls_snapshot(task *t) {
-  if (!ito_omp_member_tls()) return;
-  void *b = ito__dropin_tls_block();
-  if (!b) ito_omp_fatal("out of memory for the thread-local storage of a task");
-  ito__dropin_tls_copy(b);
-  t->tls = b;
-}
-
-static void task_tls_begin(task *t) { ito__dropin_tls_use(t->tls); }
-
-static void task_tls_end(task *t) {
-  void *was = ito__dropin_tls_use(NULL);
-  ITO_OMP_ASSERT(was == t->tls);
-  (void)was;
-  ito__dropin_tls_free(t->tls);
-  t->tls = NULL;
-}
-
-static void task_entry(void *arg) {
-  task *t = arg; /* already the current task (ITO_DROPIN_CTX_COPY) */
-  if (UNLIKELY(t->tls != NULL)) task_tls_begin(t);
-  if (UNLIKELY(t->rqueued)) atomic_fetch_sub_explicit(&t->rqueued->rqueued, 1, memory_order_relaxed);
-  if (!discarded(t)) {
-    if (UNLIKELY(t->rtake)) ito_omp_red_take(t);
-    t->fn(t->data);
+void ito_omp_run_task(task *cur, task *t) {
+  ITO_OMP_ASSERT(t->kind == TASK_EXPLICIT && t->team == cur->team);
+  t->id = cur->id; /* invariant 2 of pending.c */
+  /* placed by its data: the strand moves to the data's node to run it */
+  if (UNLIKELY(t->numa != -2)) ito__dropin_run_on_node(t->numa, t->numa_own);
+  void **slot = ito_omp_ctx();
+  void *saved = NULL;
+  if (LIKELY(slot != NULL)) {
+    saved = *slot;
+    *slot = t;
+  } else {
+    ito_omp_set_cur(t);
   }
-  if (UNLIKELY(t->tls != NULL)) task_tls_end(t);
-  task_finish(t);
+  if (!discarded(t)) t->fn(t->data);
+  if (LIKELY(slot != NULL))
+    *slot = saved;
+  else
+    ito_omp_set_cur(cur);
+  complete_unit(t);
 }
 
-/* Entry of a task kept on the heap (it waited for dependences). */
-static void heap_task_entry(void *arg) {
-  task *t = *(task **)arg;
-  ito_omp_set_cur(t);
-  if (UNLIKELY(t->tls != NULL)) task_tls_begin(t);
-  if (!discarded(t)) { /* (its predecessors may have been discarded too) */
-    if (UNLIKELY(t->rtake)) ito_omp_red_take(t);
-    t->fn(t->data);
+/* The team of one whose list holds the pending tasks made outside any
+ * region: its initial task's (made here, by the creator). */
+static team *solo_team(task *parent) {
+  while (parent->kind != TASK_INITIAL && parent->parent) parent = parent->parent;
+  return ito_omp_ws_team(parent);
+}
+
+/* A deferred task whose predecessors are done: pending in the list of the
+ * member whose strand released it (or, outside the team, its creator's). */
+static void make_ready(task *t) {
+  if (!t->team) {
+    ito_omp_push_pending(solo_team(t->parent), 0, t);
+    return;
   }
-  if (UNLIKELY(t->tls != NULL)) task_tls_end(t);
-  void *heap = t->heap;
-  task_finish(t);
-  free(heap);
+  task *by = ito_omp_cur();
+  unsigned k = by->team == t->team ? by->id : t->parent->id;
+  ito_omp_push_pending(t->team, k, t);
 }
 
-static void task_start_deferred(task *t) {
-  struct dnode *n = t->node;
-  int rc = n && n->numa != -2
-               ? ito__dropin_spawn_node(n->numa, heap_task_entry, &t, sizeof t, _Alignof(task *),
-                                        NULL, NULL)
-               : ito__dropin_spawn(heap_task_entry, &t, sizeof t, _Alignof(task *), NULL, NULL);
-  if (rc) ito_omp_fatal("out of memory starting a task");
-}
-
-/* What the copy made by ito__dropin_spawn is built from. */
+/* What a task is built from. */
 struct create {
   task *parent;
   int final_;
@@ -441,20 +420,8 @@ struct create {
   unsigned long long lo, hi;
   uintptr_t *detach;          /* detach: where the creator wants the event's handle */
   int prio;                   /* priority, within [0, max-task-priority-var] */
-  struct team *red_tm;        /* taskloop reduction: the team whose copies its tasks use */
-  struct team *queued;        /* queued behind a reduction slot holder: counted there */
+  int numa;                   /* with dependences: their node (dep_numa), else -2 */
 };
-
-static inline void detach_init(task *t, struct create *c) {
-  if (LIKELY(!c->detach)) {
-    t->ev.state = EV_NONE;
-    return;
-  }
-  t->ev.lock = 0;
-  t->ev.head = t->ev.tail = NULL;
-  t->ev.state = EV_PENDING;
-  *c->detach = (uintptr_t)&t->ev; /* before the task's code runs */
-}
 
 static inline void copy_data(void *dst, struct create *c) {
   if (c->cpyfn)
@@ -467,35 +434,44 @@ static inline void copy_data(void *dst, struct create *c) {
   }
 }
 
-static void build_child(void *dst, void *arg) {
-  struct create *c = arg;
-  task *t = dst;
-  task_init(t, c->parent, c->final_, TASK_EXPLICIT);
-  t->fn = c->fn;
-  t->data = (char *)dst + c->off;
-  copy_data(t->data, c);
-  detach_init(t, c);
-  t->rtake = c->red_tm;
-  t->rqueued = c->queued;
-  t->node = NULL;
-  t->heap = NULL;
-  t->tls = NULL;
-  if (UNLIKELY(atomic_load_explicit(&omp_g.member_tls, memory_order_relaxed) != 0))
-    task_tls_snapshot(t); /* (in the creator, before the task can run) */
-}
-
 static inline size_t data_off(size_t align) {
   if (align < _Alignof(task)) align = _Alignof(task);
   return (sizeof(task) + align - 1) & ~(align - 1);
 }
 
-/* Runs the task now, in the caller's frame (undeferred, final, or no
- * memory for a stack). */
+/* A deferred task's block: its record (counted in its parent) and data. */
+static task *build_child(struct create *c, size_t align) {
+  size_t off = data_off(align), a = align > _Alignof(task) ? align : _Alignof(task);
+  if (c->size > SIZE_MAX - off - 63) ito_omp_fatal("a task's data is too large (%zu bytes)", c->size);
+  /* (malloc's alignment, 16 on the targets, is the common case) */
+  size_t sz = off + c->size;
+  char *blk = a <= _Alignof(max_align_t) ? malloc(sz) : aligned_alloc(a, (sz + a - 1) & ~(a - 1));
+  if (!blk) ito_omp_fatal("out of memory for a task (%zu bytes of data)", c->size);
+  task *t = (task *)blk;
+  task_init(t, c->parent, c->final_, TASK_EXPLICIT);
+  t->fn = c->fn;
+  t->data = blk + off;
+  copy_data(t->data, c);
+  t->node = NULL;
+  t->heap = blk;
+  t->prio = c->prio;
+  if (c->numa != -2) t->numa = (short)c->numa, t->numa_own = 1;
+  t->pnext = t->pprev = NULL;
+  atomic_store_explicit(&t->kids, KID_ALIVE, memory_order_relaxed); /* its own unit */
+  atomic_store_explicit(&t->pendc, c->detach ? 2 : 1, memory_order_relaxed);
+  t->ev.lock = 0;
+  t->ev.state = c->detach ? EV_PENDING : EV_NONE;
+  if (c->detach) *c->detach = (uintptr_t)&t->ev; /* before the task's code runs */
+  count_child(c->parent);
+  return t;
+}
+
+/* Runs the task now, in the caller's frame (undeferred, final, or past the
+ * cut-off): the creator's member, on its stack. Never a task with detach
+ * (its completion may come after its code: a deferred task's block). */
 static void run_inline(struct create *c, size_t align, struct dnode *node, void **slot) {
   task t;
   task_init(&t, c->parent, c->final_, TASK_INLINE);
-  detach_init(&t, c);
-  t.rtake = c->red_tm;
   void *data = c->data;
   if (c->cpyfn || c->bounds) {
     if (align < 16) align = 16;
@@ -503,7 +479,12 @@ static void run_inline(struct create *c, size_t align, struct dnode *node, void 
     data = (void *)(((uintptr_t)buf + align - 1) & ~(uintptr_t)(align - 1));
     copy_data(data, c);
   }
-  if (node) dep_wait(node);
+  if (node) dep_wait(node, c->parent);
+  if (UNLIKELY(c->numa != -2)) { /* placed by its data: the strand moves there */
+    t.numa = (short)c->numa;
+    t.numa_own = 1;
+    ito__dropin_run_on_node(c->numa, 1);
+  }
   /* the task runs on this stack, so its context word stays this one */
   if (!slot) slot = ito_omp_ctx();
   void *saved = NULL;
@@ -513,14 +494,9 @@ static void run_inline(struct create *c, size_t align, struct dnode *node, void 
   } else {
     ito_omp_set_cur(&t);
   }
-  if (!discarded(&t)) { /* (cancelled while it waited for dependences) */
-    if (UNLIKELY(t.rtake)) ito_omp_red_take(&t);
-    c->fn(data);
-  }
-  if (UNLIKELY(t.rteam)) ito_omp_red_release(&t);
-  if (UNLIKELY(t.ev.state != EV_NONE)) event_wait(&t.ev);
+  if (!discarded(&t)) c->fn(data); /* (cancelled while it waited for dependences) */
   if (node) dep_complete(node);
-  if (atomic_load_explicit(&t.kids, memory_order_relaxed)) ito_omp_wait_kids(&t, KID_WAIT_ALIVE);
+  if (atomic_load_explicit(&t.kids, memory_order_relaxed)) ito_omp_wait_kids(&t, KID_WAIT_ALIVE, false);
   if (t.deps) deptab_free(t.deps);
   if (slot)
     *slot = saved;
@@ -530,14 +506,14 @@ static void run_inline(struct create *c, size_t align, struct dnode *node, void 
 
 /* The common undeferred task, if(0) with gcc's data used in place (no
  * cpyfn), on an ito thread: run_inline's work without what such a task
- * never has (a copy, dependences, detach, a taskloop's slot). */
+ * never has (a copy, dependences, detach). */
 /* (Hidden, not static: GOMP_task's x86-64 entry jumps to it by name.) */
 __attribute__((noinline, noclone, used)) void ito_omp_undeferred(void (*fn)(void *), void *data,
                                                                  int final_) {
   void **slot = ito_omp_ctx();
   task *parent = ito_omp_cur_at(slot);
   if (UNLIKELY(!slot)) { /* not an ito thread */
-    struct create c = {parent, final_, fn, data, NULL, 0, 0, 0, 0, 0, NULL, 0, NULL, NULL};
+    struct create c = {parent, final_, fn, data, NULL, 0, 0, 0, 0, 0, NULL, 0, -2};
     run_inline(&c, 1, NULL, NULL);
     return;
   }
@@ -546,69 +522,63 @@ __attribute__((noinline, noclone, used)) void ito_omp_undeferred(void (*fn)(void
   void *saved = *slot;
   *slot = &t;
   if (!discarded(&t)) fn(data);
-  if (UNLIKELY(t.rteam)) ito_omp_red_release(&t);
   if (UNLIKELY(atomic_load_explicit(&t.kids, memory_order_relaxed)))
-    ito_omp_wait_kids(&t, KID_WAIT_ALIVE);
+    ito_omp_wait_kids(&t, KID_WAIT_ALIVE, false);
   if (UNLIKELY(t.deps != NULL)) deptab_free(t.deps);
   *slot = saved;
 }
 
+/* A task: run now as a call (undeferred, final, outside any region as
+ * libgomp does, or past the cut-off), else made pending in its creator's
+ * list. With dependences it waits for its predecessors first; with detach
+ * it is always a block of its own, run at once when it may not wait. */
 static void create_task(struct create *c, size_t align, bool deferred, void **depend) {
   task *parent = c->parent;
-  if (!deferred || parent->final_) {
-    run_inline(c, align, depend ? dep_register(parent, depend) : NULL, NULL);
-    return;
-  }
-  c->off = data_off(align);
-  size_t a = align > _Alignof(task) ? align : _Alignof(task);
-  if (depend) {
-    struct dnode *n = dep_register(parent, depend);
-    n->prio = c->prio;
-    n->numa = dep_numa(depend);
-    char *blk = aligned_alloc(a < 64 ? 64 : a, (c->off + c->size + 63) & ~(size_t)63);
-    if (!blk) ito_omp_fatal("out of memory for a task");
-    build_child(blk, c);
-    task *t = (task *)blk;
-    t->heap = blk;
-    t->node = n;
-    n->t = t;
-    count_child(parent);
-    dep_release(n); /* the creator's unit: starts it if nothing comes before */
-    return;
-  }
-  team *rt = parent->rteam;
-  if (UNLIKELY(rt != NULL)) {
-    /* A holder of a task reduction slot goes on with its copy and queues
-     * the child (help-first, libgomp's order): run first, an in_reduction
-     * child would find the slot taken, and the holder's continuation, if
-     * stolen, would wait for it (reduction.c). Past QUEUED_PER_MEMBER
-     * queued children per member, the child runs here, undeferred; and a
-     * holder that runs undeferred itself runs all its children so (as
-     * libgomp's included tasks do while its queue is full): one that queued
-     * them would have to wait for them at its end, its task descriptor
-     * being on its creator's stack, lending its slot, parking and taking
-     * the slot back (on 2 workers, fib(25) by task reductions spent most
-     * of its time there). */
-    if (parent->kind == TASK_INLINE ||
-        atomic_load_explicit(&rt->rqueued, memory_order_relaxed) >= QUEUED_PER_MEMBER * rt->n) {
+  team *tm = parent->team;
+  bool now = !deferred || parent->final_;
+  if (depend) c->numa = dep_numa(depend);
+  if (!c->detach) {
+    if (now && !depend) {
       run_inline(c, align, NULL, NULL);
       return;
     }
-    atomic_fetch_add_explicit(&rt->rqueued, 1, memory_order_relaxed);
-    c->queued = rt;
+    if (now) {
+      run_inline(c, align, dep_register(parent, depend), NULL);
+      return;
+    }
+    if (!depend && !tm) {
+      run_inline(c, align, NULL, NULL);
+      return;
+    }
+    if (tm && ito_omp_pending_many(tm, parent->id, PENDING_CUTOFF)) {
+      run_inline(c, align, depend ? dep_register(parent, depend) : NULL, NULL);
+      return;
+    }
   }
-  count_child(parent);
-  int rc = c->queued ? ito__dropin_spawn_queued(task_entry, c, c->off + c->size, a, build_child,
-                                                ITO_DROPIN_CTX_COPY)
-                     : ito__dropin_spawn(task_entry, c, c->off + c->size, a, build_child,
-                                         ITO_DROPIN_CTX_COPY);
-  if (rc) {
-    if (c->queued) atomic_fetch_sub_explicit(&rt->rqueued, 1, memory_order_relaxed);
-    c->queued = NULL;
-    /* no memory for a stack: run it here, uncounted */
-    uncount_child(parent);
-    run_inline(c, align, NULL, NULL);
+  if (c->prio > 0 && tm) atomic_store_explicit(&tm->has_prio, 1, memory_order_relaxed);
+  if (!tm && depend) solo_team(parent); /* (made by the creator, before anyone else may need it) */
+  task *t = build_child(c, align);
+  if (tm) {
+    t->maker = parent->id;
+    atomic_fetch_add_explicit(&tm->ids[parent->id].alive, 1, memory_order_relaxed);
   }
+  if (depend) {
+    struct dnode *n = dep_register(parent, depend);
+    n->prio = c->prio;
+    t->node = n;
+    if (now) { /* undeferred with detach: its code runs once its predecessors are done */
+      dep_wait(n, parent);
+      ito_omp_run_task(parent, t);
+      return;
+    }
+    n->t = t;
+    dep_release(n); /* the creator's unit: ready if nothing comes before */
+    return;
+  }
+  if (now || !tm)
+    ito_omp_run_task(parent, t);
+  else
+    ito_omp_push_pending(tm, parent->id, t);
 }
 
 /* Every task but the common undeferred one (GOMP_task's arguments). Hidden,
@@ -675,7 +645,7 @@ void ito_omp_task_slow(void (*fn)(void *), void *data, void (*cpyfn)(void *, voi
   if (UNLIKELY(ito_omp_cancellation) && ito_omp_create_cancelled(parent)) return;
   size_t align = arg_align > 0 ? (size_t)arg_align : 1;
   struct create c = {parent, (flags & TASK_FLAG_FINAL) != 0, fn, data, cpyfn,
-                     (size_t)arg_size, 0, 0, 0, 0, NULL, 0, NULL, NULL};
+                     (size_t)arg_size, 0, 0, 0, 0, NULL, 0, -2};
   if (!if_clause && !(flags & (8 | TASK_FLAG_DETACH))) {
     run_inline(&c, align, NULL, slot);
     return;
@@ -683,35 +653,31 @@ void ito_omp_task_slow(void (*fn)(void *), void *data, void (*cpyfn)(void *, voi
   if (UNLIKELY((flags & TASK_FLAG_DETACH) && detach)) c.detach = (uintptr_t *)detach;
   if (UNLIKELY((flags & TASK_FLAG_PRIORITY) && priority > 0))
     c.prio = priority < omp_g.max_task_priority ? priority : omp_g.max_task_priority;
-  /* The cut-off (docs/openmp.md): while this worker's deque already holds
-   * INLINE_DEPTH continuations idle workers can take, a deferrable task
-   * without dependences runs here as a call (an undeferred task). Never a
-   * task with detach: its creator may be the one to fulfill the event. */
-  if (LIKELY(if_clause && !(flags & (8 | TASK_FLAG_DETACH)) && !parent->final_) &&
-      ito__dropin_stealable() >= INLINE_DEPTH) {
-    if (LIKELY(!cpyfn))
-      ito_omp_undeferred(fn, data, c.final_);
-    else
-      run_inline(&c, align, NULL, slot);
-    return;
-  }
   create_task(&c, align, if_clause, (flags & 8) ? depend : NULL);
 }
 
 OMP_API void GOMP_taskwait(void) {
   task *t = ito_omp_cur_at(ito_omp_ctx());
   if (atomic_load_explicit(&t->kids, memory_order_acquire) & KID_RUN_MASK)
-    ito_omp_wait_kids(t, KID_WAIT_RUN);
+    ito_omp_wait_kids(t, KID_WAIT_RUN, false);
 }
 
 OMP_API void GOMP_taskwait_depend(void **depend) {
   task *t = ito_omp_cur();
   struct dnode *n = dep_register(t, depend);
-  dep_wait(n);
+  dep_wait(n, t);
   dep_complete(n);
 }
 
-OMP_API void GOMP_taskyield(void) { ito_yield(); }
+/* A task scheduling point: one pending descendant of the task runs here
+ * (task scheduling constraint 2), if there is one; else the strand lets
+ * its worker run something else for a while. */
+OMP_API void GOMP_taskyield(void) {
+  task *t = ito_omp_cur();
+  team *tm = ito_omp_pend_team(t);
+  if (tm && ito_omp_run_pending(t, tm, t)) return;
+  ito_yield();
+}
 
 OMP_API void GOMP_taskgroup_start(void) {
   task *t = ito_omp_cur();
@@ -729,7 +695,7 @@ OMP_API void GOMP_taskgroup_end(void) {
   task *t = ito_omp_cur();
   struct taskgroup *g = t->tg;
   if (!g) ito_omp_fatal("GOMP_taskgroup_end without GOMP_taskgroup_start");
-  ito_omp_word_wait(&g->count, KID_WAIT_ALIVE, &t->qlock, &t->qhead, &t->qtail);
+  ito_omp_word_wait(&g->count, KID_WAIT_ALIVE, &t->qlock, &t->qhead, &t->qtail, t, false);
   t->tg = g->prev;
   free(g);
 }
@@ -774,8 +740,7 @@ static void taskloop(void (*fn)(void *), void *data, void (*cpyfn)(void *, void 
       if (UNLIKELY(ito_omp_cancellation) && ito_omp_create_cancelled(parent)) break;
       unsigned long long len = q + (i < r);
       struct create c = {parent, (flags & TASK_FLAG_FINAL) != 0, fn, data, cpyfn,
-                         (size_t)arg_size, 0, 1, start + at * step, 0, NULL, 0,
-                         red ? ito_omp_ws_team(parent) : NULL, NULL};
+                         (size_t)arg_size, 0, 1, start + at * step, 0, NULL, 0, -2};
       at += len;
       c.hi = at == niter ? end : start + at * step;
       create_task(&c, arg_align > 0 ? (size_t)arg_align : 1, (flags & TASK_FLAG_IF) != 0, NULL);

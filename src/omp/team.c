@@ -32,6 +32,7 @@ static void implicit_init(task *t, team *tm, unsigned id) {
   t->parent = enc;
   t->team = tm;
   t->id = id;
+  t->depth = enc->depth + 1;
   t->kind = TASK_IMPLICIT;
   t->icv = enc->icv;
   t->team_num = enc->team_num; /* a region inside a host teams region is in its team */
@@ -96,12 +97,12 @@ static void member_tls_end(team *tm, void *b) {
 static void ring_gone(team *tm, task *me);
 
 /* The end of a member's part: its tasks are over (the region ends with a
- * barrier), then it gives its TLS block back and counts itself out. */
+ * barrier: meanwhile it runs any of the team's), then it gives its TLS
+ * block back and counts itself out. */
 static void member_done(team *tm, task *t, void *tls) {
   ring_gone(tm, t);
-  ito_omp_wait_kids(t, KID_WAIT_ALIVE);
+  ito_omp_wait_kids(t, KID_WAIT_ALIVE, true);
   if (t->deps) ito_omp_deptab_free(t);
-  if (UNLIKELY(t->rteam)) ito_omp_red_release(t);
   if (UNLIKELY(tls != NULL)) member_tls_end(tm, tls);
   ito_omp_kids_sub(&tm->left, KID_ALIVE, &tm->qlock, &tm->qhead, &tm->qtail);
 }
@@ -114,7 +115,6 @@ static void member_entry(void *p) {
   implicit_init(&t, s.tm, s.lo);
   if (s.tm->combined) t.ws_seq = 1, t.ws = &s.tm->ws[0]; /* made with the team */
   ito_omp_set_cur(&t);
-  if (UNLIKELY(s.tm->red)) ito_omp_member_reductions(&t);
   ito__dropin_preemptible(1); /* members are threads: preempted (docs/openmp.md) */
   if (UNLIKELY(omp_g.display_affinity)) ito_omp_display_affinity_member();
   s.tm->fn(s.tm->data);
@@ -142,6 +142,7 @@ static void team_init(team *tm, task *enc, unsigned n, void (*fn)(void *), void 
   tm->data = data;
   atomic_store_explicit(&tm->left, (uint64_t)(n - 1) * KID_ALIVE, memory_order_relaxed);
   for (unsigned k = 0; k < NWS; k++) atomic_store_explicit(&tm->ws[k].avail, k, memory_order_relaxed);
+  ito_omp_ids_init(tm);
 }
 
 /* An outermost team on ito threads with no more members than workers is
@@ -185,10 +186,10 @@ static void team_begin(team *tm, task *t, void (*init)(struct ws *, void *, unsi
   int h = bind_team(tm);
   tm->home = h;
   /* The program's initial thread keeps its OS thread outside its regions
-   * (ito__dropin_root_stay, omp.c): inside one, member 0 may move like any
-   * member, and team_end brings it back. */
-  tm->root_left = h < 0 && tm->encountering == &ito_omp_root_initial && ito__dropin_root_stays() &&
-                  ito__dropin_home(-1) == 0;
+   * (ito__dropin_root_stay, omp.c), and in a team of one: inside a larger
+   * one, member 0 may move like any member, and team_end brings it back. */
+  tm->root_left = h < 0 && tm->n > 1 && tm->encountering == &ito_omp_root_initial &&
+                  ito__dropin_root_stays() && ito__dropin_home(-1) == 0;
   if (h >= 0) {
     int nw = ito_num_workers();
     for (unsigned i = 1; i < tm->n; i++) {
@@ -201,18 +202,16 @@ static void team_begin(team *tm, task *t, void (*init)(struct ws *, void *, unsi
     split(tm, 0, tm->n);
   }
   ito_omp_set_cur(t);
-  if (UNLIKELY(tm->red)) ito_omp_member_reductions(t);
   tm->enc_preempt = ito__dropin_preemptible(1); /* member 0 */
 }
 
 static void team_end(team *tm, task *t) {
   ring_gone(tm, t);
   ito__dropin_preemptible(tm->enc_preempt);
-  ito_omp_wait_kids(t, KID_WAIT_ALIVE);
+  ito_omp_wait_kids(t, KID_WAIT_ALIVE, true);
   if (t->deps) ito_omp_deptab_free(t);
-  ito_omp_word_wait(&tm->left, KID_WAIT_ALIVE, &tm->qlock, &tm->qhead, &tm->qtail);
-  if (UNLIKELY(t->rteam)) ito_omp_red_release(t);
-  if (UNLIKELY(tm->rs != NULL)) ito_omp_team_reductions_end(tm);
+  ito_omp_word_wait(&tm->left, KID_WAIT_ALIVE, &tm->qlock, &tm->qhead, &tm->qtail, t, true);
+  ito_omp_ids_free(tm);
   /* members of a cancelled region skip the work shares after their
    * cancellation, so a work share some entered may never be left by all:
    * what its last member would have freed is freed here (free(NULL) for
@@ -296,56 +295,63 @@ OMP_API void GOMP_parallel_end(void) {
 /* ---- barrier -------------------------------------------------------------------- */
 
 /* cancellable: returns true as soon as the region is cancelled (before
- * arriving, or while waiting: GOMP_cancel wakes the queue), leaving the
+ * arriving, or while waiting: GOMP_cancel wakes the members), leaving the
  * arrival counted; the members of a cancelled region only leave it after
  * that, and the region's end does not use the barrier (docs/openmp.md,
- * "Cancellation"). */
+ * "Cancellation"). A member waits at the barrier on its ident's queue,
+ * running any pending task of the team meanwhile (pending.c). */
+struct bar_arg {
+  team *tm;
+  unsigned phase;
+  bool cancellable, cancelled;
+};
+
+/* the phase moved on, or the region is cancelled (GOMP_cancel sets the
+ * flag before it takes the member's queue lock to wake the queue, so a
+ * test under that lock loses no wake) */
+static int bar_done(void *p, int how) {
+  struct bar_arg *a = p;
+  (void)how;
+  if (atomic_load_explicit(&a->tm->bar_phase, memory_order_acquire) != a->phase) return 1;
+  if (a->cancellable && atomic_load_explicit(&a->tm->cancelled, memory_order_acquire)) {
+    a->cancelled = true;
+    return 1;
+  }
+  return 0;
+}
+
 static bool barrier(task *me, bool cancellable) {
   team *tm = me->team;
   /* the tasks this member made are over first: together, all of the team's
    * (in a cancelled region those not yet begun are discarded, task.c) */
-  ito_omp_wait_kids(me, KID_WAIT_ALIVE);
+  ito_omp_wait_kids(me, KID_WAIT_ALIVE, true);
   if (!tm) return false;
   if (cancellable && atomic_load_explicit(&tm->cancelled, memory_order_acquire)) return true;
   if (tm->n == 1) return false;
   unsigned phase = atomic_load_explicit(&tm->bar_phase, memory_order_acquire);
   if (atomic_fetch_add_explicit(&tm->bar_arrived, 1, memory_order_acq_rel) == tm->n - 1) {
     atomic_store_explicit(&tm->bar_arrived, 0, memory_order_relaxed);
-    ito__dropin_lock(&tm->bar_lock);
     atomic_store_explicit(&tm->bar_phase, phase + 1, memory_order_release);
-    void *list = ito__dropin_wq_take(&tm->bar_head, &tm->bar_tail, -1);
-    ito__dropin_unlock(&tm->bar_lock);
-    ito__dropin_wq_wake(list);
+    ito_omp_barrier_wake(tm);
     return false;
   }
-  task *h = ito_omp_red_holder(me); /* (reduction.c) */
-  if (h) ito_omp_red_lend(h, NULL);
-  bool cancelled = false;
-  ito__dropin_lock(&tm->bar_lock);
-  while (atomic_load_explicit(&tm->bar_phase, memory_order_acquire) == phase) {
-    /* GOMP_cancel sets the flag before it takes bar_lock to wake the
-     * queue: tested under the lock, no wake is lost */
-    if (cancellable && atomic_load_explicit(&tm->cancelled, memory_order_acquire)) {
-      cancelled = true;
-      break;
-    }
-    ito__dropin_wq_wait(&tm->bar_lock, &tm->bar_head, &tm->bar_tail, 0, CLOCK_MONOTONIC, NULL, NULL,
-                    NULL);
-    ito__dropin_lock(&tm->bar_lock);
-  }
-  ito__dropin_unlock(&tm->bar_lock);
-  if (h) ito_omp_red_reclaim(h);
-  return cancelled;
+  struct ident *d = &tm->ids[me->id];
+  struct bar_arg a = {tm, phase, cancellable, false};
+  ito_omp_lend_wait(me, NULL, true, &d->plock, &d->phead, &d->ptail, bar_done, &a);
+  return a.cancelled;
 }
 
 void ito_omp_barrier(task *me) { barrier(me, false); }
 bool ito_omp_barrier_cancel(task *me) { return barrier(me, true); }
 
 void ito_omp_barrier_wake(team *tm) {
-  ito__dropin_lock(&tm->bar_lock);
-  void *list = ito__dropin_wq_take(&tm->bar_head, &tm->bar_tail, -1);
-  ito__dropin_unlock(&tm->bar_lock);
-  ito__dropin_wq_wake(list);
+  for (unsigned k = 0; k < tm->n; k++) {
+    struct ident *d = &tm->ids[k];
+    ito__dropin_lock(&d->plock);
+    void *list = ito__dropin_wq_take(&d->phead, &d->ptail, -1);
+    ito__dropin_unlock(&d->plock);
+    ito__dropin_wq_wake(list);
+  }
 }
 
 OMP_API void GOMP_barrier(void) { ito_omp_barrier(ito_omp_cur()); }

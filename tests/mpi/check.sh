@@ -28,7 +28,7 @@ run() { # ranks workers args...
   local pre=()
   [ -n "$preload" ] && pre=(-x LD_PRELOAD="$preload")
   timeout 120 "$mpiexec" --oversubscribe $bind -np "$np" -x ITO_NUM_WORKERS="$w" \
-    -x OMP_NUM_THREADS="$w" -x ASAN_OPTIONS "${pre[@]}" "$prog" "$@" >"$out" 2>&1
+    -x OMP_NUM_THREADS="${team:-$w}" -x ASAN_OPTIONS "${pre[@]}" "$prog" "$@" >"$out" 2>&1
 }
 fail() {
   echo "check.sh $case_: $1"
@@ -68,8 +68,9 @@ case "$case_" in
     grep -q "^test_mpi_pthread: 2 ranks x 300 threads: 0 wrong" "$out" || fail "no result line"
     ;;
   omp)
-    run 2 2 300 32 || fail "exit status $?"
-    grep -q "^test_mpi_omp: 2 ranks x 300 tasks on 2 threads: 0 wrong" "$out" || fail "no result line"
+    # a team of 300 members on 2 workers: each task blocks its member in MPI
+    team=300 run 2 2 300 32 || fail "exit status $?"
+    grep -q "^test_mpi_omp: 2 ranks x 300 tasks on 300 threads: 0 wrong" "$out" || fail "no result line"
     ;;
   stale)
     # PROGRAM is libito-mpi.so: loaded with a libito.so.0 from elsewhere

@@ -1,10 +1,12 @@
 /* An unmodified OpenMP MPI program (gcc -fopenmp, no ito call): one
- * explicit task per exchange of pairs.h, made by one thread of the team,
- * in an order of the pairs of each rank's own. Under libgomp with 2
- * threads, the tasks that run first block their threads in MPI and the
- * partners they wait for, late in the other rank's order, never start. Under
- * LD_PRELOAD=libito-omp.so:libito-mpi.so the tasks park (docs/mpi.md);
- * check.sh runs it so.
+ * explicit task per exchange of pairs.h, made by one thread of a team as
+ * large as the number of tasks, in an order of the pairs of each rank's
+ * own. A task runs as a member of its team and blocks that member in MPI
+ * until its partner, perhaps late in the other rank's order, has run: with
+ * fewer members than tasks it may deadlock under any runtime. Under
+ * LD_PRELOAD=libito-omp.so:libito-mpi.so the team's members are
+ * lightweight threads that park in MPI (docs/mpi.md), so a team of 300 runs
+ * on 2 workers; check.sh runs it so.
  *
  *   mpirun -np 2 test_mpi_omp [tasks=300] [words=32] */
 #include <omp.h>

@@ -1,12 +1,14 @@
-/* Sleeping tasks and team members: 8 explicit tasks each sleep 100 ms
- * (usleep, nanosleep, clock_nanosleep relative and absolute, in turn),
- * then 4 members of a team each sleep (one of them with sleep(1)). Both
+/* Sleeping tasks and team members: 8 explicit tasks of a team of 4 each
+ * sleep 100 ms (usleep, nanosleep, clock_nanosleep relative and absolute,
+ * in turn), then 4 members of a team each sleep (one of them with
+ * sleep(1)). Both
  * runtimes print the same results. Under libito-omp.so (found by its
  * runtime's ito_init) a sleeping task or member must park on a timer
  * rather than hold its worker (docs/openmp.md, "Sleeping"): the program
  * records when each sleep began and ended and checks that at least 3 of
  * the task sleeps, and 3 of the member sleeps, were under way at one
- * moment.
+ * moment (a task runs as a member of its team: with 4 members at most 4
+ * task sleeps can be under way at once, in any runtime).
  * No wall time is asserted: on 1 or 2 workers, sleeps that held their
  * worker would overlap at most 2 at a time (run with ITO_EXTRA_WORKERS=0,
  * so that no extra worker stands in for a blocked one: tests/omp/
@@ -74,7 +76,7 @@ int main(void) {
   long long start[NTASKS], end[NTASKS], slept[NTASKS];
   int rcs[NTASKS];
 
-#pragma omp parallel
+#pragma omp parallel num_threads(NMEMBERS)
 #pragma omp single
   for (int i = 0; i < NTASKS; i++) {
 #pragma omp task firstprivate(i) shared(start, end, slept, rcs)

@@ -1,0 +1,225 @@
+
+/* libito-omp.so: pending tasks, and the waits at task scheduling points
+ * that run them. docs/openmp.md, "Explicit tasks".
+ *
+ * An explicit task runs on the strand of a member of its team, as a call
+ * in that strand's frame, and is that member for its whole life:
+ * omp_get_thread_num() and the threadprivate variables it sees are the
+ * member's (the member's strand carries its TLS block). A deferred task not
+ * run at once waits in the list of a member (its creator's, or for a task
+ * made ready by a dependence, the member whose task released it) until a
+ * strand of the team, waiting at a task scheduling point, takes it:
+ *  - at a barrier or the end of a region, any pending task of the team;
+ *  - in a taskwait, a taskgroup end, a taskyield or an undeferred task's
+ *    wait for its dependences, only descendants of the waiting task (task
+ *    scheduling constraint 2: a tied task is suspended only for tasks that
+ *    descend from it, so a task waiting with a lock held never lends its
+ *    member to a sibling that waits for that lock).
+ * A strand in a taskwait takes its own newest task first (depth first,
+ * its caches), or else another member's oldest (the largest); at a barrier
+ * it takes the oldest (creation order). With priorities, the highest it
+ * may run. A waiting strand that finds none announces itself in its
+ * member's ident (parked, what it admits, where it parks) and parks; a
+ * strand that makes a task pending wakes one announced strand that admits it.
+ *
+ * Invariants:
+ *  1. A task is in at most one list, linked by pnext/pprev, under that
+ *     ident's lock; the ident's n counts the tasks in its list.
+ *  2. A task taken from a list is run by the strand that took it, and by no
+ *     other: its id is that strand's member number from its start to its
+ *     end. Two pieces of code running at once for a team never share a
+ *     member number (each member's strand runs one thing at a time).
+ *  3. An ident's wait fields (lendfor, wq_*) are read only under its lock
+ *     while parked is set; the strand clears parked under the lock before
+ *     it leaves the wait, so a waker holding the lock may use the queue.
+ *  4. Dekker: a pusher counts its task in its ident's n, fences, then
+ *     reads nparked; a waiter adds to nparked, then reads the idents' n
+ *     (sequentially consistent), so one of them sees the other and no
+ *     pending task is left with a strand parked that admits it.
+ * Nothing on the path of a task that is made and run by one strand is
+ * written by the others (no team-wide count): a team's lists scale with
+ * its members. */
+#include "omp_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void ito_omp_ids_init(team *tm) {
+  if (tm->n <= TEAM_IDS_INLINE) {
+    tm->ids = tm->ids_in; /* (zeroed with the team) */
+    return;
+  }
+  size_t sz = (size_t)tm->n * sizeof *tm->ids;
+  tm->ids = aligned_alloc(_Alignof(struct ident), sz);
+  if (!tm->ids) ito_omp_fatal("out of memory for a team of %u threads", tm->n);
+  memset(tm->ids, 0, sz);
+}
+
+void ito_omp_ids_free(team *tm) {
+#if !defined(NDEBUG) || ITO_ASAN || ITO_TSAN
+  for (unsigned k = 0; k < tm->n; k++) ITO_OMP_ASSERT(!atomic_load(&tm->ids[k].n));
+#endif
+  if (tm->ids != tm->ids_in) free(tm->ids);
+  tm->ids = NULL;
+}
+
+team *ito_omp_pend_team(task *cur) {
+  if (LIKELY(cur->team != NULL)) return cur->team;
+  while (cur->kind != TASK_INITIAL && cur->parent) cur = cur->parent;
+  return cur->solo;
+}
+
+/* t descends from x (is x, or one of its descendants' children). Safe:
+ * a task's record outlives its children. */
+static inline bool descends(const task *t, const task *x) {
+  while (t && t->depth > x->depth) t = t->parent;
+  return t == x;
+}
+static inline bool admits(const task *x, const task *t) { return !x || descends(t, x); }
+
+static void unlink_task(struct ident *d, task *t) {
+  if (t->pprev) t->pprev->pnext = t->pnext; else d->head = t->pnext;
+  if (t->pnext) t->pnext->pprev = t->pprev; else d->tail = t->pprev;
+  t->pnext = t->pprev = NULL;
+  atomic_store_explicit(&d->n, atomic_load_explicit(&d->n, memory_order_relaxed) - 1,
+                        memory_order_relaxed);
+}
+
+/* Wakes one announced strand of tm that admits t, starting after member k. */
+static void poke(team *tm, unsigned k, task *t) {
+  unsigned n = tm->n;
+  for (unsigned i = 1; i <= n; i++) {
+    unsigned j = k + i < n ? k + i : k + i - n;
+    struct ident *d = &tm->ids[j];
+    if (!__atomic_load_n(&d->parked, __ATOMIC_RELAXED)) continue;
+    ito__dropin_lock(&d->lock);
+    if (d->parked && !d->poked && admits(d->lendfor, t)) {
+      __atomic_store_n(&d->poked, 1, __ATOMIC_RELAXED);
+      ito__dropin_lock(d->wq_lock);
+      void *list = ito__dropin_wq_take(d->wq_head, d->wq_tail, -1);
+      ito__dropin_unlock(d->wq_lock);
+      ito__dropin_unlock(&d->lock);
+      ito__dropin_wq_wake(list);
+      return;
+    }
+    ito__dropin_unlock(&d->lock);
+  }
+}
+
+void ito_omp_push_pending(team *tm, unsigned k, task *t) {
+  ITO_OMP_ASSERT(k < tm->n && !t->pnext && !t->pprev);
+  struct ident *d = &tm->ids[k];
+  ito__dropin_lock(&d->lock);
+  t->pprev = d->tail;
+  if (d->tail) d->tail->pnext = t; else d->head = t;
+  d->tail = t;
+  atomic_store_explicit(&d->n, atomic_load_explicit(&d->n, memory_order_relaxed) + 1,
+                        memory_order_relaxed);
+  ito__dropin_unlock(&d->lock);
+  atomic_thread_fence(memory_order_seq_cst); /* invariant 4 */
+  if (atomic_load_explicit(&tm->nparked, memory_order_relaxed)) poke(tm, k, t);
+}
+
+bool ito_omp_pending_many(team *tm, unsigned k, unsigned cap) {
+  if (atomic_load_explicit(&tm->ids[k].alive, memory_order_relaxed) < cap) return false;
+  unsigned long sum = 0;
+  for (unsigned j = 0; j < tm->n; j++)
+    sum += atomic_load_explicit(&tm->ids[j].alive, memory_order_relaxed);
+  return sum >= (unsigned long)cap * tm->n;
+}
+
+/* Takes a pending task of tm that x admits, for member k's strand: in a
+ * taskwait (x set) its own newest, else the oldest of the next member that
+ * has one; at a barrier the oldest of its own, else of the next member's
+ * (libgomp's orders: a task's children last in first out, the team's
+ * queue first in first out). */
+static task *take(team *tm, unsigned k, const task *x) {
+  unsigned n = tm->n;
+  bool prio = atomic_load_explicit(&tm->has_prio, memory_order_relaxed);
+  for (unsigned i = 0; i < n; i++) {
+    unsigned j = k + i < n ? k + i : k + i - n;
+    struct ident *d = &tm->ids[j];
+    if (!atomic_load_explicit(&d->n, memory_order_seq_cst)) continue; /* invariant 4 */
+    task *best = NULL;
+    ito__dropin_lock(&d->lock);
+    bool newest = i == 0 && x; /* (a barrier's wait: oldest first everywhere) */
+    for (task *t = newest ? d->tail : d->head; t; t = newest ? t->pprev : t->pnext) {
+      if (!admits(x, t)) continue;
+      if (!best || t->prio > best->prio) best = t;
+      if (!prio) break;
+    }
+    if (best) unlink_task(d, best);
+    ito__dropin_unlock(&d->lock);
+    if (best) return best;
+  }
+  return NULL;
+}
+
+bool ito_omp_run_pending(task *cur, team *tm, const task *x) {
+  task *t = take(tm, cur->id, x);
+  if (!t) return false;
+  ito_omp_run_task(cur, t);
+  return true;
+}
+
+static void announce(team *tm, struct ident *me, task *x, int *qlock, void **head, void **tail) {
+  ito__dropin_lock(&me->lock);
+  me->lendfor = x;
+  me->wq_lock = qlock;
+  me->wq_head = head;
+  me->wq_tail = tail;
+  __atomic_store_n(&me->poked, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&me->parked, 1, __ATOMIC_RELAXED);
+  ito__dropin_unlock(&me->lock);
+  atomic_fetch_add_explicit(&tm->nparked, 1, memory_order_seq_cst); /* invariant 4 */
+}
+
+static void unannounce(team *tm, struct ident *me) {
+  ito__dropin_lock(&me->lock); /* invariant 3: no waker is using the queue after this */
+  __atomic_store_n(&me->parked, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&me->poked, 0, __ATOMIC_RELAXED);
+  ito__dropin_unlock(&me->lock);
+  atomic_fetch_sub_explicit(&tm->nparked, 1, memory_order_relaxed);
+}
+
+void ito_omp_lend_wait(task *cur, task *lendfor, bool any, int *qlock, void **head, void **tail,
+                       int (*done)(void *, int), void *arg) {
+  team *tm = lendfor || any ? ito_omp_pend_team(cur) : NULL;
+  struct ident *me = NULL;
+  if (tm) {
+    ITO_OMP_ASSERT(cur->id < tm->n);
+    me = &tm->ids[cur->id];
+  }
+  const task *x = any ? NULL : lendfor;
+  bool armed = false;
+  for (;;) {
+    if (done(arg, WAIT_CHECK)) break;
+    if (me && ito_omp_run_pending(cur, tm, x)) continue;
+    if (me) {
+      announce(tm, me, (task *)x, qlock, head, tail);
+      if (ito_omp_run_pending(cur, tm, x)) { /* one made pending before it saw us */
+        unannounce(tm, me);
+        continue;
+      }
+    }
+    ito__dropin_lock(qlock);
+    armed = true;
+    if (done(arg, WAIT_ARM)) {
+      ito__dropin_unlock(qlock);
+      if (me) unannounce(tm, me);
+      break;
+    }
+    if (me && __atomic_load_n(&me->poked, __ATOMIC_RELAXED)) {
+      ito__dropin_unlock(qlock);
+      unannounce(tm, me);
+      continue;
+    }
+    /* whoever makes done true, or pokes us, takes qlock to wake us */
+    ito__dropin_wq_wait(qlock, head, tail, 0, CLOCK_MONOTONIC, NULL, NULL, NULL);
+    if (me) unannounce(tm, me);
+  }
+  if (!armed) return;
+  ito__dropin_lock(qlock);
+  done(arg, WAIT_DISARM);
+  ito__dropin_unlock(qlock);
+}
