@@ -126,7 +126,9 @@ OMP_API void GOMP_task_reduction_remap(size_t cnt, size_t cntorig, void **ptrs) 
   uintptr_t *data = visible(me);
   if (!data) not_found(cnt ? ptrs[0] : NULL);
   team *tm = (team *)data[5];
-  if (tm != ito_omp_ws_team(me) && !(tm->n == 1 && me->id == 0))
+  /* (a region's tasks see only their team's registrations: implicit
+   * tasks start from the region's; outside any region, a team of one's) */
+  if (me->team ? tm != me->team : tm->n != 1)
     ito_omp_fatal("task reductions: a task uses the copies of another team's reduction");
   unsigned k = me->id;
   for (size_t i = 0; i < cnt; i++) {
