@@ -578,8 +578,8 @@ void ito_omp_word_wait(_Atomic uint64_t *word, uint64_t wait_bit, int *qlock, vo
 int ito_omp_kids_sub(_Atomic uint64_t *word, uint64_t d, int *qlock, void **head, void **tail) {
   uint64_t old = atomic_fetch_sub_explicit(word, d, memory_order_acq_rel);
   uint64_t v = old - d;
-  int zero = ((d & KID_RUN_MASK) && !(v & KID_RUN_MASK)) ||
-             ((d & KID_ALIVE_MASK) && !(v & KID_ALIVE_MASK));
+  int zero = ((d & KID_RUN_MASK) && !(v & KID_RUN_MASK) ? KIDS_RUN_ZERO : 0) |
+             ((d & KID_ALIVE_MASK) && !(v & KID_ALIVE_MASK) ? KIDS_ALIVE_ZERO : 0);
   int wake = ((old & KID_WAIT_RUN) && (d & KID_RUN_MASK) && !(v & KID_RUN_MASK)) ||
              ((old & KID_WAIT_ALIVE) && (d & KID_ALIVE_MASK) && !(v & KID_ALIVE_MASK));
   if (!wake) return zero;

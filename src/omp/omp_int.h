@@ -166,7 +166,8 @@ typedef struct task {
                                  * (-1: none known), else its parent's; -2: none */
   unsigned char numa_own;       /* numa is its own data's: counted by the profiler */
   struct task *pnext, *pprev;   /* pending: in a member's list (task.c) */
-  unsigned maker;               /* a deferred task of a team: its creator's member number */
+  unsigned maker;               /* a task of a team waiting for predecessors: its creator's
+                                 * member number (counted in its waiting) */
   uintptr_t *red0;              /* the registered reductions it sees outside its taskgroups */
 } task;
 
@@ -213,8 +214,8 @@ struct ws {
 struct ident {
   int lock;                     /* the list and the fields below */
   _Atomic unsigned n;           /* tasks in the list (read without the lock as a hint) */
-  _Atomic unsigned alive;       /* deferred tasks its strand made, not yet complete (the
-                                 * cut-off, task.c) */
+  _Atomic unsigned waiting;     /* tasks its strand made that wait for predecessors (with
+                                 * n: the cut-off, task.c) */
   struct task *head, *tail;     /* oldest, newest */
   int parked;                   /* its strand waits (parks) at a scheduling point */
   int poked;                    /* woken for a task since it announced the wait */
@@ -303,8 +304,10 @@ static inline task *ito_omp_cur_at(void **slot) {
   return ito_omp_cur();
 }
 /* subtracts d from *word (a kids-style word of owner's queue) and wakes the
- * owner if it waits on that half and the half became zero; returns whether
- * a half d touched became zero (this caller brought it there) */
+ * owner if it waits on that half and the half became zero; returns which
+ * halves d touched became zero (this caller brought them there):
+ * KIDS_RUN_ZERO, KIDS_ALIVE_ZERO, or 0 */
+enum { KIDS_RUN_ZERO = 1, KIDS_ALIVE_ZERO = 2 };
 int ito_omp_kids_sub(_Atomic uint64_t *word, uint64_t d, int *qlock, void **head, void **tail);
 /* Waits until the half of *word selected by wait_bit is zero, running
  * pending tasks meanwhile as ito_omp_wait_kids: those lendfor descends
@@ -416,9 +419,9 @@ void ito_omp_lend_wait(task *cur, task *lendfor, bool any, int *qlock, void **he
  * it); runs one pending task of tm that x
  * admits (NULL: any) on cur's strand, if there is one. */
 void ito_omp_push_pending(team *tm, unsigned k, task *t);
-/* The cut-off: tm's members' strands made at least cap deferred tasks each,
- * not yet complete (member k at least cap: the others are summed only
- * then). */
+/* The cut-off: tm's members' strands made at least cap deferred tasks each
+ * not yet begun, pending or waiting for predecessors (member k at least
+ * cap: the others are summed only then). */
 bool ito_omp_pending_many(team *tm, unsigned k, unsigned cap);
 bool ito_omp_run_pending(task *cur, team *tm, const task *x);
 /* Runs the explicit task t, taken from a list or made by cur, as a call on

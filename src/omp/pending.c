@@ -121,10 +121,14 @@ void ito_omp_push_pending(team *tm, unsigned k, task *t) {
 }
 
 bool ito_omp_pending_many(team *tm, unsigned k, unsigned cap) {
-  if (atomic_load_explicit(&tm->ids[k].alive, memory_order_relaxed) < cap) return false;
+  struct ident *me = &tm->ids[k];
+  if (atomic_load_explicit(&me->n, memory_order_relaxed) +
+          atomic_load_explicit(&me->waiting, memory_order_relaxed) < cap)
+    return false;
   unsigned long sum = 0;
   for (unsigned j = 0; j < tm->n; j++)
-    sum += atomic_load_explicit(&tm->ids[j].alive, memory_order_relaxed);
+    sum += atomic_load_explicit(&tm->ids[j].n, memory_order_relaxed) +
+           atomic_load_explicit(&tm->ids[j].waiting, memory_order_relaxed);
   return sum >= (unsigned long)cap * tm->n;
 }
 

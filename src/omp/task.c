@@ -7,7 +7,7 @@
 #include <string.h>
 
 /* The cut-off (docs/openmp.md): a deferrable task made while its team has
- * this many deferred tasks per member not yet complete runs at once, as a
+ * this many deferred tasks per member not yet begun runs at once, as a
  * call, after its predecessors (libgomp's: 64 tasks per thread). */
 #define PENDING_CUTOFF 64
 
@@ -345,19 +345,31 @@ static void task_over(task *t) {
     /* the group first: p, which frees it, waits for its own unit too */
     if (g) ito_omp_kids_sub(&g->count, KID_ALIVE, &p->qlock, &p->qhead, &p->qtail);
     int zero = ito_omp_kids_sub(&p->kids, KID_ALIVE, &p->qlock, &p->qhead, &p->qtail);
-    if (!zero || p->kind != TASK_EXPLICIT) return;
+    if (!(zero & KIDS_ALIVE_ZERO) || p->kind != TASK_EXPLICIT) return;
     t = p;
   }
 }
 
 /* One of pendc's units goes (its code ended, or its event was fulfilled);
  * the last completes the task: its dependences, its parent's taskwait, its
- * own unit in its kids. */
+ * own unit in its kids. A task without detach has one unit: no count. A
+ * task with no child alive (none can come: its code ended) is over at
+ * once, out of its parent's two halves in one subtraction. */
 static void complete_unit(task *t) {
-  if (atomic_fetch_sub_explicit(&t->pendc, 1, memory_order_acq_rel) != 1) return;
-  if (t->team) atomic_fetch_sub_explicit(&t->team->ids[t->maker].alive, 1, memory_order_relaxed);
+  if (UNLIKELY(t->ev.state != EV_NONE) &&
+      atomic_fetch_sub_explicit(&t->pendc, 1, memory_order_acq_rel) != 1)
+    return;
   if (t->node) dep_complete(t->node);
   task *p = t->parent;
+  if ((atomic_load_explicit(&t->kids, memory_order_acquire) & KID_ALIVE_MASK) == KID_ALIVE) {
+    struct taskgroup *g = t->ingroup;
+    if (t->deps) deptab_free(t->deps);
+    free(t->heap);
+    if (g) ito_omp_kids_sub(&g->count, KID_ALIVE, &p->qlock, &p->qhead, &p->qtail);
+    int zero = ito_omp_kids_sub(&p->kids, KID_BOTH, &p->qlock, &p->qhead, &p->qtail);
+    if ((zero & KIDS_ALIVE_ZERO) && p->kind == TASK_EXPLICIT) task_over(p);
+    return;
+  }
   ito_omp_kids_sub(&p->kids, KID_RUN, &p->qlock, &p->qhead, &p->qtail);
   if (ito_omp_kids_sub(&t->kids, KID_ALIVE, &t->qlock, &t->qhead, &t->qtail)) task_over(t);
 }
@@ -403,6 +415,7 @@ static void make_ready(task *t) {
     ito_omp_push_pending(solo_team(t->parent), 0, t);
     return;
   }
+  atomic_fetch_sub_explicit(&t->team->ids[t->maker].waiting, 1, memory_order_relaxed);
   task *by = ito_omp_cur();
   unsigned k = by->team == t->team ? by->id : t->parent->id;
   ito_omp_push_pending(t->team, k, t);
@@ -558,10 +571,6 @@ static void create_task(struct create *c, size_t align, bool deferred, void **de
   if (c->prio > 0 && tm) atomic_store_explicit(&tm->has_prio, 1, memory_order_relaxed);
   if (!tm && depend) solo_team(parent); /* (made by the creator, before anyone else may need it) */
   task *t = build_child(c, align);
-  if (tm) {
-    t->maker = parent->id;
-    atomic_fetch_add_explicit(&tm->ids[parent->id].alive, 1, memory_order_relaxed);
-  }
   if (depend) {
     struct dnode *n = dep_register(parent, depend);
     n->prio = c->prio;
@@ -572,6 +581,10 @@ static void create_task(struct create *c, size_t align, bool deferred, void **de
       return;
     }
     n->t = t;
+    if (tm) {
+      t->maker = parent->id;
+      atomic_fetch_add_explicit(&tm->ids[parent->id].waiting, 1, memory_order_relaxed);
+    }
     dep_release(n); /* the creator's unit: ready if nothing comes before */
     return;
   }
