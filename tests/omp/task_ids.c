@@ -105,6 +105,15 @@ static int distinct(void) {
   return d;
 }
 
+/* The member in the single makes one task of the given depth, holding its
+ * number's flag between task creations (scheduling points). */
+static void make_task(int s, int depth) {
+  drop(s);
+#pragma omp task
+  task_body(depth);
+  take(s);
+}
+
 /* tasks from a single in the current team; returns its size */
 static int run_team(int depth) {
   int n = 0;
@@ -125,12 +134,8 @@ static int run_team(int depth) {
       double t0 = omp_get_wtime();
       int need = n > 1 ? 2 : 1;
       for (int i = 0; i < NTASK / (depth + 1) || (distinct() < need && omp_get_wtime() - t0 < 30);
-           i++) {
-        drop(s);
-#pragma omp task
-        task_body(depth);
-        take(s);
-      }
+           i++)
+        make_task(s, depth);
       drop(s);
     }
 #pragma omp atomic
@@ -184,12 +189,7 @@ int main(void) {
         inner_n = omp_get_num_threads();
         int s = slot();
         take(s);
-        for (int i = 0; i < NTASK / 4; i++) {
-          drop(s);
-#pragma omp task
-          task_body(1);
-          take(s);
-        }
+        for (int i = 0; i < NTASK / 4; i++) make_task(s, 1);
         drop(s);
       }
     }
