@@ -165,6 +165,7 @@ typedef struct task {
   short numa;                   /* the node its strand runs it on (docs/numa.md): its data's
                                  * (-1: none known), else its parent's; -2: none */
   unsigned char numa_own;       /* numa is its own data's: counted by the profiler */
+  unsigned char block;          /* its heap block is TASK_BLOCK bytes (may be kept) */
   struct task *pnext, *pprev;   /* pending: in a member's list (task.c) */
   unsigned maker;               /* a task of a team waiting for predecessors: its creator's
                                  * member number (counted in its waiting) */
@@ -225,7 +226,13 @@ struct ident {
   void **wq_head, **wq_tail;
   int plock;                    /* its own queue, for the barrier's wait */
   void *phead, *ptail;
+  /* blocks of TASK_BLOCK bytes its strand freed, for the tasks it makes
+   * (touched by that strand only: task.c) */
+  void *blocks;                 /* a list linked through each block's first word */
+  unsigned nblocks;
 } __attribute__((aligned(64)));
+#define TASK_BLOCK 512
+#define TASK_BLOCKS_KEPT 32
 #define TEAM_IDS_INLINE 4
 
 typedef struct team {
@@ -416,13 +423,21 @@ enum { WAIT_CHECK, WAIT_ARM, WAIT_DISARM };
 void ito_omp_lend_wait(task *cur, task *lendfor, bool any, int *qlock, void **head, void **tail,
                        int (*done)(void *, int), void *arg);
 /* Makes t pending in member k's list of tm (waking a strand that may run
- * it); runs one pending task of tm that x
- * admits (NULL: any) on cur's strand, if there is one. */
+ * it). */
 void ito_omp_push_pending(team *tm, unsigned k, task *t);
 /* The cut-off: tm's members' strands made at least cap deferred tasks each
  * not yet begun, pending or waiting for predecessors (member k at least
  * cap: the others are summed only then). */
-bool ito_omp_pending_many(team *tm, unsigned k, unsigned cap);
+bool ito_omp_pending_sum(team *tm, unsigned cap);
+static inline bool ito_omp_pending_many(team *tm, unsigned k, unsigned cap) {
+  struct ident *me = &tm->ids[k];
+  if (LIKELY(atomic_load_explicit(&me->n, memory_order_relaxed) +
+                 atomic_load_explicit(&me->waiting, memory_order_relaxed) < cap))
+    return false;
+  return ito_omp_pending_sum(tm, cap);
+}
+/* Runs one pending task of tm that x admits (NULL: any) on cur's strand,
+ * if there is one. */
 bool ito_omp_run_pending(task *cur, team *tm, const task *x);
 /* Runs the explicit task t, taken from a list or made by cur, as a call on
  * cur's strand, as cur's member (task.c). */

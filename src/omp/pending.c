@@ -41,8 +41,21 @@
  * its members. */
 #include "omp_int.h"
 
+#include "../core/relax.h"
+
 #include <stdlib.h>
 #include <string.h>
+
+/* An ident's lock: a spin lock of the runtime's kind (0 free, 1 held),
+ * inline on the paths every task takes. (Code of libito-omp.so is not the
+ * program's: a member is not preempted in it, docs/monitor.md.) */
+static inline void id_lock(int *l) {
+  for (;;) {
+    if (!__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE)) return;
+    while (__atomic_load_n(l, __ATOMIC_RELAXED)) cpu_relax();
+  }
+}
+static inline void id_unlock(int *l) { __atomic_store_n(l, 0, __ATOMIC_RELEASE); }
 
 void ito_omp_ids_init(team *tm) {
   if (tm->n <= TEAM_IDS_INLINE) {
@@ -59,6 +72,14 @@ void ito_omp_ids_free(team *tm) {
 #if !defined(NDEBUG) || ITO_ASAN || ITO_TSAN
   for (unsigned k = 0; k < tm->n; k++) ITO_OMP_ASSERT(!atomic_load(&tm->ids[k].n));
 #endif
+  for (unsigned k = 0; k < tm->n; k++) {
+    void *b = tm->ids[k].blocks;
+    while (b) {
+      void *next = *(void **)b;
+      free(b);
+      b = next;
+    }
+  }
   if (tm->ids != tm->ids_in) free(tm->ids);
   tm->ids = NULL;
 }
@@ -92,39 +113,35 @@ static void poke(team *tm, unsigned k, task *t) {
     unsigned j = k + i < n ? k + i : k + i - n;
     struct ident *d = &tm->ids[j];
     if (!__atomic_load_n(&d->parked, __ATOMIC_RELAXED)) continue;
-    ito__dropin_lock(&d->lock);
+    id_lock(&d->lock);
     if (d->parked && !d->poked && admits(d->lendfor, t)) {
       __atomic_store_n(&d->poked, 1, __ATOMIC_RELAXED);
       ito__dropin_lock(d->wq_lock);
       void *list = ito__dropin_wq_take(d->wq_head, d->wq_tail, -1);
       ito__dropin_unlock(d->wq_lock);
-      ito__dropin_unlock(&d->lock);
+      id_unlock(&d->lock);
       ito__dropin_wq_wake(list);
       return;
     }
-    ito__dropin_unlock(&d->lock);
+    id_unlock(&d->lock);
   }
 }
 
 void ito_omp_push_pending(team *tm, unsigned k, task *t) {
   ITO_OMP_ASSERT(k < tm->n && !t->pnext && !t->pprev);
   struct ident *d = &tm->ids[k];
-  ito__dropin_lock(&d->lock);
+  id_lock(&d->lock);
   t->pprev = d->tail;
   if (d->tail) d->tail->pnext = t; else d->head = t;
   d->tail = t;
   atomic_store_explicit(&d->n, atomic_load_explicit(&d->n, memory_order_relaxed) + 1,
                         memory_order_relaxed);
-  ito__dropin_unlock(&d->lock);
+  id_unlock(&d->lock);
   atomic_thread_fence(memory_order_seq_cst); /* invariant 4 */
   if (atomic_load_explicit(&tm->nparked, memory_order_relaxed)) poke(tm, k, t);
 }
 
-bool ito_omp_pending_many(team *tm, unsigned k, unsigned cap) {
-  struct ident *me = &tm->ids[k];
-  if (atomic_load_explicit(&me->n, memory_order_relaxed) +
-          atomic_load_explicit(&me->waiting, memory_order_relaxed) < cap)
-    return false;
+bool ito_omp_pending_sum(team *tm, unsigned cap) {
   unsigned long sum = 0;
   for (unsigned j = 0; j < tm->n; j++)
     sum += atomic_load_explicit(&tm->ids[j].n, memory_order_relaxed) +
@@ -145,7 +162,7 @@ static task *take(team *tm, unsigned k, const task *x) {
     struct ident *d = &tm->ids[j];
     if (!atomic_load_explicit(&d->n, memory_order_seq_cst)) continue; /* invariant 4 */
     task *best = NULL;
-    ito__dropin_lock(&d->lock);
+    id_lock(&d->lock);
     bool newest = i == 0 && x; /* (a barrier's wait: oldest first everywhere) */
     for (task *t = newest ? d->tail : d->head; t; t = newest ? t->pprev : t->pnext) {
       if (!admits(x, t)) continue;
@@ -153,7 +170,7 @@ static task *take(team *tm, unsigned k, const task *x) {
       if (!prio) break;
     }
     if (best) unlink_task(d, best);
-    ito__dropin_unlock(&d->lock);
+    id_unlock(&d->lock);
     if (best) return best;
   }
   return NULL;
@@ -167,22 +184,22 @@ bool ito_omp_run_pending(task *cur, team *tm, const task *x) {
 }
 
 static void announce(team *tm, struct ident *me, task *x, int *qlock, void **head, void **tail) {
-  ito__dropin_lock(&me->lock);
+  id_lock(&me->lock);
   me->lendfor = x;
   me->wq_lock = qlock;
   me->wq_head = head;
   me->wq_tail = tail;
   __atomic_store_n(&me->poked, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&me->parked, 1, __ATOMIC_RELAXED);
-  ito__dropin_unlock(&me->lock);
+  id_unlock(&me->lock);
   atomic_fetch_add_explicit(&tm->nparked, 1, memory_order_seq_cst); /* invariant 4 */
 }
 
 static void unannounce(team *tm, struct ident *me) {
-  ito__dropin_lock(&me->lock); /* invariant 3: no waker is using the queue after this */
+  id_lock(&me->lock); /* invariant 3: no waker is using the queue after this */
   __atomic_store_n(&me->parked, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&me->poked, 0, __ATOMIC_RELAXED);
-  ito__dropin_unlock(&me->lock);
+  id_unlock(&me->lock);
   atomic_fetch_sub_explicit(&tm->nparked, 1, memory_order_relaxed);
 }
 

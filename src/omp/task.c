@@ -26,7 +26,7 @@
  * the event's (its state, read and written under its lock, tells a second
  * fulfilment from the first), and the task is complete once both are gone
  * (complete_unit): neither its strand nor the fulfiller waits. */
-static void complete_unit(task *t);
+static void complete_unit(task *t, task *by);
 
 OMP_API void omp_fulfill_event(uintptr_t event) {
   struct tevent *e = (struct tevent *)event;
@@ -40,7 +40,7 @@ OMP_API void omp_fulfill_event(uintptr_t event) {
   }
   e->state = EV_FULFILLED;
   ito__dropin_unlock(&e->lock);
-  complete_unit((task *)((char *)e - offsetof(task, ev)));
+  complete_unit((task *)((char *)e - offsetof(task, ev)), NULL);
 }
 
 /* ---- dependences ------------------------------------------------------------------
@@ -355,7 +355,7 @@ static void task_over(task *t) {
  * own unit in its kids. A task without detach has one unit: no count. A
  * task with no child alive (none can come: its code ended) is over at
  * once, out of its parent's two halves in one subtraction. */
-static void complete_unit(task *t) {
+static void complete_unit(task *t, task *by) {
   if (UNLIKELY(t->ev.state != EV_NONE) &&
       atomic_fetch_sub_explicit(&t->pendc, 1, memory_order_acq_rel) != 1)
     return;
@@ -364,7 +364,14 @@ static void complete_unit(task *t) {
   if ((atomic_load_explicit(&t->kids, memory_order_acquire) & KID_ALIVE_MASK) == KID_ALIVE) {
     struct taskgroup *g = t->ingroup;
     if (t->deps) deptab_free(t->deps);
-    free(t->heap);
+    struct ident *d = by && t->block && t->team ? &t->team->ids[by->id] : NULL;
+    if (d && d->nblocks < TASK_BLOCKS_KEPT) { /* kept for the next task this strand makes */
+      *(void **)t->heap = d->blocks;
+      d->blocks = t->heap;
+      d->nblocks++;
+    } else {
+      free(t->heap);
+    }
     if (g) ito_omp_kids_sub(&g->count, KID_ALIVE, &p->qlock, &p->qhead, &p->qtail);
     int zero = ito_omp_kids_sub(&p->kids, KID_BOTH, &p->qlock, &p->qhead, &p->qtail);
     if ((zero & KIDS_ALIVE_ZERO) && p->kind == TASK_EXPLICIT) task_over(p);
@@ -398,7 +405,7 @@ void ito_omp_run_task(task *cur, task *t) {
     *slot = saved;
   else
     ito_omp_set_cur(cur);
-  complete_unit(t);
+  complete_unit(t, cur); /* (on cur's strand) */
 }
 
 /* The team of one whose list holds the pending tasks made outside any
@@ -458,7 +465,18 @@ static task *build_child(struct create *c, size_t align) {
   if (c->size > SIZE_MAX - off - 63) ito_omp_fatal("a task's data is too large (%zu bytes)", c->size);
   /* (malloc's alignment, 16 on the targets, is the common case) */
   size_t sz = off + c->size;
-  char *blk = a <= _Alignof(max_align_t) ? malloc(sz) : aligned_alloc(a, (sz + a - 1) & ~(a - 1));
+  team *tm = c->parent->team;
+  bool small = tm && a <= _Alignof(max_align_t) && sz <= TASK_BLOCK;
+  struct ident *d = small ? &tm->ids[c->parent->id] : NULL; /* (the creator's strand's) */
+  char *blk;
+  if (d && d->blocks) {
+    blk = d->blocks;
+    d->blocks = *(void **)blk;
+    d->nblocks--;
+  } else {
+    blk = small ? malloc(TASK_BLOCK)
+          : a <= _Alignof(max_align_t) ? malloc(sz) : aligned_alloc(a, (sz + a - 1) & ~(a - 1));
+  }
   if (!blk) ito_omp_fatal("out of memory for a task (%zu bytes of data)", c->size);
   task *t = (task *)blk;
   task_init(t, c->parent, c->final_, TASK_EXPLICIT);
@@ -467,6 +485,7 @@ static task *build_child(struct create *c, size_t align) {
   copy_data(t->data, c);
   t->node = NULL;
   t->heap = blk;
+  t->block = small;
   t->prio = c->prio;
   if (c->numa != -2) t->numa = (short)c->numa, t->numa_own = 1;
   t->pnext = t->pprev = NULL;
