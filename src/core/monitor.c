@@ -337,15 +337,31 @@ static bool threads_to_find(void) {
   return idle_waiters_any() || (timers_armed() && ito__timers_next_ns() == 0);
 }
 
+/* A thread that a preemption would keep on its worker (tls.h: with
+ * worker TLS its code may hold an address in that worker's block, so it
+ * resumes only there, sched.c). While the worker has nothing in its mail
+ * (a homed thread waits for this worker alone) it is left running and an
+ * extra worker runs the waiting threads beside it (invariant 6): a thread
+ * that runs next on this worker and blocks its OS thread in the kernel for
+ * the preempted one (glibc's mutex, held across a slice) would otherwise
+ * wait for ever. */
+static bool pins_on_preempt(worker *w, fiber *cur) {
+  return !ito__tls_mode && !cur->home && !LOAD_RLX(&w->mail);
+}
+
 /* Rule 2 of docs/monitor.md: a program thread that has computed for a
  * time slice without a switch while threads wait to run (waiting: a
  * thread waits in a queue or deque any worker takes from, a timer is due
  * or threads wait for I/O, and no worker is idle; or one waits in this
  * worker's mail) is preempted. The signal is
  * sent at every tick until the thread switches: its handler declines
- * while the thread runs code that is not the program's. */
-static void preempt(int n, long long now, bool waiting) {
+ * while the thread runs code that is not the program's. Returns the
+ * workers left running a thread that preemption would pin there, while
+ * extras below the cap can run the waiting threads instead (invariant 6);
+ * past the cap such threads are preempted. */
+static int preempt(int n, long long now, bool waiting, int extras) {
   bool fresh = false;
+  int hogs = 0;
   for (int i = 0; i < n; i++) {
     if (!slot_active(i)) continue;
     worker *w = ito__workers[i];
@@ -357,6 +373,10 @@ static void preempt(int n, long long now, bool waiting) {
       if (!mon.slice || now - s->same_since < mon.slice) continue;
       if (!waiting && !LOAD_RLX(&w->mail)) continue;
       if (!ito__preemptible(cur->thread)) continue;
+      if (pins_on_preempt(w, cur) && extras + hogs < mon.cap) {
+        hogs++;
+        continue;
+      }
     }
     if (!in_user_code(tid)) continue;
     if (!fresh) { /* (once per tick that sends) */
@@ -365,6 +385,7 @@ static void preempt(int n, long long now, bool waiting) {
     }
     ito__preempt_send(w, cur); /* a time slice is over, or an asynchronous cancellation */
   }
+  return hogs;
 }
 
 /* Returns whether any worker ran a fiber (the tick stays short). */
@@ -424,13 +445,17 @@ static bool observe(void) {
     }
   }
   bool idle = idle_anyone();
-  bool waits = blocked ? work_waits(n) : false;
   bool threads = threads_wait(n);
-  if (mon.preempt) preempt(n, now, (threads || threads_to_find()) && !idle);
+  int alive = __atomic_load_n(&mon.alive, __ATOMIC_SEQ_CST);
+  int hogs = mon.preempt ? preempt(n, now, (threads || threads_to_find()) && !idle, alive) : 0;
   RACY_END();
+  /* invariant 6: a worker left running a thread that preemption would pin
+   * wants an extra as a blocked one does */
+  int in_calls = blocked; /* (in the kernel: the watchdog's message) */
+  blocked += hogs;
+  bool waits = blocked ? work_waits(n) : false;
 
   __atomic_store_n(&mon.wanted, blocked, __ATOMIC_RELAXED);
-  int alive = __atomic_load_n(&mon.alive, __ATOMIC_SEQ_CST);
   /* invariant 5: announced waits get extras past the cap, up to the slots */
   int limit = kblocked > mon.cap ? (kblocked < mon.slots ? kblocked : mon.slots) : mon.cap;
   if (blocked > alive && !idle && waits) {
@@ -456,7 +481,7 @@ static bool observe(void) {
       mon.stall_since = 0;
     } else if (!mon.stall_since) {
       mon.stall_since = now;
-    } else if (now - mon.stall_since >= WARN_NS && !mon.warned_cap) {
+    } else if (now - mon.stall_since >= WARN_NS && !mon.warned_cap && in_calls && stuck) {
       mon.warned_cap = true;
       char who[96], where[64], msg[512];
       RACY_BEGIN();
@@ -466,7 +491,7 @@ static bool observe(void) {
       int k = snprintf(msg, sizeof msg,
                        "ito: %d workers have been blocked for %lld ms in calls ito cannot park "
                        "(%s is blocked %s) while work waits, and ",
-                       blocked,
+                       in_calls,
                        (now - mon.stall_since) / 1000000 + STILL_TICKS * TICK_NS / 1000000, who,
                        where);
       if (k < 0 || k >= (int)sizeof msg) k = (int)sizeof msg - 1; /* (cut: the tail is dropped) */

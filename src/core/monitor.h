@@ -11,7 +11,8 @@
  *  2. Extra workers run while blocked workers would leave ready work
  *     waiting: the monitor starts one when more workers are blocked than
  *     extras run, no worker is idle (S = Z = 0) and work waits. So the
- *     workers that can run are never more than ITO_NUM_WORKERS.
+ *     workers that can run are never more than ITO_NUM_WORKERS, plus the
+ *     extras invariant 6 asks for.
  *  3. An extra worker retires only when it found nothing to do (after
  *     leaving S and scanning again: docs/monitor.md) and more extras run
  *     than workers are blocked. A retired extra owns no work.
@@ -24,7 +25,13 @@
  *     (ITO_MAX_WORKERS in all): each such wait is an OS thread natively.
  *     While its thread has a deferred cancellation due, the monitor calls
  *     the wait's wake function at every tick, under kwait_lock, which the
- *     end of the wait takes too (the object may go away after it). */
+ *     end of the wait takes too (the object may go away after it).
+ *  6. A thread due for preemption that would resume only on its worker
+ *     (worker TLS, no home, nothing in that worker's mail) is left running
+ *     while extras are below the cap, and its worker counts as blocked for
+ *     invariant 2: an extra runs the waiting threads beside it. So no
+ *     thread waits for a worker whose OS thread may block in the kernel
+ *     for it; past the cap such threads are preempted. */
 #ifndef ITO_CORE_MONITOR_H
 #define ITO_CORE_MONITOR_H
 

@@ -16,12 +16,30 @@
  *  5. A pthread spinlock whose holder calls sched_yield while it holds
  *     it, 4 members, 50 rounds: a member spinning for it must give way to
  *     the holder (glibc's lock spins inside libc).
+ *  6. glibc's pthread mutex held across more than a time slice of
+ *     computing, 4 members, 6 rounds each: a member that waits for it
+ *     blocks its OS thread in the kernel (libito-omp.so does not park
+ *     glibc's mutex), so the holder must not be left waiting for that OS
+ *     thread (with worker TLS a preempted member resumes only on its own
+ *     worker: docs/monitor.md, "Preemption").
  * Counts come out the same under any runtime; a runtime that does not
  * preempt hangs (compare.sh's time limit). */
 #include "omptest.h"
 
 #include <pthread.h>
 #include <sched.h>
+#include <time.h>
+
+/* Computes (no call that can switch) for about ms milliseconds. */
+static void compute_ms(long ms) {
+  struct timespec a, b;
+  clock_gettime(CLOCK_MONOTONIC, &a);
+  volatile unsigned long x = 0;
+  do {
+    for (int i = 0; i < 10000; i++) x += (unsigned long)i;
+    clock_gettime(CLOCK_MONOTONIC, &b);
+  } while ((b.tv_sec - a.tv_sec) * 1000L + (b.tv_nsec - a.tv_nsec) / 1000000L < ms);
+}
 
 static void spin_barrier(int *arrived, int n, int round) {
   __atomic_add_fetch(arrived, 1, __ATOMIC_SEQ_CST);
@@ -96,5 +114,27 @@ int main(void) {
   CHECK(!shared_lock);
   printf("spinlock held across sched_yield: %s\n",
          held == 50L * team && !shared_lock ? "every round, one holder at a time" : "wrong");
+
+  pthread_mutex_t mx = PTHREAD_MUTEX_INITIALIZER;
+  int holders = 0, two_held = 0;
+  long rounds = 0;
+  team = 0;
+#pragma omp parallel num_threads(4)
+  {
+#pragma omp single
+    team = omp_get_num_threads();
+    for (int r = 0; r < 6; r++) {
+      pthread_mutex_lock(&mx);
+      if (holders++) two_held = 1;
+      compute_ms(15); /* more than a time slice (ITO_PREEMPT_MS, 10 ms) */
+      rounds++;
+      holders--;
+      pthread_mutex_unlock(&mx);
+    }
+  }
+  CHECK_EQ(rounds, 6L * team);
+  CHECK(!two_held);
+  printf("pthread mutex held across a time slice: %s\n",
+         rounds == 6L * team && !two_held ? "every round, one holder at a time" : "wrong");
   return omptest_finish("spin");
 }

@@ -18,7 +18,12 @@
  *     when only the slots of the running start were counted).
  *  6. with every thread preemptible (what libito-pthread.so asks for), two
  *     threads that spin on a flag main sets after creating both finish:
- *     they are preempted, and main, waiting in a deque, runs.
+ *     with TLS per thread they are preempted, and main, waiting in a
+ *     deque, runs; with worker TLS (a preempted thread would resume only
+ *     on its worker) they are not preempted and main runs on an extra
+ *     worker (docs/monitor.md, "Preemption"). Run with both (ctest
+ *     unit_monitor and unit_monitor_thread_tls; a build that cannot
+ *     switch TLS runs worker TLS in both).
  * Timings are printed, never asserted: a hang is the failure (the test's
  * timeout). */
 #define _GNU_SOURCE
@@ -26,6 +31,7 @@
 
 #include "../../src/core/monitor.h"
 #include "../../src/core/preempt.h"
+#include "../../src/core/tls.h"
 #include "../../src/core/timespec.h"
 
 #include <stdio.h>
@@ -226,15 +232,25 @@ int main(void) {
     return 0;
   }
   ito__preempt_threads = 1;
+  unsigned long xs0 = 0, xs1 = 0;
+  ito__monitor_extras(&xs0);
   ito_thread_t st[2];
   for (int i = 0; i < 2; i++) CHECK_EQ(ito_create(unit_monitor_spin, &flag, &st[i]), 0);
-  __atomic_store_n(&flag, 1, __ATOMIC_RELEASE); /* (main ran again: they were preempted) */
+  int on6 = ito_worker_id();
+  __atomic_store_n(&flag, 1, __ATOMIC_RELEASE); /* (main ran again) */
   for (int i = 0; i < 2; i++) CHECK_EQ(ito_join(st[i], NULL), 0);
   ito__preempt_counts(&done1, &refused1);
-  printf("unit_monitor: two spinning threads were preempted %lu times (%lu declined) for main "
-         "to set their flag\n",
-         done1 - done0, refused1 - refused0);
-  CHECK(done1 > done0);
+  ito__monitor_extras(&xs1);
+  printf("unit_monitor: %s TLS: two spinning threads were preempted %lu times (%lu declined) "
+         "and %lu extra workers started for main (on worker %d) to set their flag\n",
+         ito__tls_mode ? "thread" : "worker", done1 - done0, refused1 - refused0, xs1 - xs0, on6);
+  if (ito__tls_mode) {
+    CHECK(done1 > done0);
+  } else { /* a preemption would keep a spinner on its worker: an extra runs main */
+    CHECK_EQ(done1 - done0, 0);
+    CHECK(xs1 > xs0);
+    CHECK(on6 >= 2);
+  }
   ito__preempt_threads = 0;
   CHECK_EQ(ito_finalize(), 0);
   printf("unit_monitor: PASS\n");
