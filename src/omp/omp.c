@@ -500,6 +500,7 @@ static _Atomic int started;
 static void init_initial(task *t) {
   memset(t, 0, sizeof *t);
   t->kind = TASK_INITIAL;
+  t->imp = t;
   t->icv = omp_g.init;
 }
 

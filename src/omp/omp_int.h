@@ -161,6 +161,9 @@ typedef struct task {
   _Atomic int pendc;            /* explicit tasks: what their completion waits for (its code,
                                  * and its event with detach); the last to go completes it */
   unsigned depth;               /* ancestors (the initial task: 0) */
+  struct task *imp;             /* the nearest of itself and its ancestors that is not a
+                                 * deferred explicit task (implicit, initial or run inline):
+                                 * where the walk of pending.c's descends starts */
   int prio;                     /* priority, within [0, max-task-priority-var] */
   short numa;                   /* the node its strand runs it on (docs/numa.md): its data's
                                  * (-1: none known), else its parent's; -2: none */
@@ -230,6 +233,8 @@ struct ident {
    * (touched by that strand only: task.c) */
   void *blocks;                 /* a list linked through each block's first word */
   unsigned nblocks;
+  unsigned nested;              /* a team of one: tasks its strand runs at their creation,
+                                 * one inside another's code (task.c, SOLO_NEST) */
 } __attribute__((aligned(64)));
 #define TASK_BLOCK 512
 #define TASK_BLOCKS_KEPT 32

@@ -91,8 +91,16 @@ team *ito_omp_pend_team(task *cur) {
 }
 
 /* t descends from x (is x, or one of its descendants' children). Safe:
- * a task's record outlives its children. */
+ * a task's record outlives its children. An x that is not a deferred
+ * explicit task (implicit, initial, run inline) and is an ancestor of t
+ * is t's nearest such ancestor (imp) or one of imp's: the walk starts
+ * there, past the deferred tasks between (no step for a member waiting at
+ * a barrier or a taskgroup's end, or an inline task waiting for its
+ * children, whatever the depth of the tasks under it: a chain of tasks
+ * that each make the next costs no walk along the chain). */
 static inline bool descends(const task *t, const task *x) {
+  ITO_OMP_ASSERT(!t || t->imp);
+  if (x->kind != TASK_EXPLICIT) t = t->imp;
   while (t && t->depth > x->depth) t = t->parent;
   return t == x;
 }

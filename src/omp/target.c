@@ -108,6 +108,7 @@ static void target_run(void (*fn)(void *), void *hostaddrs, int thread_limit) {
   task t;
   memset(&t, 0, sizeof t);
   t.kind = TASK_INITIAL;
+  t.imp = &t;
   t.parent = enc; /* not the program's initial task: its teams are not bound (team.c) */
   t.icv = omp_g.init;
   if (thread_limit) t.icv.thread_limit = thread_limit;

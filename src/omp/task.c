@@ -10,6 +10,10 @@
  * this many deferred tasks per member not yet begun runs at once, as a
  * call, after its predecessors (libgomp's: 64 tasks per thread). */
 #define PENDING_CUTOFF 64
+/* A team of one runs a task at its creation while fewer than this many
+ * such tasks are running, each inside the previous one's code, on its
+ * strand's stack (create_task). */
+#define SOLO_NEST 64
 
 #define TASK_FLAG_FINAL 2
 #define TASK_FLAG_PRIORITY 16
@@ -317,6 +321,7 @@ static inline void task_init(task *t, task *parent, int final_, int kind) {
   t->red0 = parent->tg ? parent->tg->red : parent->red0;
   t->deps = NULL;
   t->depth = parent->depth + 1;
+  t->imp = kind == TASK_INLINE ? t : parent->imp; /* (a parent not deferred is its own) */
   /* a task without data of its own runs on its parent's node */
   t->numa = parent->kind == TASK_EXPLICIT || parent->kind == TASK_INLINE ? parent->numa : -2;
   t->numa_own = 0;
@@ -581,6 +586,20 @@ static void create_task(struct create *c, size_t align, bool deferred, void **de
     if (!depend && !tm) {
       run_inline(c, align, NULL, NULL);
       return;
+    }
+    /* A team of one: only its own strand could run the task, at its next
+     * scheduling point, so it runs now (as LLVM's runtime runs tasks in a
+     * serialized team), unless as many such tasks are already running
+     * inside one another's code: deferred then, the stack stays bounded
+     * (a chain of tasks that each make the next one). */
+    if (tm && tm->n == 1 && !depend) {
+      struct ident *d = &tm->ids[0];
+      if (d->nested < SOLO_NEST) {
+        d->nested++;
+        run_inline(c, align, NULL, NULL);
+        d->nested--;
+        return;
+      }
     }
     if (tm && ito_omp_pending_many(tm, parent->id, PENDING_CUTOFF)) {
       run_inline(c, align, depend ? dep_register(parent, depend) : NULL, NULL);

@@ -34,6 +34,7 @@ static void implicit_init(task *t, team *tm, unsigned id) {
   t->id = id;
   t->depth = enc->depth + 1;
   t->kind = TASK_IMPLICIT;
+  t->imp = t;
   t->icv = enc->icv;
   t->team_num = enc->team_num; /* a region inside a host teams region is in its team */
   t->num_teams = enc->num_teams;
