@@ -41,6 +41,39 @@ static void compute_ms(long ms) {
   } while ((b.tv_sec - a.tv_sec) * 1000L + (b.tv_nsec - a.tv_nsec) / 1000000L < ms);
 }
 
+/* 4 members take a lock rounds times each and call hold() while they hold
+ * it; the line says whether every round was taken, one holder at a time. */
+static void contend(const char *what, void (*lock)(void *), void (*unlock)(void *), void *obj,
+                    void (*hold)(void), int rounds) {
+  int in_lock = 0, shared = 0, team = 0;
+  long held = 0;
+#pragma omp parallel num_threads(4)
+  {
+#pragma omp single
+    team = omp_get_num_threads();
+    for (int r = 0; r < rounds; r++) {
+      lock(obj);
+      if (in_lock++) shared = 1;
+      hold();
+      held++;
+      in_lock--;
+      unlock(obj);
+    }
+  }
+  CHECK_EQ(held, (long)rounds * team);
+  CHECK(!shared);
+  printf("%s: %s\n", what,
+         held == (long)rounds * team && !shared ? "every round, one holder at a time" : "wrong");
+}
+
+static void spin_lock(void *l) { pthread_spin_lock((pthread_spinlock_t *)l); }
+static void spin_unlock(void *l) { pthread_spin_unlock((pthread_spinlock_t *)l); }
+static void mutex_lock(void *m) { pthread_mutex_lock(m); }
+static void mutex_unlock(void *m) { pthread_mutex_unlock(m); }
+static void yield_holding(void) { sched_yield(); /* the holder gives its worker away */ }
+/* more than a time slice (ITO_PREEMPT_MS, 10 ms) */
+static void compute_holding(void) { compute_ms(15); }
+
 static void spin_barrier(int *arrived, int n, int round) {
   __atomic_add_fetch(arrived, 1, __ATOMIC_SEQ_CST);
   while (__atomic_load_n(arrived, __ATOMIC_SEQ_CST) < n * round) {
@@ -94,47 +127,12 @@ int main(void) {
 
   pthread_spinlock_t sl;
   pthread_spin_init(&sl, PTHREAD_PROCESS_PRIVATE);
-  int in_lock = 0, shared_lock = 0, team = 0;
-  long held = 0;
-#pragma omp parallel num_threads(4)
-  {
-#pragma omp single
-    team = omp_get_num_threads();
-    for (int r = 0; r < 50; r++) {
-      pthread_spin_lock(&sl);
-      if (in_lock++) shared_lock = 1;
-      sched_yield(); /* the holder gives its worker away */
-      held++;
-      in_lock--;
-      pthread_spin_unlock(&sl);
-    }
-  }
+  contend("spinlock held across sched_yield", spin_lock, spin_unlock, (void *)&sl, yield_holding,
+          50);
   pthread_spin_destroy(&sl);
-  CHECK_EQ(held, 50L * team);
-  CHECK(!shared_lock);
-  printf("spinlock held across sched_yield: %s\n",
-         held == 50L * team && !shared_lock ? "every round, one holder at a time" : "wrong");
 
   pthread_mutex_t mx = PTHREAD_MUTEX_INITIALIZER;
-  int holders = 0, two_held = 0;
-  long rounds = 0;
-  team = 0;
-#pragma omp parallel num_threads(4)
-  {
-#pragma omp single
-    team = omp_get_num_threads();
-    for (int r = 0; r < 6; r++) {
-      pthread_mutex_lock(&mx);
-      if (holders++) two_held = 1;
-      compute_ms(15); /* more than a time slice (ITO_PREEMPT_MS, 10 ms) */
-      rounds++;
-      holders--;
-      pthread_mutex_unlock(&mx);
-    }
-  }
-  CHECK_EQ(rounds, 6L * team);
-  CHECK(!two_held);
-  printf("pthread mutex held across a time slice: %s\n",
-         rounds == 6L * team && !two_held ? "every round, one holder at a time" : "wrong");
+  contend("pthread mutex held across a time slice", mutex_lock, mutex_unlock, &mx,
+          compute_holding, 6);
   return omptest_finish("spin");
 }
