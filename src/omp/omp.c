@@ -68,7 +68,8 @@ static const char *parse_num_threads(const char *v, void *dst) {
 static const char *parse_schedule(const char *v, void *dst) {
   (void)dst;
   const char *expected =
-      "[monotonic:|nonmonotonic:]static|dynamic|guided|auto[,chunk] with a positive chunk";
+      "[monotonic:|nonmonotonic:]static|dynamic|guided|auto[,chunk] with a chunk from 1 to "
+      "2147483647 (omp_get_schedule returns it as an int)";
   const char *p = v;
   int mono = 0, nonmono = 0;
   if (!strncasecmp(p, "monotonic:", 10)) {
@@ -96,7 +97,7 @@ static const char *parse_schedule(const char *v, void *dst) {
   long chunk = 0;
   if (*p == ',') {
     const char *rest;
-    if (!parse_long(p + 1, &rest, 1, LONG_MAX, &chunk) || *rest) return expected;
+    if (!parse_long(p + 1, &rest, 1, INT_MAX, &chunk) || *rest) return expected;
   } else if (*p) {
     return expected;
   }
