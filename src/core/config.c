@@ -325,6 +325,13 @@ void ito__config_each(void (*fn)(const struct ito_cfg *row, void *arg), void *ar
     for (int i = 0; i < tables[t].n; i++) fn(&tables[t].rows[i], arg);
 }
 
+const char *ito__config_blame(const char *name) {
+  for (int i = 0; i < N_CORE_ROWS; i++)
+    if (!strcmp(core_rows[i].name, name))
+      return !env(name) && fallback[i] && fallback_from[i] ? fallback_from[i] : name;
+  return name;
+}
+
 int ito__config_default(const char *name, const char *text, const char *from) {
   for (int i = 0; i < N_CORE_ROWS; i++) {
     if (strcmp(core_rows[i].name, name)) continue;

@@ -78,6 +78,10 @@ HIDDEN void ito__config_default_workers(int n);
  * as text: a number, a size in bytes, or the choice's word. 0, or EINVAL
  * for an unknown name. A bad value stops the program as at start. */
 HIDDEN int ito__config_value(const char *name, char *out, size_t len);
+/* The variable a core row's value came from, to name in a message about
+ * it: the row's own when set, else the one a drop-in library's default
+ * stands for (OMP_PLACES for ITO_PLACES under libito-omp.so). */
+HIDDEN const char *ito__config_blame(const char *name);
 /* A bad value: the one-line message and exit status 2. */
 HIDDEN void ito__config_error(const char *name, const char *value, const char *expected)
     __attribute__((noreturn));

@@ -206,7 +206,7 @@ void ito__places_setup(void) {
   if (!places) places = malloc(sizeof(cpu_set_t) * MAX_PLACES);
   if (!places) return; /* (no memory: unbound, as without places) */
   int n = parse(text, places, MAX_PLACES);
-  if (n < 1) ito__config_error("ITO_PLACES", text, expected);
+  if (n < 1) ito__config_error(ito__config_blame("ITO_PLACES"), text, expected);
   /* every place must hold a unit of the topology (invariant 2) */
   const struct topo *t = ito__topo();
   for (int i = 0; i < n; i++) {
@@ -218,7 +218,7 @@ void ito__places_setup(void) {
       snprintf(why, sizeof why,
                "places whose CPUs the machine has (place %d has none of the %d CPUs of %s)", i,
                t->pus, t->source);
-      ito__config_error("ITO_PLACES", text, why);
+      ito__config_error(ito__config_blame("ITO_PLACES"), text, why);
     }
   }
   nplaces = n;
