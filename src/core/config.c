@@ -325,31 +325,34 @@ void ito__config_each(void (*fn)(const struct ito_cfg *row, void *arg), void *ar
     for (int i = 0; i < tables[t].n; i++) fn(&tables[t].rows[i], arg);
 }
 
-const char *ito__config_blame(const char *name) {
+/* The index of core row `name`, or -1. */
+static int core_row(const char *name) {
   for (int i = 0; i < N_CORE_ROWS; i++)
-    if (!strcmp(core_rows[i].name, name))
-      return !env(name) && fallback[i] && fallback_from[i] ? fallback_from[i] : name;
-  return name;
+    if (!strcmp(core_rows[i].name, name)) return i;
+  return -1;
+}
+
+const char *ito__config_blame(const char *name) {
+  int i = core_row(name);
+  return i >= 0 && !env(name) && fallback[i] && fallback_from[i] ? fallback_from[i] : name;
 }
 
 int ito__config_default(const char *name, const char *text, const char *from) {
-  for (int i = 0; i < N_CORE_ROWS; i++) {
-    if (strcmp(core_rows[i].name, name)) continue;
-    /* checked now, so that the message comes from the library that gave it */
-    struct ito_cfg probe = core_rows[i];
-    union {
-      long l;
-      size_t z;
-      int c;
-      const char *p;
-    } u;
-    probe.dst = &u;
-    parse_row(&probe, text, from ? from : name);
-    fallback[i] = text;
-    fallback_from[i] = from;
-    return 0;
-  }
-  return EINVAL;
+  int i = core_row(name);
+  if (i < 0) return EINVAL;
+  /* checked now, so that the message comes from the library that gave it */
+  struct ito_cfg probe = core_rows[i];
+  union {
+    long l;
+    size_t z;
+    int c;
+    const char *p;
+  } u;
+  probe.dst = &u;
+  parse_row(&probe, text, from ? from : name);
+  fallback[i] = text;
+  fallback_from[i] = from;
+  return 0;
 }
 
 void ito__config_default_workers(int n) { default_workers = n; }
@@ -389,27 +392,25 @@ static void settings_from_env(struct ito_settings *s) {
 void ito__config_read_core(void) { settings_from_env(&ito__cfg); }
 
 int ito__config_value(const char *name, char *out, size_t len) {
-  for (int i = 0; i < N_CORE_ROWS; i++) {
-    if (strcmp(core_rows[i].name, name)) continue;
-    struct ito_settings s;
-    settings_from_env(&s);
-    const struct ito_cfg *r = &core_rows[i];
-    const void *field = (const char *)&s + ((const char *)r->dst - (const char *)&ito__cfg);
-    switch (r->kind) {
-      case ITO_CFG_INT: snprintf(out, len, "%ld", *(const long *)field); break;
-      case ITO_CFG_SIZE: snprintf(out, len, "%zu", *(const size_t *)field); break;
-      case ITO_CFG_CHOICE: {
-        int v = *(const int *)field;
-        const struct ito_cfg_choice *c = r->choices;
-        while (c->word && c->value != v) c++;
-        snprintf(out, len, "%s", c->word ? c->word : "?");
-        break;
-      }
-      case ITO_CFG_PARSE: return EINVAL; /* the core has no such row */
+  int i = core_row(name);
+  if (i < 0) return EINVAL;
+  struct ito_settings s;
+  settings_from_env(&s);
+  const struct ito_cfg *r = &core_rows[i];
+  const void *field = (const char *)&s + ((const char *)r->dst - (const char *)&ito__cfg);
+  switch (r->kind) {
+    case ITO_CFG_INT: snprintf(out, len, "%ld", *(const long *)field); break;
+    case ITO_CFG_SIZE: snprintf(out, len, "%zu", *(const size_t *)field); break;
+    case ITO_CFG_CHOICE: {
+      int v = *(const int *)field;
+      const struct ito_cfg_choice *c = r->choices;
+      while (c->word && c->value != v) c++;
+      snprintf(out, len, "%s", c->word ? c->word : "?");
+      break;
     }
-    return 0;
+    case ITO_CFG_PARSE: return EINVAL; /* the core has no such row */
   }
-  return EINVAL;
+  return 0;
 }
 
 /* ---- usable CPUs ------------------------------------------------------------------------- */

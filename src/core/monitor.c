@@ -481,7 +481,7 @@ static bool observe(void) {
       mon.stall_since = 0;
     } else if (!mon.stall_since) {
       mon.stall_since = now;
-    } else if (now - mon.stall_since >= WARN_NS && !mon.warned_cap && in_calls && stuck) {
+    } else if (now - mon.stall_since >= WARN_NS && !mon.warned_cap && in_calls) {
       mon.warned_cap = true;
       char who[96], where[64], msg[512];
       RACY_BEGIN();
