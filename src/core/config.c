@@ -12,6 +12,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -192,7 +193,7 @@ static void expected_text(const struct ito_cfg *r, char *out, size_t len) {
         snprintf(out, len, "a size from %s to %s: a number with a B, K, M or G suffix (K if none)",
                  lo, hi);
       else
-        snprintf(out, len, "a size in bytes from %s to %s, optionally with a K, M or G suffix", lo,
+        snprintf(out, len, "a size in bytes from %s to %s, optionally with a B, K, M or G suffix", lo,
                  hi);
       return;
     case ITO_CFG_CHOICE: {
@@ -213,49 +214,76 @@ static void expected_text(const struct ito_cfg *r, char *out, size_t len) {
 
 /* ---- the parser ----------------------------------------------------------------------- */
 
+/* One rule for every number, whole or size: blanks (spaces, tabs) may
+ * surround it, a sign may lead it ('-' only where the row allows negative
+ * values), then decimal digits; a size may have one unit letter after the
+ * digits, blanks allowed between. Nothing else. */
 static const char *skip_blanks(const char *s) {
   while (*s == ' ' || *s == '\t') s++;
   return s;
 }
 
-static bool parse_int(const char *v, long long lo, long long hi, long *out) {
+/* The digits at *p after blanks and a sign, as their magnitude; *neg tells
+ * the sign. False when there is no digit or the magnitude overflows. */
+static bool scan_number(const char **p, unsigned long long *mag, bool *neg) {
+  const char *s = skip_blanks(*p);
+  *neg = *s == '-';
+  if (*s == '+' || *s == '-') s++;
+  if (!isdigit((unsigned char)*s)) return false;
   char *end;
   errno = 0;
-  long long x = strtoll(v, &end, 10);
-  if (errno || end == v || *skip_blanks(end) || x < lo || x > hi) return false;
+  *mag = strtoull(s, &end, 10);
+  if (errno) return false;
+  *p = skip_blanks(end);
+  return true;
+}
+
+bool ito__config_number(const char **p, long long lo, long long hi, long long *out) {
+  const char *s = *p;
+  unsigned long long mag;
+  bool neg;
+  if (!scan_number(&s, &mag, &neg)) return false;
+  if (mag > (unsigned long long)LLONG_MAX) return false;
+  long long x = neg ? -(long long)mag : (long long)mag;
+  if (x < lo || x > hi) return false;
+  *out = x;
+  *p = s;
+  return true;
+}
+
+static bool parse_int(const char *v, long long lo, long long hi, long *out) {
+  long long x;
+  if (!ito__config_number(&v, lo, hi, &x) || *v) return false;
   *out = (long)x;
   return true;
 }
 
 static bool parse_size(const char *v, long long lo, long long hi, unsigned flags, size_t *out) {
   bool omp = flags & ITO_CFG_SIZE_OMP;
-  const char *p = omp ? skip_blanks(v) : v;
-  if (!isdigit((unsigned char)*p)) return false;
-  char *end;
-  errno = 0;
-  unsigned long long x = strtoull(p, &end, 10);
-  if (errno) return false;
-  p = omp ? skip_blanks(end) : end;
+  unsigned long long x;
+  bool neg;
+  if (!scan_number(&v, &x, &neg) || neg) return false;
   unsigned long long mul = omp ? 1ULL << 10 : 1;
-  switch (tolower((unsigned char)*p)) {
-    case 'b': mul = omp ? 1 : 0; break;
+  switch (tolower((unsigned char)*v)) {
+    case 'b': mul = 1; break;
     case 'k': mul = 1ULL << 10; break;
     case 'm': mul = 1ULL << 20; break;
     case 'g': mul = 1ULL << 30; break;
     case 0: break;
-    default: mul = 0; break;
+    default: return false;
   }
-  if (!mul) return false;
-  if (*p) p++;
-  if (omp) p = skip_blanks(p);
-  if (*p || x > (unsigned long long)hi / mul || x * mul < (unsigned long long)lo) return false;
+  if (*v) v = skip_blanks(v + 1);
+  if (*v || x > (unsigned long long)hi / mul || x * mul < (unsigned long long)lo) return false;
   *out = (size_t)(x * mul);
   return true;
 }
 
 static bool parse_choice(const char *v, const struct ito_cfg_choice *c, int *out) {
+  v = skip_blanks(v);
+  size_t n = strlen(v);
+  while (n && (v[n - 1] == ' ' || v[n - 1] == '\t')) n--;
   for (; c->word; c++)
-    if (!strcasecmp(v, c->word)) {
+    if (strlen(c->word) == n && !strncasecmp(v, c->word, n)) {
       *out = c->value;
       return true;
     }

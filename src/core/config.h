@@ -82,6 +82,10 @@ HIDDEN int ito__config_value(const char *name, char *out, size_t len);
  * it: the row's own when set, else the one a drop-in library's default
  * stands for (OMP_PLACES for ITO_PLACES under libito-omp.so). */
 HIDDEN const char *ito__config_blame(const char *name);
+/* One whole number at *p by the rule every numeric row follows: blanks,
+ * an optional sign, decimal digits, blanks. Within [lo, hi] it is stored
+ * in *out, *p moves past it and true is returned; else false. */
+HIDDEN bool ito__config_number(const char **p, long long lo, long long hi, long long *out);
 /* A bad value: the one-line message and exit status 2. */
 HIDDEN void ito__config_error(const char *name, const char *value, const char *expected)
     __attribute__((noreturn));

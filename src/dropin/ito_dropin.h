@@ -68,6 +68,11 @@ ITO_DROPIN_API void ito__dropin_default_workers(int n);
  * bytes, or the choice's word. 0, or EINVAL for a name the core does not
  * read. */
 ITO_DROPIN_API int ito__dropin_config_value(const char *name, char *out, size_t len);
+/* One whole number at *p by the rule of every numeric configuration row
+ * (blanks, an optional sign, decimal digits, blanks): within [lo, hi] it
+ * is stored in *out, *p moves past it and 1 is returned; else 0. */
+ITO_DROPIN_API int ito__dropin_config_number(const char **p, long long lo, long long hi,
+                                             long long *out);
 /* The C++ runtime's per-thread exception globals (__cxa_get_globals): kept
  * per lightweight thread across every switch. The runtime looks the
  * function up at start; a library hands it again after a dlopen. */

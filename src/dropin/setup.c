@@ -44,6 +44,10 @@ int ito__dropin_config_value(const char *name, char *out, size_t len) {
   return ito__config_value(name, out, len);
 }
 
+int ito__dropin_config_number(const char **p, long long lo, long long hi, long long *out) {
+  return ito__config_number(p, lo, hi, out);
+}
+
 void ito__dropin_set_eh(void *(*get_globals)(void)) { ito__set_eh(get_globals); }
 
 int ito__dropin_hooks_attach(void (*fn)(const struct ito_event *e, void *arg), void *arg) {

@@ -34,17 +34,13 @@ void ito_omp_fatal(const char *fmt, ...) {
  * runtime's one checked parser reads them (a bad value stops the program
  * with one line naming the variable), and the table lists them. */
 
-/* A decimal integer in [lo, hi] followed by nothing but blanks; 0 on failure. */
+/* A whole number in [lo, hi] by the configuration's rule (blanks, a sign,
+ * digits, blanks); 0 on failure. */
 static int parse_long(const char *s, const char **rest, long lo, long hi, long *out) {
-  while (*s == ' ' || *s == '\t') s++;
-  if (!(*s >= '0' && *s <= '9') && *s != '-' && *s != '+') return 0;
-  errno = 0;
-  char *end;
-  long v = strtol(s, &end, 10);
-  if (errno || end == s || v < lo || v > hi) return 0;
-  while (*end == ' ' || *end == '\t') end++;
-  *rest = end;
-  *out = v;
+  long long v;
+  if (!ito__dropin_config_number(&s, lo, hi, &v)) return 0;
+  *rest = s;
+  *out = (long)v;
   return 1;
 }
 

@@ -91,7 +91,26 @@ int main(void) {
   CHECK_EQ(n, -3);
   good("T_INT", " 7 ");
   CHECK_EQ(n, 7);
+  /* one rule for every number: blanks around it and a sign are taken, by
+   * whole-number and size rows alike */
+  static const char *int3[] = {"+3", " 3", "3 ", "\t+3 "};
+  for (size_t i = 0; i < sizeof int3 / sizeof int3[0]; i++) {
+    n = 0;
+    good("T_INT", int3[i]);
+    CHECK_EQ(n, 3);
+  }
+  static const char *size3[] = {"+3M", " 3M", "3M ", "3 M", " +3 m\t"};
+  for (size_t i = 0; i < sizeof size3 / sizeof size3[0]; i++) {
+    sz = 0;
+    good("T_SIZE", size3[i]);
+    CHECK_EQ(sz, 3L << 20);
+  }
+  good("T_SIZE", "65536b");
+  CHECK_EQ(sz, 65536);
   bad("T_INT", "8", "a whole number from -3 to 7");
+  bad("T_INT", "+-3", "-3 to 7");
+  bad("T_INT", "3 3", "-3 to 7");
+  bad("T_INT", " ", "-3 to 7");
   bad("T_INT", "3x", "-3 to 7");
   bad("T_INT", "99999999999999999999", "-3 to 7");
 
@@ -103,10 +122,10 @@ int main(void) {
   CHECK_EQ(sz, 3L << 20);
   good("T_SIZE", "65536");
   CHECK_EQ(sz, 65536);
-  static const char *bad_sizes[] = {"64KB", "64KiB", "1GiB", "15K", "2G", "-1", "K", "1 M",
+  static const char *bad_sizes[] = {"64KB", "64KiB", "1GiB", "15K", "2G", "-1", "K", "+-1M", "1 M B",
                                     "0x10000", "1T"};
   for (size_t i = 0; i < sizeof bad_sizes / sizeof bad_sizes[0]; i++)
-    bad("T_SIZE", bad_sizes[i], "a size in bytes from 16K to 1G, optionally with a K, M or G");
+    bad("T_SIZE", bad_sizes[i], "a size in bytes from 16K to 1G, optionally with a B, K, M or G");
 
   good("T_OMPSIZE", " 4 M ");
   CHECK_EQ(omp_sz, 4L << 20);
@@ -120,6 +139,8 @@ int main(void) {
   CHECK_EQ(word, 2);
   good("T_WORD", "Blue");
   CHECK_EQ(word, 3);
+  good("T_WORD", " red\t");
+  CHECK_EQ(word, 1);
   bad("T_WORD", "purple", "red, green or blue");
 
   good("T_PARSE", "4");
