@@ -313,9 +313,13 @@ static void parse_row(const struct ito_cfg *r, const char *text, const char *as)
   ito__config_error(as, text, expected);
 }
 
-/* The variable's value, or NULL when it is unset or empty. */
+/* The variable's value, or NULL when it is unset or empty, or when the
+ * process runs with privileges its environment's owner may not have
+ * (setuid, setgid, file capabilities): then, as glibc does with its own
+ * variables, the environment is not trusted and every row has its
+ * default. */
 static const char *env(const char *name) {
-  const char *v = getenv(name);
+  const char *v = secure_getenv(name);
   return v && *v ? v : NULL;
 }
 

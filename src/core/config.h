@@ -8,8 +8,10 @@
  *
  * Invariants:
  *  1. Every ITO_* variable of libito.so is a row of the core's table, and
- *     this module is the only code that reads one (getenv appears nowhere
- *     else in the core but for the loader's LD_PRELOAD).
+ *     this module is the only code that reads one, through secure_getenv
+ *     (a setuid process keeps every default). The core reads two other
+ *     variables as their owners do: the loader's LD_PRELOAD (tls.c) and
+ *     hwloc's HWLOC_* (numa.c).
  *  2. A value is taken only when the parser accepts all of it; a bad one
  *     never falls back to the default, it stops the program (exit 2).
  *  3. ito__cfg changes only in ito_init, before any worker starts; while

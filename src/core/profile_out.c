@@ -8,9 +8,11 @@
 #include "profile_data.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- files ------------------------------------------------------------------------------- */
 
@@ -27,31 +29,92 @@ static void path_of(char *out, size_t len, const char *prefix, int number, int b
 
 static void say(const char *line) { ito__write_stderr(line, strlen(line)); }
 
-static FILE *open_out(const char *prefix, int number, int bit) {
+static const char *kind_of(int bit) {
+  return bit == PROF_CSV ? "csv" : bit == PROF_TRACE ? "trace" : "dag";
+}
+
+/* A profile file being written: a new file beside its final name, created
+ * without following links (O_EXCL, O_NOFOLLOW), mode 0644 less the umask;
+ * out_close renames it over the final name only when every write went
+ * through. A link planted at the final name is replaced, never written
+ * through; an old file stays whole until the new one is complete. */
+struct out {
+  FILE *f;
+  int bit;
+  const char *prefix;
   char path[4096];
-  path_of(path, sizeof path, prefix, number, bit);
-  FILE *f = fopen(path, "w");
-  if (!f) {
-    char msg[4400];
-    snprintf(msg, sizeof msg,
-             "ito: ITO_PROFILE_OUT=%s: cannot write %s (%s): the profile's %s is skipped; name "
-             "a prefix in a writable directory\n",
-             prefix, path, strerror(errno),
-             bit == PROF_CSV ? "csv" : bit == PROF_TRACE ? "trace" : "dag");
-    say(msg);
+  char tmp[4200];
+};
+
+static void out_fail(const struct out *o, int err) {
+  char msg[8800];
+  snprintf(msg, sizeof msg,
+           "ito: ITO_PROFILE_OUT=%s: cannot write %s (%s): the profile's %s is skipped; name a "
+           "prefix in a writable directory with room\n",
+           o->prefix, o->path, strerror(err), kind_of(o->bit));
+  say(msg);
+}
+
+static bool out_open(struct out *o, const char *prefix, int number, int bit) {
+  static unsigned seq;
+  o->f = NULL;
+  o->bit = bit;
+  o->prefix = prefix;
+  path_of(o->path, sizeof o->path, prefix, number, bit);
+  int fd = -1;
+  for (int tries = 0; fd < 0 && tries < 100; tries++) {
+    snprintf(o->tmp, sizeof o->tmp, "%s.tmp-%ld-%u", o->path, (long)getpid(),
+             __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED));
+    fd = open(o->tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0 && errno != EEXIST) break;
   }
-  return f;
+  if (fd < 0) {
+    out_fail(o, errno);
+    return false;
+  }
+  o->f = fdopen(fd, "w");
+  if (!o->f) {
+    int e = errno;
+    close(fd);
+    unlink(o->tmp);
+    out_fail(o, e);
+    return false;
+  }
+  return true;
+}
+
+/* Ends the file: in place under its name when every write went through,
+ * else removed and one line said. */
+static void out_close(struct out *o) {
+  int e = 0;
+  errno = 0;
+  if (fflush(o->f) != 0 || ferror(o->f)) e = errno ? errno : EIO;
+  errno = 0;
+  if (fclose(o->f) != 0 && !e) e = errno ? errno : EIO;
+  o->f = NULL;
+  if (!e && rename(o->tmp, o->path) != 0) e = errno;
+  if (e) {
+    unlink(o->tmp);
+    out_fail(o, e);
+  }
+}
+
+/* Drops a file begun by out_open. */
+static void out_drop(struct out *o) {
+  fclose(o->f);
+  o->f = NULL;
+  unlink(o->tmp);
 }
 
 int ito__prof_check_out(int what, const char *prefix, int number) {
   int bad = 0;
   for (int bit = PROF_CSV; bit <= PROF_DAG; bit <<= 1) {
     if (!(what & bit)) continue;
-    FILE *f = open_out(prefix, number, bit);
-    if (!f)
+    struct out o;
+    if (!out_open(&o, prefix, number, bit))
       bad |= bit;
     else
-      fclose(f);
+      out_drop(&o);
   }
   return bad;
 }
@@ -296,8 +359,9 @@ static void csv_row(FILE *f, const char *tag, const struct ito_profile *p) {
 }
 
 static void write_csv(const struct prof_run *r, const struct ito_profile *all) {
-  FILE *f = open_out(r->prefix, r->number, PROF_CSV);
-  if (!f) return;
+  struct out o;
+  if (!out_open(&o, r->prefix, r->number, PROF_CSV)) return;
+  FILE *f = o.f;
   fprintf(f, "tag,work (seconds),span (seconds),parallelism,burdened_span (seconds),"
              "burdened_parallelism\n");
   for (int i = 0; i < r->nregions; i++) {
@@ -308,7 +372,7 @@ static void write_csv(const struct prof_run *r, const struct ito_profile *all) {
     csv_row(f, g->tag, &q);
   }
   csv_row(f, "", all);
-  fclose(f);
+  out_close(&o);
 }
 
 /* ---- the trace (Chrome trace events) ------------------------------------------------------- */
@@ -322,8 +386,9 @@ static const char *slice_name(int type) {
 }
 
 static void write_trace(const struct prof_run *r) {
-  FILE *f = open_out(r->prefix, r->number, PROF_TRACE);
-  if (!f) return;
+  struct out o;
+  if (!out_open(&o, r->prefix, r->number, PROF_TRACE)) return;
+  FILE *f = o.f;
   fprintf(f, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
   fprintf(f, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"args\":{\"name\":\"ito\"}}");
   uint64_t dropped = 0;
@@ -379,7 +444,7 @@ static void write_trace(const struct prof_run *r) {
   }
   fprintf(f, "\n],\"otherData\":{\"workers\":%d,\"dropped_records\":%llu}}\n", r->workers,
           (unsigned long long)dropped);
-  fclose(f);
+  out_close(&o);
 }
 
 /* ---- the collapsed graph --------------------------------------------------------------------- */
@@ -398,11 +463,13 @@ static long node_at(const struct prof_track *t, uint64_t at, uint64_t *first_id)
 }
 
 static void write_dag(const struct prof_run *r) {
-  FILE *f = open_out(r->prefix, r->number, PROF_DAG);
-  if (!f) return;
+  struct out o;
+  if (!out_open(&o, r->prefix, r->number, PROF_DAG)) return;
+  FILE *f = o.f;
   uint64_t *first = calloc((size_t)r->workers + 1, sizeof *first);
   if (!first) {
-    fclose(f);
+    out_drop(&o);
+    out_fail(&o, ENOMEM);
     return;
   }
   uint64_t id = 0;
@@ -440,7 +507,7 @@ static void write_dag(const struct prof_run *r) {
   }
   fprintf(f, "\n]}\n");
   free(first);
-  fclose(f);
+  out_close(&o);
 }
 
 void ito__prof_write(const struct prof_run *r) {
