@@ -240,7 +240,7 @@ typedef struct {
   const char *mode;
   const char *env;      /* one NAME=VALUE added to the child's environment */
   int expect_failure;   /* 0: must exit 0; 1: must exit nonzero or die by a signal */
-  const char *words[2]; /* must all occur in the child's stderr */
+  const char *words[3]; /* must all occur in the child's stderr */
   int native_only;      /* an emulator does not honour the child's RLIMIT_AS */
 } crash_case;
 
@@ -248,7 +248,8 @@ static const crash_case cases[] = {
     /* Controls: a valid environment works, so the failures below are real. */
     {"init", "ITO_NUM_WORKERS=2", 0, {NULL, NULL}},
     {"implicit", "ITO_NUM_WORKERS=2", 0, {NULL, NULL}},
-    {"overflow", "ITO_NUM_WORKERS=2", 1, {"stack overflow", "ITO_STACK_SIZE"}},
+    {"overflow", "ITO_NUM_WORKERS=2", 1,
+     {"stack overflow in lightweight thread", "started at overflow_fn (", "raise ITO_STACK_SIZE"}},
     {"init", "ITO_NUM_WORKERS=abc", 1, {"ITO_NUM_WORKERS", NULL}},
     {"implicit", "ITO_NUM_WORKERS=abc", 1, {"ITO_NUM_WORKERS", NULL}},
     {"init", "ITO_NUM_WORKERS=0", 1, {"ITO_NUM_WORKERS", NULL}},
@@ -410,7 +411,7 @@ static int run_case(const char *self, const crash_case *c) {
     snprintf(how, sizeof how, "exit status %d", WEXITSTATUS(status));
   int failed = WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status) != 0);
   if (failed != c->expect_failure) ok = 0;
-  for (int i = 0; i < 2 && c->words[i]; i++) {
+  for (int i = 0; i < 3 && c->words[i]; i++) {
     const char *w = c->words[i];
     /* The prose is matched without regard to case; variable names exactly. */
     if (!(strncmp(w, "ITO_", 4) == 0 ? strstr(out, w) : strcasestr(out, w))) {

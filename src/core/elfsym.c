@@ -17,11 +17,17 @@
 
 #include <dlfcn.h>
 #include <elf.h>
+#include <fcntl.h>
 #include <link.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 /* The dynamic linker relocates the address entries of most objects'
  * dynamic sections in place; the vDSO's and those of some ports stay
@@ -213,4 +219,81 @@ void *ito__elf_sym(const void *after, const char *name, const char *version) {
    * then finds among the objects before it */
   void *p = search(self->l_next, NULL, name, version);
   return p ? p : search(head, self, name, version);
+}
+
+/* ---- names of addresses ------------------------------------------------------------------ */
+
+/* The function of object file `path` (loaded at bias) that holds address
+ * a, from the file's full symbol table (.symtab, which also names the
+ * static functions the dynamic table leaves out): copied into out; false
+ * when the file has none that holds it (stripped, or not readable). Only
+ * system calls: fit for a fault handler. */
+static bool symtab_name(const char *path, uintptr_t bias, uintptr_t a, char *out, size_t len) {
+  int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st;
+  bool found = false;
+  if (syscall(SYS_fstat, fd, &st) == 0 && (size_t)st.st_size >= sizeof(ElfW(Ehdr))) {
+    size_t size = (size_t)st.st_size;
+    void *m = (void *)syscall(SYS_mmap, NULL, size, PROT_READ, MAP_PRIVATE, fd, 0L);
+    if (m != MAP_FAILED) {
+      const ElfW(Ehdr) *eh = m;
+      const char *base = m;
+      if (!memcmp(eh->e_ident, ELFMAG, SELFMAG) && eh->e_shentsize == sizeof(ElfW(Shdr)) &&
+          eh->e_shoff && eh->e_shoff + (size_t)eh->e_shnum * sizeof(ElfW(Shdr)) <= size) {
+        const ElfW(Shdr) *sh = (const ElfW(Shdr) *)(base + eh->e_shoff);
+        uintptr_t off = a - bias;
+        for (unsigned i = 0; i < eh->e_shnum && !found; i++) {
+          if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum) continue;
+          const ElfW(Shdr) *strs = &sh[sh[i].sh_link];
+          if (sh[i].sh_offset + sh[i].sh_size > size || strs->sh_offset + strs->sh_size > size)
+            continue;
+          const ElfW(Sym) *s = (const ElfW(Sym) *)(base + sh[i].sh_offset);
+          size_t n = sh[i].sh_size / sizeof *s;
+          for (size_t k = 0; k < n; k++) {
+            if (ELF64_ST_TYPE(s[k].st_info) != STT_FUNC || s[k].st_shndx == SHN_UNDEF) continue;
+            if (off < s[k].st_value || off >= s[k].st_value + (s[k].st_size ? s[k].st_size : 1))
+              continue;
+            if (s[k].st_name >= strs->sh_size) break;
+            const char *nm = base + strs->sh_offset + s[k].st_name;
+            size_t l = strnlen(nm, strs->sh_size - s[k].st_name);
+            if (l >= len) l = len - 1;
+            memcpy(out, nm, l);
+            out[l] = 0;
+            found = true;
+            break;
+          }
+        }
+      }
+      syscall(SYS_munmap, m, size);
+    }
+  }
+  syscall(SYS_close, fd);
+  return found;
+}
+
+void ito__elf_name(const void *addr, char *out, size_t len) {
+  if (!len) return;
+  Dl_info info;
+  const ElfW(Sym) *s = NULL;
+  struct link_map *lm = NULL;
+  uintptr_t a = (uintptr_t)addr;
+  if (!dladdr1(addr, &info, (void **)&s, RTLD_DL_SYMENT) || !info.dli_fname) {
+    snprintf(out, len, "%#lx", (unsigned long)a);
+    return;
+  }
+  if (info.dli_sname && s && a >= (uintptr_t)info.dli_saddr &&
+      a < (uintptr_t)info.dli_saddr + (s->st_size ? s->st_size : 1)) {
+    snprintf(out, len, "%s", info.dli_sname);
+    return;
+  }
+  /* not in the dynamic table: the file's own, where the link map names it
+   * (the program's entry has no name: /proc/self/exe is its file) */
+  if (dladdr1(addr, &info, (void **)&lm, RTLD_DL_LINKMAP) && lm) {
+    const char *path = lm->l_name && *lm->l_name ? lm->l_name : "/proc/self/exe";
+    if (symtab_name(path, lm->l_addr, a, out, len)) return;
+  }
+  const char *slash = strrchr(info.dli_fname, '/');
+  snprintf(out, len, "%s+%#lx", slash ? slash + 1 : info.dli_fname,
+           (unsigned long)(a - (uintptr_t)info.dli_fbase));
 }

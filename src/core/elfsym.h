@@ -23,4 +23,10 @@ HIDDEN int ito__elf_each(const char *name, void (*fn)(void *addr, void *arg), vo
  * dl_iterate_phdr reports it), or NULL when none does. */
 HIDDEN const char *ito__elf_tls(const char *name, const char *version, size_t *offset);
 
+/* The name of the function that holds addr, into out: its name in the
+ * dynamic symbol table, else in its file's full symbol table (static
+ * functions of an unstripped object), else OBJECT+0xOFFSET. For reports
+ * of faults: allocates nothing. */
+HIDDEN void ito__elf_name(const void *addr, char *out, size_t len);
+
 #endif

@@ -4,6 +4,8 @@
 #define _GNU_SOURCE
 #include "overflow.h"
 
+#include "config.h"
+#include "elfsym.h"
 #include "fiber.h"
 #include "os.h"
 #include "signal.h"
@@ -40,13 +42,51 @@ static bool chain(const struct sigaction *a, int sig, siginfo_t *si, void *uc) {
   return true;
 }
 
+static overflow_describe_fn describe;
+
+void ito__overflow_describe(overflow_describe_fn fn) { STORE_REL(&describe, fn); }
+
+/* "lightweight thread 5 "name", started at fn" or a drop-in library's
+ * words for the code on the stack: who overflowed, for the report. */
+static void who(const fiber *f, char *out, size_t len) {
+  overflow_describe_fn d = LOAD_ACQ(&describe);
+  void *fn = NULL;
+  const ithread *t = f->thread;
+  int n;
+  if (d && f->ctx && d(f->ctx, out, len, &fn)) {
+    n = (int)strnlen(out, len);
+  } else {
+    fn = t ? (void *)t->fn : NULL;
+    if (!t || (t->flags & TH_ANON))
+      n = snprintf(out, len, "a lightweight thread");
+    else if (t->name[0])
+      n = snprintf(out, len, "lightweight thread %u \"%.16s\"", t->idx, t->name);
+    else
+      n = snprintf(out, len, "lightweight thread %u", t->idx);
+  }
+  if (n < 0 || (size_t)n >= len || !fn) return;
+  n += snprintf(out + n, len - (size_t)n, ", started at ");
+  if ((size_t)n < len) ito__elf_name(fn, out + n, len - (size_t)n);
+}
+
+/* The variable that sets the stack size, to name: the one its value came
+ * from (OMP_STACKSIZE under libito-omp.so), ITO_STACK_SIZE when that was
+ * no variable (a library's own default). */
+static const char *size_var(void) {
+  const char *v = ito__config_blame("ITO_STACK_SIZE");
+  for (const char *p = v; *p; p++)
+    if (!(*p == '_' || (*p >= 'A' && *p <= 'Z'))) return "ITO_STACK_SIZE";
+  return v;
+}
+
 static void segv_handler(int sig, siginfo_t *si, void *uc) {
   worker *w = ito__tls_worker;
   fiber *f = w ? w->cur : NULL;
   char *a = si->si_addr;
   if (f && (f->kind == FIBER_POOL || f->kind == FIBER_OWN) && f->guarded && a >= f->map &&
       a < f->lo + 256) {
-    char buf[256];
+    char buf[768], name[400];
+    who(f, name, sizeof name);
     if (f->kind == FIBER_OWN) {
       /* a size the program asked for, overflowed: SIGSEGV, as natively (its
        * own handler, where it has one, runs here on the worker's
@@ -55,17 +95,17 @@ static void segv_handler(int sig, siginfo_t *si, void *uc) {
       if (ito__sig_prog_action(sig, &prog)) old = &prog;
       if (chain(old, sig, si, uc)) return;
       snprintf(buf, sizeof buf,
-               "ito: stack overflow in a lightweight thread (stack of %zu bytes, asked for when "
-               "it was created); ask for a larger stack\n",
-               (size_t)(f->map + f->maplen - f->lo));
+               "ito: stack overflow in %s (stack of %zu bytes, asked for when it was "
+               "created); ask for a larger stack\n",
+               name, (size_t)(f->map + f->maplen - f->lo));
       ito__write_stderr(buf, strlen(buf));
       set_default(sig); /* the default action, taken when the access re-runs */
       return;
     }
+    const char *var = size_var();
     snprintf(buf, sizeof buf,
-             "ito: stack overflow in a lightweight thread (stack of %zu bytes); "
-             "raise ITO_STACK_SIZE (for example ITO_STACK_SIZE=%zuK)\n",
-             ito__stack_size(), ito__stack_size() * 4 / 1024);
+             "ito: stack overflow in %s (stack of %zu bytes); raise %s (for example %s=%zuK)\n",
+             name, ito__stack_size(), var, var, ito__stack_size() * 4 / 1024);
     ito__write_stderr(buf, strlen(buf));
     set_default(SIGABRT);
     abort();

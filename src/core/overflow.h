@@ -10,6 +10,12 @@ HIDDEN void ito__install_segv(void);
 /* Set once ito's handler holds SIGSEGV and SIGBUS: a program's handler for
  * them set later (signal.c) is chained behind it. */
 extern int ito__segv_installed HIDDEN;
+/* A drop-in library's words for the code on a stack that overflowed,
+ * given the stack's context word (fiber.h): a phrase naming it ("an
+ * OpenMP task") into out, the function it runs in *fn; 0 leaves the
+ * report to the runtime. Called in the fault handler: reads only. */
+typedef int (*overflow_describe_fn)(void *ctx, char *out, size_t len, void **fn);
+HIDDEN void ito__overflow_describe(overflow_describe_fn fn);
 /* An alternate signal stack for the calling OS thread; NULL if none. */
 HIDDEN char *ito__altstack_setup(void);
 

@@ -73,6 +73,13 @@ ITO_DROPIN_API int ito__dropin_config_value(const char *name, char *out, size_t 
  * is stored in *out, *p moves past it and 1 is returned; else 0. */
 ITO_DROPIN_API int ito__dropin_config_number(const char **p, long long lo, long long hi,
                                              long long *out);
+/* Words for a report of a stack overflow in code of this library: given
+ * the overflowed stack's context word (ito__dropin_ctx), fn writes a
+ * phrase naming the code ("an OpenMP task") into out, the function it runs
+ * into *start, and returns 1; 0 leaves the report to the runtime. It runs
+ * in the fault handler: it may only read. */
+ITO_DROPIN_API void ito__dropin_overflow_describe(int (*fn)(void *ctx, char *out, size_t len,
+                                                            void **start));
 /* The C++ runtime's per-thread exception globals (__cxa_get_globals): kept
  * per lightweight thread across every switch. The runtime looks the
  * function up at start; a library hands it again after a dlopen. */

@@ -13,6 +13,7 @@
 #include "../core/tls.h"
 #include "../core/hooks.h"
 #include "../core/os.h"
+#include "../core/overflow.h"
 #include "../core/poll.h"
 #include "../core/preempt.h"
 #include "../core/runtime.h"
@@ -46,6 +47,10 @@ int ito__dropin_config_value(const char *name, char *out, size_t len) {
 
 int ito__dropin_config_number(const char **p, long long lo, long long hi, long long *out) {
   return ito__config_number(p, lo, hi, out);
+}
+
+void ito__dropin_overflow_describe(int (*fn)(void *ctx, char *out, size_t len, void **start)) {
+  ito__overflow_describe(fn);
 }
 
 void ito__dropin_set_eh(void *(*get_globals)(void)) { ito__set_eh(get_globals); }

@@ -293,8 +293,26 @@ __attribute__((constructor)) static void omp_ctor(void) { ito_omp_setup(); }
 /* The runtime calls it before it starts (src/dropin/ito_dropin.h). */
 OMP_API void __ito_dropin_setup(void) { ito_omp_setup(); }
 
+/* A stack overflow's report names the member or task and the function it
+ * runs (the region's or the task's outlined function). */
+static int describe_overflow(void *ctx, char *out, size_t len, void **start) {
+  const task *t = ctx;
+  if (t->kind == TASK_IMPLICIT && t->team) {
+    *start = (void *)t->team->fn;
+    snprintf(out, len, "OpenMP thread %u of a team of %u", t->id, t->team->n);
+    return 1;
+  }
+  if (t->kind == TASK_EXPLICIT || t->kind == TASK_INLINE) {
+    *start = (void *)t->fn;
+    snprintf(out, len, "an OpenMP task on thread %u", t->id);
+    return 1;
+  }
+  return 0;
+}
+
 static void read_env(void) {
   ito__dropin_ctx_where(&ito_omp_where);
+  ito__dropin_overflow_describe(describe_overflow);
   ito_omp_sleep_setup(); /* first: the runtime's own sleeps go to libc */
   omp_g.nprocs = usable_cpus();
   omp_g.init.nthreads = omp_g.nprocs;

@@ -53,8 +53,17 @@ run() {
       echo "overflow.sh: $mode $kib KiB $*: exit status 0; expected the overflow to stop it" >&2
       status=1
     fi
-    if ! grep -q "^ito: stack overflow in a lightweight thread (stack of [0-9]* bytes)" "$tmp/err"; then
-      echo "overflow.sh: $mode $kib KiB $*: no stack overflow message on stderr" >&2
+    # the message names the member or task, the outlined function it runs,
+    # and the variable that gave the size
+    # (ITO_STACK_SIZE before OMP_STACKSIZE before GOMP_STACKSIZE)
+    local who var=ITO_STACK_SIZE
+    if [[ " $* " != *" ITO_STACK_SIZE="* ]]; then
+      if [[ " $* " == *" OMP_STACKSIZE="* ]]; then var=OMP_STACKSIZE
+      elif [[ " $* " == *" GOMP_STACKSIZE="* ]]; then var=GOMP_STACKSIZE; fi
+    fi
+    if [ "$mode" = member ]; then who="OpenMP thread [01] of a team of 2"; else who="an OpenMP task on thread [01]"; fi
+    if ! grep -q "^ito: stack overflow in $who, started at main\._omp_fn\.[0-9]* (stack of [0-9]* bytes); raise $var (for example $var=[0-9]*K)\$" "$tmp/err"; then
+      echo "overflow.sh: $mode $kib KiB $*: no stack overflow message naming the $mode, its function and $var on stderr" >&2
       status=1
     fi
     if [ "$expect" = overflow1M ] &&
