@@ -9,7 +9,11 @@
  *  2. A thread's values belong to the thread, not to the fiber or worker
  *     it runs on: they move with it when it migrates (key_slots reads them
  *     through the current fiber's thread), and only its own code sets them.
- *  3. A value is cleared before its destructor runs, so a destructor that
+ *  3. Program keys (ito_key_create) are [0, ITO_KEYS_MAX), as many as
+ *     glibc gives; keys of the drop-in libraries (ito__key_create_reserved)
+ *     are the KEYS_RESERVED slots after them, which the public calls
+ *     neither hand out nor read.
+ *  4. A value is cleared before its destructor runs, so a destructor that
  *     sets a value again is run again, up to 4 rounds (POSIX's
  *     PTHREAD_DESTRUCTOR_ITERATIONS); a deleted key's destructor is never
  *     run. */
@@ -23,16 +27,19 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#define KEYS_ALL (ITO_KEYS_MAX + KEYS_RESERVED)
+
 static int key_lock;
 static struct {
   int used;
   void (*dtor)(void *);
-} keys[ITO_KEYS_MAX];
+} keys[KEYS_ALL];
 
-int ito_key_create(ito_key_t *key, void (*destructor)(void *)) {
+/* A free key of [lo, hi) for destructor, or EAGAIN. */
+static int key_take(unsigned lo, unsigned hi, ito_key_t *key, void (*destructor)(void *)) {
   if (!key) return EINVAL;
   spin_lock(&key_lock);
-  for (unsigned i = 0; i < ITO_KEYS_MAX; i++) {
+  for (unsigned i = lo; i < hi; i++) {
     if (!keys[i].used) {
       keys[i].used = 1;
       keys[i].dtor = destructor;
@@ -45,6 +52,14 @@ int ito_key_create(ito_key_t *key, void (*destructor)(void *)) {
   return EAGAIN;
 }
 
+int ito_key_create(ito_key_t *key, void (*destructor)(void *)) {
+  return key_take(0, ITO_KEYS_MAX, key, destructor);
+}
+
+int ito__key_create_reserved(ito_key_t *key, void (*destructor)(void *)) {
+  return key_take(ITO_KEYS_MAX, KEYS_ALL, key, destructor);
+}
+
 int ito_key_delete(ito_key_t key) {
   if (key >= ITO_KEYS_MAX) return EINVAL;
   spin_lock(&key_lock);
@@ -55,7 +70,7 @@ int ito_key_delete(ito_key_t key) {
   return ok ? 0 : EINVAL;
 }
 
-/* Value arrays (ITO_KEYS_MAX slots) come from mappings of the runtime's
+/* Value arrays (KEYS_ALL slots) come from mappings of the runtime's
  * own, never from the program's allocator: an allocator that keeps its
  * per-thread state under a key (jemalloc) calls pthread_setspecific while
  * it sets itself up, where glibc needs no memory for the first keys; a
@@ -64,7 +79,7 @@ int ito_key_delete(ito_key_t key) {
  * ever on the locks the first one took). An array given back is zeroed and
  * kept for the next thread, on a list through its first slot (under
  * key_lock). */
-#define SLOTS_BYTES (ITO_KEYS_MAX * sizeof(void *))
+#define SLOTS_BYTES (KEYS_ALL * sizeof(void *))
 #define SLAB_ARRAYS 32
 static void **spare;
 static char *slab_next, *slab_end;
@@ -114,16 +129,18 @@ static void ***key_slots(void) {
   return &os_keys;
 }
 
-void *ito_getspecific(ito_key_t key) {
-  if (key >= ITO_KEYS_MAX) return NULL;
+void *ito__key_get(ito_key_t key) {
+  ITO_ASSERT(key < KEYS_ALL);
   void **k = *key_slots();
   return k ? k[key] : NULL;
 }
 
+void *ito_getspecific(ito_key_t key) { return key < ITO_KEYS_MAX ? ito__key_get(key) : NULL; }
+
 void *ito_key_getspecific(ito_key_t key) { return ito_getspecific(key); }
 
-int ito_setspecific(ito_key_t key, const void *value) {
-  if (key >= ITO_KEYS_MAX || !LOAD_RLX(&keys[key].used)) return EINVAL;
+int ito__key_set(ito_key_t key, const void *value) {
+  if (key >= KEYS_ALL || !LOAD_RLX(&keys[key].used)) return EINVAL;
   void ***slots = key_slots();
   if (!*slots) {
     *slots = slots_new();
@@ -133,12 +150,16 @@ int ito_setspecific(ito_key_t key, const void *value) {
   return 0;
 }
 
+int ito_setspecific(ito_key_t key, const void *value) {
+  return key < ITO_KEYS_MAX ? ito__key_set(key, value) : EINVAL;
+}
+
 int ito_key_setspecific(ito_key_t key, const void *value) { return ito_setspecific(key, value); }
 
 void ito__run_key_destructors(ithread *t) {
   for (int round = 0; round < 4 && t->keys; round++) {
     int any = 0;
-    for (unsigned i = 0; i < ITO_KEYS_MAX; i++) {
+    for (unsigned i = 0; i < KEYS_ALL; i++) {
       void *v = t->keys[i];
       if (!v) continue;
       t->keys[i] = NULL;

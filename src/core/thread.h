@@ -33,7 +33,7 @@ typedef struct ithread {
   void *(*fn)(void *);
   void *arg;
   void *result;
-  void **keys;              /* ITO_KEYS_MAX slots, allocated on first set */
+  void **keys;              /* ITO_KEYS_MAX + KEYS_RESERVED slots, allocated on first set */
   int pin;                  /* > 0: stays on its OS thread (ito__thread_pin) */
   /* what a drop-in library keeps per thread and reads back (the program's
    * view; ito schedules none of it): its name ("" never set), scheduling
@@ -142,6 +142,15 @@ HIDDEN void ito__thread_unpin(void);
 HIDDEN void ito__thread_unpin_move(void);
 
 /* ---- thread-specific data (keys.c) ----------------------------------------------------------- */
+/* Keys beyond the program's ITO_KEYS_MAX, for the drop-in libraries' own
+ * per-thread values (pthread cleanup buffers, sigaltstack), so that a
+ * program under one has as many keys as under glibc. */
+#define KEYS_RESERVED 8
+/* A reserved key (EAGAIN when all are taken), and its value get and set
+ * (keys of either range). */
+HIDDEN int ito__key_create_reserved(ito_key_t *key, void (*destructor)(void *));
+HIDDEN void *ito__key_get(ito_key_t key);
+HIDDEN int ito__key_set(ito_key_t key, const void *value);
 /* Values main set before the runtime started (for the root). */
 HIDDEN void **ito__take_os_keys(void);
 /* A thread's value array back to the spares (keys.c). */

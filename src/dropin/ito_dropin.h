@@ -73,6 +73,13 @@ ITO_DROPIN_API int ito__dropin_config_value(const char *name, char *out, size_t 
  * is stored in *out, *p moves past it and 1 is returned; else 0. */
 ITO_DROPIN_API int ito__dropin_config_number(const char **p, long long lo, long long hi,
                                              long long *out);
+/* Thread-specific data of the library itself: keys beyond the program's
+ * ITO_KEYS_MAX (so the program keeps all of them), created once
+ * (EAGAIN when the few there are are taken); get and set as
+ * ito_getspecific and ito_setspecific. */
+ITO_DROPIN_API int ito__dropin_key_create(ito_key_t *key, void (*destructor)(void *));
+ITO_DROPIN_API void *ito__dropin_key_get(ito_key_t key);
+ITO_DROPIN_API int ito__dropin_key_set(ito_key_t key, const void *value);
 /* Words for a report of a stack overflow in code of this library: given
  * the overflowed stack's context word (ito__dropin_ctx), fn writes a
  * phrase naming the code ("an OpenMP task") into out, the function it runs

@@ -10,6 +10,7 @@
 #include "../core/config.h"
 #include "../core/elfsym.h"
 #include "../core/setxid.h"
+#include "../core/thread.h"
 #include "../core/tls.h"
 #include "../core/hooks.h"
 #include "../core/os.h"
@@ -48,6 +49,12 @@ int ito__dropin_config_value(const char *name, char *out, size_t len) {
 int ito__dropin_config_number(const char **p, long long lo, long long hi, long long *out) {
   return ito__config_number(p, lo, hi, out);
 }
+
+int ito__dropin_key_create(ito_key_t *key, void (*destructor)(void *)) {
+  return ito__key_create_reserved(key, destructor);
+}
+void *ito__dropin_key_get(ito_key_t key) { return ito__key_get(key); }
+int ito__dropin_key_set(ito_key_t key, const void *value) { return ito__key_set(key, value); }
 
 void ito__dropin_overflow_describe(int (*fn)(void *ctx, char *out, size_t len, void **start)) {
   ito__overflow_describe(fn);

@@ -27,17 +27,17 @@ static int ito_thread(void) { return ito_self() != 0; }
 SHIM_EXPORT void __pthread_register_cancel(__pthread_unwind_buf_t *b) {
   SHIM_ENTER_VOID(__pthread_register_cancel, b);
   if (!ito_thread()) return shim_real.__pthread_register_cancel(b);
-  PREV(b) = ito_getspecific(shim_cleanup_key);
-  ito_setspecific(shim_cleanup_key, b);
+  PREV(b) = ito__dropin_key_get(shim_cleanup_key);
+  ito__dropin_key_set(shim_cleanup_key, b);
 }
 
 SHIM_EXPORT void __pthread_unregister_cancel(__pthread_unwind_buf_t *b) {
   SHIM_ENTER_VOID(__pthread_unregister_cancel, b);
   /* a buffer pushed before the thread became an ito thread (main, before
    * the runtime started) is in libc's chain */
-  if (!ito_thread() || ito_getspecific(shim_cleanup_key) != b)
+  if (!ito_thread() || ito__dropin_key_get(shim_cleanup_key) != b)
     return shim_real.__pthread_unregister_cancel(b);
-  ito_setspecific(shim_cleanup_key, PREV(b));
+  ito__dropin_key_set(shim_cleanup_key, PREV(b));
 }
 
 SHIM_HIDDEN void shim_exit_thread(void *value) __attribute__((noreturn));
@@ -86,7 +86,7 @@ static void exit_caught(_Unwind_Reason_Code r, struct _Unwind_Exception *e) {
 /* Jumps to the innermost buffer left, or ends the thread. */
 static void __attribute__((noreturn)) unwind_to(__pthread_unwind_buf_t *b, void *value) {
   if (b) {
-    ito_setspecific(shim_cleanup_key, PREV(b));
+    ito__dropin_key_set(shim_cleanup_key, PREV(b));
     shim_longjmp(b->__cancel_jmp_buf, 1);
   }
   shim_exit_thread(value);
@@ -100,7 +100,7 @@ static _Unwind_Reason_Code exit_stop(int version, _Unwind_Action actions,
   uintptr_t ip = (actions & _UA_END_OF_STACK) ? 0 : _Unwind_GetIP(ctx);
   int end = (actions & _UA_END_OF_STACK) || (ip >= core_lo && ip < core_hi);
   uintptr_t cfa = end ? UINTPTR_MAX : _Unwind_GetCFA(ctx);
-  __pthread_unwind_buf_t *b = ito_getspecific(shim_cleanup_key);
+  __pthread_unwind_buf_t *b = ito__dropin_key_get(shim_cleanup_key);
   /* a C cleanup buffer lies in the frame now left (above the callee's CFA) */
   if (b && (uintptr_t)b < cfa) unwind_to(b, x->value);
   if (end) shim_exit_thread(x->value);
@@ -111,14 +111,14 @@ static _Unwind_Reason_Code exit_stop(int version, _Unwind_Action actions,
  * information): the C buffers then run by jumps alone. */
 static void __attribute__((noreturn)) unwind_on(struct exit_unwind *x) {
   _Unwind_ForcedUnwind(&x->exc, exit_stop, x);
-  unwind_to(ito_getspecific(shim_cleanup_key), x->value);
+  unwind_to(ito__dropin_key_get(shim_cleanup_key), x->value);
 }
 
 SHIM_EXPORT void __pthread_unwind_next(__pthread_unwind_buf_t *b) {
   if (UNLIKELY(shim_state == 2) || !ito_thread()) shim_real.__pthread_unwind_next(b);
-  struct exit_unwind *x = ito_getspecific(shim_exit_key);
+  struct exit_unwind *x = ito__dropin_key_get(shim_exit_key);
   if (!x) /* (a buffer jumped to by hand: nothing to unwind for) */
-    unwind_to(ito_getspecific(shim_cleanup_key), NULL);
+    unwind_to(ito__dropin_key_get(shim_cleanup_key), NULL);
   unwind_on(x);
 }
 
@@ -126,12 +126,12 @@ SHIM_HIDDEN void shim_exit_cleanup(void *value) __attribute__((noreturn));
 void shim_exit_cleanup(void *value) {
   if (!__atomic_load_n(&core_hi, __ATOMIC_ACQUIRE))
     dl_iterate_phdr(find_core, (void *)(uintptr_t)&ito_create);
-  struct exit_unwind *x = ito_getspecific(shim_exit_key);
-  if (!x && !(x = calloc(1, sizeof *x))) unwind_to(ito_getspecific(shim_cleanup_key), value);
+  struct exit_unwind *x = ito__dropin_key_get(shim_exit_key);
+  if (!x && !(x = calloc(1, sizeof *x))) unwind_to(ito__dropin_key_get(shim_cleanup_key), value);
   memset(&x->exc, 0, sizeof x->exc);
   memcpy(&x->exc.exception_class, "ITO\0PTHR", sizeof x->exc.exception_class);
   x->exc.exception_cleanup = exit_caught;
   x->value = value;
-  ito_setspecific(shim_exit_key, x); /* freed at the thread's end (the key's destructor) */
+  ito__dropin_key_set(shim_exit_key, x); /* freed at the thread's end (the key's destructor) */
   unwind_on(x);
 }

@@ -119,7 +119,8 @@ void shim_init(void) {
      * program's and its child and parent handlers before (atfork.h) */
     pthread_atfork(ito__dropin_atfork_prepare, ito__dropin_atfork_parent,
                    ito__dropin_atfork_child);
-    if (ito_key_create(&shim_cleanup_key, NULL) || ito_key_create(&shim_exit_key, free))
+    if (ito__dropin_key_create(&shim_cleanup_key, NULL) ||
+        ito__dropin_key_create(&shim_exit_key, free))
       die("ito-pthread: cannot create its thread-specific keys\n");
     ito__dropin_fd_view_tracked();
     /* the program's main thread keeps its own id when the runtime adopts

@@ -254,7 +254,7 @@ SHIM_EXPORT int siggetmask(void) {
 static ito_key_t altstack_key;
 static pthread_once_t altstack_once = PTHREAD_ONCE_INIT;
 static void altstack_key_make(void) {
-  if (ito_key_create(&altstack_key, free)) altstack_key = (ito_key_t)-1;
+  if (ito__dropin_key_create(&altstack_key, free)) altstack_key = (ito_key_t)-1;
 }
 
 SHIM_EXPORT int sigaltstack(const stack_t *ss, stack_t *old) {
@@ -262,7 +262,7 @@ SHIM_EXPORT int sigaltstack(const stack_t *ss, stack_t *old) {
   if (!ito_thread()) return shim_real.sigaltstack(ss, old);
   pthread_once(&altstack_once, altstack_key_make);
   if (altstack_key == (ito_key_t)-1) return shim_real.sigaltstack(ss, old);
-  stack_t *mine = ito_getspecific(altstack_key);
+  stack_t *mine = ito__dropin_key_get(altstack_key);
   char *sp = (char *)__builtin_frame_address(0);
   int on = mine && !(mine->ss_flags & SS_DISABLE) && sp >= (char *)mine->ss_sp &&
            sp < (char *)mine->ss_sp + mine->ss_size;
@@ -286,7 +286,7 @@ SHIM_EXPORT int sigaltstack(const stack_t *ss, stack_t *old) {
   if (ss) {
     if (!mine) {
       mine = malloc(sizeof *mine);
-      if (!mine || ito_setspecific(altstack_key, mine)) {
+      if (!mine || ito__dropin_key_set(altstack_key, mine)) {
         free(mine);
         errno = ENOMEM;
         return -1;

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -382,8 +383,54 @@ static void getattr_test(void) {
   printf("pthread_getattr_np: the stack holds a local: main yes, a thread yes\n");
 }
 
+/* Every key a program may have: as many as glibc gives (PTHREAD_KEYS_MAX,
+ * none kept back for the library's own), and with all of them taken the
+ * calls that keep per-thread values of the library's own (cleanup
+ * handlers, pthread_exit, sigaltstack) still work. */
+static int all_cleanups;
+static void all_cleanup(void *p) { all_cleanups += (int)(intptr_t)p; }
+
+static void *all_keys_thread(void *arg) {
+  (void)arg;
+  stack_t ss = {.ss_sp = malloc(1 << 16), .ss_size = 1 << 16}, old;
+  if (!ss.ss_sp) FAIL("malloc");
+  must("sigaltstack", sigaltstack(&ss, NULL));
+  must("sigaltstack", sigaltstack(NULL, &old));
+  if (old.ss_sp != ss.ss_sp || old.ss_size != ss.ss_size) FAIL("sigaltstack: not the stack set");
+  ss.ss_flags = SS_DISABLE;
+  must("sigaltstack", sigaltstack(&ss, NULL));
+  pthread_cleanup_push(all_cleanup, (void *)1);
+  pthread_cleanup_push(all_cleanup, (void *)2);
+  pthread_exit((void *)7);
+  pthread_cleanup_pop(0);
+  pthread_cleanup_pop(0);
+  return NULL;
+}
+
+static void all_keys_test(void) {
+  static pthread_key_t all[PTHREAD_KEYS_MAX + 1];
+  int n = 0;
+  while (n <= PTHREAD_KEYS_MAX && pthread_key_create(&all[n], NULL) == 0) n++;
+  int rc = n <= PTHREAD_KEYS_MAX ? pthread_key_create(&all[n], NULL) : 0;
+  printf("keys: %d created (PTHREAD_KEYS_MAX %d), then %s\n", n, PTHREAD_KEYS_MAX,
+         rc == EAGAIN ? "EAGAIN" : "another error");
+  if (n != PTHREAD_KEYS_MAX) FAIL("%d keys where PTHREAD_KEYS_MAX is %d", n, PTHREAD_KEYS_MAX);
+  for (int k = 0; k < n; k++) must("pthread_setspecific", pthread_setspecific(all[k], &all[k]));
+  pthread_t t;
+  void *res;
+  must("pthread_create", pthread_create(&t, NULL, all_keys_thread, NULL));
+  must("pthread_join", pthread_join(t, &res));
+  printf("keys: all taken: a thread's sigaltstack, cleanup handlers (%d) and pthread_exit (%ld)\n",
+         all_cleanups, (long)(intptr_t)res);
+  if (all_cleanups != 3 || res != (void *)7) FAIL("cleanup handlers or exit value lost");
+  for (int k = 0; k < n; k++)
+    if (pthread_getspecific(all[k]) != &all[k]) FAIL("key %d lost its value", k);
+  for (int k = 0; k < n; k++) must("pthread_key_delete", pthread_key_delete(all[k]));
+}
+
 int main(void) {
   keys_test();
+  all_keys_test();
   stack_size_test();
   stack_address_test();
   exit_test();
