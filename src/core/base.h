@@ -65,10 +65,19 @@ static inline void full_fence(void) {
 
 
 /* ---- spinlocks: a word, 0 free and 1 held ---------------------------------- */
+/* Called every 2^20 spins of one wait for a lock (never on the way that
+ * finds it free): after SPIN_LONG_S seconds it says once that the lock
+ * seems never to come free, which is what a signal handler that calls
+ * into ito while its thread is inside ito meets (os.c). */
+HIDDEN void ito__spin_long(uint64_t *since) __attribute__((cold, noinline));
 static inline void spin_lock(int *l) {
   for (;;) {
     if (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE) == 0) return;
-    while (LOAD_RLX(l)) cpu_relax();
+    uint64_t since = 0;
+    for (unsigned n = 1; LOAD_RLX(l); n++) {
+      cpu_relax();
+      if (UNLIKELY(!(n & 0xFFFFF))) ito__spin_long(&since);
+    }
   }
 }
 static inline bool spin_trylock(int *l) {

@@ -8,6 +8,8 @@
 #define _GNU_SOURCE
 #include "os.h"
 
+#include "elfsym.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/futex.h>
@@ -210,4 +212,32 @@ void ito__os_sched(int out[2]) {
   }
   out[0] = (int)(pol & ~0x40000000L); /* SCHED_RESET_ON_FORK */
   out[1] = sp.prio;
+}
+
+/* ---- a lock that does not come free -------------------------------------------------------- */
+
+#define SPIN_LONG_S 10
+
+void ito__spin_long(uint64_t *since) {
+  static int said;
+  void *where = __builtin_return_address(0);
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  uint64_t now = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+  if (!*since) {
+    *since = now;
+    return;
+  }
+  if (now - *since < SPIN_LONG_S * 1000000000ULL || __atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+    return;
+  char fn[160], buf[640];
+  ito__elf_name(where, fn, sizeof fn);
+  char *cold = strstr(fn, ".cold"); /* (the compiler's split of a function) */
+  if (cold) *cold = 0;
+  int n = snprintf(buf, sizeof buf,
+                   "ito: a thread has waited %d s for a lock of the runtime (in %s); a signal "
+                   "handler that calls ito while its thread is inside ito waits so for ever: "
+                   "only the calls docs/api.md names async-signal-safe may be made there\n",
+                   SPIN_LONG_S, fn);
+  if (n > 0) ito__write_stderr(buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 }
