@@ -25,6 +25,7 @@
 
 #include "base.h"
 #include "record.h"
+#include "san.h"
 #include "thread.h"
 #include "waitq.h"
 
@@ -123,7 +124,7 @@ HIDDEN fiber *ito__user_fiber(void *addr, size_t size);
 static inline fiber *fiber_get(struct fiber_cache *c) {
 #if !ITO_ASAN && !ITO_TSAN
   fiber *f = c ? c->free : NULL;
-  if (LIKELY(f)) {
+  if (LIKELY(f) && !ASAN_ON) { /* (a program with AddressSanitizer: reset, below) */
     c->free = f->next;
     c->n--;
     f->create_worker = NULL;

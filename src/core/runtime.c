@@ -2,6 +2,7 @@
  * Invariants at the top of runtime.h; design in docs/architecture.md. */
 #define _GNU_SOURCE
 #include "runtime.h"
+#include "san.h"
 
 #include "profile.h"
 #include "signal.h"
@@ -148,9 +149,7 @@ static void *sched_tsan_ctx(worker *w) {
 }
 
 static void first_sched(void *arg) {
-#if ITO_ASAN
-  ito__asan_finish(NULL);
-#endif
+  if (ASAN_ON) ito__asan_finish(NULL);
   ito__sched_loop(arg);
 }
 
@@ -312,6 +311,7 @@ static void stop_workers(int n) {
 static int start(void) {
   static size_t last_stack;
   ito__config_read_core();
+  ito__san_setup(); /* before the first switch: a program's AddressSanitizer */
   int n = (int)ito__cfg.workers;
   if (sched_getaffinity(0, sizeof proc_cpus, &proc_cpus) != 0) CPU_ZERO(&proc_cpus);
   ito__asym_fence = ito__cfg.deque_fence == FENCE_ASYMMETRIC && ito__membarrier_register();

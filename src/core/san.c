@@ -7,6 +7,7 @@
 #if ITO_ASAN
 #include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
+void ito__san_setup(void) {}
 void ito__asan_start(void **fake, const void *lo, size_t size) {
   __sanitizer_start_switch_fiber(fake, lo, size);
 }
@@ -15,12 +16,43 @@ void ito__asan_unpoison(const void *lo, size_t size) { ASAN_UNPOISON_MEMORY_REGI
 #include <sanitizer/lsan_interface.h>
 void ito__lsan_root(const void *lo, size_t size) { __lsan_register_root_region(lo, size); }
 #else
-void ito__lsan_root(const void *lo, size_t size) { (void)lo, (void)size; }
-void ito__asan_start(void **fake, const void *lo, size_t size) {
-  (void)fake, (void)lo, (void)size;
+/* The program's AddressSanitizer runtime, when it has one: its interface,
+ * found by name (it is in the program, or in libasan.so before every other
+ * object). */
+#include "elfsym.h"
+int ito__asan_dyn;
+static struct {
+  void (*start)(void **fake, const void *lo, size_t size);
+  void (*finish)(void *fake, const void **lo, size_t *size);
+  void (*unpoison)(const volatile void *lo, size_t size);
+  void (*root)(const void *lo, size_t size);
+} asan;
+
+void ito__san_setup(void) {
+  if (LOAD_ACQ(&ito__asan_dyn)) return;
+  void *start = ito__elf_sym(NULL, "__sanitizer_start_switch_fiber", NULL);
+  void *finish = ito__elf_sym(NULL, "__sanitizer_finish_switch_fiber", NULL);
+  void *unpoison = ito__elf_sym(NULL, "__asan_unpoison_memory_region", NULL);
+  if (!start || !finish || !unpoison || !ito__elf_sym(NULL, "__asan_init", NULL)) return;
+  asan.start = (void (*)(void **, const void *, size_t))start;
+  asan.finish = (void (*)(void *, const void **, size_t *))finish;
+  asan.unpoison = (void (*)(const volatile void *, size_t))unpoison;
+  asan.root = (void (*)(const void *, size_t))ito__elf_sym(NULL, "__lsan_register_root_region",
+                                                          NULL);
+  STORE_REL(&ito__asan_dyn, 1);
 }
-void ito__asan_finish(void *fake) { (void)fake; }
-void ito__asan_unpoison(const void *lo, size_t size) { (void)lo, (void)size; }
+void ito__asan_start(void **fake, const void *lo, size_t size) {
+  if (asan.start) asan.start(fake, lo, size);
+}
+void ito__asan_finish(void *fake) {
+  if (asan.finish) asan.finish(fake, NULL, NULL);
+}
+void ito__asan_unpoison(const void *lo, size_t size) {
+  if (asan.unpoison) asan.unpoison(lo, size);
+}
+void ito__lsan_root(const void *lo, size_t size) {
+  if (asan.root) asan.root(lo, size);
+}
 #endif
 
 #if ITO_TSAN

@@ -8,7 +8,19 @@
 
 #include "base.h"
 
-/* ---- sanitizer annotations (empty without a sanitizer) --------------------------------- */
+/* ---- sanitizer annotations ------------------------------------------------------------- */
+/* ASAN_ON: annotate this switch. Always in a build with AddressSanitizer;
+ * in any other build, when the program carries it (its runtime is loaded:
+ * a program built with -fsanitize=address linked with this library), so
+ * that its checks see each stack as a stack. ito__san_setup looks for the
+ * runtime, at the first start, before any switch. */
+#if ITO_ASAN
+#define ASAN_ON 1
+#else
+extern int ito__asan_dyn HIDDEN;
+#define ASAN_ON UNLIKELY(LOAD_RLX(&ito__asan_dyn))
+#endif
+HIDDEN void ito__san_setup(void);
 HIDDEN void ito__asan_start(void **fake, const void *lo, size_t size);
 HIDDEN void ito__asan_finish(void *fake);
 /* Frames that never returned left their redzones poisoned. */

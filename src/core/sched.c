@@ -320,9 +320,7 @@ static void thread_done_post(void *t) { ito__thread_done(t); }
 
 static void sched_entry(void *arg) {
   worker *w = arg;
-#if ITO_ASAN
-  ito__asan_finish(NULL);
-#endif
+  if (ASAN_ON) ito__asan_finish(NULL);
   fiber *from = w->sched_from;
   void *a = w->sched_arg;
   w->cur = NULL;

@@ -71,9 +71,7 @@ __attribute__((noinline)) void ito__restore_thread_state(const struct ito__switc
 
 void ito__arrive(void) {
   worker *w = cur_worker();
-#if ITO_ASAN
-  ito__asan_finish(NULL);
-#endif
+  if (ASAN_ON) ito__asan_finish(NULL);
   ito__run_post(w);
 }
 
@@ -81,17 +79,14 @@ void ito__switch(worker *w, fiber *from, fiber *to, int from_dying) {
   ITO_ASSERT(w == cur_worker() && to != from);
   w->cur = to;
   void *dummy;
-#if ITO_ASAN
-  ito__asan_start(from_dying ? NULL : &from->asan_fake, to->lo, (size_t)(to->hi - to->lo));
-#endif
+  if (ASAN_ON)
+    ito__asan_start(from_dying ? NULL : &from->asan_fake, to->lo, (size_t)(to->hi - to->lo));
   (void)from_dying;
   TSAN_TO(to);
   tls_enter(w, to);
   sig_enter(w, to);
   ito__ctx_jump(from ? &from->sp : &dummy, to->sp, to);
-#if ITO_ASAN
-  ito__asan_finish(from->asan_fake);
-#endif
+  if (ASAN_ON) ito__asan_finish(from->asan_fake);
   ito__run_post(cur_worker());
 }
 
@@ -99,9 +94,7 @@ void ito__worker_stop(worker *w) {
   void *dummy, *sp = w->native_sp;
   w->native_sp = NULL;
   tls_enter(w, NULL);
-#if ITO_ASAN
-  ito__asan_start(NULL, w->native_lo, w->native_size);
-#endif
+  if (ASAN_ON) ito__asan_start(NULL, w->native_lo, w->native_size);
   TSAN_TO_CTX(w->native_tsan);
   ito__ctx_jump(&dummy, sp, NULL);
   __builtin_unreachable();
@@ -126,14 +119,10 @@ void ito__enter_fresh(void **save_sp, void **fake, char *lo, char *hi, void (*en
   /* each entry starts afresh at the top; the frames of the last one never
    * returned, so their redzones are still poisoned */
   ito__asan_unpoison(lo, (size_t)(hi - lo));
-#if ITO_ASAN
-  ito__asan_start(fake, lo, (size_t)(hi - lo));
-#endif
+  if (ASAN_ON) ito__asan_start(fake, lo, (size_t)(hi - lo));
   (void)fake;
   TSAN_TO_CTX(tsan_ctx);
   (void)tsan_ctx;
   ito__ctx_jump(save_sp ? save_sp : &dummy, sp, arg);
-#if ITO_ASAN
-  ito__asan_finish(fake ? *fake : NULL);
-#endif
+  if (ASAN_ON) ito__asan_finish(fake ? *fake : NULL);
 }

@@ -55,9 +55,7 @@ static inline void sig_enter(worker *w, fiber *f) {
  * kept (a resumption or a first start): the sanitizers' annotations and
  * the thread pointer. */
 static inline void enter_fiber(fiber *f) {
-#if ITO_ASAN
-  ito__asan_start(NULL, f->lo, (size_t)(f->hi - f->lo));
-#endif
+  if (ASAN_ON) ito__asan_start(NULL, f->lo, (size_t)(f->hi - f->lo));
   TSAN_TO(f);
   worker *w = cur_worker();
   tls_enter(w, f);

@@ -219,9 +219,7 @@ static void thread_finish(void *result) {
 
 static void thread_entry(void *arg) {
   (void)arg;
-#if ITO_ASAN
-  ito__asan_finish(NULL);
-#endif
+  if (ASAN_ON) ito__asan_finish(NULL);
   worker *w = cur_worker();
   ito__run_post(w);
   ithread *t = w->cur->thread;
@@ -330,9 +328,7 @@ int ito_create_near(void *(*fn)(void *), void *arg, const struct ito_access *acc
 static void create_body(void *p, void *fnp, void *arg) {
   fiber *f = p;
   void *(*fn)(void *) = (void *(*)(void *))fnp;
-#if ITO_ASAN
-  ito__asan_finish(NULL);
-#endif
+  if (ASAN_ON) ito__asan_finish(NULL);
   worker *w = cur_worker();
   f->start.fiber = w->cur;
   uint64_t t = dq_tail(&w->dq);
@@ -355,9 +351,7 @@ static void create_body(void *p, void *fnp, void *arg) {
 /* Back on the creator's stack after create_body returned: the thread's
  * fiber is no longer in use. */
 void ito__spawn_done(struct ito_rec *rec) {
-#if ITO_ASAN
-  ito__asan_finish(NULL);
-#endif
+  if (ASAN_ON) ito__asan_finish(NULL);
   fiber *f = (fiber *)((char *)rec - offsetof(fiber, start));
   ito__thread_done(f->thread);
 }
