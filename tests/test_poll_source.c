@@ -5,14 +5,21 @@
  * (ITO_SPIN_US=0), and the poll wakes them. Checks: every request is
  * completed and every thread woken, the source was polled, nothing is
  * left counted as waiting; registration refuses a source without a poll
- * function or a back-off. */
+ * function or a back-off. "nofds": the source is registered and the first
+ * round runs while the table of descriptors is full, so the poll sleeper
+ * has no epoll set and waits in slices; the table has room again for the
+ * other rounds, where the sleeper makes its set. */
 #define _GNU_SOURCE
 #include <ito/ito.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../src/dropin/ito_dropin.h"
 #include "check.h"
@@ -72,7 +79,37 @@ static void *wait_request(void *p) {
   return NULL;
 }
 
-int main(void) {
+/* The table of descriptors: full (the soft limit down to the highest open
+ * one plus 1, the holes below filled with dups of 2), then as before. */
+static struct rlimit old_limit;
+static int dups[4096], ndups;
+
+static void fill_table(void) {
+  CHECK_EQ(getrlimit(RLIMIT_NOFILE, &old_limit), 0);
+  DIR *d = opendir("/proc/self/fd");
+  CHECK(d != NULL);
+  int self = dirfd(d), hi = 2;
+  struct dirent *e;
+  while ((e = readdir(d)))
+    if (e->d_name[0] != '.' && atoi(e->d_name) != self && atoi(e->d_name) > hi) hi = atoi(e->d_name);
+  closedir(d);
+  struct rlimit rl = old_limit;
+  rl.rlim_cur = (rlim_t)hi + 1;
+  CHECK_EQ(setrlimit(RLIMIT_NOFILE, &rl), 0);
+  for (int fd; ndups < 4096 && (fd = dup(2)) >= 0;) dups[ndups++] = fd;
+  CHECK_EQ(dup(2), -1);
+  CHECK_EQ(errno, EMFILE);
+}
+
+static void free_table(void) {
+  CHECK_EQ(setrlimit(RLIMIT_NOFILE, &old_limit), 0);
+  for (int i = 0; i < ndups; i++) close(dups[i]);
+  ndups = 0;
+}
+
+int main(int argc, char **argv) {
+  int nofds = argc > 1 && !strcmp(argv[1], "nofds");
+  if (nofds) fill_table();
   struct ito_poll_source bad = {.name = "bad", .fd = -1, .poll = poll_requests};
   CHECK_EQ(ito__dropin_poll_register(&bad), EINVAL); /* no back-off */
   bad.backoff_min_ns = 1000;
@@ -94,6 +131,7 @@ int main(void) {
     for (int i = 0; i < NREQ; i++) CHECK_EQ(ito_join(th[i], NULL), 0);
     for (int i = 0; i < NREQ; i++) CHECK(req[i].done);
     CHECK(!head && !tail);
+    if (nofds && round == 0) free_table();
   }
   CHECK(__atomic_load_n(&polls, __ATOMIC_RELAXED) > 0);
   CHECK_EQ(src.waiters, 0);

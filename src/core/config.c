@@ -128,7 +128,8 @@ static const struct ito_cfg core_rows[] = {
     {.name = "ITO_WORKER_LIMIT", .kind = ITO_CFG_INT, .dst = &ito__cfg.worker_limit, .lo = 1,
      .hi = ITO_MAX_WORKERS, .dflt = "8192",
      .what = "the most workers (OS threads) in all, extra ones included, also for waits in the "
-             "kernel on process-shared objects; the configured workers always run"},
+             "kernel on process-shared objects and I/O ito cannot park; the configured workers "
+             "always run"},
     {.name = "ITO_TLS", .kind = ITO_CFG_CHOICE, .dst = &ito__cfg.tls_thread, .choices = tls_words,
      .dflt = "worker",
      .what = "thread: every thread has its own thread-local storage (errno, thread_local); "

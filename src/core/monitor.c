@@ -464,7 +464,8 @@ static bool observe(void) {
         mon.warned_grow = true;
         char msg[320];
         snprintf(msg, sizeof msg,
-                 "ito: %d workers wait in the kernel on process-shared objects and the cap of %d "
+                 "ito: %d workers wait in the kernel in calls announced as blocking "
+                 "(process-shared objects, I/O ito cannot park) and the cap of %d "
                  "extra workers (ITO_EXTRA_WORKERS) is reached; more start for such waits, up "
                  "to %d workers in all\n",
                  kblocked, mon.cap, ito__nworkers + mon.slots);

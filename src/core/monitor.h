@@ -19,7 +19,8 @@
  *  4. Only the monitor starts extras and joins retired ones; an extra
  *     slot is reused only after its OS thread was joined.
  *  5. A worker whose thread announced a wait in the kernel (a drop-in
- *     library's wait on a process-shared object: ito__monitor_kwait_begin)
+ *     library's wait on a process-shared object, an I/O call the I/O
+ *     layer cannot park: ito__monitor_kwait_begin)
  *     counts as blocked at once, and extras start for such workers past
  *     the cap ITO_EXTRA_WORKERS (said once on stderr), up to the slots
  *     (ITO_MAX_WORKERS in all): each such wait is an OS thread natively.

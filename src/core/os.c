@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -115,7 +116,11 @@ void ito__heavy_barrier(void) {
     full_fence();
 }
 
-/* ---- descriptors the runtime owns ------------------------------------------------ */
+/* ---- descriptors the runtime owns ------------------------------------------------
+ * Added and dropped under the callers' own locks (or in a child after fork,
+ * with one thread), read without a lock: an entry is written before the
+ * count that shows it, and a dropped one is overwritten by the last before
+ * the count goes down, so a live entry is always seen. */
 
 static int own_fds[ITO_OWN_FDS];
 static int n_own_fds;
@@ -123,34 +128,68 @@ static int n_own_fds;
 void ito__own_fd_add(int fd) {
   int n = __atomic_load_n(&n_own_fds, __ATOMIC_RELAXED);
   if (n == ITO_OWN_FDS) ito__fatal("more than %d descriptors of its own", ITO_OWN_FDS);
-  own_fds[n] = fd;
+  __atomic_store_n(&own_fds[n], fd, __ATOMIC_RELAXED);
   __atomic_store_n(&n_own_fds, n + 1, __ATOMIC_RELEASE); /* callers serialise among themselves */
+}
+
+void ito__own_fd_drop(int fd) {
+  int n = __atomic_load_n(&n_own_fds, __ATOMIC_RELAXED);
+  for (int i = 0; i < n; i++) {
+    if (__atomic_load_n(&own_fds[i], __ATOMIC_RELAXED) != fd) continue;
+    __atomic_store_n(&own_fds[i], __atomic_load_n(&own_fds[n - 1], __ATOMIC_RELAXED),
+                     __ATOMIC_RELEASE);
+    __atomic_store_n(&n_own_fds, n - 1, __ATOMIC_RELEASE);
+    return;
+  }
 }
 
 bool ito__own_fd(int fd) {
   int n = __atomic_load_n(&n_own_fds, __ATOMIC_ACQUIRE);
   for (int i = 0; i < n; i++)
-    if (own_fds[i] == fd) return true;
+    if (__atomic_load_n(&own_fds[i], __ATOMIC_ACQUIRE) == fd) return true;
   return false;
 }
 
 int ito__own_fd_first(unsigned lo, unsigned hi) {
   int n = __atomic_load_n(&n_own_fds, __ATOMIC_ACQUIRE), best = -1;
   for (int i = 0; i < n; i++) {
-    unsigned x = (unsigned)own_fds[i];
+    unsigned x = (unsigned)__atomic_load_n(&own_fds[i], __ATOMIC_ACQUIRE);
     if (x >= lo && x <= hi && (best < 0 || x < (unsigned)best)) best = (int)x;
   }
   return best;
 }
 
+/* The lowest number a descriptor of the runtime's goes to: 1024, or, under
+ * a lower limit of descriptors, near its top (the program's table fills
+ * from below, so its numbers stay those it would have natively); 0 where
+ * the limit leaves no room for that. */
+static int own_fd_floor(void) {
+  struct rlimit rl;
+  if (ito__os.syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, NULL, &rl) != 0) return 1024;
+  if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 1024) return 1024;
+  long lo = (long)rl.rlim_cur - 2 * ITO_OWN_FDS;
+  return lo > 2 * ITO_OWN_FDS ? (int)lo : 0;
+}
+
 int ito__own_fd_take(int fd) {
-  int hi = (int)ito__os.syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, 1024);
+  int floor = own_fd_floor();
+  int hi = floor > fd ? (int)ito__os.syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, floor) : -1;
   if (hi >= 0) {
     ito__os.syscall(SYS_close, fd);
     fd = hi;
   }
   ito__own_fd_add(fd);
   return fd;
+}
+
+int ito__own_fd_renew(int old, int fresh) {
+  if (fresh == old) return old;
+  if (ito__os.syscall(SYS_dup3, fresh, old, O_CLOEXEC) >= 0) {
+    ito__os.syscall(SYS_close, fresh);
+    return old;
+  }
+  ito__own_fd_drop(old);
+  return ito__own_fd_take(fresh);
 }
 
 /* ---- messages -------------------------------------------------------------------------- */

@@ -59,8 +59,17 @@ HIDDEN bool ito__own_fd(int fd);
 /* The lowest descriptor the runtime owns in [lo, hi], or -1. */
 HIDDEN int ito__own_fd_first(unsigned lo, unsigned hi);
 /* A descriptor moved out of the way of the program's small numbers (at or
- * above 1024, close-on-exec) and recorded as the runtime's. */
+ * above 1024, or near the top of a lower limit of descriptors; where there
+ * is no room it keeps its number), close-on-exec, and recorded as the
+ * runtime's. */
 HIDDEN int ito__own_fd_take(int fd);
+/* fd is no longer the runtime's (it was closed). */
+HIDDEN void ito__own_fd_drop(int fd);
+/* After fork, in the child: fresh (just made) replaces the runtime's
+ * descriptor old, which the child closed first (so that even a full table
+ * had room for fresh). It takes old's number where it can, else it is
+ * taken as ito__own_fd_take does and old is dropped; returns its number. */
+HIDDEN int ito__own_fd_renew(int old, int fresh);
 
 /* Writes a whole message to stderr through the table (never an
  * interposer). */

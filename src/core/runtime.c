@@ -354,6 +354,8 @@ static int start(void) {
   ito__sig_runtime_start(); /* (signal.h, invariant 6) */
   ito__monitor_start();
   if (ito__tls_mode) ito__setxid_glibc_install(); /* (after glibc's own, at its first thread) */
+  void (*at_start)(void) = LOAD_ACQ(&ito__rt_at_start);
+  if (at_start) at_start();
   return 0;
 }
 
@@ -361,6 +363,8 @@ static void call_setup(void *fn, void *arg) {
   (void)arg;
   ((void (*)(void))fn)();
 }
+
+void (*ito__rt_at_start)(void);
 
 int ito__ensure(void) {
   if (LIKELY(ito__running())) return 0;

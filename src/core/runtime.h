@@ -24,6 +24,9 @@ static inline bool ito__running(void) { return ito__rt_state() == RT_RUNNING; }
 /* Starts the runtime if it is not running: 0, or EAGAIN / ENOMEM when
  * workers or their memory could not be made. */
 HIDDEN int ito__ensure(void);
+/* Called at the end of each start of the runtime, when set (a drop-in
+ * library's early set-up of what its calls need: ito__dropin_io_early). */
+extern void (*ito__rt_at_start)(void) HIDDEN;
 /* CPU affinity: the process's CPUs at start; the CPU worker id is bound to
  * (-1: none); binds every worker (once; later ones bind themselves). */
 HIDDEN const cpu_set_t *ito__process_cpus(void);

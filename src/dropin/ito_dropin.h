@@ -48,6 +48,11 @@ ITO_DROPIN_API void ito__dropin_os_install(const struct ito_os *os);
 /* The library interposes fcntl and ioctl, so the runtime sees every change
  * of O_NONBLOCK and may trust what it learned between changes. */
 ITO_DROPIN_API void ito__dropin_fd_view_tracked(void);
+/* The library routes the program's blocking I/O to the runtime: the I/O
+ * layer is set up at each start of the runtime, while the program's table
+ * of descriptors has room (where it has none, the calls block their worker
+ * and the set-up is tried again later: docs/io.md). */
+ITO_DROPIN_API void ito__dropin_io_early(void);
 /* The library's configuration rows: parsed now by the runtime's one
  * checked parser (a bad value stops the program with one line naming the
  * variable, and exit status 2), and listed with the runtime's own. */

@@ -30,6 +30,9 @@ void ito__dropin_os_install(const struct ito_os *os) {
 
 void ito__dropin_fd_view_tracked(void) { STORE_RLX(&ito__io_view_tracked, 1); }
 
+static void io_early(void) { (void)ito__io_setup(); }
+void ito__dropin_io_early(void) { STORE_REL(&ito__rt_at_start, io_early); }
+
 void ito__dropin_config_read(const struct ito_cfg *rows, int n) { ito__config_read(rows, n); }
 
 void ito__dropin_config_each(void (*fn)(const struct ito_cfg *row, void *arg), void *arg) {

@@ -121,6 +121,19 @@ static ssize_t accept_outside(struct fdrec *r, struct op *o) {
   }
 }
 
+/* The layer cannot park this call (invariant 5): libc's call, blocking the
+ * worker, announced to the monitor. On a listener ito made non-blocking,
+ * the blocking accept the program asked for. Its own frame: errno read
+ * right after the call, which never parks. */
+static __attribute__((noinline)) ssize_t blocking(struct fdrec *r, struct op *o) {
+  ito__io_block_begin();
+  ssize_t k = o->kind == OP_ACCEPT && r ? accept_outside(r, o) : plain(o);
+  int e = errno;
+  ito__io_block_end();
+  errno = e;
+  return k;
+}
+
 /* Makes the call; while it would block, parks. */
 static ssize_t io_call(struct op *o) {
   struct fdrec *r;
@@ -132,7 +145,8 @@ static ssize_t io_call(struct op *o) {
   if (type == FD_OTHER || (type == FD_PIPE && o->kind != OP_READV && o->kind != OP_WRITEV) ||
       (o->flags & MSG_DONTWAIT && o->kind != OP_ACCEPT))
     return plain(o);
-  ito__io_setup(); /* the pipe probe's answer is known before the first call */
+  /* set up before the first call, which needs the pipe probe's answer */
+  if (UNLIKELY(!ito__io_setup())) return blocking(r, o);
   int dir = is_write(o->kind) ? WR : RD;
   struct timespec deadline, *dl = NULL;
   if (o->kind == OP_ACCEPT && !LOAD_RLX(&r->shim_nb)) {
@@ -170,6 +184,7 @@ static ssize_t io_call(struct op *o) {
     }
     int rc = ito__io_park(r, o->fd, gen, dir, seen, dl);
     if (rc == ENOTSUP) return plain(o);
+    if (rc == ENOSPC) return blocking(r, o); /* (the program's view is learned: it blocks) */
     if (rc == EINTR && !ito__sig_restartable()) { /* a handler without SA_RESTART ran */
       ito__io_set_errno(EINTR);
       return -1;
@@ -309,6 +324,20 @@ int ito_accept(int fd, struct sockaddr *addr, socklen_t *alen) {
   return ito_accept4(fd, addr, alen, 0);
 }
 
+/* connect's wait where the layer cannot park it (invariant 5): poll for
+ * writability, blocking the worker (announced), until the deadline (NULL:
+ * none). 0: writable, or an error for SO_ERROR to tell; ETIMEDOUT; EINTR:
+ * a signal's handler ran. */
+static __attribute__((noinline)) int connect_blocking(int fd, const struct timespec *dl) {
+  ito__io_block_begin();
+  struct pollfd p = {fd, POLLOUT, 0};
+  int ms = dl ? (int)((ns_until(CLOCK_MONOTONIC, dl) + 999999) / 1000000) : -1;
+  long k = ito__io_sys_poll(&p, 1, ms);
+  int e = errno;
+  ito__io_block_end();
+  return k > 0 ? 0 : k == 0 ? ETIMEDOUT : e == EINTR ? EINTR : 0;
+}
+
 /* A blocking connect: non-blocking for the call, park until writable, then
  * the result from SO_ERROR; the file's flags are put back. */
 int ito_connect(int fd, const struct sockaddr *addr, socklen_t alen) {
@@ -337,6 +366,10 @@ int ito_connect(int fd, const struct sockaddr *addr, socklen_t alen) {
     struct pollfd p = {fd, POLLOUT, 0};
     if (ito__io_sys_poll(&p, 1, 0) > 0) break;
     int k = ito__io_park(r, fd, gen, WR, seen, dl);
+    if (k == ENOTSUP || k == ENOSPC) { /* (ENOTSUP: never on a socket) */
+      k = connect_blocking(fd, dl);
+      if (k == 0) break;
+    }
     if (k == EBADF) {
       ito__io_set_errno(EBADF);
       return -1;
@@ -347,7 +380,6 @@ int ito_connect(int fd, const struct sockaddr *addr, socklen_t alen) {
       ito__io_set_errno(k == EINTR ? EINTR : EINPROGRESS);
       return -1;
     }
-    if (k == ENOTSUP) break;
     seen = __atomic_load_n(&r->seq[WR], __ATOMIC_ACQUIRE);
   }
   SYS(SYS_fcntl, fd, F_SETFL, fl);

@@ -210,6 +210,17 @@ static int sig_now(const sigset_t *set, siginfo_t *info) {
   return (int)SYS(SYS_rt_sigtimedwait, set, info, &zero, (size_t)SIGSET_BYTES);
 }
 
+/* libc's wait, announced (io.h, invariant 5). */
+static __attribute__((noinline)) int sig_blocking(const sigset_t *set, siginfo_t *info,
+                                                  const struct timespec *tmo) {
+  ito__io_block_begin();
+  int rc = (int)SYS(SYS_rt_sigtimedwait, set, info, tmo, (size_t)SIGSET_BYTES);
+  int e = errno;
+  ito__io_block_end();
+  errno = e;
+  return rc;
+}
+
 /* The signals of set must be blocked (as POSIX asks of the caller), so
  * that one sent to the process stays pending; a signalfd for set is
  * readable while one is, and the parked thread then takes it. */
@@ -224,8 +235,8 @@ int ito_sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec
   rc = sig_now(set, info);
   if (rc >= 0 || ito__io_errno() != EAGAIN || (tmo && !tmo->tv_sec && !tmo->tv_nsec)) return rc;
   int fd = (int)SYS(SYS_signalfd4, -1, set, (size_t)SIGSET_BYTES, SFD_NONBLOCK | SFD_CLOEXEC);
-  if (fd < 0) /* no descriptor left: wait as libc does, blocking the worker */
-    return (int)SYS(SYS_rt_sigtimedwait, set, info, tmo, (size_t)SIGSET_BYTES);
+  if (fd < 0) /* no descriptor left: wait as libc does, blocking the worker (invariant 5) */
+    return sig_blocking(set, info, tmo);
   if (ito__sig_on) ito__sig_waiting(set); /* a signal of set sent to it wakes it */
   for (;;) {
     struct pollfd p = {fd, POLLIN, 0};

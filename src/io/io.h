@@ -19,7 +19,19 @@
  *     released.
  *  4. A thread that parks on readiness is counted by the core's poll
  *     source (ito__poll_arrive) before its last check of seq, so that a
- *     poll sleeper exists while it waits. */
+ *     poll sleeper exists while it waits.
+ *  5. What the runtime could not make is never the program's error: a
+ *     call that would park where the layer cannot (no epoll instance, no
+ *     room in the poll sleeper's set, an fd the kernel's memory or epoll
+ *     watches cannot take: ito__io_setup false, ito__io_park ENOSPC) is
+ *     made as libc makes it, blocking the worker, and announced to the
+ *     monitor (ito__io_block_begin), which runs an extra worker beside it
+ *     at once; its result and errno are libc's. The next call that would
+ *     park tries the set-up again, so parking comes back once descriptors
+ *     are free; where the set-up succeeded a call pays one load for it.
+ *  6. ep >= 0 (ito__io_setup true) only once the poll sleeper's set
+ *     watches the instance: a thread parked on it always has a sleeper
+ *     that can see its readiness. */
 #ifndef ITO_IO_IO_H
 #define ITO_IO_IO_H
 
@@ -103,21 +115,30 @@ HIDDEN void ito__io_wake_lists(waiter *lists[2]);
 HIDDEN waiter *ito__io_fire_polls(struct pollnode *n, waiter *list);
 
 /* ---- the epoll instance and parking (poller.c) ------------------------------------ */
-/* Makes the epoll instance and registers the poll source, once. */
-HIDDEN void ito__io_setup(void);
+/* Makes the epoll instance and registers the poll source (once: then one
+ * load); false while that cannot be done (invariant 5). */
+HIDDEN bool ito__io_setup(void);
 /* After fork, in the child: its own epoll instance, every record out of
  * it and without waiters (src/core/atfork.h). */
 HIDDEN void ito__io_after_fork(void);
 HIDDEN void ito__io_recs_after_fork(void);
 /* RWF_NOWAIT works on pipes (probed at setup; ITO_IO_PIPE_NOWAIT=0: no). */
 HIDDEN bool ito__io_pipe_nowait(void);
-/* r locked: adds fd to the epoll set; 0, or -1 when epoll cannot watch it. */
+/* r locked, the layer set up: adds fd to the epoll set; 0, ENOTSUP when
+ * epoll cannot watch this file, or ENOSPC when the kernel's memory or the
+ * epoll watches ran out (invariant 5: a later wait tries again). */
 HIDDEN int ito__io_register_locked(struct fdrec *r, int fd);
 /* The caller's call would block: park until a readiness event newer than
  * seen (or a close, or the deadline). 0: try again; EBADF: closed;
- * ETIMEDOUT; ENOTSUP: the fd cannot be polled (call libc). */
+ * ETIMEDOUT; ENOTSUP: the fd cannot be polled (call libc); ENOSPC: the
+ * layer cannot park it now (invariant 5: call libc, announced). */
 HIDDEN int ito__io_park(struct fdrec *r, int fd, uint32_t gen, int dir, unsigned seen,
                         const struct timespec *deadline);
+/* The caller makes libc's blocking call where the layer cannot park it
+ * (invariant 5): its worker counts as blocked at once (the monitor's
+ * announced waits, docs/monitor.md) until ito__io_block_end. */
+HIDDEN void ito__io_block_begin(void);
+HIDDEN void ito__io_block_end(void);
 /* A thread waits for readiness outside a record's queue (ito_poll). */
 HIDDEN void ito__io_wait_begin(void);
 HIDDEN void ito__io_wait_end(void);

@@ -33,6 +33,23 @@ static int poll_now(struct pollfd *fds, nfds_t n) {
   return rc;
 }
 
+/* libc's poll for the time left, where the layer cannot park the caller
+ * (invariant 5: announced, blocking the worker) or epoll can watch none of
+ * the fds (regular files, which are always ready; negative fds). A signal
+ * does not cut it short, as no wait of a parked thread is. */
+static __attribute__((noinline)) int blocking_poll(struct pollfd *fds, nfds_t n,
+                                                   const struct timespec *dl, bool nowait) {
+  if (nowait) return poll_now(fds, n);
+  ito__io_block_begin();
+  int rc;
+  while ((rc = (int)ito__io_sys_poll(fds, n, dl ? ms_left(dl) : -1)) < 0 && errno == EINTR) {
+  }
+  int e = errno;
+  ito__io_block_end();
+  errno = e;
+  return rc;
+}
+
 /* libc's poll, but an ito thread parks while nothing is ready: one node per
  * fd and direction on the records, one group, the first event wakes it;
  * then libc's poll with no wait computes revents. A spurious wake (the
@@ -41,17 +58,16 @@ static int poll_now(struct pollfd *fds, nfds_t n) {
  * wait at all. The caller may park, and n > 0. */
 int ito__io_poll(struct pollfd *fds, nfds_t n, const struct timespec *deadline, bool nowait) {
   const struct timespec *dl = nowait ? NULL : deadline;
-  ito__io_setup();
+  if (UNLIKELY(!ito__io_setup())) return blocking_poll(fds, n, dl, nowait);
   struct pollnode stack_nodes[POLL_STACK * 2], *nodes = stack_nodes;
   unsigned *seen = NULL, stack_seen[POLL_STACK * 2];
   if (n > POLL_STACK) {
     nodes = calloc(n * 2, sizeof *nodes);
     seen = calloc(n * 2, sizeof *seen);
     if (!nodes || !seen) {
-      free(nodes == stack_nodes ? NULL : nodes);
+      free(nodes);
       free(seen);
-      /* blocks the worker, but answers */
-      return (int)ito__io_sys_poll(fds, n, nowait ? 0 : dl ? ms_left(dl) : -1);
+      return blocking_poll(fds, n, dl, nowait); /* (out of memory: blocks the worker, but answers) */
     }
   } else {
     seen = stack_seen;
@@ -65,7 +81,7 @@ int ito__io_poll(struct pollfd *fds, nfds_t n, const struct timespec *deadline, 
     rc = poll_now(fds, n);
     if (rc != 0 || nowait) break;
     struct pollgroup g = {0, 0, NULL, NULL};
-    int stale = 0, hung = 0;
+    int stale = 0, hung = 0, short_of = 0;
     for (nfds_t i = 0; i < n; i++) {
       struct fdrec *r = ito__io_rec(fds[i].fd);
       if (!r) continue;
@@ -74,9 +90,11 @@ int ito__io_poll(struct pollfd *fds, nfds_t n, const struct timespec *deadline, 
       uint32_t gen;
       ito__io_fd_type(r, fds[i].fd, &gen);
       spin_lock(&r->lock);
-      if (!r->registered && ito__io_register_locked(r, fds[i].fd) != 0) {
+      int e = r->registered ? 0 : ito__io_register_locked(r, fds[i].fd);
+      if (e) {
         spin_unlock(&r->lock);
-        continue; /* cannot be polled by epoll (a regular file is always ready anyway) */
+        short_of |= e == ENOSPC; /* (invariant 5) */
+        continue; /* ENOTSUP: a regular file, always ready anyway */
       }
       for (int d = 0; d < 2; d++) {
         struct pollnode *x = &nodes[2 * i + d];
@@ -93,7 +111,7 @@ int ito__io_poll(struct pollfd *fds, nfds_t n, const struct timespec *deadline, 
       spin_unlock(&r->lock);
     }
     int woke = 0;
-    if (!stale && hung) {
+    if (!stale && hung && !short_of) {
       ito__io_wait_begin();
       spin_lock(&g.qlock);
       if (!__atomic_load_n(&g.fired, __ATOMIC_ACQUIRE))
@@ -110,11 +128,8 @@ int ito__io_poll(struct pollfd *fds, nfds_t n, const struct timespec *deadline, 
         if (nodes[2 * i + d].g == &g) unlink_node(r, d, &nodes[2 * i + d]);
       spin_unlock(&r->lock);
     }
-    if (!hung) { /* nothing epoll can watch: libc's poll decides, for the time left; a
-                  * signal does not cut it short, as no wait of a parked thread is */
-      while ((rc = (int)ito__io_sys_poll(fds, n, dl ? ms_left(dl) : -1)) < 0 &&
-             errno == EINTR) {
-      }
+    if (!hung || (short_of && !stale)) { /* nothing epoll can watch, or not all of it */
+      rc = blocking_poll(fds, n, dl, false);
       break;
     }
     if (woke == EINTR) { /* a signal's handler ran: poll says so, whatever SA_RESTART */

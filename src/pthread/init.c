@@ -123,6 +123,7 @@ void shim_init(void) {
         ito__dropin_key_create(&shim_exit_key, free))
       die("ito-pthread: cannot create its thread-specific keys\n");
     ito__dropin_fd_view_tracked();
+    ito__dropin_io_early(); /* its descriptors made while the table has room */
     /* the program's main thread keeps its own id when the runtime adopts
      * it as the root thread */
     if (syscall(SYS_gettid) == getpid()) shim_main_id = shim_real.pthread_self();
