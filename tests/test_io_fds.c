@@ -21,11 +21,11 @@
  *           hangs. */
 #define _GNU_SOURCE
 #include "check.h"
+#include "fdtable.h"
 
 #include <ito/ito.h>
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -56,23 +56,14 @@ static void ms_sleep(long ms, int os) {
 static struct rlimit old_limit;
 static int *dups, ndups;
 
-static int highest_fd(void) {
-  DIR *d = opendir("/proc/self/fd");
-  CHECK(d != NULL);
-  int self = dirfd(d), hi = 2;
-  struct dirent *e;
-  while ((e = readdir(d)))
-    if (e->d_name[0] != '.' && atoi(e->d_name) != self && atoi(e->d_name) > hi) hi = atoi(e->d_name);
-  closedir(d);
-  return hi;
-}
-
 /* The soft limit down to the highest open descriptor plus one, and every
  * free number below it taken (dups of fd). */
 static void fill_table(int fd0) {
   CHECK_EQ(getrlimit(RLIMIT_NOFILE, &old_limit), 0);
   struct rlimit rl = old_limit;
-  rl.rlim_cur = (rlim_t)highest_fd() + 1;
+  int hi = fdtable_highest();
+  CHECK(hi >= 0);
+  rl.rlim_cur = (rlim_t)hi + 1;
   CHECK_EQ(setrlimit(RLIMIT_NOFILE, &rl), 0);
   int cap = 64;
   dups = malloc(sizeof *dups * (size_t)cap);

@@ -12,7 +12,6 @@
 #define _GNU_SOURCE
 #include <ito/ito.h>
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +22,7 @@
 
 #include "../src/dropin/ito_dropin.h"
 #include "check.h"
+#include "fdtable.h"
 
 #define NREQ 64
 
@@ -86,13 +86,8 @@ static int dups[4096], ndups;
 
 static void fill_table(void) {
   CHECK_EQ(getrlimit(RLIMIT_NOFILE, &old_limit), 0);
-  DIR *d = opendir("/proc/self/fd");
-  CHECK(d != NULL);
-  int self = dirfd(d), hi = 2;
-  struct dirent *e;
-  while ((e = readdir(d)))
-    if (e->d_name[0] != '.' && atoi(e->d_name) != self && atoi(e->d_name) > hi) hi = atoi(e->d_name);
-  closedir(d);
+  int hi = fdtable_highest();
+  CHECK(hi >= 0);
   struct rlimit rl = old_limit;
   rl.rlim_cur = (rlim_t)hi + 1;
   CHECK_EQ(setrlimit(RLIMIT_NOFILE, &rl), 0);

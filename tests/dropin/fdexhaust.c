@@ -24,7 +24,6 @@
  * that blocked its worker without the monitor knowing would hang the
  * writer: the watchdog ends such a run. */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
@@ -40,6 +39,7 @@
 
 #define DROPIN_PROG "fdexhaust"
 #include "dropin.h"
+#include "../fdtable.h"
 
 #define ROUNDS 12
 
@@ -199,18 +199,6 @@ static void in_child(struct chans *s, const char *phase) {
          WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
 }
 
-/* The highest descriptor open now. */
-static int highest_fd(void) {
-  DIR *d = opendir("/proc/self/fd");
-  if (!d) FAIL("opendir /proc/self/fd: %s", code_name(errno));
-  int self = dirfd(d), hi = 2;
-  struct dirent *e;
-  while ((e = readdir(d)))
-    if (e->d_name[0] != '.' && atoi(e->d_name) > hi && atoi(e->d_name) != self) hi = atoi(e->d_name);
-  closedir(d);
-  return hi;
-}
-
 static void *nothing(void *p) { return p; }
 
 static void tiny(void) {
@@ -222,7 +210,9 @@ static void tiny(void) {
   struct rlimit old, rl;
   if (getrlimit(RLIMIT_NOFILE, &old)) FAIL("getrlimit");
   rl = old;
-  rl.rlim_cur = (rlim_t)highest_fd() + 2; /* (one number free at least) */
+  int hi = fdtable_highest();
+  if (hi < 0) FAIL("opendir /proc/self/fd: %s", code_name(errno));
+  rl.rlim_cur = (rlim_t)hi + 2; /* (one number free at least) */
   if (setrlimit(RLIMIT_NOFILE, &rl)) FAIL("setrlimit: %s", code_name(errno));
   int n, *fds = fill(a.c[0].rd, &n);
   if (n < 1) FAIL("no hole to fill below the limit");
