@@ -10,6 +10,25 @@
 
 #include "check.h"
 
+// Under ThreadSanitizer every fork gives its child a lightweight thread of
+// its own and every switch changes ThreadSanitizer's context
+// (docs/fibers.md): a fork costs it microseconds, a fork whose child blocks
+// and needs a fresh context hundreds. "tree" and "mix" are sized smaller
+// there (kTsan), so that their worst case on a loaded machine of 2 cores
+// fits the ctest timeout 5 times over; what they check stays the same.
+#if defined(__SANITIZE_THREAD__)
+#define STRESS_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define STRESS_TSAN 1
+#endif
+#endif
+#ifdef STRESS_TSAN
+static const bool kTsan = true;
+#else
+static const bool kTsan = false;
+#endif
+
 static void *iptr(std::intptr_t v) { return reinterpret_cast<void *>(v); }
 
 static ito_thread_t spawn(void *(*fn)(void *), void *arg) {
@@ -49,9 +68,13 @@ static long fib(int n) {
 }
 
 static void case_tree() {
-  tree(22);  // 4,194,304 leaves, 4M tasks
-  CHECK_EQ(leaves.load(), 1L << 22);
-  CHECK_EQ(fib(30), 832040);
+  // 4,194,304 leaves (4M tasks) and fib(30) (1.6M forks); under
+  // ThreadSanitizer 262,144 leaves and fib(25) (250,000 forks), 16 times
+  // fewer: 57 s of CPU with 8 workers on 2 cores otherwise.
+  const int depth = kTsan ? 18 : 22;
+  tree(depth);
+  CHECK_EQ(leaves.load(), 1L << depth);
+  CHECK_EQ(kTsan ? fib(25) : fib(30), kTsan ? 75025 : 832040);
 }
 
 // ---- random spawn/join trees --------------------------------------------
@@ -262,31 +285,38 @@ static void case_cond() {
 static ito::mutex mix_mu;
 static long mix_counter = 0;
 
+// Under ThreadSanitizer a quarter of the work (fewer children, each of
+// them a thread there that may block and need a fresh context): 26 s of
+// CPU on 2 cores otherwise.
+static const int kMixFor = kTsan ? 500 : 2000;
+static const long kMixReduce = kTsan ? 25000 : 100000;
+static const int kMixFib = kTsan ? 14 : 18;  // fib(14) = 377, fib(18) = 2584
+
 static void *mix_fn(void *arg) {
   long id = reinterpret_cast<std::intptr_t>(arg);
-  ito::parallel_for(0, 2000, 4, [id](int i) {
+  ito::parallel_for(0, kMixFor, 4, [id](int i) {
     std::lock_guard<ito::mutex> g(mix_mu);
     long v = mix_counter;
     if ((i + id) % 97 == 0) ito_yield();  // others block on mix_mu meanwhile
     mix_counter = v + 1;
   });
   long s = ito::parallel_reduce(
-      0L, 100000L, 64, 0L,
+      0L, kMixReduce, 64, 0L,
       [](long lo, long hi, long init) {
         for (long i = lo; i < hi; i++) init += i;
         return init;
       },
       [](long a, long b) { return a + b; });
-  CHECK_EQ(s, 100000L * 99999 / 2);
-  return iptr(fib(18) + id);
+  CHECK_EQ(s, kMixReduce * (kMixReduce - 1) / 2);
+  return iptr(fib(kMixFib) + id);
 }
 
 static void case_mix() {
   const int n = 8;
   std::vector<ito_thread_t> t(n);
   for (int i = 0; i < n; i++) t[i] = spawn(mix_fn, iptr(i));
-  for (int i = 0; i < n; i++) CHECK_EQ(join(t[i]), 2584 + i);
-  CHECK_EQ(mix_counter, n * 2000L);
+  for (int i = 0; i < n; i++) CHECK_EQ(join(t[i]), (kTsan ? 377 : 2584) + i);
+  CHECK_EQ(mix_counter, long(n) * kMixFor);
 }
 
 int main(int argc, char **argv) {
