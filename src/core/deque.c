@@ -5,6 +5,9 @@
 #define _GNU_SOURCE
 #include "deque.h"
 
+#include "hooks.h"
+#include "worker.h"
+
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -49,8 +52,25 @@ void ito__deque_fence_expire(struct ito_deque *d) {
   __atomic_store_n(&d->fence_pops, n, __ATOMIC_RELAXED);
 }
 
-bool ito__deque_conflict(struct ito_deque *d, uint64_t t) {
+/* The owner waits for a thief that holds its steal lock: as long as the
+ * thief's OS thread is off its CPU, on a loaded machine (the thief makes
+ * a system call, membarrier, under the lock). A recorder sees the wait
+ * as the runtime's, not as the code that forked (docs/hooks.md). */
+static __attribute__((noinline)) void wait_thief(struct ito_deque *d) {
+  worker *w = cur_worker();
+  int id = w ? w->id : -1;
+  ito__hook_emit(ITO_EV_WAIT_THIEF, id, d, 0);
   spin_lock(&d->steal_lock);
+  ito__hook_emit(ITO_EV_WAIT_THIEF, id, d, 1);
+}
+
+bool ito__deque_conflict(struct ito_deque *d, uint64_t t) {
+  if (!spin_trylock(&d->steal_lock)) {
+    if (UNLIKELY(LOAD_RLX(&ito__hooks_on)))
+      wait_thief(d);
+    else
+      spin_lock(&d->steal_lock);
+  }
   bool ours = atomic_load_explicit(&d->head, memory_order_relaxed) <= t;
   if (!ours) atomic_store_explicit(&d->tail, t + 1, memory_order_relaxed);
   spin_unlock(&d->steal_lock);

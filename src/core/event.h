@@ -31,6 +31,8 @@ enum ito_event_kind {
                          goes on, on this worker (obj: the thread's fiber) */
   ITO_EV_IDLE,       /* a worker found nothing to run and starts to spin */
   ITO_EV_STEAL_FAIL, /* a steal attempt on a victim found nothing (peer: the victim) */
+  ITO_EV_WAIT_THIEF, /* the owner of a deque waits for a thief that holds its steal lock
+                        (obj: the deque; peer: 0 as the wait begins, 1 as it ends) */
   ITO_EV_KINDS
 };
 
