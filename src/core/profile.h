@@ -20,18 +20,23 @@
  *     reuses the slot only after its child returned and either took the
  *     record back (nobody reads it) or saw it cleared.
  *  4. A worker's time from the profile's start is split, without gaps,
- *     into work (the program's code), the runtime's own code, idle time
- *     and blocked time; each event closes the interval its worker was in.
+ *     into work (the program's code), the runtime's own code, idle time,
+ *     blocked time and time off the CPU; each event closes the interval
+ *     its worker was in. A strand's time is its time on the CPU: what the
+ *     OS took of an interval moves to time off the CPU, and a worker's
+ *     wait for a thief holding its deque's steal lock (ITO_EV_WAIT_THIEF)
+ *     is the runtime's, so that neither lies on the path.
  *  5. Collapsing: at most one subtree collapses on a worker at a time,
  *     the child of a reported fork whose place (struct ckey) averaged less
  *     work than ITO_PROFILE_COLLAPSE; its forks are quiet (hooks.h,
  *     invariant 4) up to a budget. Any event of that worker other than
  *     the root's own return, and a region's bound, ends it first; its work
- *     is then its time, its spawns the quiet forks it made (exact), its
- *     span estimated from its place's subtrees recorded whole (the first
- *     two, then one in SAMPLE_EVERY; a subtree is recorded whole, and
- *     measures its place, only if nothing of the scheduler happened on
- *     its worker while it ran). Quiet forks it leaves in the deque become
+ *     is then its time on the CPU, its spawns the quiet forks it made
+ *     (exact), its span that work times its place's span / work (both on
+ *     the CPU) of the subtrees recorded whole (the first two, then one in
+ *     SAMPLE_EVERY; a subtree measures its place, by the work its worker
+ *     did meanwhile, only if nothing of the scheduler happened on its
+ *     worker while it ran). Quiet forks it leaves in the deque become
  *     reported ones, with the collapse's end as their span, before the
  *     next collapse begins. */
 #ifndef ITO_CORE_PROFILE_H

@@ -6,6 +6,9 @@
 # its modes with ITO_PROFILE set and reads what it wrote:
 #   - the figures' shapes (in the program itself), a second start of the
 #     runtime (files PREFIX.2.*), the summary and its diagnosis on stderr;
+#   - trees beside busy processes the program starts itself, on more workers
+#     than CPUs: each tree's span and work near its nodes' own times on the
+#     CPU;
 #   - the CSV has Cilkscale's header, a row per region and the whole run's
 #     (empty tag) last;
 #   - the trace is JSON a parser reads, every worker's slices follow one
@@ -50,26 +53,18 @@ env -u ITO_PROFILE ${PROFILE_EMULATOR:-} "$prog" off > /dev/null || fail "the of
 ITO_PROFILE=summary ITO_NUM_WORKERS=1 run "$prog" shapes > "$tmp/out" 2> "$tmp/err" ||
   { cat "$tmp/out" "$tmp/err"; fail "shapes failed on one worker"; }
 cat "$tmp/out"
-# (on two workers a machine loaded beyond its CPUs can stretch the shapes
-# past even the loose bounds - docs/profile.md, "Limits" - so a failed run
-# is run again, up to 3 times; a wrong figure fails every time)
-ok=0
-for attempt in 1 2 3; do
-  if ITO_PROFILE=summary,csv,trace,dag ITO_PROFILE_OUT="$tmp/p" ITO_NUM_WORKERS=2 \
-     run "$prog" shapes 2.5 > "$tmp/out" 2> "$tmp/err"; then
-    ok=1
-    break
-  fi
-  echo "check.sh: shapes on 2 workers failed (attempt $attempt): $(grep -E 'CHECK|expected|^tree:' "$tmp/err" "$tmp/out" | head -3)"
-  rm -f "$tmp"/p.*
-done
-[ $ok = 1 ] || { cat "$tmp/out" "$tmp/err"; fail "shapes failed"; }
+ITO_PROFILE=summary,csv,trace,dag ITO_PROFILE_OUT="$tmp/p" ITO_NUM_WORKERS=2 \
+  run "$prog" shapes 2.5 > "$tmp/out" 2> "$tmp/err" ||
+  { cat "$tmp/out" "$tmp/err"; fail "shapes failed on two workers"; }
 cat "$tmp/out"
 for f in p.csv p.trace.json p.dag.json p.2.csv p.2.trace.json p.2.dag.json; do
   [ -s "$tmp/$f" ] || fail "no $f"
 done
-grep -q "^ito profile (run 1, 2 workers)" "$tmp/err" || fail "no summary of run 1: $(cat "$tmp/err")"
-grep -q "^ito profile (run 2, 2 workers)" "$tmp/err" || fail "no summary of run 2"
+# (2 workers, or more with an extra one the monitor started beside a worker
+# it found blocked: under ThreadSanitizer on a loaded machine, one asleep in
+# the sanitizer's own lock)
+grep -Eq "^ito profile \(run 1, [2-9] workers\)" "$tmp/err" || fail "no summary of run 1: $(cat "$tmp/err")"
+grep -Eq "^ito profile \(run 2, [2-9] workers\)" "$tmp/err" || fail "no summary of run 2"
 [ "$(grep -c '^  diagnosis: ' "$tmp/err")" = 2 ] || fail "not one diagnosis line a run"
 python3 - "$tmp" <<'PY' || exit 1
 import csv, json, sys
@@ -120,6 +115,16 @@ for run in ("p", "p.2"):
 print("check.sh: CSV, trace and graph read back")
 PY
 
+# 2a. a machine whose CPUs other processes share: busy processes (two per
+# CPU) beside eight workers, started and stopped by the program itself. Not
+# under an emulator, where the runtime's code on the path runs far slower
+# against the program's than on the machine.
+if [ -z "${PROFILE_EMULATOR:-}" ]; then
+  ITO_PROFILE=1 ITO_NUM_WORKERS=8 "$prog" load > "$tmp/out" 2> "$tmp/err" ||
+    { cat "$tmp/out" "$tmp/err"; fail "load failed"; }
+  tail -n 1 "$tmp/out"
+fi
+
 # 2b. the C++ form
 ITO_PROFILE=1 ITO_NUM_WORKERS=1 run "$cpp_prog" 2> /dev/null || fail "the C++ API failed"
 
@@ -155,7 +160,7 @@ sys.exit(0 if t['otherData']['dropped_records'] > 0 else 1)" || fail "overflow: 
 # 3b. no ito_finalize: the profile is written at exit
 ITO_PROFILE=summary,trace ITO_PROFILE_OUT="$tmp/x" ITO_NUM_WORKERS=2 run "$prog" exit \
   > /dev/null 2> "$tmp/err" || { cat "$tmp/err"; fail "the exit mode failed"; }
-grep -q "^ito profile (run 1, 2 workers)" "$tmp/err" || fail "no summary at exit: $(cat "$tmp/err")"
+grep -Eq "^ito profile \(run 1, [2-9] workers\)" "$tmp/err" || fail "no summary at exit: $(cat "$tmp/err")"
 python3 -c "import json; json.load(open('$tmp/x.trace.json'))" || fail "the trace written at exit is not JSON"
 
 # 3c. collapsing (ITO_PROFILE_COLLAPSE): spawns counted exactly, subtrees
@@ -218,7 +223,7 @@ if [ "$omp_prog" != - ]; then
   OMP_NUM_THREADS=2 ITO_NUM_WORKERS=2 ITO_PROFILE=summary,csv ITO_PROFILE_OUT="$tmp/omp" \
     LD_PRELOAD="$omp_lib" "$omp_prog" > "$tmp/omp1" 2> "$tmp/err" || fail "$omp_prog failed profiled"
   cmp -s "$tmp/omp0" "$tmp/omp1" || fail "the profiler changed $omp_prog's output"
-  grep -q "^ito profile (run 1, 2 workers)" "$tmp/err" || fail "no summary for $omp_prog: $(cat "$tmp/err")"
+  grep -Eq "^ito profile \(run 1, [2-9] workers\)" "$tmp/err" || fail "no summary for $omp_prog: $(cat "$tmp/err")"
   python3 -c "
 import csv, sys
 rows = list(csv.reader(open('$tmp/omp.csv')))
