@@ -188,7 +188,7 @@ static void test_yield_sleeper(void) {
     CHECK_EQ(ito_yield(), 0);
     yields++;
     clock_gettime(CLOCK_MONOTONIC, &now);
-    CHECK(now.tv_sec - t0.tv_sec < 10); /* the sleeper never ran: starved */
+    CHECK(now.tv_sec - t0.tv_sec < 60); /* the sleeper never ran: starved (a generous bound) */
   }
   join(t);
   CHECK(yields > 0);

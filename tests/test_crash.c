@@ -22,6 +22,7 @@
 extern char **environ;
 
 /* ---- child side ---------------------------------------------------------- */
+enum { OUT_MAX_CHILD = 1 << 16 };
 static volatile int never = -1;
 
 static __attribute__((noinline)) int recurse(int depth) {
@@ -93,7 +94,8 @@ static void count_steals(const struct ito_event *e, void *arg) {
 
 static void wait_for_thief(void *p) {
   long long *x = p;
-  for (long i = 0; i < 2000 && !__atomic_load_n(&steals, __ATOMIC_RELAXED); i++) usleep(1000);
+  /* (no bound of its own: the driver ends a child after CHILD_TIMEOUT_MS) */
+  while (!__atomic_load_n(&steals, __ATOMIC_RELAXED)) usleep(1000);
   *x = 42;
 }
 
@@ -125,11 +127,16 @@ static int no_stack(void) {
 /* "blockcap" and "spinwait": the watchdog's messages. Both workers run
  * threads that never let the main thread's continuation run: blocked in
  * raw read(2) calls with no extra worker allowed (ITO_EXTRA_WORKERS=0), or
- * spinning on a flag that main would set. An OS thread outside the runtime
- * ends it after 3 s (the messages come after 2 s); the child exits 0 and
- * its stderr must hold the message. */
+ * spinning on a flag that main would set. The messages come after 2 s; an
+ * OS thread outside the runtime, which passes the child's stderr on to the
+ * driver, ends the stall once it has seen the message's words (the state,
+ * not a time: a loaded machine may run the watchdog late; the driver ends
+ * a child that never prints them after CHILD_TIMEOUT_MS). The child exits
+ * 0 and its stderr must hold the message. */
 static int stall_pipes[2][2];
 static int stall_flag;
+static int stall_err[2], stall_saved_err = -1; /* the pipe fd 2 writes to; the real stderr */
+static const char *stall_words[2];
 
 static void *stall_read(void *p) {
   char c;
@@ -143,19 +150,46 @@ static void *stall_spin(void *p) {
   return NULL;
 }
 
+/* Passes the child's stderr on until EOF; releases the stalled threads
+ * once both words have gone by. */
 static void *stall_release(void *p) {
   (void)p;
-  sleep(3);
-  __atomic_store_n(&stall_flag, 1, __ATOMIC_RELEASE);
-  for (int i = 0; i < 2; i++)
-    if (write(stall_pipes[i][1], "x", 1) != 1) _exit(3);
+  static char seen[OUT_MAX_CHILD + 1];
+  size_t len = 0;
+  int released = 0;
+  for (;;) {
+    char buf[4096];
+    ssize_t k = read(stall_err[0], buf, sizeof buf);
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) break;
+    for (ssize_t off = 0; off < k;) {
+      ssize_t w = write(stall_saved_err, buf + off, (size_t)(k - off));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) _exit(3);
+      off += w;
+    }
+    size_t take = (size_t)k < OUT_MAX_CHILD - len ? (size_t)k : OUT_MAX_CHILD - len;
+    memcpy(seen + len, buf, take);
+    len += take;
+    seen[len] = 0;
+    if (!released && strstr(seen, stall_words[0]) && strstr(seen, stall_words[1])) {
+      released = 1;
+      __atomic_store_n(&stall_flag, 1, __ATOMIC_RELEASE);
+      for (int i = 0; i < 2; i++)
+        if (write(stall_pipes[i][1], "x", 1) != 1) _exit(3);
+    }
+  }
   return NULL;
 }
 
 static int stall(int spin) {
   setenv("ITO_NUM_WORKERS", "2", 1);
+  stall_words[0] = spin ? "not preempted" : "blocked"; /* (as in the driver's cases) */
+  stall_words[1] = spin ? "yield" : "ITO_EXTRA_WORKERS";
   for (int i = 0; i < 2; i++)
     if (pipe(stall_pipes[i])) return 3;
+  if (pipe(stall_err) || (stall_saved_err = dup(2)) < 0 || dup2(stall_err[1], 2) < 0) return 3;
+  close(stall_err[1]);
   pthread_t rel;
   if (ito_init() != 0 || pthread_create(&rel, NULL, stall_release, NULL)) return 3;
   ito_thread_t t[2];
@@ -163,6 +197,7 @@ static int stall(int spin) {
     if (ito_create(spin ? stall_spin : stall_read, (void *)i, &t[i])) return 3;
   __atomic_store_n(&stall_flag, 1, __ATOMIC_RELEASE); /* (main runs here only once released) */
   for (int i = 0; i < 2; i++) ito_join(t[i], NULL);
+  dup2(stall_saved_err, 2); /* the pipe's last write end: stall_release reads to its end */
   pthread_join(rel, NULL);
   return 0;
 }

@@ -52,17 +52,33 @@ static long fib(int n) {
   return x + y;
 }
 
-/* a fork whose child waits (a while at most) for a thief */
-static void wait_for_steal(void *p) {
-  (void)p;
-  for (int i = 0; i < 5000 && !count(ITO_EV_STEAL); i++) usleep(1000);
+/* Waits, blocking its worker, until events of kind number more than
+ * `than` (a state of the other workers, not a time: a loaded machine may
+ * not run them for seconds); fails after 100 s. */
+static void wait_until_more(int kind, long than, const char *what) {
+  for (long i = 0; count(kind) <= than; i++) {
+    if (i == 100000) {
+      fprintf(stderr, "test_hooks: FAIL: no %s within 100 s\n", what);
+      exit(1);
+    }
+    usleep(1000);
+  }
 }
 
+/* a fork whose child waits for a thief */
+static void wait_for_steal(void *p) {
+  (void)p;
+  wait_until_more(ITO_EV_STEAL, 0, "steal of a blocked worker's continuation");
+}
+
+/* hold_a_while holds the mutex, blocking its worker, until a thread has
+ * parked: take_mutex on it (or main in its join of this thread) */
 static ito_mutex_t mu = ITO_MUTEX_INITIALIZER;
+static long parks_before;
 static void *hold_a_while(void *p) {
   (void)p;
   ito_mutex_lock(&mu);
-  usleep(20000); /* blocks this worker: the other thread parks on the mutex */
+  wait_until_more(ITO_EV_PARK, parks_before, "park while a worker holds a contended mutex");
   ito_mutex_unlock(&mu);
   return NULL;
 }
@@ -92,6 +108,7 @@ int main(void) {
   CHECK(count(ITO_EV_STEAL) > 0);
 
   long created_before = count(ITO_EV_CREATE);
+  parks_before = count(ITO_EV_PARK);
   ito_thread_t a, b;
   CHECK_EQ(ito_create(hold_a_while, NULL, &a), 0);
   CHECK_EQ(ito_create(take_mutex, NULL, &b), 0);
@@ -101,12 +118,21 @@ int main(void) {
   CHECK(count(ITO_EV_PARK) > 0);   /* the joins, or the mutex */
   CHECK(count(ITO_EV_RESUME) > 0);
 
-  usleep(200000); /* idle: the workers sleep (ITO_SPIN_US is small) */
+  /* idle: the other worker goes to sleep (ITO_SPIN_US is small) while
+   * this one blocks; a sleeper has reported more sleeps than wake-ups */
+  for (long i = 0; count(ITO_EV_SLEEP) <= count(ITO_EV_WAKE); i++) {
+    if (i == 100000) {
+      fprintf(stderr, "test_hooks: FAIL: no worker asleep within 100 s\n");
+      exit(1);
+    }
+    usleep(1000);
+  }
+  long wakes = count(ITO_EV_WAKE);
   ito_thread_t c;
-  CHECK_EQ(ito_create(take_mutex, NULL, &c), 0);
+  CHECK_EQ(ito_create(take_mutex, NULL, &c), 0); /* its creator's continuation wakes it */
   CHECK_EQ(ito_join(c, NULL), 0);
+  wait_until_more(ITO_EV_WAKE, wakes, "wake-up of a sleeping worker");
   CHECK(count(ITO_EV_SLEEP) > 0);
-  CHECK(count(ITO_EV_WAKE) > 0);
   CHECK(!bad_worker);
   CHECK_EQ(ito_finalize(), 0);
   CHECK_EQ(ito_init(), 0);

@@ -5,10 +5,13 @@
  *                                continuation runs on another worker, which
  *                                needs a sleeper to be woken. A lost wake-up
  *                                shows up as a child waiting forever: after
- *                                10 s the test fails and says so.
+ *                                60 s the test fails and says so (a bound
+ *                                for a loaded machine, which may not run a
+ *                                woken worker for seconds).
  *   test_idle burst [cycles]     idle gaps, then a burst of forks; the sums
  *                                must be right and some tasks must run on
- *                                other workers.
+ *                                other workers (in the last burst a leaf
+ *                                waits for that).
  *   test_idle outside [cycles]   an OS thread outside the runtime wakes an ito
  *                                thread (condition variable) while every
  *                                worker sleeps; it must run.
@@ -72,12 +75,12 @@ typedef struct {
 static void handoff_child(void *p) {
   handoff_t *h = p;
   h->child_worker = ito_worker_id();
-  int64_t deadline = now_ns() + 10LL * 1000000000LL;
+  int64_t deadline = now_ns() + 60LL * 1000000000LL;
   while (!atomic_load_explicit(&h->parent_ran, memory_order_acquire)) {
     if (now_ns() > deadline) {
       fprintf(stderr,
               "test_idle: LOST WAKE-UP in cycle %d: the forking worker's continuation was not "
-              "taken by any of the %d other workers within 10 s\n",
+              "taken by any of the %d other workers within 60 s\n",
               h->cycle, ito_num_workers() - 1);
       abort();
     }
@@ -111,6 +114,7 @@ static void run_handoff(int cycles) {
 /* ---- burst ------------------------------------------------------------------- */
 
 static atomic_long other_worker_tasks;
+static int wait_for_other; /* the first leaf waits until a leaf ran on another worker */
 
 typedef struct {
   int lo, hi;
@@ -127,6 +131,17 @@ static long sum_par(int lo, int hi) {
     long s = 0;
     for (int i = lo; i < hi; i++) s += i;
     if (ito_worker_id() != 0) atomic_fetch_add_explicit(&other_worker_tasks, 1, memory_order_relaxed);
+    /* (its siblings' continuations wait in deques: a woken worker takes
+     * one; a loaded machine may run it late, so wait for the state) */
+    if (lo == 0 && wait_for_other) {
+      int64_t deadline = now_ns() + 60LL * 1000000000LL;
+      while (!atomic_load_explicit(&other_worker_tasks, memory_order_relaxed)) {
+        if (now_ns() > deadline) {
+          fprintf(stderr, "test_idle: no leaf of a burst ran on another worker within 60 s\n");
+          abort();
+        }
+      }
+    }
     /* a little work, so that a woken worker finds the tree still there */
     int64_t end = now_ns() + 2000;
     while (now_ns() < end) {
@@ -148,6 +163,7 @@ static void run_burst(int cycles) {
   for (int c = 0; c < cycles; c++) {
     idle_gap();
     int n = 64 + (int)(next_rand() % 2000);
+    wait_for_other = c == cycles - 1 && ito_num_workers() > 1;
     long s = sum_par(0, n);
     CHECK_EQ(s, (long)n * (n - 1) / 2);
   }
@@ -184,12 +200,12 @@ static void *outside_thread(void *arg) {
     posted++;
     ito_cond_signal(&oc);
     ito_mutex_unlock(&om);
-    int64_t deadline = now_ns() + 10LL * 1000000000LL;
+    int64_t deadline = now_ns() + 60LL * 1000000000LL;
     while (atomic_load_explicit(&acked, memory_order_acquire) != c + 1) {
       if (now_ns() > deadline) {
         fprintf(stderr,
                 "test_idle: LOST WAKE-UP in cycle %d: an ito thread signalled from outside the "
-                "runtime did not run within 10 s\n",
+                "runtime did not run within 60 s\n",
                 c);
         abort();
       }

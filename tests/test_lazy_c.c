@@ -133,8 +133,11 @@ static void copy_child(void *p) {
   CHECK(p != c->orig); /* size > 0: a private copy */
   for (int i = 0; i < 16; i++) CHECK_EQ(c->v[i], 100 + i);
   /* Give the parent's continuation a chance to run (and overwrite its
-   * struct) while this child is still alive. */
-  long limit_ns = ito_num_workers() >= 2 ? 300000000L : 10000000L;
+   * struct) while this child is still alive. With an idle second worker it
+   * is stolen: wait for that (a loaded machine may not run the thief for
+   * a long while: 60 s at most). With one worker it may run when this
+   * child yields, or not at all: 10 ms. */
+  long limit_ns = ito_num_workers() >= 2 ? 60000000000L : 10000000L;
   struct timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   while (!atomic_load(c->stage)) {

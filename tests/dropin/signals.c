@@ -11,7 +11,11 @@
  *  - raise runs the handler at once on the caller;
  *  - a signal to the process (kill) while every other thread blocks it
  *    ends main's sigsuspend, and pause; its handler runs on main.
- * Output is deterministic; both.sh compares it with the native run. */
+ * Output is deterministic; both.sh compares it with the native run.
+ * A signal meant to end a wait is sent again and again until the wait has
+ * ended: a thread that said it is ready may not be in its wait yet on a
+ * loaded machine, and a signal that came before the wait would leave it
+ * waiting for ever. An early one only runs the handler. */
 #define _GNU_SOURCE
 #define DROPIN_PROG "signals"
 #include <pthread.h>
@@ -21,6 +25,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "dropin.h"
@@ -85,7 +90,7 @@ static void *sigwaiter(void *p) {
 
 static sem_t sem;
 static int pipefd[2];
-static volatile int ready;
+static volatile int ready, done;
 
 static void *sleeper(void *p) {
   (void)p;
@@ -93,6 +98,7 @@ static void *sleeper(void *p) {
   struct timespec t = {20, 0}, rem = {0, 0};
   int rc = nanosleep(&t, &rem);
   int e = errno;
+  done = 1;
   printf("sleeper: nanosleep %d %s, time left %s, handler on it: %s\n", rc,
          rc ? (e == EINTR ? "EINTR" : "other") : "", rem.tv_sec > 10 ? "most" : "little",
          pthread_equal(on_thread[SIGUSR2], pthread_self()) ? "yes" : "no");
@@ -103,6 +109,7 @@ static void *sem_waiter(void *p) {
   (void)p;
   ready = 1;
   int rc = sem_wait(&sem);
+  done = 1;
   printf("sem_waiter: sem_wait %d %s\n", rc, rc && errno == EINTR ? "EINTR" : "");
   return NULL;
 }
@@ -113,14 +120,25 @@ static void *reader(void *p) {
   char c = 0;
   ssize_t n = read(pipefd[0], &c, 1);
   int e = errno;
+  done = 1;
   printf("reader: read %zd %s%c\n", n, n < 0 && e == EINTR ? "EINTR" : "", n == 1 ? c : ' ');
   return NULL;
 }
 
 static void wait_ready(void) {
   while (!ready) usleep(1000);
-  usleep(50000); /* (into its wait) */
+  usleep(50000); /* (into its wait, most likely) */
   ready = 0;
+}
+
+/* Sends sig to t until its wait has ended (done). */
+static void interrupt(pthread_t t, int sig) {
+  while (!done) {
+    int rc = pthread_kill(t, sig);
+    if (rc) FAIL("pthread_kill: %s", code_name(rc));
+    usleep(10000);
+  }
+  done = 0;
 }
 
 /* ---- masks per thread ------------------------------------------------------------------------ */
@@ -183,20 +201,21 @@ int main(void) {
   pthread_t s;
   pthread_create(&s, NULL, sleeper, NULL);
   wait_ready();
-  pthread_kill(s, SIGUSR2);
+  interrupt(s, SIGUSR2);
   pthread_join(s, NULL);
 
   sem_init(&sem, 0, 0);
   pthread_create(&s, NULL, sem_waiter, NULL);
   wait_ready();
-  pthread_kill(s, SIGUSR2);
+  interrupt(s, SIGUSR2);
   pthread_join(s, NULL);
 
   if (pipe(pipefd)) FAIL("pipe");
   pthread_create(&s, NULL, reader, NULL);
   wait_ready();
-  pthread_kill(s, SIGUSR2);
+  interrupt(s, SIGUSR2);
   pthread_join(s, NULL);
+  /* (the read goes on whether the signal comes before or in it) */
   catch(SIGUSR2, SA_RESTART);
   pthread_create(&s, NULL, reader, NULL);
   wait_ready();
@@ -204,6 +223,7 @@ int main(void) {
   usleep(50000);
   if (write(pipefd[1], "x", 1) != 1) FAIL("write");
   pthread_join(s, NULL);
+  done = 0;
 
   /* 3. pthread_sigqueue: value and code */
   struct sigaction a;
@@ -214,7 +234,7 @@ int main(void) {
   pthread_create(&s, NULL, sleeper, NULL);
   wait_ready();
   pthread_sigqueue(s, SIGRTMIN + 1, (union sigval){.sival_int = 4242});
-  pthread_kill(s, SIGUSR2);
+  interrupt(s, SIGUSR2);
   pthread_join(s, NULL);
   printf("sigqueue: value %d, code %s, ran on the thread: %s\n", got_value,
          got_code == SI_QUEUE ? "SI_QUEUE" : "other",
@@ -266,14 +286,20 @@ int main(void) {
          (int)hits[SIGUSR1], pthread_equal(on_thread[SIGUSR1], pthread_self()) ? "yes" : "no");
   block(SIG_UNBLOCK, SIGUSR1);
   pid_t pid = getpid();
+  int before = hits[SIGUSR1];
   pid_t kid = fork();
-  if (kid == 0) {
-    usleep(100000);
-    kill(pid, SIGUSR1);
-    _exit(0);
+  if (kid == 0) { /* until pause has returned and main ends it */
+    for (;;) {
+      kill(pid, SIGUSR1);
+      usleep(10000);
+    }
   }
   rc = pause();
-  printf("pause: %d %s, handled %d\n", rc, errno == EINTR ? "EINTR" : "other", (int)hits[SIGUSR1]);
+  int e = errno;
+  kill(kid, SIGKILL);
+  waitpid(kid, NULL, 0);
+  printf("pause: %d %s, handled: %s\n", rc, e == EINTR ? "EINTR" : "other",
+         hits[SIGUSR1] > before ? "yes" : "no");
   phase = 3;
   for (int i = 0; i < 4; i++) pthread_join(b[i], NULL);
   return 0;

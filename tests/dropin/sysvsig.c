@@ -69,7 +69,9 @@ static void *other_main(void *p) {
   (void)p;
   pthread_barrier_wait(&bar);
   pthread_barrier_wait(&bar);
-  for (int i = 0; i < 1000 && !got_other; i++) usleep(1000);
+  /* (it was sent before the second barrier: it comes without sigrelse;
+   * 60 s at most, for a loaded machine) */
+  for (int i = 0; i < 60000 && !got_other; i++) usleep(1000);
   other_at_once = got_other == 1;
   return NULL;
 }
