@@ -7,7 +7,10 @@ set -u
 command -v valgrind >/dev/null || { echo "memcheck.sh: SKIPPED: valgrind is not installed"; exit 77; }
 log=$(mktemp "${TMPDIR:-/tmp}/ito-memcheck.XXXXXX") || exit 1
 trap 'rm -f "$log"' EXIT
-valgrind --error-exitcode=3 --log-file="$log" "$@"
+# --leak-check=no: the default leak check (a summary) counts no leak as an
+# error, and its scan of the runtime's mappings took memcheck_cpp 110 of
+# its 125 s
+valgrind --error-exitcode=3 --leak-check=no --log-file="$log" "$@"
 rc=$?
 errors=$(grep -o 'ERROR SUMMARY: [0-9]*' "$log" | awk '{print $3}')
 if [ "$rc" != 0 ] || [ "${errors:-x}" != 0 ]; then
