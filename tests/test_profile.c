@@ -505,9 +505,9 @@ static void load(void) {
   /* every fork is a thread of its own, whose set-up (the sanitizer's, 0.2
    * to 0.5 ms under load) lies between the fork's events, on the path and
    * in the work: span and work are checked from below only */
-  const double most = 1e9, most_work = 1e9;
+  const double most = 1e9, most_work = 1e9, most_burden = 1e9;
 #else
-  const double most = 3, most_work = 2;
+  const double most = 3, most_work = 2, most_burden = 50e-6;
 #endif
   /* warm: the stacks the steals take are mapped and touched (under
    * AddressSanitizer, set up) the first time on the thief's path: a real
@@ -530,6 +530,17 @@ static void load(void) {
            f.descheduled * 1e3);
     fflush(stdout);
     CHECK_EQ(f.spawns, 63);
+    /* the burden per fork on the path (6 forks): a steal's and a sync's
+     * cost, less what the OS took (a few microseconds; the recorder's own
+     * wait for a preempted owner's mark, or a sleeper's way back to a
+     * CPU, made it a time slice: 150 to 500 us a fork under load) */
+    double per_fork = (f.burdened_span - f.span) / 6;
+    printf("         burden %.2f us a fork\n", per_fork * 1e6);
+    if (!(per_fork >= 0 && per_fork < most_burden)) {
+      fprintf(stderr, "%s: a burden of %.1f us a fork on the path\n", tag, per_fork * 1e6);
+      load_stop();
+      CHECK(0);
+    }
     if (!(r > 0.5 && r < most && f.work > 0.7 * work && f.work < most_work * work)) {
       fprintf(stderr,
               "%s: span %.6f s against a path of %.6f s on the CPU, work %.6f s against %.6f s\n",

@@ -251,21 +251,35 @@ static void on_fork_taken(struct pworker *p, const struct ito_event *e) {
   while ((LOAD_ACQ(m) & ~(uintptr_t)1) == (uintptr_t)e->rec) cpu_relax();
 }
 
+/* A steal took what will run next, ready since `ready`: the thief's idle
+ * period ends here, and the way to the run is the runtime's (an interval
+ * checked for what the OS took, which idle time is not), the steal's cost
+ * measured from now. (The wait for the owner's mark, the recorder's own,
+ * stays before: a preempted owner would make it a time slice.) */
+static void steal_taken(struct pworker *p, uint64_t ready) {
+  uint64_t now = ticks();
+  if (p->state == ST_IDLE) idle_end(p, now, ready);
+  enter(p, ST_RUNTIME, now);
+  p->take_t = p->since; /* (after a reading taken now, if any) */
+  p->take_os = p->time[C_OS];
+}
+
 static void on_take(struct pworker *p, int wid, const struct ito_event *e) {
   uint64_t now = ticks();
   uintptr_t ent = (uintptr_t)e->rec;
   fiber *f = (fiber *)e->obj;
   p->take_from = (uint64_t)e->peer;
-  if (e->peer != wid) {
-    p->take_t = now;
-    p->took_steal = 1;
-  }
+  p->took_steal = e->peer != wid;
   if ((ent & ENT_TAGS) == ENT_CREATE) {
     p->take_span = f->prof_s0;
     p->take_ready = f->prof_ct;
+    if (p->took_steal) steal_taken(p, p->take_ready);
     return;
   }
-  if (ent & ENT_TAGS) return; /* a fiber: it carries its own */
+  if (ent & ENT_TAGS) { /* a fiber: it carries its own */
+    if (p->took_steal) steal_taken(p, f->prof_ready);
+    return;
+  }
   struct pworker *o = &pw[e->peer];
   uint64_t span = 0, ready = now;
   if (o->sh) {
@@ -292,6 +306,7 @@ static void on_take(struct pworker *p, int wid, const struct ito_event *e) {
   f->prof_span = span;
   f->prof_ready = ready;
   f->prof_flags = 0;
+  if (p->took_steal) steal_taken(p, ready);
 }
 
 static void on_run(struct pworker *p, const struct ito_event *e) {
@@ -305,7 +320,11 @@ static void on_run(struct pworker *p, const struct ito_event *e) {
   resync(p, now);
   p->span = creator ? p->take_span : f->prof_span;
   if (p->took_steal) {
-    add(&p->steal_cost, now - p->take_t);
+    /* the thief's time from the take to the run, less what the OS took
+     * of it (a preempted thief would charge every fork of the run with
+     * a time slice) */
+    uint64_t os = p->time[C_OS] - p->take_os, wall = now > p->take_t ? now - p->take_t : 0;
+    add(&p->steal_cost, wall > os ? wall - os : 0);
     add(&p->steal_n, 1);
     p->took_steal = 0;
     if (what & (PROF_TRACE | PROF_DAG)) {
@@ -316,7 +335,11 @@ static void on_run(struct pworker *p, const struct ito_event *e) {
   if (creator) return;
   uint32_t fl = f->prof_flags;
   if ((fl & (PF_JOINWAIT | PF_WOKEN)) == (PF_JOINWAIT | PF_WOKEN)) { /* woken: the sync's cost */
-    add(&p->sync_cost, now > f->prof_ready ? now - f->prof_ready : 0);
+    /* from the wake-up, or from when this worker last left its sleep:
+     * a sleeper's way back to a CPU is the idle policy's and the OS's
+     * (counted as sleeps and wakes), and on a loaded machine a time slice */
+    uint64_t from = f->prof_ready > p->woke_t ? f->prof_ready : p->woke_t;
+    add(&p->sync_cost, now > from ? now - from : 0);
     add(&p->sync_n, 1);
   }
   if (fl & PF_BLOCKED) {
@@ -412,6 +435,7 @@ static void on_join(struct pworker *p, const struct ito_event *e) {
 }
 
 static void on_idle(struct pworker *p) {
+  p->took_steal = 0; /* (what it took went to another worker) */
   if (p->state == ST_IDLE) return;
   uint64_t now = ticks();
   enter(p, ST_IDLE, now);
@@ -439,7 +463,6 @@ static void on_wait_thief(struct pworker *p, const struct ito_event *e) {
 static const signed char counter_of[ITO_EV_KINDS] = {
     [ITO_EV_STEAL] = N_STEAL + 1, [ITO_EV_STEAL_FAIL] = N_STEAL_FAIL + 1,
     [ITO_EV_PARK] = N_PARK + 1,   [ITO_EV_SLEEP] = N_SLEEP + 1,
-    [ITO_EV_WAKE] = N_WAKE + 1,
 };
 
 /* The events after which a fork's child did not run through undisturbed
@@ -486,6 +509,10 @@ static void record(const struct ito_event *e, void *arg) {
     case ITO_EV_JOIN: on_join(p, e); return;
     case ITO_EV_IDLE: on_idle(p); return;
     case ITO_EV_WAIT_THIEF: on_wait_thief(p, e); return;
+    case ITO_EV_WAKE:
+      p->woke_t = ticks();
+      add(&p->n[N_WAKE], 1);
+      return;
     default:
       if (counter_of[e->kind]) add(&p->n[counter_of[e->kind] - 1], 1);
   }

@@ -72,8 +72,9 @@ struct pworker {
   uint64_t time[NCAT]; /* (shared) */
   uint64_t n[NCOUNT];  /* (shared) */
   /* what the last take handed to the next run */
-  uint64_t take_span, take_ready, take_t, take_from;
+  uint64_t take_span, take_ready, take_t, take_from, take_os;
   int took_steal;
+  uint64_t woke_t;   /* when it last left its sleep (ITO_EV_WAKE) */
   uint64_t steal_cost, steal_n, sync_cost, sync_n; /* (shared) */
   struct shadow *sh;
   uintptr_t *mk;     /* the marks (hooks.h, invariant 4), one per deque slot */
