@@ -12,7 +12,7 @@ libc=$(ldd /bin/sh | awk '$1 ~ /^libc\.so/ { print $3 }')
 
 # Calls that reach libc on purpose, and why.
 declare -A pass=(
-  [pthread_atfork]="glibc runs the handlers; the runtime's own fork handling is increment 4"
+  [pthread_atfork]="glibc keeps and runs the handlers around fork; the runtime's own are registered among them (src/pthread/init.c)"
   [pthread_getconcurrency]="a hint with no object"
   [pthread_setconcurrency]="a hint with no object"
   [pthread_getattr_default_np]="attributes only"
