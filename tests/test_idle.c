@@ -237,6 +237,10 @@ static void *timed_thread(void *arg) {
   CHECK_EQ(ito_mutex_init(&m), 0);
   CHECK_EQ(ito_cond_init(&c), 0);
   for (int i = 0; i < 20; i++) {
+    /* t0 before the deadline is computed: a thread descheduled between
+     * the two reads would otherwise start its count late, and see the
+     * wait end less than 2 ms after it */
+    int64_t t0 = now_ns();
     struct timespec abs;
     clock_gettime(CLOCK_REALTIME, &abs);
     abs.tv_nsec += 2000000;
@@ -244,7 +248,6 @@ static void *timed_thread(void *arg) {
       abs.tv_sec++;
       abs.tv_nsec -= 1000000000L;
     }
-    int64_t t0 = now_ns();
     ito_mutex_lock(&m);
     int rc = ito_cond_timedwait(&c, &m, &abs);
     ito_mutex_unlock(&m);
