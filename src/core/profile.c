@@ -264,23 +264,10 @@ static void steal_taken(struct pworker *p, uint64_t ready) {
   p->take_os = p->time[C_OS];
 }
 
-static void on_take(struct pworker *p, int wid, const struct ito_event *e) {
-  uint64_t now = ticks();
+/* A fork record taken from worker o's deque: its continuation's span at
+ * the fork, and when it became ready, from o's shadow (invariant 3). */
+static uint64_t take_record(struct pworker *o, const struct ito_event *e, fiber *f, uint64_t now) {
   uintptr_t ent = (uintptr_t)e->rec;
-  fiber *f = (fiber *)e->obj;
-  p->take_from = (uint64_t)e->peer;
-  p->took_steal = e->peer != wid;
-  if ((ent & ENT_TAGS) == ENT_CREATE) {
-    p->take_span = f->prof_s0;
-    p->take_ready = f->prof_ct;
-    if (p->took_steal) steal_taken(p, p->take_ready);
-    return;
-  }
-  if (ent & ENT_TAGS) { /* a fiber: it carries its own */
-    if (p->took_steal) steal_taken(p, f->prof_ready);
-    return;
-  }
-  struct pworker *o = &pw[e->peer];
   uint64_t span = 0, ready = now;
   if (o->sh) {
     uint64_t i = e->aux & o->mask;
@@ -306,6 +293,23 @@ static void on_take(struct pworker *p, int wid, const struct ito_event *e) {
   f->prof_span = span;
   f->prof_ready = ready;
   f->prof_flags = 0;
+  return ready;
+}
+
+static void on_take(struct pworker *p, int wid, const struct ito_event *e) {
+  uintptr_t ent = (uintptr_t)e->rec;
+  fiber *f = (fiber *)e->obj;
+  p->take_from = (uint64_t)e->peer;
+  p->took_steal = e->peer != wid;
+  uint64_t ready;
+  if ((ent & ENT_TAGS) == ENT_CREATE) {
+    p->take_span = f->prof_s0;
+    ready = p->take_ready = f->prof_ct;
+  } else if (ent & ENT_TAGS) {
+    ready = f->prof_ready; /* a fiber: it carries its own */
+  } else {
+    ready = take_record(&pw[e->peer], e, f, ticks());
+  }
   if (p->took_steal) steal_taken(p, ready);
 }
 
@@ -463,6 +467,7 @@ static void on_wait_thief(struct pworker *p, const struct ito_event *e) {
 static const signed char counter_of[ITO_EV_KINDS] = {
     [ITO_EV_STEAL] = N_STEAL + 1, [ITO_EV_STEAL_FAIL] = N_STEAL_FAIL + 1,
     [ITO_EV_PARK] = N_PARK + 1,   [ITO_EV_SLEEP] = N_SLEEP + 1,
+    [ITO_EV_WAKE] = N_WAKE + 1,
 };
 
 /* The events after which a fork's child did not run through undisturbed
@@ -497,6 +502,7 @@ static void record(const struct ito_event *e, void *arg) {
     return;
   }
   if (!p || (unsigned)e->kind >= ITO_EV_KINDS) return;
+  if (e->kind == ITO_EV_WAKE) p->woke_t = ticks(); /* (counted below) */
   switch (e->kind) {
     case ITO_EV_SPAWN: on_fork(p, wid, e); return;
     case ITO_EV_FORK_BACK: on_fork_back(p, e); return;
@@ -509,10 +515,6 @@ static void record(const struct ito_event *e, void *arg) {
     case ITO_EV_JOIN: on_join(p, e); return;
     case ITO_EV_IDLE: on_idle(p); return;
     case ITO_EV_WAIT_THIEF: on_wait_thief(p, e); return;
-    case ITO_EV_WAKE:
-      p->woke_t = ticks();
-      add(&p->n[N_WAKE], 1);
-      return;
     default:
       if (counter_of[e->kind]) add(&p->n[counter_of[e->kind] - 1], 1);
   }
