@@ -428,7 +428,8 @@ enum { WAIT_CHECK, WAIT_ARM, WAIT_DISARM };
 void ito_omp_lend_wait(task *cur, task *lendfor, bool any, int *qlock, void **head, void **tail,
                        int (*done)(void *, int), void *arg);
 /* Makes t pending in member k's list of tm (waking a strand that may run
- * it). */
+ * it). t's parent must stay alive until it returns (its creator is running,
+ * or t is pinned): t itself may be over by then. */
 void ito_omp_push_pending(team *tm, unsigned k, task *t);
 /* The cut-off: tm's members' strands made at least cap deferred tasks each
  * not yet begun, pending or waiting for predecessors (member k at least

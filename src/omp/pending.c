@@ -36,6 +36,10 @@
  *     reads nparked; a waiter adds to nparked, then reads the idents' n
  *     (sequentially consistent), so one of them sees the other and no
  *     pending task is left with a strand parked that admits it.
+ *  5. Once a task is in a list another strand may take, run and free it:
+ *     the pusher reads nothing of it after its ident's unlock. Whom to wake
+ *     is decided from the task's parent, read before, which the caller
+ *     keeps alive until the push returns.
  * Nothing on the path of a task that is made and run by one strand is
  * written by the others (no team-wide count): a team's lists scale with
  * its members. */
@@ -105,6 +109,10 @@ static inline bool descends(const task *t, const task *x) {
   return t == x;
 }
 static inline bool admits(const task *x, const task *t) { return !x || descends(t, x); }
+/* admits(x, t) for a pending task t of parent par: t is never a waiting
+ * task, so it descends from x exactly when its parent does (t's imp is
+ * par's, and the walk from t steps to par unless t is shallower than x). */
+static inline bool admits_child(const task *x, const task *par) { return !x || descends(par, x); }
 
 static void unlink_task(struct ident *d, task *t) {
   if (t->pprev) t->pprev->pnext = t->pnext; else d->head = t->pnext;
@@ -114,15 +122,16 @@ static void unlink_task(struct ident *d, task *t) {
                         memory_order_relaxed);
 }
 
-/* Wakes one announced strand of tm that admits t, starting after member k. */
-static void poke(team *tm, unsigned k, task *t) {
+/* Wakes one announced strand of tm that admits a child of par, starting
+ * after member k. */
+static void poke(team *tm, unsigned k, const task *par) {
   unsigned n = tm->n;
   for (unsigned i = 1; i <= n; i++) {
     unsigned j = k + i < n ? k + i : k + i - n;
     struct ident *d = &tm->ids[j];
     if (!__atomic_load_n(&d->parked, __ATOMIC_RELAXED)) continue;
     id_lock(&d->lock);
-    if (d->parked && !d->poked && admits(d->lendfor, t)) {
+    if (d->parked && !d->poked && admits_child(d->lendfor, par)) {
       __atomic_store_n(&d->poked, 1, __ATOMIC_RELAXED);
       ito__dropin_lock(d->wq_lock);
       void *list = ito__dropin_wq_take(d->wq_head, d->wq_tail, -1);
@@ -136,7 +145,9 @@ static void poke(team *tm, unsigned k, task *t) {
 }
 
 void ito_omp_push_pending(team *tm, unsigned k, task *t) {
-  ITO_OMP_ASSERT(k < tm->n && !t->pnext && !t->pprev);
+  ITO_OMP_ASSERT(k < tm->n && !t->pnext && !t->pprev && t->kind == TASK_EXPLICIT);
+  ITO_OMP_ASSERT(t->imp == t->parent->imp && t->depth == t->parent->depth + 1);
+  const task *par = t->parent; /* invariant 5 */
   struct ident *d = &tm->ids[k];
   id_lock(&d->lock);
   t->pprev = d->tail;
@@ -146,7 +157,7 @@ void ito_omp_push_pending(team *tm, unsigned k, task *t) {
                         memory_order_relaxed);
   id_unlock(&d->lock);
   atomic_thread_fence(memory_order_seq_cst); /* invariant 4 */
-  if (atomic_load_explicit(&tm->nparked, memory_order_relaxed)) poke(tm, k, t);
+  if (atomic_load_explicit(&tm->nparked, memory_order_relaxed)) poke(tm, k, par);
 }
 
 bool ito_omp_pending_sum(team *tm, unsigned cap) {

@@ -423,14 +423,20 @@ static team *solo_team(task *parent) {
 /* A deferred task whose predecessors are done: pending in the list of the
  * member whose strand released it (or, outside the team, its creator's). */
 static void make_ready(task *t) {
+  /* Whoever releases t need not be its parent, which may be over once t is:
+   * an alive unit of t's own, held across the push, keeps both (the push
+   * reads t's parent, pending.c's invariant 5). */
+  atomic_fetch_add_explicit(&t->kids, KID_ALIVE, memory_order_relaxed); /* (not yet shared) */
   if (!t->team) {
     ito_omp_push_pending(solo_team(t->parent), 0, t);
-    return;
+  } else {
+    atomic_fetch_sub_explicit(&t->team->ids[t->maker].waiting, 1, memory_order_relaxed);
+    task *by = ito_omp_cur();
+    unsigned k = by->team == t->team ? by->id : t->parent->id;
+    ito_omp_push_pending(t->team, k, t);
   }
-  atomic_fetch_sub_explicit(&t->team->ids[t->maker].waiting, 1, memory_order_relaxed);
-  task *by = ito_omp_cur();
-  unsigned k = by->team == t->team ? by->id : t->parent->id;
-  ito_omp_push_pending(t->team, k, t);
+  if (ito_omp_kids_sub(&t->kids, KID_ALIVE, &t->qlock, &t->qhead, &t->qtail) & KIDS_ALIVE_ZERO)
+    task_over(t);
 }
 
 /* What a task is built from. */
