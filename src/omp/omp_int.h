@@ -405,9 +405,30 @@ bool ito_omp_create_cancelled(task *parent);
  * cancelled) */
 bool ito_omp_task_cancelled(task *t);
 
-/* ---- task.c ---------------------------------------------------------------------- */
+/* ---- depend.c -------------------------------------------------------------------- */
 /* frees the dependence table of a task whose children are all over */
 void ito_omp_deptab_free(task *t);
+/* A node for a task of parent with these dependences (gcc's depend array),
+ * its edges from the tasks before it added: returned with the creator's
+ * unit still counted, so it cannot start yet. prio orders successors
+ * released together. */
+struct dnode *ito_omp_dep_register(task *parent, void **depend, int prio);
+/* A deferred task t of node n: the creator's unit goes, and whoever brings
+ * the count to zero (maybe this call) makes t ready (ito_omp_make_ready). */
+void ito_omp_dep_defer(struct dnode *n, task *t);
+/* An undeferred node: the creator's unit goes and waiter waits for the
+ * predecessors, running its own descendants meanwhile. */
+void ito_omp_dep_wait(struct dnode *n, task *waiter);
+/* n's task completed: its successors lose a predecessor; n's reference
+ * goes. */
+void ito_omp_dep_complete(struct dnode *n);
+/* The node holding most of the dependences (docs/numa.md), -1 if unknown,
+ * -2 while placement by node is off. */
+int ito_omp_dep_numa(void **depend);
+
+/* ---- task.c ---------------------------------------------------------------------- */
+/* A deferred task whose predecessors are done becomes pending. */
+void ito_omp_make_ready(task *t);
 OMP_API void GOMP_task(void (*fn)(void *), void *data, void (*cpyfn)(void *, void *),
                        long arg_size, long arg_align, bool if_clause, unsigned flags,
                        void **depend, int priority, void *detach);

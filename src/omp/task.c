@@ -1,5 +1,5 @@
-/* libito-omp.so: explicit tasks, taskwait, taskgroup, dependences and
- * taskloop. docs/openmp.md. */
+/* libito-omp.so: explicit tasks, taskwait, taskgroup and taskloop (their
+ * dependences in depend.c). docs/openmp.md. */
 #include "omp_int.h"
 
 #include <alloca.h>
@@ -45,249 +45,6 @@ OMP_API void omp_fulfill_event(uintptr_t event) {
   e->state = EV_FULFILLED;
   ito__dropin_unlock(&e->lock);
   complete_unit((task *)((char *)e - offsetof(task, ev)), NULL);
-}
-
-/* ---- dependences ------------------------------------------------------------------
- * A task with depend clauses gets a node. Its creator's table maps each
- * address to the last task with out/inout on it and the in tasks since;
- * a new task gets an edge from each of those not yet done. npred counts, in
- * KID_ALIVE units, the predecessors not done plus one for the creator while
- * it adds edges; whoever brings it to zero starts the task (or wakes the
- * creator waiting for an undeferred one). */
-struct dnode {
-  int lock;
-  int done;                    /* the task's code finished: no more edges to it */
-  _Atomic int refs;            /* the task, table entries naming it, edges to it */
-  _Atomic uint64_t npred;
-  struct dnode **succ;
-  unsigned nsucc, csucc;
-  task *t;                     /* a deferred task to start when npred reaches 0 */
-  int prio;                    /* its priority (a hint: among successors released together,
-                                  the higher start first) */
-  int qlock;                   /* an undeferred task's creator waits here */
-  void *qhead, *qtail;
-};
-
-struct dentry {
-  void *addr;
-  struct dnode *last_out;
-  struct dnode **readers;
-  unsigned nreaders, creaders;
-};
-
-struct deptab {
-  struct dentry *e;
-  size_t cap, used;
-};
-
-static void node_unref(struct dnode *n) {
-  if (atomic_fetch_sub_explicit(&n->refs, 1, memory_order_acq_rel) == 1) {
-    free(n->succ);
-    free(n);
-  }
-}
-
-static struct dentry *lookup(struct deptab *tab, void *addr) {
-  if (2 * (tab->used + 1) > tab->cap) {
-    size_t cap = tab->cap ? 2 * tab->cap : 64;
-    struct dentry *e = calloc(cap, sizeof *e);
-    if (!e) ito_omp_fatal("out of memory for task dependences");
-    for (size_t i = 0; i < tab->cap; i++) {
-      if (!tab->e[i].addr) continue;
-      size_t h = ((uintptr_t)tab->e[i].addr >> 3) * 0x9E3779B97F4A7C15ULL >> 20;
-      while (e[h & (cap - 1)].addr) h++;
-      e[h & (cap - 1)] = tab->e[i];
-    }
-    free(tab->e);
-    tab->e = e;
-    tab->cap = cap;
-  }
-  size_t h = ((uintptr_t)addr >> 3) * 0x9E3779B97F4A7C15ULL >> 20;
-  for (;; h++) {
-    struct dentry *d = &tab->e[h & (tab->cap - 1)];
-    if (d->addr == addr) return d;
-    if (!d->addr) {
-      d->addr = addr;
-      tab->used++;
-      return d;
-    }
-  }
-}
-
-static void deptab_free(struct deptab *tab) {
-  for (size_t i = 0; i < tab->cap; i++) {
-    struct dentry *d = &tab->e[i];
-    if (!d->addr) continue;
-    if (d->last_out) node_unref(d->last_out);
-    for (unsigned r = 0; r < d->nreaders; r++) node_unref(d->readers[r]);
-    free(d->readers);
-  }
-  free(tab->e);
-  free(tab);
-}
-
-void ito_omp_deptab_free(task *t) {
-  deptab_free(t->deps);
-  t->deps = NULL;
-}
-
-static void add_edge(struct dnode *p, struct dnode *n) {
-  if (p == n) return;
-  ito__dropin_lock(&p->lock);
-  if (!p->done) {
-    if (p->nsucc == p->csucc) {
-      p->csucc = p->csucc ? 2 * p->csucc : 4;
-      p->succ = realloc(p->succ, p->csucc * sizeof *p->succ);
-      if (!p->succ) ito_omp_fatal("out of memory for task dependences");
-    }
-    p->succ[p->nsucc++] = n;
-    atomic_fetch_add_explicit(&n->npred, KID_ALIVE, memory_order_relaxed);
-    /* the edge holds n: the predecessor reads n->t after its release, when an
-     * undeferred node's creator may already be done with n */
-    atomic_fetch_add_explicit(&n->refs, 1, memory_order_relaxed);
-  }
-  ito__dropin_unlock(&p->lock);
-}
-
-static void reader_add(struct dentry *d, struct dnode *n) {
-  if (d->nreaders == d->creaders) {
-    d->creaders = d->creaders ? 2 * d->creaders : 4;
-    d->readers = realloc(d->readers, d->creaders * sizeof *d->readers);
-    if (!d->readers) ito_omp_fatal("out of memory for task dependences");
-  }
-  atomic_fetch_add_explicit(&n->refs, 1, memory_order_relaxed);
-  d->readers[d->nreaders++] = n;
-}
-
-/* gcc's depend array: {n, n_out, addr...} with out/inout first, or (when
- * depend[0] is 0) {0, n, n_out, n_mutexinoutset, n_in, addr...} and then
- * depobj entries, each pointing to {addr, kind}. */
-enum { DEP_IN = 1, DEP_OUT = 2 };
-
-static void dep_at(void **depend, size_t i, void **addr, int *kind) {
-  if (depend[0]) {
-    size_t nout = (size_t)(uintptr_t)depend[1];
-    *addr = depend[2 + i];
-    *kind = i < nout ? DEP_OUT : DEP_IN;
-    return;
-  }
-  size_t nout = (size_t)(uintptr_t)depend[2], nmut = (size_t)(uintptr_t)depend[3],
-         nin = (size_t)(uintptr_t)depend[4];
-  if (i < nout + nmut + nin) {
-    *addr = depend[5 + i];
-    /* mutexinoutset runs as inout: ordered in creation order, which is one
-     * of the orders the clause allows */
-    *kind = i < nout + nmut ? DEP_OUT : DEP_IN;
-    return;
-  }
-  void **obj = depend[5 + i];
-  *addr = obj[0];
-  *kind = (uintptr_t)obj[1] == DEP_IN ? DEP_IN : DEP_OUT;
-}
-
-static size_t dep_count(void **depend) {
-  return (size_t)(uintptr_t)(depend[0] ? depend[0] : depend[1]);
-}
-
-/* Registers a node for a task of parent with these dependences; returns it
- * with the creator's unit still in npred. */
-static struct dnode *dep_register(task *parent, void **depend) {
-  struct dnode *n = calloc(1, sizeof *n);
-  if (!n) ito_omp_fatal("out of memory for task dependences");
-  atomic_store_explicit(&n->refs, 1, memory_order_relaxed);
-  atomic_store_explicit(&n->npred, KID_ALIVE, memory_order_relaxed);
-  if (!parent->deps) {
-    parent->deps = calloc(1, sizeof *parent->deps);
-    if (!parent->deps) ito_omp_fatal("out of memory for task dependences");
-  }
-  size_t cnt = dep_count(depend);
-  for (size_t i = 0; i < cnt; i++) {
-    void *addr;
-    int kind;
-    dep_at(depend, i, &addr, &kind);
-    struct dentry *d = lookup(parent->deps, addr);
-    if (kind == DEP_IN) {
-      if (d->last_out) add_edge(d->last_out, n);
-      reader_add(d, n);
-      continue;
-    }
-    if (d->nreaders) {
-      for (unsigned r = 0; r < d->nreaders; r++) {
-        add_edge(d->readers[r], n);
-        node_unref(d->readers[r]);
-      }
-      d->nreaders = 0;
-    } else if (d->last_out) {
-      add_edge(d->last_out, n);
-    }
-    if (d->last_out) node_unref(d->last_out);
-    atomic_fetch_add_explicit(&n->refs, 1, memory_order_relaxed);
-    d->last_out = n;
-  }
-  return n;
-}
-
-static void make_ready(task *t);
-
-/* The node holding most of a task's dependences (docs/numa.md): OpenMP
- * gives their addresses, not their sizes, so each counts as one unit, out
- * and inout (and mutexinoutset) double. -2 while placement by node is off. */
-static int dep_numa(void **depend) {
-  if (!ito__dropin_numa_on()) return -2;
-  size_t cnt = dep_count(depend);
-  struct ito_access small[16];
-  struct ito_access *acc = cnt <= 16 ? small : malloc(sizeof *acc * cnt);
-  if (!acc) return -1;
-  for (size_t i = 0; i < cnt; i++) {
-    void *addr;
-    int kind;
-    dep_at(depend, i, &addr, &kind);
-    acc[i] = (struct ito_access){addr, 1, kind == DEP_IN ? ITO_ACCESS_IN : ITO_ACCESS_INOUT};
-  }
-  int node = ito_numa_node_for(acc, (int)cnt);
-  if (acc != small) free(acc);
-  return node;
-}
-
-/* One predecessor (or the creator) is done with n. Whoever brings npred to
- * zero makes a deferred task ready; n->t is read only then: the creator
- * stores it before its own unit goes, so a predecessor that reads it
- * earlier may find it unset yet still be the one to bring the count to
- * zero. An undeferred task's creator (n->t NULL) is woken by the count. */
-static void dep_release(struct dnode *n) {
-  if (ito_omp_kids_sub(&n->npred, KID_ALIVE, &n->qlock, &n->qhead, &n->qtail) && n->t)
-    make_ready(n->t);
-}
-
-/* The task completed: its successors lose a predecessor. */
-static void dep_complete(struct dnode *n) {
-  ito__dropin_lock(&n->lock);
-  n->done = 1;
-  struct dnode **succ = n->succ;
-  unsigned ns = n->nsucc;
-  n->succ = NULL;
-  n->nsucc = n->csucc = 0;
-  ito__dropin_unlock(&n->lock);
-  /* priorities: the highest first, in creation order among equals */
-  for (unsigned i = 1; i < ns; i++) {
-    struct dnode *x = succ[i];
-    unsigned j = i;
-    for (; j > 0 && succ[j - 1]->prio < x->prio; j--) succ[j] = succ[j - 1];
-    succ[j] = x;
-  }
-  for (unsigned i = 0; i < ns; i++) {
-    dep_release(succ[i]);
-    node_unref(succ[i]); /* the edge's reference */
-  }
-  free(succ);
-  node_unref(n);
-}
-
-/* Waits for the predecessors of an undeferred node (the creator's unit
- * dropped here), running the waiter's descendants meanwhile. */
-static void dep_wait(struct dnode *n, task *waiter) {
-  ito_omp_kids_sub(&n->npred, KID_ALIVE, &n->qlock, &n->qhead, &n->qtail);
-  ito_omp_word_wait(&n->npred, KID_WAIT_ALIVE, &n->qlock, &n->qhead, &n->qtail, waiter, false);
 }
 
 /* ---- the life of a task ----------------------------------------------------------
@@ -345,7 +102,7 @@ static void task_over(task *t) {
   for (;;) {
     task *p = t->parent;
     struct taskgroup *g = t->ingroup;
-    if (t->deps) deptab_free(t->deps);
+    if (t->deps) ito_omp_deptab_free(t);
     free(t->heap);
     /* the group first: p, which frees it, waits for its own unit too */
     if (g) ito_omp_kids_sub(&g->count, KID_ALIVE, &p->qlock, &p->qhead, &p->qtail);
@@ -364,11 +121,11 @@ static void complete_unit(task *t, task *by) {
   if (UNLIKELY(t->ev.state != EV_NONE) &&
       atomic_fetch_sub_explicit(&t->pendc, 1, memory_order_acq_rel) != 1)
     return;
-  if (t->node) dep_complete(t->node);
+  if (t->node) ito_omp_dep_complete(t->node);
   task *p = t->parent;
   if ((atomic_load_explicit(&t->kids, memory_order_acquire) & KID_ALIVE_MASK) == KID_ALIVE) {
     struct taskgroup *g = t->ingroup;
-    if (t->deps) deptab_free(t->deps);
+    if (t->deps) ito_omp_deptab_free(t);
     struct ident *d = by && t->block && t->team ? &t->team->ids[by->id] : NULL;
     if (d && d->nblocks < TASK_BLOCKS_KEPT) { /* kept for the next task this strand makes */
       *(void **)t->heap = d->blocks;
@@ -422,7 +179,7 @@ static team *solo_team(task *parent) {
 
 /* A deferred task whose predecessors are done: pending in the list of the
  * member whose strand released it (or, outside the team, its creator's). */
-static void make_ready(task *t) {
+void ito_omp_make_ready(task *t) {
   /* Whoever releases t need not be its parent, which may be over once t is:
    * an alive unit of t's own, held across the push, keeps both (the push
    * reads t's parent, pending.c's invariant 5). */
@@ -451,7 +208,7 @@ struct create {
   unsigned long long lo, hi;
   uintptr_t *detach;          /* detach: where the creator wants the event's handle */
   int prio;                   /* priority, within [0, max-task-priority-var] */
-  int numa;                   /* with dependences: their node (dep_numa), else -2 */
+  int numa;                   /* with dependences: their node (ito_omp_dep_numa), else -2 */
 };
 
 static inline void copy_data(void *dst, struct create *c) {
@@ -522,7 +279,7 @@ static void run_inline(struct create *c, size_t align, struct dnode *node, void 
     data = (void *)(((uintptr_t)buf + align - 1) & ~(uintptr_t)(align - 1));
     copy_data(data, c);
   }
-  if (node) dep_wait(node, c->parent);
+  if (node) ito_omp_dep_wait(node, c->parent);
   if (UNLIKELY(c->numa != -2)) { /* placed by its data: the strand moves there */
     t.numa = (short)c->numa;
     t.numa_own = 1;
@@ -538,9 +295,9 @@ static void run_inline(struct create *c, size_t align, struct dnode *node, void 
     ito_omp_set_cur(&t);
   }
   if (!discarded(&t)) c->fn(data); /* (cancelled while it waited for dependences) */
-  if (node) dep_complete(node);
+  if (node) ito_omp_dep_complete(node);
   if (atomic_load_explicit(&t.kids, memory_order_relaxed)) ito_omp_wait_kids(&t, KID_WAIT_ALIVE, false);
-  if (t.deps) deptab_free(t.deps);
+  if (t.deps) ito_omp_deptab_free(&t);
   if (slot)
     *slot = saved;
   else
@@ -567,7 +324,7 @@ __attribute__((noinline, noclone, used)) void ito_omp_undeferred(void (*fn)(void
   if (!discarded(&t)) fn(data);
   if (UNLIKELY(atomic_load_explicit(&t.kids, memory_order_relaxed)))
     ito_omp_wait_kids(&t, KID_WAIT_ALIVE, false);
-  if (UNLIKELY(t.deps != NULL)) deptab_free(t.deps);
+  if (UNLIKELY(t.deps != NULL)) ito_omp_deptab_free(&t);
   *slot = saved;
 }
 
@@ -579,14 +336,14 @@ static void create_task(struct create *c, size_t align, bool deferred, void **de
   task *parent = c->parent;
   team *tm = parent->team;
   bool now = !deferred || parent->final_;
-  if (depend) c->numa = dep_numa(depend);
+  if (depend) c->numa = ito_omp_dep_numa(depend);
   if (!c->detach) {
     if (now && !depend) {
       run_inline(c, align, NULL, NULL);
       return;
     }
     if (now) {
-      run_inline(c, align, dep_register(parent, depend), NULL);
+      run_inline(c, align, ito_omp_dep_register(parent, depend, 0), NULL);
       return;
     }
     if (!depend && !tm) {
@@ -608,7 +365,7 @@ static void create_task(struct create *c, size_t align, bool deferred, void **de
       }
     }
     if (tm && ito_omp_pending_many(tm, parent->id, PENDING_CUTOFF)) {
-      run_inline(c, align, depend ? dep_register(parent, depend) : NULL, NULL);
+      run_inline(c, align, depend ? ito_omp_dep_register(parent, depend, 0) : NULL, NULL);
       return;
     }
   }
@@ -616,20 +373,18 @@ static void create_task(struct create *c, size_t align, bool deferred, void **de
   if (!tm && depend) solo_team(parent); /* (made by the creator, before anyone else may need it) */
   task *t = build_child(c, align);
   if (depend) {
-    struct dnode *n = dep_register(parent, depend);
-    n->prio = c->prio;
+    struct dnode *n = ito_omp_dep_register(parent, depend, c->prio);
     t->node = n;
     if (now) { /* undeferred with detach: its code runs once its predecessors are done */
-      dep_wait(n, parent);
+      ito_omp_dep_wait(n, parent);
       ito_omp_run_task(parent, t);
       return;
     }
-    n->t = t;
     if (tm) {
       t->maker = parent->id;
       atomic_fetch_add_explicit(&tm->ids[parent->id].waiting, 1, memory_order_relaxed);
     }
-    dep_release(n); /* the creator's unit: ready if nothing comes before */
+    ito_omp_dep_defer(n, t);
     return;
   }
   if (now || !tm)
@@ -721,9 +476,9 @@ OMP_API void GOMP_taskwait(void) {
 
 OMP_API void GOMP_taskwait_depend(void **depend) {
   task *t = ito_omp_cur();
-  struct dnode *n = dep_register(t, depend);
-  dep_wait(n, t);
-  dep_complete(n);
+  struct dnode *n = ito_omp_dep_register(t, depend, 0);
+  ito_omp_dep_wait(n, t);
+  ito_omp_dep_complete(n);
 }
 
 /* A task scheduling point: one pending descendant of the task runs here
