@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "sched.h"
 #include "atfork.h"
+#include "cpuclock.h"
 #include "signal.h"
 
 #include "hooks.h"

@@ -15,7 +15,7 @@
  * locks, so the handler only leaves the signal in an inbox and pokes the
  * monitor thread, which routes it. */
 #define _GNU_SOURCE
-#include "signal.h"
+#include "signal_int.h"
 
 #include "atfork.h"
 #include "fiber.h"
@@ -38,49 +38,9 @@
 
 int ito__sig_on;
 
-#define NSIG_K 64
-#define NEVER_BLOCKED (SIGBIT(SIGKILL) | SIGBIT(SIGSTOP) | SIGBIT(32) | SIGBIT(33))
-#define SYNCHRONOUS                                                                              \
-  (SIGBIT(SIGSEGV) | SIGBIT(SIGBUS) | SIGBIT(SIGFPE) | SIGBIT(SIGILL) | SIGBIT(SIGTRAP) |       \
-   SIGBIT(SIGSYS))
-#define ALL_ASYNC (~(NEVER_BLOCKED | SYNCHRONOUS))
-/* A nudge: the signal ito sends to a worker to reach the thread it runs,
- * SI_QUEUE from our pid with the thread's address (64-byte aligned: its
- * fiber's start) and these low bits as its value (qemu-user drops
- * si_errno, so the mark is in the value) */
-#define NUDGE_BITS 0x15UL
-#define NUDGE_MASK 0x3fUL
-
-static uint64_t set_bits(const sigset_t *s) {
-  uint64_t m;
-  memcpy(&m, s, sizeof m);
-  return m;
-}
-static void bits_set(sigset_t *s, uint64_t m) {
-  sigemptyset(s);
-  memcpy(s, &m, sizeof m);
-}
-static int sys_mask(int how, uint64_t m, uint64_t *old) {
-  return (int)ito__os.syscall(SYS_rt_sigprocmask, how, &m, old, (size_t)8);
-}
-
 /* ---- the program's actions ------------------------------------------------------------- */
 
-/* What the program set through sigaction/signal; the kernel holds tramp
- * for each signal caught. Readers in a handler read the record whose
- * index is current (a signal changes its action rarely: two records,
- * written under act_lock, switched by the index). */
-static struct {
-  struct sigaction rec[NSIG_K + 1][2];
-  int cur[NSIG_K + 1];
-  int known[NSIG_K + 1];
-  /* signals whose kernel action is tramp: a handler's, and (once the
-   * runtime runs) the default action's where it ends or stops the process;
-   * the monitor takes them (invariant 6) */
-  uint64_t taken;
-  int dfl_on; /* the default actions that end or stop the process are taken */
-  int lock;
-} acts;
+struct sig_acts ito__sig_acts;
 
 static void tramp(int sig, siginfo_t *si, void *uc);
 
@@ -102,7 +62,8 @@ static int is_handler(const struct sigaction *a) {
 
 /* Whether ito's handler is the kernel's for the program's action a. */
 static int takes(int sig, const struct sigaction *a) {
-  return is_handler(a) || (a->sa_handler == SIG_DFL && LOAD_ACQ(&acts.dfl_on) && dfl_acts(sig));
+  return is_handler(a) ||
+         (a->sa_handler == SIG_DFL && LOAD_ACQ(&ito__sig_acts.dfl_on) && dfl_acts(sig));
 }
 
 /* The kernel's action for a program's action a that ito takes: tramp with
@@ -121,31 +82,32 @@ static void kernel_action(int sig, const struct sigaction *a, struct sigaction *
 }
 
 static void prog_action(int sig, struct sigaction *out) {
-  if (!LOAD_ACQ(&acts.known[sig])) { /* never set through ito: the kernel's is the program's */
+  /* never set through ito: the kernel's is the program's */
+  if (!LOAD_ACQ(&ito__sig_acts.known[sig])) {
     ito__os.sigaction(sig, NULL, out);
     return;
   }
-  *out = acts.rec[sig][LOAD_ACQ(&acts.cur[sig])];
+  *out = ito__sig_acts.rec[sig][LOAD_ACQ(&ito__sig_acts.cur[sig])];
 }
 
 static void set_prog_action(int sig, const struct sigaction *a) {
-  int next = !acts.cur[sig];
-  acts.rec[sig][next] = *a;
-  STORE_REL(&acts.cur[sig], next);
-  STORE_REL(&acts.known[sig], 1);
-  uint64_t c = LOAD_RLX(&acts.taken);
+  int next = !ito__sig_acts.cur[sig];
+  ito__sig_acts.rec[sig][next] = *a;
+  STORE_REL(&ito__sig_acts.cur[sig], next);
+  STORE_REL(&ito__sig_acts.known[sig], 1);
+  uint64_t c = LOAD_RLX(&ito__sig_acts.taken);
   if (takes(sig, a))
     c |= SIGBIT(sig);
   else
     c &= ~SIGBIT(sig);
-  STORE_REL(&acts.taken, c);
+  STORE_REL(&ito__sig_acts.taken, c);
 }
 
 int ito__sig_action(int sig, const struct sigaction *act, struct sigaction *old) {
   if (sig < 1 || sig > NSIG_K || sig == 32 || sig == 33 ||
       (act && (sig == SIGKILL || sig == SIGSTOP)))
     return EINVAL;
-  spin_lock(&acts.lock);
+  spin_lock(&ito__sig_acts.lock);
   struct sigaction prev;
   prog_action(sig, &prev);
   if (act && (sig == SIGSEGV || sig == SIGBUS) && LOAD_ACQ(&ito__segv_installed)) {
@@ -158,21 +120,21 @@ int ito__sig_action(int sig, const struct sigaction *act, struct sigaction *old)
     if (takes(sig, act)) kernel_action(sig, act, &k);
     if (ito__os.sigaction(sig, &k, NULL) != 0) {
       int e = errno;
-      spin_unlock(&acts.lock);
+      spin_unlock(&ito__sig_acts.lock);
       return e;
     }
     set_prog_action(sig, act);
   }
-  spin_unlock(&acts.lock);
+  spin_unlock(&ito__sig_acts.lock);
   if (old) *old = prev;
   if (act && ito__running()) ito__monitor_poke(); /* it takes what is taken (invariant 6) */
   return 0;
 }
 
 void ito__sig_runtime_start(void) {
-  if (!ito__sig_on || LOAD_ACQ(&acts.dfl_on)) return;
-  spin_lock(&acts.lock);
-  STORE_REL(&acts.dfl_on, 1);
+  if (!ito__sig_on || LOAD_ACQ(&ito__sig_acts.dfl_on)) return;
+  spin_lock(&ito__sig_acts.lock);
+  STORE_REL(&ito__sig_acts.dfl_on, 1);
   for (int sig = 1; sig <= NSIG_K; sig++) {
     if (!dfl_acts(sig)) continue;
     struct sigaction a, k;
@@ -181,12 +143,12 @@ void ito__sig_runtime_start(void) {
     kernel_action(sig, &a, &k);
     if (ito__os.sigaction(sig, &k, NULL) == 0) set_prog_action(sig, &a);
   }
-  spin_unlock(&acts.lock);
+  spin_unlock(&ito__sig_acts.lock);
 }
 
 int ito__sig_prog_action(int sig, struct sigaction *out) {
-  if (sig < 1 || sig > NSIG_K || !LOAD_ACQ(&acts.known[sig])) return 0;
-  *out = acts.rec[sig][LOAD_ACQ(&acts.cur[sig])];
+  if (sig < 1 || sig > NSIG_K || !LOAD_ACQ(&ito__sig_acts.known[sig])) return 0;
+  *out = ito__sig_acts.rec[sig][LOAD_ACQ(&ito__sig_acts.cur[sig])];
   return 1;
 }
 
@@ -210,20 +172,14 @@ static void default_action(int sig) {
   sys_mask(SIG_SETMASK, old, NULL);
   struct sigaction a;
   prog_action(sig, &a);
-  if (a.sa_handler == SIG_DFL && (SIGBIT(sig) & LOAD_ACQ(&acts.taken)))
+  if (a.sa_handler == SIG_DFL && (SIGBIT(sig) & LOAD_ACQ(&ito__sig_acts.taken)))
     ito__os.sigaction(sig, &mine, NULL);
 }
 
 /* ---- per-thread state -------------------------------------------------------------------- */
 
-/* A thread's infos of its pending signals, one per signal (a second
- * instance of a real-time signal replaces the first's info: the bit is
- * what counts), allocated on first need and kept with the descriptor. */
-struct sig_infos {
-  siginfo_t info[NSIG_K + 1];
-};
 
-static struct sig_infos *infos_of(ithread *t) {
+struct sig_infos *ito__sig_infos_of(ithread *t) {
   struct sig_infos *p = LOAD_ACQ(&t->siginfo);
   if (p) return p;
   p = calloc(1, sizeof *p);
@@ -246,15 +202,10 @@ void ito__sig_apply(worker *w, uint64_t m) {
 
 static __thread int on_monitor; /* this OS thread is the monitor */
 static uint64_t monitor_lets;    /* what the monitor's mask lets through now */
-/* Signals taken for their default action that no thread takes now (every
- * live thread blocks them): the monitor blocks them, and the kernel keeps
- * them pending for the process, where sigwait, a signalfd and sigpending
- * find them, until a thread that does not block one appears (it clears
- * the bit and pokes the monitor: invariant 6). */
-static uint64_t mon_held;
+uint64_t ito__sig_mon_held;
 
 static uint64_t monitor_lets_now(void) {
-  return LOAD_ACQ(&acts.taken) & ~__atomic_load_n(&mon_held, __ATOMIC_SEQ_CST);
+  return LOAD_ACQ(&ito__sig_acts.taken) & ~__atomic_load_n(&ito__sig_mon_held, __ATOMIC_SEQ_CST);
 }
 
 /* The monitor's mask follows what it takes (invariant 6). */
@@ -270,9 +221,9 @@ static void monitor_mask_update(void) {
  * holds back among them it takes again. The monitor sets a bit before it
  * looks for a thread that takes the signal, so that one of the two sees
  * the other. */
-static void unhold(uint64_t open) {
-  if (UNLIKELY(__atomic_load_n(&mon_held, __ATOMIC_SEQ_CST) & open)) {
-    __atomic_fetch_and(&mon_held, ~open, __ATOMIC_SEQ_CST);
+void ito__sig_unhold(uint64_t open) {
+  if (UNLIKELY(__atomic_load_n(&ito__sig_mon_held, __ATOMIC_SEQ_CST) & open)) {
+    __atomic_fetch_and(&ito__sig_mon_held, ~open, __ATOMIC_SEQ_CST);
     ito__monitor_poke();
   }
 }
@@ -314,7 +265,7 @@ void ito__sig_thread_begin(ithread *t, const uint64_t *mask) {
   }
   t->sigmask = t->osmask = m;
   __atomic_store_n(&t->sig_live, 1, __ATOMIC_SEQ_CST);
-  unhold(~m);
+  ito__sig_unhold(~m);
 }
 
 void ito__sig_thread_release(ithread *t) {
@@ -330,7 +281,7 @@ void ito__sig_thread_release(ithread *t) {
 /* ---- delivery ------------------------------------------------------------------------------ */
 
 /* Takes sig off t's pending set if it is there; the info into *si. */
-static int take_pending(ithread *t, int sig, siginfo_t *si) {
+int ito__sig_take_pending(ithread *t, int sig, siginfo_t *si) {
   uint64_t b = SIGBIT(sig);
   if (!(__atomic_fetch_and(&t->sigpend, ~b, __ATOMIC_ACQ_REL) & b)) return 0;
   struct sig_infos *p = LOAD_ACQ(&t->siginfo);
@@ -361,11 +312,11 @@ static int run_action(ithread *t, int sig, siginfo_t *si, void *uc, int kernel) 
     memset(&d, 0, sizeof d);
     d.sa_handler = SIG_DFL;
     k = d;
-    spin_lock(&acts.lock);
+    spin_lock(&ito__sig_acts.lock);
     if (takes(sig, &d)) kernel_action(sig, &d, &k);
     ito__os.sigaction(sig, &k, NULL);
     set_prog_action(sig, &d);
-    spin_unlock(&acts.lock);
+    spin_unlock(&ito__sig_acts.lock);
   }
   uint64_t old = t ? t->sigmask : 0, oldos = t ? t->osmask : 0;
   ucontext_t here;
@@ -397,7 +348,7 @@ static int deliver_pending(ithread *t, void *uc) {
   while ((ready = LOAD_ACQ(&t->sigpend) & ~t->sigmask) != 0) {
     int sig = __builtin_ctzll(ready) + 1;
     siginfo_t si;
-    if (!take_pending(t, sig, &si)) continue;
+    if (!ito__sig_take_pending(t, sig, &si)) continue;
     int r = run_action(t, sig, &si, uc, 0);
     if (r > res) res = r;
   }
@@ -505,11 +456,13 @@ int ito__sig_late(void) {
 void ito__sig_alert(ithread *t) {
   spin_lock(&t->ilock);
   struct sig_intr *reg = t->intr;
-  if (reg) STORE_RLX(&t->iflight, 1);
+  /* a count: two senders may work on one registration at once, and the
+   * parker leaves only when the last is done with it (invariant 5) */
+  if (reg) __atomic_fetch_add(&t->iflight, 1, __ATOMIC_RELAXED);
   spin_unlock(&t->ilock);
   if (reg) {
     ito__wq_interrupt(reg->qlock, reg->head, reg->tail, reg->wt);
-    STORE_REL(&t->iflight, 0);
+    __atomic_fetch_sub(&t->iflight, 1, __ATOMIC_RELEASE);
     return;
   }
   /* parked in a join: it leaves it for its handler, then joins again */
@@ -521,7 +474,7 @@ void ito__sig_alert(ithread *t) {
 
 /* Makes sig pending on t with info si. */
 static void pend(ithread *t, int sig, const siginfo_t *si) {
-  struct sig_infos *p = infos_of(t);
+  struct sig_infos *p = ito__sig_infos_of(t);
   if (p) p->info[sig] = *si;
   __atomic_fetch_or(&t->sigpend, SIGBIT(sig), __ATOMIC_ACQ_REL);
   if ((SIGBIT(sig) & ~t->sigmask) || (SIGBIT(sig) & LOAD_ACQ(&t->sigwaitset))) ito__sig_alert(t);
@@ -554,21 +507,12 @@ int ito__sig_send(ithread *t, int sig, const union sigval *value) {
 
 /* ---- the kernel's handler and routing ---------------------------------------------------- */
 
-static struct {
-  uint64_t inbox;               /* signals left by tramp for the monitor to route */
-  siginfo_t info[NSIG_K + 1];
-  uint64_t proc;                /* pending for the process, in ito's hands */
-  siginfo_t pinfo[NSIG_K + 1];
-  int lock;                     /* proc, pinfo, the sigwaiters */
-  ithread *waiters[64];         /* threads in sigwait */
-  int nwaiters;
-  int in_tramp;                 /* handlers of ito's running now (sigpending waits) */
-  int routing;                  /* the monitor routes what it took */
-} rt;
+struct sig_route ito__sig_rt;
 
 /* A signal the kernel gave ito may be on its way through the monitor. */
-static int in_flight(void) {
-  return LOAD_ACQ(&rt.in_tramp) || LOAD_ACQ(&rt.inbox) || LOAD_ACQ(&rt.routing);
+int ito__sig_in_flight(void) {
+  return LOAD_ACQ(&ito__sig_rt.in_tramp) || LOAD_ACQ(&ito__sig_rt.inbox) ||
+         LOAD_ACQ(&ito__sig_rt.routing);
 }
 
 /* The stack pointer of the code a signal interrupted (uc: the kernel's
@@ -598,7 +542,7 @@ static int in_context_of(fiber *f, const void *uc) {
 
 static void tramp(int sig, siginfo_t *si, void *uc) {
   int saved = errno;
-  __atomic_add_fetch(&rt.in_tramp, 1, __ATOMIC_ACQ_REL);
+  __atomic_add_fetch(&ito__sig_rt.in_tramp, 1, __ATOMIC_ACQ_REL);
   worker *w = cur_worker();
   fiber *f = w ? w->cur : NULL;
   ithread *t = f && in_context_of(f, uc) ? f->thread : NULL;
@@ -608,7 +552,7 @@ static void tramp(int sig, siginfo_t *si, void *uc) {
     /* a nudge: the thread it is for, if it runs here, delivers */
     if (t && (uintptr_t)t == (v & ~NUDGE_MASK)) deliver_pending(t, uc);
     if (t) t->in_handler--;
-    __atomic_sub_fetch(&rt.in_tramp, 1, __ATOMIC_ACQ_REL);
+    __atomic_sub_fetch(&ito__sig_rt.in_tramp, 1, __ATOMIC_ACQ_REL);
     errno = saved;
     return;
   }
@@ -620,12 +564,12 @@ static void tramp(int sig, siginfo_t *si, void *uc) {
     run_action(t, sig, si, uc, 1);
   } else {
     /* routed by the monitor (it takes locks) */
-    if (si) rt.info[sig] = *si;
-    __atomic_fetch_or(&rt.inbox, SIGBIT(sig), __ATOMIC_RELEASE);
+    if (si) ito__sig_rt.info[sig] = *si;
+    __atomic_fetch_or(&ito__sig_rt.inbox, SIGBIT(sig), __ATOMIC_RELEASE);
     ito__monitor_poke();
   }
   if (t) t->in_handler--;
-  __atomic_sub_fetch(&rt.in_tramp, 1, __ATOMIC_ACQ_REL);
+  __atomic_sub_fetch(&ito__sig_rt.in_tramp, 1, __ATOMIC_ACQ_REL);
   errno = saved;
 }
 
@@ -650,14 +594,14 @@ static ithread *any_taker(uint64_t b) {
  * thread unblocks it or waits for it. A default action that ends or stops
  * the process is carried out here when a thread takes the signal, as the
  * kernel does at once; when none does, the signal goes back to the kernel,
- * pending for the process, and the monitor blocks it (mon_held). */
+ * pending for the process, and the monitor blocks it (ito__sig_mon_held). */
 static void route(int sig, const siginfo_t *si) {
   uint64_t b = SIGBIT(sig);
   ithread *to = NULL;
-  spin_lock(&rt.lock);
-  for (int i = 0; i < rt.nwaiters && !to; i++)
-    if (LOAD_ACQ(&rt.waiters[i]->sigwaitset) & b) to = rt.waiters[i];
-  spin_unlock(&rt.lock);
+  spin_lock(&ito__sig_rt.lock);
+  for (int i = 0; i < ito__sig_rt.nwaiters && !to; i++)
+    if (LOAD_ACQ(&ito__sig_rt.waiters[i]->sigwaitset) & b) to = ito__sig_rt.waiters[i];
+  spin_unlock(&ito__sig_rt.lock);
   if (to) {
     pend(to, sig, si);
     return;
@@ -665,13 +609,13 @@ static void route(int sig, const siginfo_t *si) {
   struct sigaction a;
   prog_action(sig, &a);
   int dfl = a.sa_handler == SIG_DFL && dfl_acts(sig);
-  if (dfl) __atomic_fetch_or(&mon_held, b, __ATOMIC_SEQ_CST); /* (unhold) */
+  if (dfl) __atomic_fetch_or(&ito__sig_mon_held, b, __ATOMIC_SEQ_CST); /* (unhold) */
   ithread *root = ito__root_thread();
   if (root && LOAD_ACQ(&root->sig_live) && !(LOAD_RLX(&root->sigmask) & b)) to = root;
   if (!to) to = any_taker(b);
   if (dfl) {
     if (to) {
-      __atomic_fetch_and(&mon_held, ~b, __ATOMIC_SEQ_CST);
+      __atomic_fetch_and(&ito__sig_mon_held, ~b, __ATOMIC_SEQ_CST);
       default_action(sig);
       return;
     }
@@ -686,231 +630,37 @@ static void route(int sig, const siginfo_t *si) {
     pend(to, sig, si);
     return;
   }
-  spin_lock(&rt.lock);
-  rt.pinfo[sig] = *si;
-  rt.proc |= b;
-  spin_unlock(&rt.lock);
+  spin_lock(&ito__sig_rt.lock);
+  ito__sig_rt.pinfo[sig] = *si;
+  ito__sig_rt.proc |= b;
+  spin_unlock(&ito__sig_rt.lock);
 }
 
 void ito__sig_route_inbox(void) {
   if (on_monitor) monitor_mask_update(); /* invariant 6 */
-  STORE_REL(&rt.routing, 1);
-  uint64_t in = __atomic_exchange_n(&rt.inbox, 0, __ATOMIC_ACQUIRE);
+  STORE_REL(&ito__sig_rt.routing, 1);
+  uint64_t in = __atomic_exchange_n(&ito__sig_rt.inbox, 0, __ATOMIC_ACQUIRE);
   while (in) {
     int sig = __builtin_ctzll(in) + 1;
     in &= in - 1;
-    route(sig, &rt.info[sig]);
+    route(sig, &ito__sig_rt.info[sig]);
   }
-  STORE_REL(&rt.routing, 0);
+  STORE_REL(&ito__sig_rt.routing, 0);
   if (on_monitor) monitor_mask_update();
-}
-
-/* ---- the calls of the drop-in -------------------------------------------------------------- */
-
-/* The signals of want pending for the process in ito's hands become t's. */
-static void claim_proc(ithread *t, uint64_t want) {
-  if (!(want & LOAD_RLX(&rt.proc))) return;
-  spin_lock(&rt.lock);
-  uint64_t mine = rt.proc & want;
-  rt.proc &= ~mine;
-  siginfo_t si[NSIG_K + 1];
-  for (uint64_t m = mine; m; m &= m - 1) si[__builtin_ctzll(m) + 1] = rt.pinfo[__builtin_ctzll(m) + 1];
-  spin_unlock(&rt.lock);
-  struct sig_infos *p = infos_of(t);
-  for (; mine; mine &= mine - 1) {
-    int sig = __builtin_ctzll(mine) + 1;
-    if (p) p->info[sig] = si[sig];
-    __atomic_fetch_or(&t->sigpend, SIGBIT(sig), __ATOMIC_ACQ_REL);
-  }
-}
-
-int ito__sig_mask(int how, const sigset_t *set, sigset_t *old) {
-  worker *w = cur_worker();
-  ithread *t = running_thread(w);
-  uint64_t cur = t->sigmask;
-  if (old) bits_set(old, cur);
-  if (!set) return 0;
-  uint64_t m = set_bits(set);
-  uint64_t next;
-  if (how == SIG_BLOCK)
-    next = cur | m;
-  else if (how == SIG_UNBLOCK)
-    next = cur & ~m;
-  else if (how == SIG_SETMASK)
-    next = m;
-  else
-    return EINVAL;
-  next &= ~NEVER_BLOCKED;
-  t->osmask = next;
-  __atomic_store_n(&t->sigmask, next, __ATOMIC_SEQ_CST);
-  ito__sig_apply(w, next);
-  /* unblocked: what was pending for the process in ito's hands goes to
-   * this thread, and what was pending for it is delivered now */
-  unhold(cur & ~next);
-  /* one the monitor took may be on its way: it arrives before this call
-   * returns, as the kernel delivers a pending signal at its unblocking */
-  if ((cur & ~next & LOAD_ACQ(&acts.taken)) && in_flight()) ito__monitor_sync();
-  claim_proc(t, cur & ~next);
-  if (LOAD_ACQ(&t->sigpend) & ~next) ito__sig_deliver();
-  return 0;
-}
-
-void ito__sig_pending(sigset_t *out) {
-  /* a signal this thread blocks, sent to the process, may be on its way
-   * through the monitor (invariant 6): let it arrive, as the kernel's
-   * sigpending would show it at once */
-  ithread *t = running_thread(cur_worker());
-  uint64_t via = LOAD_ACQ(&acts.taken) & ~__atomic_load_n(&mon_held, __ATOMIC_SEQ_CST);
-  if (t ? (via & t->sigmask) : via) {
-    for (int i = 0; i < 20000 && LOAD_ACQ(&rt.in_tramp); i++) cpu_relax();
-    ito__monitor_sync();
-  }
-  uint64_t k = 0;
-  sigset_t ks;
-  if (ito__os.syscall(SYS_rt_sigpending, &ks, (size_t)8) == 0) k = set_bits(&ks);
-  uint64_t m = (t ? LOAD_ACQ(&t->sigpend) : 0) | LOAD_ACQ(&rt.proc) | LOAD_ACQ(&rt.inbox) | k;
-  if (t) m &= t->sigmask; /* pending: sent and blocked */
-  bits_set(out, m);
-}
-
-int ito__sig_take(const sigset_t *set, siginfo_t *info) {
-  ithread *t = running_thread(cur_worker());
-  uint64_t want = set_bits(set);
-  siginfo_t si;
-  if (t) {
-    uint64_t mine = LOAD_ACQ(&t->sigpend) & want;
-    while (mine) {
-      int sig = __builtin_ctzll(mine) + 1;
-      mine &= mine - 1;
-      if (take_pending(t, sig, &si)) {
-        if (info) *info = si;
-        return sig;
-      }
-    }
-  }
-  if (LOAD_ACQ(&rt.proc) & want) {
-    spin_lock(&rt.lock);
-    uint64_t got = rt.proc & want;
-    int sig = got ? __builtin_ctzll(got) + 1 : 0;
-    if (sig) {
-      rt.proc &= ~SIGBIT(sig);
-      si = rt.pinfo[sig];
-    }
-    spin_unlock(&rt.lock);
-    if (sig) {
-      if (info) *info = si;
-      return sig;
-    }
-  }
-  return 0;
-}
-
-void ito__sig_waiting(const sigset_t *set) {
-  ithread *t = running_thread(cur_worker());
-  if (!t) return;
-  spin_lock(&rt.lock);
-  if (set) {
-    STORE_REL(&t->sigwaitset, set_bits(set));
-    if (rt.nwaiters < 64) rt.waiters[rt.nwaiters++] = t;
-  } else {
-    STORE_REL(&t->sigwaitset, 0);
-    for (int i = 0; i < rt.nwaiters; i++)
-      if (rt.waiters[i] == t) {
-        rt.waiters[i] = rt.waiters[--rt.nwaiters];
-        break;
-      }
-  }
-  spin_unlock(&rt.lock);
-}
-
-int ito__sig_suspend(const sigset_t *mask) {
-  worker *w = cur_worker();
-  ithread *t = running_thread(w);
-  /* the mask of the wait is ito's alone: the OS thread blocks every
-   * asynchronous signal meanwhile, so that none runs its handler here
-   * between a check and the park; ito routes them to the thread (the
-   * monitor takes what every worker blocks) and its wait ends */
-  uint64_t old = t->sigmask;
-  __atomic_store_n(&t->sigmask, set_bits(mask) & ~NEVER_BLOCKED, __ATOMIC_SEQ_CST);
-  t->osmask = ALL_ASYNC;
-  ito__sig_apply(w, t->osmask);
-  unhold(old & ~t->sigmask);
-  t->sig_last = 0;
-  claim_proc(t, ~t->sigmask); /* what the process has pending in ito's hands */
-  int qlock = 0;
-  void *head = NULL, *tail = NULL;
-  for (;;) {
-    if (LOAD_ACQ(&t->sigpend) & ~t->sigmask) ito__sig_deliver();
-    if (t->sig_last) break;
-    spin_lock(&qlock);
-    ito__wq_wait(&qlock, &head, &tail, WQ_INTR, CLOCK_MONOTONIC, NULL, NULL, NULL);
-    if (t->sig_last) break;
-    if ((LOAD_ACQ(&t->cancel) & (CANCEL_PENDING | CANCEL_DISABLED | CANCEL_ACTING)) ==
-        CANCEL_PENDING)
-      break; /* a cancellation point: the drop-in acts on it */
-  }
-  t->sigmask = t->osmask = old;
-  ito__sig_apply(cur_worker(), old);
-  errno = EINTR;
-  return -1;
 }
 
 /* ---- fork ------------------------------------------------------------------------------------ */
 
 void ito__sig_fork_lock(int take) {
   if (take)
-    spin_lock(&acts.lock);
+    spin_lock(&ito__sig_acts.lock);
   else
-    spin_unlock(&acts.lock);
+    spin_unlock(&ito__sig_acts.lock);
 }
 
 void ito__sig_after_fork(void) {
-  rt.lock = 0;
-  rt.nwaiters = 0; /* the threads in sigwait were the parent's */
-  STORE_RLX(&rt.inbox, 0);
+  ito__sig_rt.lock = 0;
+  ito__sig_rt.nwaiters = 0; /* the threads in sigwait were the parent's */
+  STORE_RLX(&ito__sig_rt.inbox, 0);
   on_monitor = 0;
-}
-
-/* ---- CPU time per thread ------------------------------------------------------------------ */
-
-int ito__cpuclock_on;
-
-/* The CPU time of OS thread tid (0: this one), 0 if it cannot be read. */
-static long long os_thread_cpu_ns(int tid) {
-  long long ns = ito__os_cpu_ns(tid);
-  return ns < 0 ? 0 : ns;
-}
-
-void ito__cpu_enter(worker *w, fiber *f) {
-  ithread *next = f ? f->thread : NULL, *prev = w->on_cpu;
-  if (next == prev) return;
-  long long now = os_thread_cpu_ns(0);
-  if (prev) __atomic_add_fetch(&prev->cpu_ns, now - prev->cpu_in, __ATOMIC_RELAXED);
-  if (next) STORE_RLX(&next->cpu_in, now);
-  STORE_REL(&w->on_cpu, next);
-}
-
-void ito__cpuclock_enable(void) {
-  if (__atomic_exchange_n(&ito__cpuclock_on, 1, __ATOMIC_ACQ_REL)) return;
-  worker *w = cur_worker();
-  ithread *t = running_thread(w);
-  if (t) {
-    STORE_RLX(&t->cpu_in, os_thread_cpu_ns(0));
-    STORE_REL(&w->on_cpu, t);
-  }
-}
-
-long long ito__thread_cpu_ns(ithread *t) {
-  long long sum = LOAD_RLX(&t->cpu_ns);
-  worker *here = cur_worker();
-  if (here && LOAD_ACQ(&here->on_cpu) == t) return sum + os_thread_cpu_ns(0) - LOAD_RLX(&t->cpu_in);
-  int n = LOAD_ACQ(&ito__nslots);
-  for (int i = 0; i < n; i++) { /* running elsewhere: its slice so far, from that OS thread */
-    worker *w = ito__workers[i];
-    if (w && LOAD_ACQ(&w->on_cpu) == t && w->os_tid) {
-      long long d = os_thread_cpu_ns(w->os_tid) - LOAD_RLX(&t->cpu_in);
-      return sum + (d > 0 ? d : 0);
-    }
-  }
-  return sum;
 }

@@ -21,8 +21,8 @@
  *     it reads the registration (both under the thread's ilock), and the
  *     parker registers before it reads the pending bits.
  *  5. A waiter's registration (intr) is only read under ilock, and the
- *     parker does not leave its wait while an interrupter works on it
- *     (iflight).
+ *     parker does not leave its wait while any interrupter works on it
+ *     (iflight counts the interrupters that read it).
  *  6. The monitor thread's OS mask lets through exactly the signals ito
  *     takes (after a sigaction, once the monitor has run): those the
  *     program catches, and, once the runtime runs, those whose default
@@ -100,19 +100,6 @@ struct sig_intr {
 HIDDEN int ito__sig_park_begin(struct ithread *t, struct sig_intr *reg);
 /* After the wait, before the registration goes away. */
 HIDDEN void ito__sig_park_end(struct ithread *t);
-
-/* ---- CPU time per thread (a drop-in's pthread_getcpuclockid) -------------------------------
- * Off until the program first asks for a thread's CPU clock; then every
- * switch on a worker charges the thread that leaves with the worker's
- * thread CPU time since it came (one clock_gettime per switch). */
-extern int ito__cpuclock_on HIDDEN;
-/* What runs next on w is f (NULL: the scheduler). */
-HIDDEN void ito__cpu_enter(struct worker *w, struct fiber *f);
-/* Turns the accounting on (the caller's time counts from now). */
-HIDDEN void ito__cpuclock_enable(void);
-/* t's CPU time in nanoseconds (its share of its workers' since the
- * accounting began, and the running slice). */
-HIDDEN long long ito__thread_cpu_ns(struct ithread *t);
 
 /* ---- the calls a drop-in library makes ---------------------------------------------------- */
 /* pthread_sigmask for the running ito thread: 0 or EINVAL. */

@@ -17,6 +17,7 @@
 #define ITO_CORE_SWITCH_H
 
 #include "base.h"
+#include "cpuclock.h"
 #include "fiber.h"
 #include "san.h"
 #include "signal.h"
@@ -47,7 +48,7 @@ static inline void tls_enter(worker *w, fiber *f) {
 static inline void sig_enter(worker *w, fiber *f) {
   if (UNLIKELY(ito__sig_on)) {
     if (f && f->thread && f->thread->osmask != w->os_sigmask) ito__sig_apply(w, f->thread->osmask);
-    if (UNLIKELY(LOAD_RLX(&ito__cpuclock_on))) ito__cpu_enter(w, f); /* (CPU clocks, signal.h) */
+    if (UNLIKELY(LOAD_RLX(&ito__cpuclock_on))) ito__cpu_enter(w, f); /* (cpuclock.h) */
   }
 }
 

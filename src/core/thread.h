@@ -43,7 +43,7 @@ typedef struct ithread {
   /* signals (signal.h): the mask, what was sent to it and waits for
    * delivery, what it waits for in sigwait, the infos (allocated on first
    * need, kept with the descriptor), its interruptible wait (under
-   * ilock; iflight while an interrupter works on it), and the result of
+   * ilock; iflight counts the interrupters working on it), and the result of
    * its last delivery (0 none, 1 all SA_RESTART, 2 not) */
   uint64_t sigmask, sigpend, sigwaitset;
   uint64_t osmask;          /* what its worker's OS thread blocks while it runs: sigmask,
@@ -57,7 +57,7 @@ typedef struct ithread {
    * ito__join_cancel) */
   struct ithread *joining;
   waiter *joining_w;
-  long long cpu_ns;         /* CPU time charged to it (signal.h, CPU time per thread) */
+  long long cpu_ns;         /* CPU time charged to it (cpuclock.h) */
   long long cpu_in;         /* its worker's thread CPU time when it last came on */
   /* preemption (preempt.h): a team member of a drop-in library, preemptible
    * while set; inside a kernel signal frame of ito's (never preempted) */

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "ito_dropin.h"
 
+#include "../core/cpuclock.h"
 #include "../core/handle.h"
 #include "../core/monitor.h"
 #include "../core/preempt.h"
