@@ -2,6 +2,8 @@
  * uses, and the omp_* user API. docs/openmp.md. */
 #include "omp_int.h"
 
+#include "../core/relax.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
@@ -566,28 +568,53 @@ static inline uint64_t half_of(uint64_t bit) {
 struct word_arg {
   _Atomic uint64_t *word;
   uint64_t bit, mask;
+  int *qlock;
   bool armed;
+  bool stale; /* the last arming set the bit on a zero half: no waker saw it */
 };
 
 /* ito_omp_lend_wait's test: the half is zero. Armed, the waiter bit is set
- * in the word (whoever brings the half to zero sees it and wakes the
- * queue). */
+ * in the word: whoever brings the half to zero sees it and, under qlock,
+ * wakes the queue and clears the bit (ito_omp_kids_sub). A woken or poked
+ * waiter may see the half zero before that waker has taken qlock; the
+ * waker then still has the word and the queue to touch, in memory the
+ * waiter frees or reuses once its wait ends. So the disarming (under
+ * qlock) waits for the bit to be cleared whenever a waker saw it: the bit
+ * set on a zero half that the arming did not make so. */
 static int word_done(void *p, int how) {
   struct word_arg *w = p;
   if (how == WAIT_CHECK) return !(atomic_load_explicit(w->word, memory_order_acquire) & w->mask);
-  if (how == WAIT_DISARM) {
-    if (w->armed) atomic_fetch_and_explicit(w->word, ~w->bit, memory_order_relaxed);
-    return 1;
+  if (how == WAIT_ARM) {
+    w->armed = true;
+    uint64_t old = atomic_fetch_or_explicit(w->word, w->bit, memory_order_acq_rel);
+    w->stale = !(old & (w->bit | w->mask));
+    return !(old & w->mask);
   }
-  w->armed = true;
-  return !(atomic_fetch_or_explicit(w->word, w->bit, memory_order_acq_rel) & w->mask);
+  if (!w->armed) return 1;
+  uint64_t v = atomic_load_explicit(w->word, memory_order_acquire);
+  for (;;) {
+    if (!(v & w->bit)) return 1; /* a waker was done with it before we took qlock */
+    if (!(v & w->mask) && !w->stale) break; /* zero while armed: a waker is on its way */
+    if (atomic_compare_exchange_weak_explicit(w->word, &v, v & ~w->bit, memory_order_acq_rel,
+                                              memory_order_acquire))
+      return 1;
+  }
+  ito__dropin_unlock(w->qlock);
+  for (unsigned i = 0; atomic_load_explicit(w->word, memory_order_acquire) & w->bit; i++) {
+    if (i < 256)
+      cpu_relax();
+    else
+      sched_yield(); /* (its OS thread may be off the CPU) */
+  }
+  ito__dropin_lock(w->qlock); /* ... and it has released qlock: done with this memory */
+  return 1;
 }
 
 void ito_omp_word_wait(_Atomic uint64_t *word, uint64_t wait_bit, int *qlock, void **head,
                        void **tail, task *lendfor, bool any) {
   uint64_t mask = half_of(wait_bit);
   if (!(atomic_load_explicit(word, memory_order_acquire) & mask)) return;
-  struct word_arg w = {word, wait_bit, mask, false};
+  struct word_arg w = {word, wait_bit, mask, qlock, false, false};
   ito_omp_lend_wait(ito_omp_cur(), lendfor, any, qlock, head, tail, word_done, &w);
 }
 
@@ -596,13 +623,15 @@ int ito_omp_kids_sub(_Atomic uint64_t *word, uint64_t d, int *qlock, void **head
   uint64_t v = old - d;
   int zero = ((d & KID_RUN_MASK) && !(v & KID_RUN_MASK) ? KIDS_RUN_ZERO : 0) |
              ((d & KID_ALIVE_MASK) && !(v & KID_ALIVE_MASK) ? KIDS_ALIVE_ZERO : 0);
-  int wake = ((old & KID_WAIT_RUN) && (d & KID_RUN_MASK) && !(v & KID_RUN_MASK)) ||
-             ((old & KID_WAIT_ALIVE) && (d & KID_ALIVE_MASK) && !(v & KID_ALIVE_MASK));
+  uint64_t wake = ((old & KID_WAIT_RUN) && (zero & KIDS_RUN_ZERO) ? KID_WAIT_RUN : 0) |
+                  ((old & KID_WAIT_ALIVE) && (zero & KIDS_ALIVE_ZERO) ? KID_WAIT_ALIVE : 0);
   if (!wake) return zero;
-  /* the owner is parked (or parking under qlock) and cannot leave before
-   * this wake: it set the bit while the half was not zero */
+  /* the owner set the bit while the half was not zero: it does not leave
+   * its wait before this clears the bit (word_done), and the unlock is the
+   * last touch of its memory */
   ito__dropin_lock(qlock);
   void *list = ito__dropin_wq_take(head, tail, -1);
+  atomic_fetch_and_explicit(word, ~wake, memory_order_relaxed);
   ito__dropin_unlock(qlock);
   ito__dropin_wq_wake(list);
   return zero;

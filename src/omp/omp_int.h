@@ -444,7 +444,8 @@ void ito_omp_ids_free(team *tm);
  * done(arg, WAIT_CHECK) tests without a lock; done(arg, WAIT_ARM), under
  * *qlock, makes sure whoever makes it true wakes the queue (qlock, head,
  * tail) and tests; done(arg, WAIT_DISARM), under *qlock, once done, undoes
- * what WAIT_ARM did. */
+ * what WAIT_ARM did and returns only once no waker will touch the waiter's
+ * memory (it may release *qlock meanwhile, and holds it again on return). */
 enum { WAIT_CHECK, WAIT_ARM, WAIT_DISARM };
 void ito_omp_lend_wait(task *cur, task *lendfor, bool any, int *qlock, void **head, void **tail,
                        int (*done)(void *, int), void *arg);
