@@ -45,6 +45,7 @@ fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/ito-verify.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 cp "$model" "$work/idle.pml"
+cp "$here/idle_worker.pml" "$work/" # (idle.pml includes it)
 cd "$work"
 
 echo "check.sh: idle.pml ${defs[*]:-} $([ $progress = 1 ] && echo '(non-progress cycles)')"

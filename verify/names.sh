@@ -5,7 +5,13 @@
 # it claims to follow.
 set -u
 model=$1 src=$2
-names=$(grep -o '\bito__[a-z_]*\b\|\bidle_after_publish\b\|\bunsleep_locked\b' "$model" | sort -u)
+# the model and the files it includes (next to it)
+files=("$model")
+for inc in $(sed -n 's/^#include "\([^"]*\)".*/\1/p' "$model"); do
+  [ -f "$(dirname "$model")/$inc" ] || { echo "names.sh: $model includes $inc, not found" >&2; exit 1; }
+  files+=("$(dirname "$model")/$inc")
+done
+names=$(cat "${files[@]}" | grep -o '\bito__[a-z_]*\b\|\bidle_after_publish\b\|\bunsleep_locked\b' | sort -u)
 [ -n "$names" ] || { echo "names.sh: $model names no function" >&2; exit 1; }
 missing=""
 for n in $names; do
