@@ -286,7 +286,9 @@ typedef struct ito_tg {
   int stolen;           /* a continuation of this group was taken */
   void *waiter;         /* bit 0 set (ito_tg_init): the home frame's return before the
                            join stops the program with a message */
-  void *reserved_[2];
+  void *home_ret;       /* a checked group's true return address from the home frame,
+                           while a trap stands in its slot (a stolen continuation) */
+  uintptr_t span_word;  /* the profiler's word: the longest span of the children so far */
 } ito_tg_t;
 
 /* fn receives a pointer to a private copy of size bytes of arg (size 0: arg

@@ -26,7 +26,7 @@ void ito_tg_init_(ito_tg_t *tg, void *frame) {
  * or through the stack pointer, from the fresh stack. For a checked group
  * (ito_tg_init) the first taker puts the address of ito__tg_return_trap
  * (the assembly), which stops the program with a message, in both places:
- * in the home frame's slot (kept in tg->reserved_[0] and put back when
+ * in the home frame's slot (kept in tg->home_ret and put back when
  * the join returns to the home stack), and on the fresh stack, where the
  * continuation starts low enough for the epilogue to find it at the same
  * offset from the stack pointer as on the home stack. The slot is 8 bytes
@@ -49,13 +49,13 @@ static void **home_slot(ito_tg_t *tg) { return (void **)tg->home_fp + 1; }
 /* The first taker of a checked group's record: the home frame's slot. */
 static void trap_home(ito_tg_t *tg) {
   if (!checked(tg)) return;
-  tg->reserved_[0] = *home_slot(tg);
+  tg->home_ret = *home_slot(tg);
   *home_slot(tg) = (void *)ito__tg_return_trap;
 }
 
 /* The join is back on the home stack: the true return address. */
 static void untrap_home(ito_tg_t *tg) {
-  if (checked(tg)) *home_slot(tg) = tg->reserved_[0];
+  if (checked(tg)) *home_slot(tg) = tg->home_ret;
 }
 
 /* The stack pointer a continuation of rec starts with on nf: the top, or,
@@ -123,7 +123,7 @@ bool ito__tg_park(ito_tg_t *tg, fiber *f) {
 
 /* A recorder is attached: the group's join must reach its hook, so its
  * pending count carries TG_TRACED until then (hooks.h, invariant 2), and
- * the recorder's word of the group (reserved_[1]) is 0 from its first
+ * the recorder's word of the group (span_word) is 0 from its first
  * fork on. The fork calls this after it published its record, so a thief
  * may have taken the continuation already: that strand may fork the group
  * again (two callers at once: whoever sets TG_TRACING sets the group up,
@@ -134,7 +134,7 @@ bool ito__tg_park(ito_tg_t *tg, fiber *f) {
 static void trace_group(ito_tg_t *tg) {
   if (!(__atomic_load_n(&tg->pending, __ATOMIC_ACQUIRE) & TG_TRACED)) {
     if (!(__atomic_fetch_or(&tg->pending, TG_TRACING, __ATOMIC_ACQ_REL) & TG_TRACING)) {
-      __atomic_store_n((uintptr_t *)&tg->reserved_[1], 0, __ATOMIC_RELAXED);
+      __atomic_store_n(&tg->span_word, 0, __ATOMIC_RELAXED);
       __atomic_fetch_or(&tg->pending, TG_TRACED, __ATOMIC_RELEASE);
     } else {
       while (!(__atomic_load_n(&tg->pending, __ATOMIC_ACQUIRE) & TG_TRACED)) cpu_relax();

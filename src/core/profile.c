@@ -100,7 +100,7 @@ static void idle_end(struct pworker *p, uint64_t now, uint64_t ready) {
 /* A traced group's recorder word (hooks.h): the largest span of its
  * children so far. */
 static void fold(ito_tg_t *tg, uint64_t span) {
-  uintptr_t *m = (uintptr_t *)&tg->reserved_[1];
+  uintptr_t *m = &tg->span_word;
   uintptr_t cur = __atomic_load_n(m, __ATOMIC_RELAXED);
   while (cur < span &&
          !__atomic_compare_exchange_n(m, &cur, span, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
@@ -427,8 +427,7 @@ static void on_create_back(struct pworker *p, const struct ito_event *e) {
 
 static void on_join(struct pworker *p, const struct ito_event *e) {
   uint64_t x = e->peer == 1 ? fiber_of_thread((ithread *)e->obj)->prof_span
-                            : __atomic_load_n((uintptr_t *)&((ito_tg_t *)e->obj)->reserved_[1],
-                                              __ATOMIC_RELAXED);
+                            : __atomic_load_n(&((ito_tg_t *)e->obj)->span_word, __ATOMIC_RELAXED);
   if (x <= p->span) return; /* the path through the join is longer already */
   uint64_t now = ticks();
   advance(p, now);

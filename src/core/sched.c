@@ -22,6 +22,9 @@ worker **ito__workers;
 int ito__nworkers;
 int ito__stopping;
 static _Atomic unsigned rr;  /* round robin for work made ready outside the workers */
+/* While threads wait on poll sources, every worker polls once in this many
+ * scheduling passes, so readiness is seen within them even under load. */
+#define POLL_EVERY 61
 static int homes;            /* some fiber has had a home: ready lists are split */
 
 /* ---- ready queues and mail ------------------------------------------------------------ */
@@ -75,8 +78,7 @@ static void mail_last(worker *to, fiber *f, worker *here) {
 
 /* ---- placement ------------------------------------------------------------------------- */
 
-worker *ito__place(const fiber *f, int why, worker *here) {
-  (void)why;
+worker *ito__place(const fiber *f, worker *here) {
   if (f && f->home) return f->home;
   if (here) return here;
   unsigned i = atomic_fetch_add_explicit(&rr, 1, memory_order_relaxed);
@@ -156,7 +158,7 @@ void ito__ready_list(fiber *first, fiber *last, int n) {
     }
   if (UNLIKELY(LOAD_RLX(&ito__nodeq_on)) && !(n = ready_by_node(&first, &last))) return;
   if (LIKELY(!LOAD_RLX(&homes))) { /* nothing has a home: one queue for all */
-    ready_to(ito__place(first, PLACE_WOKEN, here), first, last, n, false);
+    ready_to(ito__place(first, here), first, last, n, false);
     return;
   }
   last->next = NULL;
@@ -166,7 +168,7 @@ void ito__ready_list(fiber *first, fiber *last, int n) {
   bool run_mail = false;
   for (fiber *f = first, *next; f; f = next) {
     next = f->next;
-    worker *t = ito__place(f, PLACE_WOKEN, here);
+    worker *t = ito__place(f, here);
     bool mail = f->home != NULL;
     if (run && (t != run_to || mail != run_mail)) {
       ready_to(run_to, run, run_last, run_n, run_mail);
@@ -234,7 +236,7 @@ static void take_records_of(worker *w, fiber *f) {
   /* each to the front, oldest first: the youngest ends up first */
   for (fiber *x = oldest, *next; x; x = next) {
     next = x->next;
-    rq_push_front(ito__place(x, PLACE_CONTINUATION, w), x);
+    rq_push_front(ito__place(x, w), x);
   }
   publish(w, true);
 }
@@ -283,7 +285,7 @@ static void run_entry(worker *w, uintptr_t e, worker *victim, uintptr_t *slot, u
   HOOK_REC(ITO_EV_TAKE, w->id, nf, owner, (const void *)e, idx);
   if (victim) dq_steal_done(&victim->dq, slot, e);
   found_work(w);
-  worker *t = ito__place(nf, PLACE_STOLEN, w);
+  worker *t = ito__place(nf, w);
   if (t != w) {
     ito__ready(nf);
     return;
@@ -335,8 +337,9 @@ static void sched_entry(void *arg) {
     case ACT_YIELD:
     case ACT_PREEMPT: {
       take_records_of(w, from);
-      if (w->sched_action == ACT_PREEMPT) w->poll_pass = 60; /* threads on I/O: poll first */
-      worker *t = ito__place(from, PLACE_YIELD, w);
+      /* threads on I/O: the next pass polls first */
+      if (w->sched_action == ACT_PREEMPT) w->poll_pass = POLL_EVERY - 1;
+      worker *t = ito__place(from, w);
       if (from->home)
         mail_last(t, from, w);
       else if (w->sched_action != ACT_PREEMPT)
@@ -529,8 +532,7 @@ void ito__sched_loop(worker *w) {
   long long spin_t0 = 0;
   long long idle_t0 = 0; /* since when this pass looks for work, once a node queue needed it */
   for (unsigned round = 0;; round++) {
-    /* readiness is seen within 61 scheduling passes even under load */
-    if (UNLIKELY(idle_waiters_any()) && ++w->poll_pass >= 61) {
+    if (UNLIKELY(idle_waiters_any()) && ++w->poll_pass >= POLL_EVERY) {
       w->poll_pass = 0;
       ito__poll_run();
     }

@@ -58,17 +58,11 @@ static inline void publish(worker *w, bool full) {
 HIDDEN void ito__fork_wake(worker *w);
 
 /* ---- placement: the one function that decides where ready work goes ----- */
-enum {
-  PLACE_WOKEN,        /* a parked fiber was woken */
-  PLACE_YIELD,        /* a fiber yielded */
-  PLACE_NEW,          /* a thread created queued */
-  PLACE_CONTINUATION, /* a continuation taken from a fiber that parked */
-  PLACE_STOLEN,       /* a continuation or fiber a thief took */
-};
-/* The worker whose queue f goes to: f's home if it has one, else the
- * calling worker (`here`, or round robin from outside). A thief runs what
- * it stole when this returns the thief itself. */
-HIDDEN worker *ito__place(const fiber *f, int why, worker *here);
+/* The worker whose queue f goes to (a woken fiber, one that yielded, a
+ * continuation taken from a fiber that parked, what a thief took): f's home
+ * if it has one, else the calling worker (`here`, or round robin from
+ * outside). A thief runs what it stole when this returns the thief itself. */
+HIDDEN worker *ito__place(const fiber *f, worker *here);
 
 /* Some fiber has been given a home: from now on ready lists are split
  * between mail and queues. */
