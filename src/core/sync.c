@@ -66,10 +66,15 @@ int ito__lock_slow(int *state, int *qlock, void **head, void **tail, clockid_t c
   }
 }
 
-/* The unlocker found the word at 2: wake the oldest waiter, which retries. */
-void ito__unlock_wake(int *qlock, void **head, void **tail) {
+/* The unlocker found the word at 2: under the queue lock it takes the
+ * oldest waiter (which retries once woken) and frees the word; the queue
+ * lock's release is its last touch of the mutex. A thread may take the
+ * freed mutex at once, unlock it and free its memory: its unlock first
+ * waits for the queue lock to be free (ito__unlock_settle). */
+void ito__unlock_slow(int *state, int *qlock, void **head, void **tail) {
   spin_lock(qlock);
   waiter *wt = ito__wq_take(head, tail, 1);
+  __atomic_store_n(state, 0, __ATOMIC_RELEASE);
   spin_unlock(qlock);
   if (wt) ito__wake_waiter(wt);
 }
@@ -102,9 +107,14 @@ int ito_mutex_lock(ito_mutex_t *m) {
 }
 
 int ito_mutex_unlock(ito_mutex_t *m) {
-  int old = __atomic_exchange_n(&m->state, 0, __ATOMIC_RELEASE);
-  if (UNLIKELY(old == 0)) return EPERM;
-  if (old == 2) ito__unlock_wake(&m->qlock, &m->head, &m->tail);
+  int c = 1;
+  if (LIKELY(__atomic_compare_exchange_n(&m->state, &c, 0, 0, __ATOMIC_RELEASE,
+                                         __ATOMIC_RELAXED))) {
+    ito__unlock_settle(&m->qlock);
+    return 0;
+  }
+  if (UNLIKELY(c == 0)) return EPERM;
+  ito__unlock_slow(&m->state, &m->qlock, &m->head, &m->tail);
   return 0;
 }
 

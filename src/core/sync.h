@@ -17,8 +17,15 @@ HIDDEN bool ito__clock_ok(clockid_t c);
  * (a drop-in library acts on it). */
 HIDDEN int ito__lock_slow(int *state, int *qlock, void **head, void **tail, clockid_t clock,
                           const struct timespec *abs);
-/* The unlocker's wake, once its exchange to 0 returned 2. */
-HIDDEN void ito__unlock_wake(int *qlock, void **head, void **tail);
+/* The unlock of a word found at 2 (maybe waited on): frees it and wakes
+ * the oldest waiter, the word's store made under the queue lock. */
+HIDDEN void ito__unlock_slow(int *state, int *qlock, void **head, void **tail);
+/* After an unlock that freed the word itself (1 to 0): waits until no
+ * slow unlocker before it still holds the queue lock, so that the caller
+ * may destroy the mutex and free its memory once this returns. */
+static inline void ito__unlock_settle(const int *qlock) {
+  while (__atomic_load_n(qlock, __ATOMIC_ACQUIRE)) cpu_relax();
+}
 /* Sleeps until abstime on clock; an ito thread parks on a timer. 0,
  * EINVAL, or EINTR when a signal's handler ran on the thread (signal.h:
  * only with a drop-in library's signals). */

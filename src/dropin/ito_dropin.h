@@ -418,11 +418,12 @@ ITO_DROPIN_API void ito__dropin_wq_wake(void *list);
  * own compare-and-swap from 0 to 1 failed), with an optional deadline
  * (0, ETIMEDOUT, or EINVAL for a malformed abs; ECANCELED when the
  * caller's cancellation type is asynchronous and a request ended the wait:
- * the caller acts on it), and the unlocker's wake
- * once its exchange to 0 returned 2. */
+ * the caller acts on it), and the unlock of a word found at 2 (the word
+ * freed under the queue lock: an unlock that frees it itself, 1 to 0,
+ * then waits for that lock to be free before it returns, core/sync.h). */
 ITO_DROPIN_API int ito__dropin_lock_slow(int *state, int *qlock, void **head, void **tail,
                                          clockid_t clock, const struct timespec *abs);
-ITO_DROPIN_API void ito__dropin_unlock_wake(int *qlock, void **head, void **tail);
+ITO_DROPIN_API void ito__dropin_unlock_slow(int *state, int *qlock, void **head, void **tail);
 ITO_DROPIN_API void ito__dropin_lock(int *qlock);
 ITO_DROPIN_API void ito__dropin_unlock(int *qlock);
 /* Sleeps until abstime on clock (CLOCK_REALTIME or CLOCK_MONOTONIC); an ito

@@ -28,8 +28,8 @@ int ito__dropin_lock_slow(int *state, int *qlock, void **head, void **tail, cloc
                           const struct timespec *abs) {
   return ito__lock_slow(state, qlock, head, tail, clock, abs);
 }
-void ito__dropin_unlock_wake(int *qlock, void **head, void **tail) {
-  ito__unlock_wake(qlock, head, tail);
+void ito__dropin_unlock_slow(int *state, int *qlock, void **head, void **tail) {
+  ito__unlock_slow(state, qlock, head, tail);
 }
 void ito__dropin_lock(int *qlock) { spin_lock(qlock); }
 void ito__dropin_unlock(int *qlock) { spin_unlock(qlock); }

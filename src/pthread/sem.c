@@ -79,9 +79,16 @@ static int take_one(struct pt_sem *p) {
 }
 
 /* A post either finds the count above zero here (under the lock), or
- * finds this thread queued and hands the count to it. */
+ * finds this thread queued and hands the count to it. A post raises the
+ * count under the lock and releases the lock last: a taker that took
+ * without the lock waits until the lock is free before it returns, so that
+ * it may destroy the semaphore and free its memory at once (a semaphore on
+ * the stack as a completion). */
 static int sem_take(struct pt_sem *p, int try, clockid_t clock, const struct timespec *abs) {
-  if (take_one(p)) return 0;
+  if (take_one(p)) {
+    while (__atomic_load_n(&p->qlock, __ATOMIC_ACQUIRE)) cpu_relax();
+    return 0;
+  }
   if (try) return EAGAIN;
   if (abs && shim_bad_time(abs)) return EINVAL;
   ito__dropin_lock(&p->qlock);

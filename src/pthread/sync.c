@@ -92,9 +92,19 @@ static inline int acquire(struct pt_mutex *m, clockid_t clock, const struct time
   return acquire_as(m, clock, abs, false);
 }
 
+/* The last touch of the mutex is the word's store (1 to 0), or, for a word
+ * at 2, the queue lock's release (the word freed under it): a thread that
+ * takes the mutex next and frees its memory after its own unlock (a count
+ * of references under the lock, the last one frees) waits in that unlock
+ * until the queue lock is free. */
 static inline void release(struct pt_mutex *m) {
-  if (UNLIKELY(__atomic_exchange_n(&m->state, 0, __ATOMIC_RELEASE) == 2))
-    ito__dropin_unlock_wake(&m->qlock, &m->head, &m->tail);
+  int c = 1;
+  if (LIKELY(__atomic_compare_exchange_n(&m->state, &c, 0, 0, __ATOMIC_RELEASE,
+                                         __ATOMIC_RELAXED))) {
+    while (__atomic_load_n(&m->qlock, __ATOMIC_ACQUIRE)) cpu_relax();
+    return;
+  }
+  ito__dropin_unlock_slow(&m->state, &m->qlock, &m->head, &m->tail);
 }
 
 static inline uint64_t self_id(void) { return (uint64_t)shim_self(); }
