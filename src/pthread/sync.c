@@ -14,16 +14,13 @@
  * mapping of it (mutex: the shared bit of __kind; condition variable: the
  * shared bit of __wrefs; rwlock: __shared; barrier: its futex flag at
  * offset 12); the shim's own layouts keep those words clear. */
-#include "shim.h"
+#include "sync_int.h"
 
 #include <limits.h>
 #include <stdlib.h>
 #include <stddef.h>
 #include <string.h>
 
-static inline int cas(int *p, int expect, int v) {
-  return __atomic_compare_exchange_n(p, &expect, v, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED);
-}
 
 /* ---- mutexes ------------------------------------------------------------------ */
 
@@ -42,35 +39,7 @@ _Static_assert(offsetof(struct pt_mutex, kind) == 16, "the kind stays at glibc's
 
 /* glibc's mutex: its __kind has bits no mutex of ours has (the shared bit) */
 static inline int glibc_mutex(const struct pt_mutex *m) { return (m->kind & ~3) != 0; }
-/* The holder of a glibc object stays on its OS thread (above). */
-static inline int held(int rc) {
-  if (rc == 0) ito__dropin_pin();
-  return rc;
-}
-static inline int let_go(int rc) {
-  if (rc == 0) ito__dropin_unpin();
-  return rc;
-}
 
-/* A wait of glibc's on a process-shared object blocks the worker in the
- * kernel: announced, so that extra workers start for it at once and past
- * ITO_EXTRA_WORKERS; wake ends it for a cancellation (docs/monitor.md). */
-#define KWAIT_AROUND(begin, call)              \
-  ({                                           \
-    begin;                                     \
-    int kw_rc_ = (call);                       \
-    ito__dropin_kwait_end();                   \
-    kw_rc_;                                    \
-  })
-#define KWAIT(wake, obj, call) KWAIT_AROUND(ito__dropin_kwait_begin(wake, obj), call)
-/* A lock or barrier wait: an asynchronous cancellation acts inside it. */
-#define KWAIT_LOCK(call) KWAIT_AROUND(ito__dropin_kwait_begin_lock(), call)
-/* A try first: only a wait that may block is announced. */
-#define KWAIT_TRY(try_call, call) \
-  ({                                                  \
-    int kt_rc_ = (try_call);                          \
-    kt_rc_ == EBUSY ? KWAIT_LOCK(call) : kt_rc_;      \
-  })
 
 /* The contended halves are the runtime's, shared with ito_mutex_t. */
 /* ECANCELED: an asynchronous cancellation ended the wait, and the thread
@@ -107,7 +76,6 @@ static inline void release(struct pt_mutex *m) {
   ito__dropin_unlock_slow(&m->state, &m->qlock, &m->head, &m->tail);
 }
 
-static inline uint64_t self_id(void) { return (uint64_t)shim_self(); }
 static inline uint64_t owner_of(struct pt_mutex *m) {
   return __atomic_load_n(&m->owner, __ATOMIC_RELAXED);
 }
@@ -382,213 +350,6 @@ SHIM_EXPORT int pthread_cond_broadcast(pthread_cond_t *pc) {
   return cond_wake(PC(pc), -1);
 }
 
-/* ---- reader/writer locks ----------------------------------------------------------
- * Everything under qlock; a release hands the lock to the waiters it wakes
- * (state is set for them), so a woken thread never competes again. */
-
-struct pt_rwlock {
-  int qlock;
-  int state;      /* readers inside, or -1 for a writer */
-  int wwait;      /* writers queued */
-  int pad0;
-  uint64_t owner; /* the writer's id */
-  int pad1;
-  int shared;     /* glibc's __shared: 0 in every rwlock of ours */
-  void *head, *tail;
-  int kind;       /* glibc's __flags: 2 = writers first (PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP) */
-};
-_Static_assert(sizeof(struct pt_rwlock) <= sizeof(pthread_rwlock_t), "rwlock layout");
-_Static_assert(offsetof(struct pt_rwlock, kind) == 48, "the kind stays at glibc's offset");
-_Static_assert(offsetof(struct pt_rwlock, shared) == 28, "glibc's __shared word");
-#define PRW(l) ((struct pt_rwlock *)(void *)(l))
-/* glibc's process-shared rwlock: its init sets __shared (offset 28, on
- * x86-64 and AArch64) to 1, in any process, with or without this library */
-static inline int glibc_rw(const pthread_rwlock_t *l) {
-  return __atomic_load_n(&PRW(l)->shared, __ATOMIC_RELAXED) != 0;
-}
-enum { TAG_READ = 1, TAG_WRITE = 2 };
-
-/* Under qlock: the waiters that may now enter, with state set for them. */
-static void *rw_grant(struct pt_rwlock *l) {
-  int tag = ito__dropin_wq_head_tag(&l->head);
-  if (tag == TAG_WRITE && l->state == 0) {
-    l->state = -1;
-    l->wwait--;
-    return ito__dropin_wq_take(&l->head, &l->tail, 1);
-  }
-  if (tag == TAG_READ && l->state >= 0) {
-    int n;
-    void *w = ito__dropin_wq_take_tag(&l->head, &l->tail, TAG_READ, &n);
-    l->state += n;
-    return w;
-  }
-  return NULL;
-}
-
-static int rw_rdlock(struct pt_rwlock *l, int try, clockid_t clock, const struct timespec *abs) {
-  ito__dropin_lock(&l->qlock);
-  if (l->state >= 0 && (l->kind != 2 || l->wwait == 0) && l->state < INT_MAX) {
-    l->state++;
-    ito__dropin_unlock(&l->qlock);
-    return 0;
-  }
-  int rc = 0;
-  if (l->state == -1 && __atomic_load_n(&l->owner, __ATOMIC_RELAXED) == self_id())
-    rc = EDEADLK;
-  else if (l->state == INT_MAX)
-    rc = EAGAIN;
-  else if (try)
-    rc = EBUSY;
-  else if (abs && shim_bad_time(abs))
-    rc = EINVAL;
-  if (rc) {
-    ito__dropin_unlock(&l->qlock);
-    return rc;
-  }
-  /* a signal's handler runs during the wait, which then goes on */
-  rc = ito__dropin_wq_wait(&l->qlock, &l->head, &l->tail, TAG_READ | ITO_DROPIN_WQ_INTR, clock,
-                           abs, NULL, NULL);
-  if (rc != EINTR) return rc;
-  shim_cancel_async_check(); /* no cancellation point, but the asynchronous type acts anywhere */
-  return rw_rdlock(l, 0, clock, abs);
-}
-
-static int rw_wrlock(struct pt_rwlock *l, int try, clockid_t clock, const struct timespec *abs) {
-  uint64_t me = self_id();
-  ito__dropin_lock(&l->qlock);
-  if (l->state == 0 && !l->head) {
-    l->state = -1;
-    __atomic_store_n(&l->owner, me, __ATOMIC_RELAXED);
-    ito__dropin_unlock(&l->qlock);
-    return 0;
-  }
-  int rc = 0;
-  if (l->state == -1 && __atomic_load_n(&l->owner, __ATOMIC_RELAXED) == me)
-    rc = EDEADLK;
-  else if (try)
-    rc = EBUSY;
-  else if (abs && shim_bad_time(abs))
-    rc = EINVAL;
-  if (rc) {
-    ito__dropin_unlock(&l->qlock);
-    return rc;
-  }
-  l->wwait++;
-  rc = ito__dropin_wq_wait(&l->qlock, &l->head, &l->tail, TAG_WRITE | ITO_DROPIN_WQ_INTR, clock,
-                           abs, NULL, NULL);
-  if (rc == 0) {
-    __atomic_store_n(&l->owner, me, __ATOMIC_RELAXED);
-    return 0;
-  }
-  /* timed out, or a signal's handler ran: readers queued behind this
-   * writer may now enter; after a handler the wait goes on */
-  ito__dropin_lock(&l->qlock);
-  l->wwait--;
-  void *w = rw_grant(l);
-  ito__dropin_unlock(&l->qlock);
-  ito__dropin_wq_wake(w);
-  if (rc != EINTR) return rc;
-  shim_cancel_async_check();
-  return rw_wrlock(l, 0, clock, abs);
-}
-
-SHIM_EXPORT int pthread_rwlock_init(pthread_rwlock_t *pl, const pthread_rwlockattr_t *attr) {
-  SHIM_ENTER(pthread_rwlock_init, pl, attr);
-  int kind = 0;
-  if (attr) {
-    int v;
-    if (pthread_rwlockattr_getpshared(attr, &v) == 0 && v == PTHREAD_PROCESS_SHARED) {
-      return shim_real.pthread_rwlock_init(pl, attr); /* glibc's, for other processes too */
-    }
-    if (pthread_rwlockattr_getkind_np(attr, &v) == 0 &&
-        v == PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP)
-      kind = 2;
-  }
-  memset(pl, 0, sizeof *pl);
-  PRW(pl)->kind = kind;
-  return 0;
-}
-
-SHIM_EXPORT int pthread_rwlock_destroy(pthread_rwlock_t *pl) {
-  SHIM_ENTER(pthread_rwlock_destroy, pl);
-  if (UNLIKELY(glibc_rw(pl))) return shim_real.pthread_rwlock_destroy(pl);
-  struct pt_rwlock *l = PRW(pl);
-  return (__atomic_load_n(&l->state, __ATOMIC_RELAXED) || __atomic_load_n(&l->head, __ATOMIC_RELAXED)) ? EBUSY : 0;
-}
-
-SHIM_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *pl) {
-  SHIM_ENTER(pthread_rwlock_rdlock, pl);
-  if (UNLIKELY(glibc_rw(pl)))
-    return held(KWAIT_TRY(shim_real.pthread_rwlock_tryrdlock(pl), shim_real.pthread_rwlock_rdlock(pl)));
-  return rw_rdlock(PRW(pl), 0, CLOCK_REALTIME, NULL);
-}
-SHIM_EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t *pl) {
-  SHIM_ENTER(pthread_rwlock_tryrdlock, pl);
-  if (UNLIKELY(glibc_rw(pl))) return held(shim_real.pthread_rwlock_tryrdlock(pl));
-  return rw_rdlock(PRW(pl), 1, CLOCK_REALTIME, NULL);
-}
-SHIM_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *pl, const struct timespec *abs) {
-  SHIM_ENTER(pthread_rwlock_timedrdlock, pl, abs);
-  if (UNLIKELY(glibc_rw(pl)))
-    return held(KWAIT_LOCK(shim_real.pthread_rwlock_timedrdlock(pl, abs)));
-  if (shim_null(abs)) return EINVAL;
-  return rw_rdlock(PRW(pl), 0, CLOCK_REALTIME, abs);
-}
-SHIM_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *pl, clockid_t clock,
-                                           const struct timespec *abs) {
-  SHIM_ENTER(pthread_rwlock_clockrdlock, pl, clock, abs);
-  if (UNLIKELY(glibc_rw(pl)))
-    return held(KWAIT_LOCK(shim_real.pthread_rwlock_clockrdlock(pl, clock, abs)));
-  if (shim_bad_clockwait(clock, abs)) return EINVAL;
-  return rw_rdlock(PRW(pl), 0, clock, abs);
-}
-SHIM_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *pl) {
-  SHIM_ENTER(pthread_rwlock_wrlock, pl);
-  if (UNLIKELY(glibc_rw(pl)))
-    return held(KWAIT_TRY(shim_real.pthread_rwlock_trywrlock(pl), shim_real.pthread_rwlock_wrlock(pl)));
-  return rw_wrlock(PRW(pl), 0, CLOCK_REALTIME, NULL);
-}
-SHIM_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *pl) {
-  SHIM_ENTER(pthread_rwlock_trywrlock, pl);
-  if (UNLIKELY(glibc_rw(pl))) return held(shim_real.pthread_rwlock_trywrlock(pl));
-  return rw_wrlock(PRW(pl), 1, CLOCK_REALTIME, NULL);
-}
-SHIM_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *pl, const struct timespec *abs) {
-  SHIM_ENTER(pthread_rwlock_timedwrlock, pl, abs);
-  if (UNLIKELY(glibc_rw(pl)))
-    return held(KWAIT_LOCK(shim_real.pthread_rwlock_timedwrlock(pl, abs)));
-  if (shim_null(abs)) return EINVAL;
-  return rw_wrlock(PRW(pl), 0, CLOCK_REALTIME, abs);
-}
-SHIM_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *pl, clockid_t clock,
-                                           const struct timespec *abs) {
-  SHIM_ENTER(pthread_rwlock_clockwrlock, pl, clock, abs);
-  if (UNLIKELY(glibc_rw(pl)))
-    return held(KWAIT_LOCK(shim_real.pthread_rwlock_clockwrlock(pl, clock, abs)));
-  if (shim_bad_clockwait(clock, abs)) return EINVAL;
-  return rw_wrlock(PRW(pl), 0, clock, abs);
-}
-
-SHIM_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *pl) {
-  SHIM_ENTER(pthread_rwlock_unlock, pl);
-  if (UNLIKELY(glibc_rw(pl))) return let_go(shim_real.pthread_rwlock_unlock(pl));
-  struct pt_rwlock *l = PRW(pl);
-  ito__dropin_lock(&l->qlock);
-  if (l->state == -1) {
-    l->state = 0;
-    __atomic_store_n(&l->owner, 0, __ATOMIC_RELAXED);
-  } else if (l->state > 0) {
-    l->state--;
-  } else {
-    ito__dropin_unlock(&l->qlock);
-    return EPERM;
-  }
-  void *w = l->state == 0 ? rw_grant(l) : NULL;
-  ito__dropin_unlock(&l->qlock);
-  ito__dropin_wq_wake(w);
-  return 0;
-}
-
 /* ---- barriers ---------------------------------------------------------------------------
  * The shim's own layout, on the runtime's wait queues. glibc's
  * process-shared barrier has its shared flag (128, FUTEX_SHARED) in the
@@ -779,20 +540,11 @@ SHIM_EXPORT int pthread_setspecific(pthread_key_t k, const void *v) {
 
 /* ---- glibc's old names for the same calls (binaries linked long ago) --------------- */
 
-#define SHIM_ALIAS(old, name) \
-  SHIM_EXPORT __typeof__(name) old __attribute__((alias(#name), copy(name)));
 SHIM_ALIAS(__pthread_mutex_init, pthread_mutex_init)
 SHIM_ALIAS(__pthread_mutex_destroy, pthread_mutex_destroy)
 SHIM_ALIAS(__pthread_mutex_lock, pthread_mutex_lock)
 SHIM_ALIAS(__pthread_mutex_trylock, pthread_mutex_trylock)
 SHIM_ALIAS(__pthread_mutex_unlock, pthread_mutex_unlock)
-SHIM_ALIAS(__pthread_rwlock_init, pthread_rwlock_init)
-SHIM_ALIAS(__pthread_rwlock_destroy, pthread_rwlock_destroy)
-SHIM_ALIAS(__pthread_rwlock_rdlock, pthread_rwlock_rdlock)
-SHIM_ALIAS(__pthread_rwlock_tryrdlock, pthread_rwlock_tryrdlock)
-SHIM_ALIAS(__pthread_rwlock_wrlock, pthread_rwlock_wrlock)
-SHIM_ALIAS(__pthread_rwlock_trywrlock, pthread_rwlock_trywrlock)
-SHIM_ALIAS(__pthread_rwlock_unlock, pthread_rwlock_unlock)
 SHIM_ALIAS(__pthread_once, pthread_once)
 SHIM_ALIAS(__pthread_key_create, pthread_key_create)
 SHIM_ALIAS(__pthread_getspecific, pthread_getspecific)
