@@ -7,6 +7,7 @@
  * parking would hang (ctest's timeout). */
 #define _GNU_SOURCE
 #include "check.h"
+#include "fdtable.h"
 
 #include <ito/ito.h>
 
@@ -30,6 +31,20 @@ static uint64_t next(void) {
   rng ^= rng >> 7;
   rng ^= rng << 17;
   return rng;
+}
+
+/* Waits that poll a state sleep between looks, so that on one worker the
+ * thread they wait for runs meanwhile. */
+static void ms_sleep(long ms) {
+  struct timespec d = {ms / 1000, (ms % 1000) * 1000000L};
+  ito_nanosleep(&d);
+}
+
+/* Until a thread waits on fd (fdtable.h). */
+static void wait_for_waiter(int fd) {
+  int r;
+  while ((r = fdtable_waited_on(fd)) == 0) ms_sleep(1);
+  CHECK(r == 1);
 }
 
 /* ---- 1. many readers, woken in random order ------------------------------------ */
@@ -105,8 +120,12 @@ static void test_close(void) {
   CHECK_EQ(ito_create(parked_reader, NULL, &r), 0);
   CHECK_EQ(ito_create(parked_writer, NULL, &w), 0);
   while (__atomic_load_n(&parked, __ATOMIC_ACQUIRE) < 2) ito_yield();
-  struct timespec ms = {0, 20 * 1000000};
-  ito_nanosleep(&ms); /* both are parked now (or about to be: they see EBADF either way) */
+  /* both wait now (or have passed the point where the descriptor could
+   * still name another file: they see EBADF either way); a close before
+   * that would let the pipe below take the number, and the thread would
+   * wait on the new file for ever */
+  wait_for_waiter(cp[0]);
+  wait_for_waiter(sp[0]);
   CHECK_EQ(ito_close(cp[0]), 0);
   CHECK_EQ(ito_close(sp[0]), 0);
   /* the numbers are reused at once; nobody reads the new files */
@@ -319,15 +338,6 @@ static int vp[2];
  * (docs/api.md, the hazard of reading errno across a blocking call). */
 static __attribute__((noinline)) int errno_now(void) { return errno; }
 static volatile int view_step;
-
-/* The waits below sleep rather than ito_yield: a yield re-enters the
- * scheduler at the top of its loop, which runs the yielding thread again
- * before it ever reaches the timers, so on one worker a yield loop starves
- * a thread asleep on a timer (as of this writing). */
-static void ms_sleep(long ms) {
-  struct timespec d = {ms / 1000, (ms % 1000) * 1000000L};
-  ito_nanosleep(&d);
-}
 
 /* Waits once on vp[0] (the runtime learns the fd's view then), then reads
  * again after the main thread changed the view: EAGAIN at once. */

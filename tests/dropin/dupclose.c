@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #define DROPIN_PROG "dupclose"
+#include "../fdtable.h"
 #include "dropin.h"
 
 static void sleep_ms(long ms) {
@@ -54,8 +55,9 @@ static void *blocked_main(void *arg) {
   return NULL;
 }
 
-/* Starts the call and gives it time to block (100 ms after the thread said
- * it is about to call). */
+/* Starts the call and waits until it waits: in the kernel natively, parked
+ * under the preload (fdtable.h). Replacing the number before that would
+ * let the call start on the new file. */
 static void block(struct blocked *b, int fd, size_t len) {
   memset(b, 0, sizeof *b);
   b->fd = fd;
@@ -66,7 +68,9 @@ static void block(struct blocked *b, int fd, size_t len) {
   pthread_mutex_lock(&b->m);
   while (!b->started) pthread_cond_wait(&b->cv, &b->m);
   pthread_mutex_unlock(&b->m);
-  sleep_ms(100);
+  int r;
+  while ((r = fdtable_waited_on(fd)) == 0) sleep_ms(1);
+  if (r < 0) FAIL("cannot read /proc/self to see the call wait");
 }
 
 /* The call must end within 10 s. */
