@@ -36,7 +36,7 @@ static inline int fdtable_highest(void) {
 
 /* Whether the first argument of the system call thread tid is in is fd. */
 static inline int fdtable_task_in_call_on(const char *tid, int fd) {
-  char path[64], line[256];
+  char path[300], line[256];
   snprintf(path, sizeof path, "/proc/self/task/%s/syscall", tid);
   FILE *f = fopen(path, "r");
   if (!f) return 0; /* the thread ended meanwhile */

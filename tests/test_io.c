@@ -369,7 +369,7 @@ static void test_view(int sock) {
   ito_thread_t t;
   CHECK_EQ(ito_create(view_reader, (void *)(intptr_t)sock, &t), 0);
   while (__atomic_load_n(&view_step, __ATOMIC_ACQUIRE) != 1) ms_sleep(1);
-  ms_sleep(20); /* most likely parked now */
+  wait_for_waiter(vp[0]); /* (a new descriptor: the reader's first park adds it) */
   CHECK_EQ(ito_write(vp[1], "a", 1), 1);
   int fl = fcntl(vp[0], F_GETFL);
   struct timeval tv = {0, 20000}, none = {0, 0};
@@ -378,8 +378,9 @@ static void test_view(int sock) {
   else /* a plain fcntl: natively the runtime asks for the flag at each wait */
     CHECK_EQ(fcntl(vp[0], F_SETFL, fl | O_NONBLOCK), 0);
   __atomic_store_n(&view_step, 2, __ATOMIC_RELEASE);
-  /* a stale view parks the reader: this byte (long after 20 ms) would end it */
-  for (int i = 0; i < 200 && __atomic_load_n(&view_step, __ATOMIC_ACQUIRE) != 3; i++) ms_sleep(10);
+  /* a stale view parks the reader: this byte (after 30 s, which no
+   * descheduling on a busy machine reaches) would end it */
+  for (int i = 0; i < 3000 && __atomic_load_n(&view_step, __ATOMIC_ACQUIRE) != 3; i++) ms_sleep(10);
   if (__atomic_load_n(&view_step, __ATOMIC_ACQUIRE) != 3) CHECK_EQ(ito_write(vp[1], "!", 1), 1);
   while (__atomic_load_n(&view_step, __ATOMIC_ACQUIRE) != 3) ms_sleep(1);
   if (sock)

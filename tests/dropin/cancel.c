@@ -100,14 +100,15 @@ static void *in_poll(void *p) {
   return NULL;
 }
 
-static volatile int slept_through;
+static volatile int slept_through, cancel_sent;
 static void *disabled(void *p) {
   (void)p;
   int old;
   pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
   pthread_cleanup_push(note, "after enabling");
   started = 1;
-  usleep(100000); /* not cut short: disabled */
+  while (!cancel_sent) usleep(1000);
+  usleep(10000); /* a cancellation point with the request pending: not acted on, disabled */
   slept_through = 1;
   pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &old);
   pthread_testcancel();
@@ -159,6 +160,7 @@ static void *async_loop(void *p) {
 static void run(const char *what, void *(*fn)(void *), int cancel) {
   pthread_t t;
   started = 0;
+  cancel_sent = 0;
   cleaned = 0;
   if (pthread_create(&t, NULL, fn, NULL)) FAIL("pthread_create");
   while (!started) usleep(1000);
@@ -166,6 +168,7 @@ static void run(const char *what, void *(*fn)(void *), int cancel) {
   if (cancel) {
     int rc = pthread_cancel(t);
     if (rc) FAIL("pthread_cancel: %s", code_name(rc));
+    cancel_sent = 1;
   }
   void *ret;
   pthread_join(t, &ret);

@@ -13,7 +13,7 @@
  *   times out with EAGAIN (and, changed back to none, waits for data).
  *
  * A wait that should have failed at once is caught without a hang: a
- * helper writes after 5 s, and the test fails on the data it then reads. */
+ * helper writes after 30 s, and the test fails on the data it then reads. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #define DROPIN_PROG "fdview"
+#include "../fdtable.h"
 #include "dropin.h"
 
 static void sleep_ms(long ms) {
@@ -67,12 +68,15 @@ static void first_wait(int rfd, int wfd) {
   pthread_mutex_lock(&f.m);
   while (!f.ready) pthread_cond_wait(&f.c, &f.m);
   pthread_mutex_unlock(&f.m);
-  sleep_ms(20); /* most likely parked by now; if not, it parks later or not at all */
+  int r; /* until it waits: in the kernel natively, parked under the preload */
+  while ((r = fdtable_waited_on(rfd)) == 0) sleep_ms(1);
+  if (r < 0) FAIL("cannot read /proc/self to see the read wait");
   if (write(wfd, "w", 1) != 1) FAIL("write");
   must("pthread_join", pthread_join(t, NULL));
 }
 
-/* The watchdog: unless cancelled within 5 s, acts on fd (writes a byte,
+/* The watchdog: unless cancelled within 30 s (more than a busy machine
+ * delays a call), acts on fd (writes a byte,
  * drains, connects), so that a call that waits instead of failing at once
  * ends, and is caught by its result. */
 struct dog {
@@ -83,7 +87,7 @@ struct dog {
 };
 static void *dog_main(void *arg) {
   struct dog *d = arg;
-  for (int i = 0; i < 500 && !__atomic_load_n(&d->cancel, __ATOMIC_ACQUIRE); i++) sleep_ms(10);
+  for (int i = 0; i < 3000 && !__atomic_load_n(&d->cancel, __ATOMIC_ACQUIRE); i++) sleep_ms(10);
   if (!__atomic_load_n(&d->cancel, __ATOMIC_ACQUIRE)) d->act(d->fd);
   return NULL;
 }

@@ -275,7 +275,9 @@ static void *sem_waits(void *a) {
 /* sem_wait and SA_RESTART, as glibc: restarted without a deadline. The
  * waiter is signalled until its wait ends, or (a restarted wait) until
  * its handler ran three times after it said it was about to wait; then
- * the semaphore is posted. */
+ * the semaphore is posted. (Without SA_RESTART the signals go on until
+ * the wait ends: handlers that all ran before the waiter reached sem_wait
+ * would otherwise leave the post to end it.) */
 static void sem_restart(int restart, int timed) {
   install(SIGUSR1, restart ? SA_RESTART : 0);
   sem_init(&never_posted, 0, 0);
@@ -287,7 +289,7 @@ static void sem_restart(int restart, int timed) {
   expect_on = t;
   while (!about_to_wait) sched_yield();
   int ran_ok = 1, n = 0;
-  while (!wait_over && n < 3 && ran_ok) {
+  while (!wait_over && n < (restart ? 3 : 1000000) && ran_ok) {
     pthread_kill(t, SIGUSR1);
     ran_ok = handler_ran();
     n++;

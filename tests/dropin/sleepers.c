@@ -27,7 +27,7 @@
 
 #define SLEEPERS 200
 #define SLEEP_MS 20L
-#define A_SLEEP_MS 300L
+#define A_SLEEP_MAX_MS 30000L
 #define NS_PER_MS 1000000LL
 
 static long long now_ns(clockid_t clock) {
@@ -104,8 +104,13 @@ static void *thread_a(void *arg) {
   a_about_to_sleep = 1;
   pthread_cond_signal(&flag_cond);
   pthread_mutex_unlock(&flag_lock);
-  struct timespec t = ts_of(A_SLEEP_MS * NS_PER_MS);
-  while (nanosleep(&t, &t) != 0) {
+  /* sleeps of 10 ms until B ran, 30 s at most: a busy machine may be slow
+   * to run main and B, but only a sleep that holds the worker keeps them
+   * from running for 30 s */
+  for (long slept = 0; !atomic_load(&b_ran) && slept < A_SLEEP_MAX_MS; slept += 10) {
+    struct timespec t = ts_of(10 * NS_PER_MS);
+    while (nanosleep(&t, &t) != 0) {
+    }
   }
   printf("B ran while A slept: %s\n", atomic_load(&b_ran) ? "yes" : "no");
   return NULL;

@@ -9,7 +9,10 @@
  * the task sleeps, and 3 of the member sleeps, were under way at one
  * moment (a task runs as a member of its team: with 4 members at most 4
  * task sleeps can be under way at once, in any runtime).
- * No wall time is asserted: on 1 or 2 workers, sleeps that held their
+ * A sleep goes on in pieces of 10 ms until 3 sleeps have begun (or as
+ * many as the team has members; 30 s at most), so that a busy machine
+ * that is late to start the others does not end the first ones before:
+ * the overlap then shows only whether sleeps park. No wall time is asserted: on 1 or 2 workers, sleeps that held their
  * worker would overlap at most 2 at a time (run with ITO_EXTRA_WORKERS=0,
  * so that no extra worker stands in for a blocked one: tests/omp/
  * CMakeLists.txt). */
@@ -60,6 +63,15 @@ static int sleep_by(int how) {
   }
 }
 
+/* After a sleep: more sleeps of 10 ms until *begun reaches 3 (or the
+ * team's size, if smaller), 30 s at most. */
+static void until_three_began(int *begun) {
+  struct timespec piece = {0, 10000000L};
+  int want = omp_get_num_threads() < 3 ? omp_get_num_threads() : 3;
+  for (int i = 0; i < 3000 && __atomic_load_n(begun, __ATOMIC_ACQUIRE) < want; i++)
+    nanosleep(&piece, NULL);
+}
+
 /* The most intervals [start[i], end[i]) under way at one moment. */
 static int max_overlap(const long long *start, const long long *end, int n) {
   int best = 0;
@@ -74,15 +86,17 @@ static int max_overlap(const long long *start, const long long *end, int n) {
 int main(void) {
   int under_ito = dlsym(RTLD_DEFAULT, "ito_init") != NULL;
   long long start[NTASKS], end[NTASKS], slept[NTASKS];
-  int rcs[NTASKS];
+  int rcs[NTASKS], begun = 0, mbegun = 0;
 
 #pragma omp parallel num_threads(NMEMBERS)
 #pragma omp single
   for (int i = 0; i < NTASKS; i++) {
-#pragma omp task firstprivate(i) shared(start, end, slept, rcs)
+#pragma omp task firstprivate(i) shared(start, end, slept, rcs, begun)
     {
       start[i] = now_ns();
+      __atomic_add_fetch(&begun, 1, __ATOMIC_RELEASE);
       rcs[i] = sleep_by(i);
+      until_three_began(&begun);
       end[i] = now_ns();
       slept[i] = end[i] - start[i];
     }
@@ -96,14 +110,16 @@ int main(void) {
 
   long long mstart[NMEMBERS], mend[NMEMBERS];
   int mrc[NMEMBERS], members = 0;
-#pragma omp parallel num_threads(NMEMBERS) shared(mstart, mend, mrc, members)
+#pragma omp parallel num_threads(NMEMBERS) shared(mstart, mend, mrc, members, mbegun)
   {
     int me = omp_get_thread_num();
 #pragma omp single
     members = omp_get_num_threads();
     mstart[me] = now_ns();
+    __atomic_add_fetch(&mbegun, 1, __ATOMIC_RELEASE);
     /* member 1 sleeps a whole second with sleep(3) */
     mrc[me] = me == 1 ? (int)sleep(1) : sleep_by(me);
+    until_three_began(&mbegun);
     mend[me] = now_ns();
   }
   int mok = 0;
