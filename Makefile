@@ -34,68 +34,48 @@ deps:
 	$(SUDO) apt-get update; \
 	$(APT_INSTALL) $$missing
 
-build:
-	cmake -S . -B build -DCMAKE_BUILD_TYPE=Release $(CMAKE_ARGS)
-	cmake --build build -j$(JOBS)
-
-build-debug:
-	cmake -S . -B build-debug -DCMAKE_BUILD_TYPE=Debug -DITO_BUILD_BENCH=OFF $(CMAKE_ARGS)
-	cmake --build build-debug -j$(JOBS)
-
-build-asan:
-	cmake -S . -B build-asan -DITO_SANITIZE=address -DITO_BUILD_BENCH=OFF \
-	  -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS)
-	cmake --build build-asan -j$(JOBS)
-
-# ThreadSanitizer: the runtime's switches carry its fiber annotations, and
-# every fork is a lightweight thread of its own there (docs/fibers.md).
-build-tsan:
-	cmake -S . -B build-tsan -DITO_SANITIZE=thread -DITO_BUILD_BENCH=OFF \
-	  -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_ARGS)
-	cmake --build build-tsan -j$(JOBS)
+# The builds and their tests are CMake presets (CMakePresets.json): build
+# is `release`, build-debug `debug`, build-asan `asan`, build-tsan `tsan`
+# (its switches carry ThreadSanitizer's fiber annotations,
+# docs/fibers.md), build-aarch64 `aarch64`.
+build build-debug build-asan build-tsan:
+	cmake --preset $(PRESET_$@) $(CMAKE_ARGS)
+	cmake --build --preset $(PRESET_$@) -j$(JOBS)
+PRESET_build       := release
+PRESET_build-debug := debug
+PRESET_build-asan  := asan
+PRESET_build-tsan  := tsan
 
 # Every stage runs even if an earlier one failed; the summary says which did,
-# with ctest's counts (tests/ctest-counts.sh: skipped tests are counted
-# apart, never as passed). Each stage's ctest output is kept in
-# <build dir>/ctest.log. The model checks (label verify) do not depend on
-# the build: the Release stage runs them, the Debug stage leaves them out.
+# with the counts of ctest's JUnit output (tests/ctest-counts.py: skipped
+# tests are counted apart, never as passed). Each stage keeps its ctest
+# output in <build dir>/ctest.log and its JUnit file in ctest-junit.xml.
+# The model checks (label verify) do not depend on the build: the Release
+# stage runs them, the Debug stage leaves them out (its test preset).
 test: deps
 	@rc=0; res=(); \
-	counts() { bash tests/ctest-counts.sh "$$1" || true; }; \
-	echo "==== Release build and tests"; \
-	rm -f build/ctest.log; \
-	if $(MAKE) --no-print-directory build && \
-	   ctest --test-dir build --output-on-failure -j$(TEST_JOBS) | tee build/ctest.log; then \
-	  res+=("Release (build/):              PASS ($$(counts build/ctest.log))"); \
-	else res+=("Release (build/):              FAIL ($$(counts build/ctest.log))"); rc=1; fi; \
-	echo "==== Debug build and tests"; \
-	rm -f build-debug/ctest.log; \
-	if $(MAKE) --no-print-directory build-debug && \
-	   ctest --test-dir build-debug --output-on-failure -j$(TEST_JOBS) -LE verify \
-	     | tee build-debug/ctest.log; then \
-	  res+=("Debug (build-debug/):          PASS ($$(counts build-debug/ctest.log); verify_* in Release only)"); \
-	else res+=("Debug (build-debug/):          FAIL ($$(counts build-debug/ctest.log); verify_* in Release only)"); rc=1; fi; \
-	echo "==== AddressSanitizer + UBSan build and tests"; \
-	rm -f build-asan/ctest.log; \
-	if $(MAKE) --no-print-directory build-asan && \
-	   UBSAN_OPTIONS=print_stacktrace=1 ctest --test-dir build-asan --output-on-failure -j$(TEST_JOBS) \
-	     | tee build-asan/ctest.log; then \
-	  res+=("ASan+UBSan (build-asan/):      PASS ($$(counts build-asan/ctest.log))"); \
-	else res+=("ASan+UBSan (build-asan/):      FAIL ($$(counts build-asan/ctest.log))"); rc=1; fi; \
-	echo "==== ThreadSanitizer build and tests"; \
-	rm -f build-tsan/ctest.log; \
-	if $(MAKE) --no-print-directory build-tsan && \
-	   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-	     ctest --test-dir build-tsan --output-on-failure -j$(TEST_JOBS) | tee build-tsan/ctest.log; then \
-	  res+=("TSan (build-tsan/):            PASS ($$(counts build-tsan/ctest.log))"); \
-	else res+=("TSan (build-tsan/):            FAIL ($$(counts build-tsan/ctest.log))"); rc=1; fi; \
+	counts() { python3 tests/ctest-counts.py "$$1" || true; }; \
+	stage() { \
+	  local title=$$1 dir=$$2 preset=$$3 note=$$4 s=PASS; \
+	  echo "==== $$title build and tests"; \
+	  rm -f $$dir/ctest.log $$dir/ctest-junit.xml; \
+	  if $(MAKE) --no-print-directory $$dir && \
+	     ctest --preset $$preset -j$(TEST_JOBS) --output-junit "$(CURDIR)/$$dir/ctest-junit.xml" \
+	       | tee $$dir/ctest.log; then :; else s=FAIL; rc=1; fi; \
+	  res+=("$$(printf '%-30s' "$$title ($$dir/):") $$s ($$(counts $$dir/ctest-junit.xml)$$note)"); \
+	}; \
+	stage Release build release ""; \
+	stage Debug build-debug debug "; verify_* in Release only"; \
+	stage ASan+UBSan build-asan asan ""; \
+	stage TSan build-tsan tsan ""; \
 	echo "==== aarch64 cross build and tests under qemu"; \
-	mkdir -p build; rm -f build-aarch64/ctest.log; \
+	mkdir -p build; rm -f build-aarch64/ctest.log build-aarch64/ctest-junit.xml; \
+	title=$$(printf '%-30s' "aarch64 qemu (build-aarch64/):"); \
 	if $(MAKE) --no-print-directory test-aarch64 2>&1 | tee build/test-aarch64.log; then \
 	  if grep -q '^aarch64: .*skipped' build/test-aarch64.log; then \
-	    res+=("aarch64 qemu (build-aarch64/): SKIPPED (cross compiler or qemu-user not installable)"); \
-	  else res+=("aarch64 qemu (build-aarch64/): PASS ($$(counts build-aarch64/ctest.log))"); fi; \
-	else res+=("aarch64 qemu (build-aarch64/): FAIL ($$(counts build-aarch64/ctest.log))"); rc=1; fi; \
+	    res+=("$$title SKIPPED (cross compiler or qemu-user not installable)"); \
+	  else res+=("$$title PASS ($$(counts build-aarch64/ctest-junit.xml))"); fi; \
+	else res+=("$$title FAIL ($$(counts build-aarch64/ctest-junit.xml))"); rc=1; fi; \
 	echo; echo "==== summary"; printf '%s\n' "$${res[@]}"; \
 	echo "(each stage's ctest output: <build dir>/ctest.log)"; \
 	exit $$rc
@@ -118,10 +98,10 @@ test-aarch64:
 	  fi; \
 	fi; \
 	set -x; \
-	cmake -S . -B build-aarch64 -DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-aarch64.cmake \
-	  -DCMAKE_BUILD_TYPE=Release -DITO_BUILD_BENCH=OFF $(CMAKE_ARGS); \
-	cmake --build build-aarch64 -j$(JOBS); \
-	ctest --test-dir build-aarch64 --output-on-failure -j$(TEST_JOBS) | tee build-aarch64/ctest.log
+	cmake --preset aarch64 $(CMAKE_ARGS); \
+	cmake --build --preset aarch64 -j$(JOBS); \
+	ctest --preset aarch64 -j$(TEST_JOBS) --output-junit "$(CURDIR)/build-aarch64/ctest-junit.xml" \
+	  | tee build-aarch64/ctest.log
 
 # BENCH=name runs one benchmark, WORKERS=n fixes the worker count.
 bench:
