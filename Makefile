@@ -10,7 +10,7 @@ CMAKE_ARGS ?=
 BENCH      ?=
 WORKERS    ?=
 
-DEPS         := build-essential cmake pkg-config libtbb-dev libomp-14-dev clang \
+DEPS         := build-essential cmake pkg-config libtbb-dev libomp-14-dev clang clang-format \
                 python3-matplotlib gnuplot-nox valgrind spin gfortran \
                 libhwloc-dev hwloc-nox libnuma-dev openmpi-bin libopenmpi-dev
 AARCH64_DEPS := gcc-aarch64-linux-gnu g++-aarch64-linux-gnu qemu-user

@@ -70,9 +70,8 @@ int main(int argc, char **argv) {
     double ts = bench::seconds([&] { want = phases_run(phases, leaves, tree_serial); });
     double tp = bench::seconds_on_root([&] { got = phases_run(phases, leaves, tree_par); });
     if (got != want) {
-      std::fprintf(stderr, "alternate_%s: WRONG ANSWER: checksum %llu, serial %llu\n",
-                   BENCH_SYSTEM, static_cast<unsigned long long>(got),
-                   static_cast<unsigned long long>(want));
+      std::fprintf(stderr, "alternate_%s: WRONG ANSWER: checksum %llu, serial %llu\n", BENCH_SYSTEM,
+                   static_cast<unsigned long long>(got), static_cast<unsigned long long>(want));
       return 1;
     }
     std::printf("%s,%d,%d,%ld,%ld,%d,%.6f,%.6f,%.4f\n", BENCH_SYSTEM, workers, phases, seq_us,

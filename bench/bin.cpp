@@ -149,15 +149,18 @@ int main(int argc, char **argv) {
   const int reps = static_cast<int>(bench::arg_long(argc, argv, 4, 3, 1, 100000));
   const std::uint64_t want = calls(n, k) * consume(a);
   if (!closed_forms_agree(n, k)) {
-    std::fprintf(stderr, "bin_%s: the closed forms for T1/Tinf disagree with their recurrences "
-                 "at n=%d, K=%d\n", BENCH_SYSTEM, n, k);
+    std::fprintf(stderr,
+                 "bin_%s: the closed forms for T1/Tinf disagree with their recurrences "
+                 "at n=%d, K=%d\n",
+                 BENCH_SYSTEM, n, k);
     return 1;
   }
 
   const int workers = bench::init_workers();
   bench::print_meta("bin", BENCH_SYSTEM, workers);
   std::printf("# consume_calls=%llu\n", (unsigned long long)calls(n, k));
-  std::printf("system,workers,n,K,A,rep,serial_s,parallel_s,ratio,consume_ns,t1_s,tinf_s,bound_s\n");
+  std::printf(
+      "system,workers,n,K,A,rep,serial_s,parallel_s,ratio,consume_ns,t1_s,tinf_s,bound_s\n");
   std::fflush(stdout);
 
   {  // warm-up
@@ -196,9 +199,8 @@ int main(int argc, char **argv) {
                    (unsigned long long)want);
       return 1;
     }
-    std::printf("%s,%d,%d,%d,%ld,%d,%.6f,%.6f,%.4f,%.3f,%.6f,%.6f,%.6f\n", BENCH_SYSTEM, workers,
-                n, k, a, rep, ts, tp, ts > 0 ? tp / ts : 0.0, ca * 1e9, t1, tinf,
-                t1 / workers + tinf);
+    std::printf("%s,%d,%d,%d,%ld,%d,%.6f,%.6f,%.4f,%.3f,%.6f,%.6f,%.6f\n", BENCH_SYSTEM, workers, n,
+                k, a, rep, ts, tp, ts > 0 ? tp / ts : 0.0, ca * 1e9, t1, tinf, t1 / workers + tinf);
     std::fflush(stdout);
   }
   return 0;

@@ -27,9 +27,7 @@
 #include "common/util.hpp"
 #include "common/create_loop.hpp"
 
-
 namespace {
-
 
 // Sense-reversing barrier for n participants: bounded spin, then sched_yield.
 class spin_barrier {
@@ -42,11 +40,13 @@ class spin_barrier {
       gen_.fetch_add(1, std::memory_order_release);
       return;
     }
-    bench::spin_until([&] { return gen_.load(std::memory_order_acquire) != gen; }, 120, [&] {
-      std::fprintf(stderr, "create_p_%s: barrier: only %d of %d tasks arrived in 120 s\n",
-                   BENCH_SYSTEM, count_.load(), n_);
-      std::exit(4);
-    });
+    bench::spin_until([&] { return gen_.load(std::memory_order_acquire) != gen; }, 120,
+                      [&] {
+                        std::fprintf(stderr,
+                                     "create_p_%s: barrier: only %d of %d tasks arrived in 120 s\n",
+                                     BENCH_SYSTEM, count_.load(), n_);
+                        std::exit(4);
+                      });
   }
 
  private:
@@ -64,8 +64,13 @@ struct ctx {
   std::vector<std::vector<std::int64_t>> ns;  // [task][measurement]
   std::vector<long> counted, bad;
   ctx(int p_, long it, int m)
-      : p(p_), iters(it), meas(m), bar(p_), ns(static_cast<size_t>(p_)),
-        counted(static_cast<size_t>(p_), 0), bad(static_cast<size_t>(p_), -2) {}
+      : p(p_),
+        iters(it),
+        meas(m),
+        bar(p_),
+        ns(static_cast<size_t>(p_)),
+        counted(static_cast<size_t>(p_), 0),
+        bad(static_cast<size_t>(p_), -2) {}
 };
 
 }  // namespace

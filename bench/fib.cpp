@@ -34,9 +34,9 @@ __attribute__((noinline)) static long fib_serial(int n) {
 #if defined(__x86_64__)
 #define FIB_CLOCK() __asm__ volatile("rdtsc" ::: "eax", "edx")
 #elif defined(__aarch64__)
-#define FIB_CLOCK()                                  \
-  do {                                               \
-    unsigned long fib_v_;                            \
+#define FIB_CLOCK()                                        \
+  do {                                                     \
+    unsigned long fib_v_;                                  \
     __asm__ volatile("mrs %0, cntvct_el0" : "=r"(fib_v_)); \
   } while (0)
 #else

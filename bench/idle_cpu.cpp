@@ -1,5 +1,5 @@
-// CPU burnt by idle workers (the idle-workers paper, docs/references.md): one task runs sequential work while
-// the other P - 1 workers have nothing to do.
+// CPU burnt by idle workers (the idle-workers paper, docs/references.md): one task runs sequential
+// work while the other P - 1 workers have nothing to do.
 //
 //   idle_cpu_<system> [ms=1000] [reps=3]
 //
@@ -86,8 +86,7 @@ int main(int argc, char **argv) {
   const int workers = bench::init_workers();
   bench::print_meta("idle_cpu", BENCH_SYSTEM, workers);
   if (workers < 2) {
-    std::fprintf(stderr, "idle_cpu_%s: needs at least 2 workers (has %d)\n", BENCH_SYSTEM,
-                 workers);
+    std::fprintf(stderr, "idle_cpu_%s: needs at least 2 workers (has %d)\n", BENCH_SYSTEM, workers);
     return 2;
   }
   const double rate = bench::lcg_steps_per_us();
@@ -109,8 +108,10 @@ int main(int argc, char **argv) {
       return 1;
     }
     if (s.work <= 0 || s.process + 1e-3 < s.work) {
-      std::fprintf(stderr, "idle_cpu_%s: WRONG ANSWER: CPU times make no sense (process %.6f s, "
-                   "work %.6f s)\n", BENCH_SYSTEM, s.process, s.work);
+      std::fprintf(stderr,
+                   "idle_cpu_%s: WRONG ANSWER: CPU times make no sense (process %.6f s, "
+                   "work %.6f s)\n",
+                   BENCH_SYSTEM, s.process, s.work);
       return 1;
     }
     double idle = s.process - s.work;

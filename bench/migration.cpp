@@ -1,4 +1,5 @@
-// How long one task takes to move to another worker (the six-systems study, section 5.4.1; docs/references.md).
+// How long one task takes to move to another worker (the six-systems study, section 5.4.1;
+// docs/references.md).
 //
 //   migration_<system> [reps=10000] [dropped=1000] [gap_us=0]
 //
@@ -28,15 +29,15 @@
 
 namespace {
 
-
 // Waits until *flag is nonzero: bounded spin, then sched_yield; exits after
 // 60 s rather than hang (e.g. a system that runs both on one worker).
 void wait_flag(const std::atomic<int> *flag, const char *who) {
-  bench::spin_until([&] { return flag->load(std::memory_order_acquire) != 0; }, 60, [&] {
-    std::fprintf(stderr, "migration_%s: the %s waited 60 s for the other task\n", BENCH_SYSTEM,
-                 who);
-    std::exit(4);
-  });
+  bench::spin_until([&] { return flag->load(std::memory_order_acquire) != 0; }, 60,
+                    [&] {
+                      std::fprintf(stderr, "migration_%s: the %s waited 60 s for the other task\n",
+                                   BENCH_SYSTEM, who);
+                      std::exit(4);
+                    });
 }
 
 struct rep_state {
@@ -77,7 +78,8 @@ int main(int argc, char **argv) {
     return 2;
   }
 
-  std::vector<std::int64_t> child_ns(static_cast<size_t>(reps)), parent_ns(static_cast<size_t>(reps));
+  std::vector<std::int64_t> child_ns(static_cast<size_t>(reps)),
+      parent_ns(static_cast<size_t>(reps));
   bool ok = true;
   const long gap_steps = gap_us ? static_cast<long>(bench::lcg_steps_per_us() * gap_us) : 0;
   bench::run_root([&] {

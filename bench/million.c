@@ -42,9 +42,12 @@ static status read_status(void) {
   char line[256];
   while (fgets(line, sizeof line, f)) {
     long v;
-    if (sscanf(line, "VmHWM: %ld kB", &v) == 1) s.hwm_kb = v;
-    else if (sscanf(line, "VmRSS: %ld kB", &v) == 1) s.rss_kb = v;
-    else if (sscanf(line, "VmPTE: %ld kB", &v) == 1) s.pte_kb = v;
+    if (sscanf(line, "VmHWM: %ld kB", &v) == 1)
+      s.hwm_kb = v;
+    else if (sscanf(line, "VmRSS: %ld kB", &v) == 1)
+      s.rss_kb = v;
+    else if (sscanf(line, "VmPTE: %ld kB", &v) == 1)
+      s.pte_kb = v;
   }
   fclose(f);
   return s;
@@ -104,8 +107,7 @@ int main(int argc, char **argv) {
     rc = ito_create(thread_main, (void *)(uintptr_t)i, &th[i]);
     if (rc) {
       /* The threads made so far wait on a barrier that can never fill. */
-      fprintf(stderr, "million: ito_create failed at thread %ld of %ld: %s\n", i, n,
-              strerror(rc));
+      fprintf(stderr, "million: ito_create failed at thread %ld of %ld: %s\n", i, n, strerror(rc));
       fflush(stderr);
       _exit(1);
     }
@@ -176,10 +178,11 @@ int main(int argc, char **argv) {
                    ? (double)(st1.hwm_kb - st0.hwm_kb) * 1024.0 / (double)n
                    : -1.0;
   printf("# bench=million system=ito workers=%d\n", workers);
-  printf("n,workers,wall_s,create_s,arrive_s,finish_s,hwm_start_kb,hwm_end_kb,rss_peak_kb,"
-         "pte_peak_kb,bytes_per_thread\n");
-  printf("%ld,%d,%.6f,%.6f,%.6f,%.6f,%ld,%ld,%ld,%ld,%.1f\n", n, workers, t3 - t0, t1 - t0,
-         t2 - t1, t3 - t2, st0.hwm_kb, st1.hwm_kb, peak.rss_kb, peak.pte_kb, bpt);
+  printf(
+      "n,workers,wall_s,create_s,arrive_s,finish_s,hwm_start_kb,hwm_end_kb,rss_peak_kb,"
+      "pte_peak_kb,bytes_per_thread\n");
+  printf("%ld,%d,%.6f,%.6f,%.6f,%.6f,%ld,%ld,%ld,%ld,%.1f\n", n, workers, t3 - t0, t1 - t0, t2 - t1,
+         t3 - t2, st0.hwm_kb, st1.hwm_kb, peak.rss_kb, peak.pte_kb, bpt);
   fflush(stdout);
   return ok ? 0 : 1;
 }

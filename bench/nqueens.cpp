@@ -17,9 +17,8 @@
 namespace {
 
 constexpr int kMaxN = 16;
-const long kKnown[kMaxN + 1] = {1,    1,     0,      0,      2,       10,       4,
-                                40,   92,    352,    724,    2680,    14200,    73712,
-                                365596, 2279184, 14772512};
+const long kKnown[kMaxN + 1] = {1,   1,   0,    0,     2,     10,     4,       40,      92,
+                                352, 724, 2680, 14200, 73712, 365596, 2279184, 14772512};
 
 // May a queen go at (row, col) given board[0..row-1] (board[r] = column of row r)?
 inline bool safe(const signed char *board, int row, int col) {

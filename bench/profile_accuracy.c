@@ -148,8 +148,9 @@ int main(int argc, char **argv) {
     return 2;
   }
   int P = ito_num_workers();
-  printf("program,workers,t1_closed_s,t1_s,t1_ratio,tinf_closed_s,tinf_s,tinf_ratio,"
-         "parallelism_expected,parallelism\n");
+  printf(
+      "program,workers,t1_closed_s,t1_s,t1_ratio,tinf_closed_s,tinf_s,tinf_ratio,"
+      "parallelism_expected,parallelism\n");
 
   double a = time_of_consume(A);
   ito_profile_begin("bin");

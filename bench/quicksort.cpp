@@ -30,8 +30,10 @@ inline long partition(int *a, long lo, long hi) {
   const int pivot = a[lo];
   long i = lo - 1, j = hi + 1;
   for (;;) {
-    do i++; while (a[i] < pivot);
-    do j--; while (a[j] > pivot);
+    do i++;
+    while (a[i] < pivot);
+    do j--;
+    while (a[j] > pivot);
     if (i >= j) return j;
     std::swap(a[i], a[j]);
   }
@@ -90,8 +92,8 @@ int main(int argc, char **argv) {
 
   std::vector<int> input(static_cast<std::size_t>(n));
   for (long i = 0; i < n; i++)
-    input[static_cast<std::size_t>(i)] =
-        static_cast<int>(static_cast<std::uint32_t>(bench::splitmix64(0x5EEDull * 1000003 + static_cast<std::uint64_t>(i))));
+    input[static_cast<std::size_t>(i)] = static_cast<int>(static_cast<std::uint32_t>(
+        bench::splitmix64(0x5EEDull * 1000003 + static_cast<std::uint64_t>(i))));
   const digest want = digest_of(input);
   std::vector<int> ws(input.size()), wp(input.size());
 
@@ -129,7 +131,8 @@ int main(int argc, char **argv) {
 
     const char *es = check(ws, want), *ep = check(wp, want);
     if (*es || *ep) {
-      std::fprintf(stderr, "quicksort_%s: WRONG ANSWER sorting %ld integers: serial %s, parallel %s\n",
+      std::fprintf(stderr,
+                   "quicksort_%s: WRONG ANSWER sorting %ld integers: serial %s, parallel %s\n",
                    BENCH_SYSTEM, n, *es ? es : "ok", *ep ? ep : "ok");
       return 1;
     }

@@ -24,7 +24,6 @@
 
 static atomic_long ran;
 
-
 static void leaf_or_split(void *p);
 typedef struct {
   int n;
@@ -55,7 +54,6 @@ static void *burst_fn(void *arg) {
   tree(*(int *)arg);
   return NULL;
 }
-
 
 int main(int argc, char **argv) {
   int reps = (int)bench_arg("shutdown", argc, argv, 1, 20, 1, 100000);

@@ -53,9 +53,9 @@ int main(int argc, char **argv) {
   });
 
   std::printf("# clock=%s ghz=%.4f\n", BENCH_CLOCK_NAME,
-              run_ns1 > run_ns0 ? static_cast<double>(run_c1 - run_c0) /
-                                      static_cast<double>(run_ns1 - run_ns0)
-                                : 0.0);
+              run_ns1 > run_ns0
+                  ? static_cast<double>(run_c1 - run_c0) / static_cast<double>(run_ns1 - run_ns0)
+                  : 0.0);
   std::printf("system,workers,measurement,ns_per_iter,clocks_per_iter\n");
   for (int m = drop; m < meas; m++)
     std::printf("%s,%d,%d,%.2f,%.1f\n", BENCH_SYSTEM, workers, m,

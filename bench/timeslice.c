@@ -67,8 +67,8 @@ int main(int argc, char **argv) {
   }
   qsort(late, (size_t)n, sizeof *late, cmp);
   printf("timeslice: %d computing threads, %d sleeps of 1 ms in %.2f s\n", c, n, secs);
-  printf("  wake-up lateness (us): median %.0f, p90 %.0f, p99 %.0f, max %.0f\n",
-         late[n / 2] / 1e3, late[n * 9 / 10] / 1e3, late[n * 99 / 100] / 1e3, late[n - 1] / 1e3);
+  printf("  wake-up lateness (us): median %.0f, p90 %.0f, p99 %.0f, max %.0f\n", late[n / 2] / 1e3,
+         late[n * 9 / 10] / 1e3, late[n * 99 / 100] / 1e3, late[n - 1] / 1e3);
   printf("  counting: %.3g per second in all; the smallest thread's share %.3f (fair: %.3f)\n",
          sum / secs, sum ? (double)least / sum : 0.0, 1.0 / c);
   return 0;

@@ -117,12 +117,12 @@ int main(int argc, char **argv) {
     });
 
     if (rs.nodes != rp.nodes || rs.idsum != rp.idsum) {
-      std::fprintf(stderr,
-                   "uts_%s: WRONG ANSWER depth=%d mean=%d seed=%ld: serial %llu nodes (ids %016llx), "
-                   "parallel %llu nodes (ids %016llx)\n",
-                   BENCH_SYSTEM, depth, mean, seed, (unsigned long long)rs.nodes,
-                   (unsigned long long)rs.idsum, (unsigned long long)rp.nodes,
-                   (unsigned long long)rp.idsum);
+      std::fprintf(
+          stderr,
+          "uts_%s: WRONG ANSWER depth=%d mean=%d seed=%ld: serial %llu nodes (ids %016llx), "
+          "parallel %llu nodes (ids %016llx)\n",
+          BENCH_SYSTEM, depth, mean, seed, (unsigned long long)rs.nodes,
+          (unsigned long long)rs.idsum, (unsigned long long)rp.nodes, (unsigned long long)rp.idsum);
       return 1;
     }
     if (!printed) {
@@ -130,8 +130,8 @@ int main(int argc, char **argv) {
       std::printf("system,workers,depth,mean,seed,rep,serial_s,parallel_s,ratio\n");
       printed = true;
     }
-    std::printf("%s,%d,%d,%d,%ld,%d,%.6f,%.6f,%.4f\n", BENCH_SYSTEM, workers, depth, mean, seed, rep,
-                ts, tp, ts > 0 ? tp / ts : 0.0);
+    std::printf("%s,%d,%d,%d,%ld,%d,%.6f,%.6f,%.4f\n", BENCH_SYSTEM, workers, depth, mean, seed,
+                rep, ts, tp, ts > 0 ? tp / ts : 0.0);
     std::fflush(stdout);
   }
   return 0;

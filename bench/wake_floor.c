@@ -28,7 +28,6 @@
 static atomic_int word, asleep, stop;
 static atomic_llong woke_at;
 
-
 static void *sleeper(void *arg) {
   (void)arg;
   for (;;) {
@@ -39,7 +38,6 @@ static void *sleeper(void *arg) {
     if (atomic_load(&stop)) return NULL;
   }
 }
-
 
 int main(int argc, char **argv) {
   int reps = (int)bench_arg("wake_floor", argc, argv, 1, 1000, 1, 10000000);

@@ -208,15 +208,16 @@ static void test_algorithm_exceptions() {
   }
   bool caught = false;
   try {
-    ito::parallel_reduce(0L, 100000L, 100, 0L,
-                         [](long lo, long hi, long acc) {
-                           for (long i = lo; i < hi; i++) {
-                             if (i == 31337) throw std::logic_error("reduce");
-                             acc += i;
-                           }
-                           return acc;
-                         },
-                         [](long a, long b) { return a + b; });
+    ito::parallel_reduce(
+        0L, 100000L, 100, 0L,
+        [](long lo, long hi, long acc) {
+          for (long i = lo; i < hi; i++) {
+            if (i == 31337) throw std::logic_error("reduce");
+            acc += i;
+          }
+          return acc;
+        },
+        [](long a, long b) { return a + b; });
   } catch (const std::logic_error &ex) {
     caught = std::string(ex.what()) == "reduce";
   }
@@ -226,9 +227,19 @@ static void test_algorithm_exceptions() {
     std::atomic<int> ran{0};
     caught = false;
     try {
-      ito::parallel_invoke([&] { ran++; if (which == 0) throw std::runtime_error("0"); },
-                           [&] { ran++; if (which == 1) throw std::runtime_error("1"); },
-                           [&] { ran++; if (which == 2) throw std::runtime_error("2"); });
+      ito::parallel_invoke(
+          [&] {
+            ran++;
+            if (which == 0) throw std::runtime_error("0");
+          },
+          [&] {
+            ran++;
+            if (which == 1) throw std::runtime_error("1");
+          },
+          [&] {
+            ran++;
+            if (which == 2) throw std::runtime_error("2");
+          });
     } catch (const std::runtime_error &ex) {
       caught = std::string(ex.what()) == std::to_string(which);
     }
@@ -239,10 +250,17 @@ static void test_algorithm_exceptions() {
   {
     ito::task_group tg;
     std::atomic<int> child_done{0};
-    tg.run([&] { fib(18); child_done = 1; throw std::runtime_error("child"); });
+    tg.run([&] {
+      fib(18);
+      child_done = 1;
+      throw std::runtime_error("child");
+    });
     caught = false;
     try {
-      tg.run_and_wait([&] { fib(16); throw std::runtime_error("inline"); });
+      tg.run_and_wait([&] {
+        fib(16);
+        throw std::runtime_error("inline");
+      });
     } catch (const std::runtime_error &ex) {
       caught = std::string(ex.what()) == "inline";
     }
@@ -453,9 +471,9 @@ static void test_from_plain_thread() {
     int n = 20;
     std::string big(100, 'x');
     ito::task_group tg;
-    tg.run([&a, n] { a = fib(n); });                       // two words: registers
-    tg.run([&b, &a, n, m = 3L] { b = fib(n - 1) + m; });   // four words: sized copy
-    tg.run([&c, big] { c = (long)big.size(); });           // not trivially copyable
+    tg.run([&a, n] { a = fib(n); });                      // two words: registers
+    tg.run([&b, &a, n, m = 3L] { b = fib(n - 1) + m; });  // four words: sized copy
+    tg.run([&c, big] { c = (long)big.size(); });          // not trivially copyable
     tg.wait();
     results[0] = a;
     results[1] = b;

@@ -224,8 +224,10 @@ static int init_fail(void) {
   int f = e ? e : ito_join(t, &res);
   if ((a != ENOMEM && a != EAGAIN) || (b != ENOMEM && b != EAGAIN) || c != -1 || d || e || f ||
       (intptr_t)res != 9) {
-    fprintf(stderr, "child: capped: ito_init %d, ito_create %d, ito_num_workers %d; then: "
-                    "ito_init %d, ito_create %d, ito_join %d\n", a, b, c, d, e, f);
+    fprintf(stderr,
+            "child: capped: ito_init %d, ito_create %d, ito_num_workers %d; then: "
+            "ito_init %d, ito_create %d, ito_join %d\n",
+            a, b, c, d, e, f);
     return 3;
   }
   return 0;
@@ -283,7 +285,9 @@ static const crash_case cases[] = {
     /* Controls: a valid environment works, so the failures below are real. */
     {"init", "ITO_NUM_WORKERS=2", 0, {NULL, NULL}},
     {"implicit", "ITO_NUM_WORKERS=2", 0, {NULL, NULL}},
-    {"overflow", "ITO_NUM_WORKERS=2", 1,
+    {"overflow",
+     "ITO_NUM_WORKERS=2",
+     1,
      {"stack overflow in lightweight thread", "started at overflow_fn (", "raise ITO_STACK_SIZE"}},
     {"init", "ITO_NUM_WORKERS=abc", 1, {"ITO_NUM_WORKERS", NULL}},
     {"implicit", "ITO_NUM_WORKERS=abc", 1, {"ITO_NUM_WORKERS", NULL}},
@@ -454,8 +458,8 @@ static int run_case(const char *self, const crash_case *c) {
       ok = 0;
     }
   }
-  printf("%s: %s %s: %s%s\n", ok ? "PASS" : "FAIL", c->env, c->mode,
-         timed_out ? "timed out, " : "", how);
+  printf("%s: %s %s: %s%s\n", ok ? "PASS" : "FAIL", c->env, c->mode, timed_out ? "timed out, " : "",
+         how);
   if (!ok || c->expect_failure) printf("  stderr: %s\n", len ? out : "(empty)");
   fflush(stdout);
   return ok;

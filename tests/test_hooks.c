@@ -115,7 +115,7 @@ int main(void) {
   CHECK_EQ(ito_join(a, NULL), 0);
   CHECK_EQ(ito_join(b, NULL), 0);
   CHECK_EQ(count(ITO_EV_CREATE) - created_before, 2);
-  CHECK(count(ITO_EV_PARK) > 0);   /* the joins, or the mutex */
+  CHECK(count(ITO_EV_PARK) > 0); /* the joins, or the mutex */
   CHECK(count(ITO_EV_RESUME) > 0);
 
   /* idle: the other worker goes to sleep (ITO_SPIN_US is small) while
@@ -138,11 +138,11 @@ int main(void) {
   CHECK_EQ(ito_init(), 0);
   CHECK_EQ(ito__dropin_hooks_attach(other, NULL), EBUSY); /* after start */
   CHECK_EQ(ito_finalize(), 0);
-  printf("test_hooks: %ld forks, events: spawn %ld, join %ld, steal %ld, create %ld, park %ld, "
-         "resume %ld, sleep %ld, wake %ld\n",
-         forks, count(ITO_EV_SPAWN), count(ITO_EV_JOIN), count(ITO_EV_STEAL),
-         count(ITO_EV_CREATE), count(ITO_EV_PARK), count(ITO_EV_RESUME), count(ITO_EV_SLEEP),
-         count(ITO_EV_WAKE));
+  printf(
+      "test_hooks: %ld forks, events: spawn %ld, join %ld, steal %ld, create %ld, park %ld, "
+      "resume %ld, sleep %ld, wake %ld\n",
+      forks, count(ITO_EV_SPAWN), count(ITO_EV_JOIN), count(ITO_EV_STEAL), count(ITO_EV_CREATE),
+      count(ITO_EV_PARK), count(ITO_EV_RESUME), count(ITO_EV_SLEEP), count(ITO_EV_WAKE));
   puts("test_hooks: OK");
   return 0;
 }

@@ -130,7 +130,8 @@ static long sum_par(int lo, int hi) {
   if (hi - lo <= 4) {
     long s = 0;
     for (int i = lo; i < hi; i++) s += i;
-    if (ito_worker_id() != 0) atomic_fetch_add_explicit(&other_worker_tasks, 1, memory_order_relaxed);
+    if (ito_worker_id() != 0)
+      atomic_fetch_add_explicit(&other_worker_tasks, 1, memory_order_relaxed);
     /* (its siblings' continuations wait in deques: a woken worker takes
      * one; a loaded machine may run it late, so wait for the state) */
     if (lo == 0 && wait_for_other) {
@@ -307,7 +308,8 @@ int main(int argc, char **argv) {
   int all = !strcmp(what, "all");
   if (!all && strcmp(what, "shutdown") && strcmp(what, "handoff") && strcmp(what, "burst") &&
       strcmp(what, "outside") && strcmp(what, "timer")) {
-    fprintf(stderr, "test_idle: unknown part \"%s\" (all, handoff, burst, outside, timer, shutdown)\n",
+    fprintf(stderr,
+            "test_idle: unknown part \"%s\" (all, handoff, burst, outside, timer, shutdown)\n",
             what);
     return 2;
   }

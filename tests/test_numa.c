@@ -58,7 +58,8 @@ static void fake(int n) {
   size_t pages = 4 * (size_t)n + 3;
   char *q = ito_numa_alloc_interleaved(pages * page);
   CHECK(q);
-  for (size_t i = 0; i < pages; i++) CHECK_EQ(ito_numa_node_of(q + i * page + 7), (int)(i % (size_t)n));
+  for (size_t i = 0; i < pages; i++)
+    CHECK_EQ(ito_numa_node_of(q + i * page + 7), (int)(i % (size_t)n));
   ito_numa_free(q, pages * page);
   int use = n > 1 ? n - 1 : 1; /* block-cyclic over the first n-1 nodes */
   char *b = ito_numa_alloc_blocked(pages * page, 2 * page - 1, use); /* rounds up to 2 pages */

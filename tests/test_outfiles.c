@@ -147,7 +147,8 @@ static void links(void) {
   puts("outfiles links: a link at the profile's name replaced, not followed; mode 0644: OK");
 }
 
-/* ---- a write that fails ----------------------------------------------------------------------- */
+/* ---- a write that fails -----------------------------------------------------------------------
+ */
 
 static void limited_run(void) {
   signal(SIGXFSZ, SIG_IGN);
@@ -235,8 +236,9 @@ static int secure(const char *self) {
   CHECK(WIFEXITED(st));
   if (WEXITSTATUS(st) == TEST_SKIP_STATUS) return TEST_SKIP_STATUS;
   if (WEXITSTATUS(st) == 127) {
-    printf("SKIPPED: the setuid copy could not load libito (a library path nobody may "
-           "read?)\n");
+    printf(
+        "SKIPPED: the setuid copy could not load libito (a library path nobody may "
+        "read?)\n");
     return TEST_SKIP_STATUS;
   }
   CHECK_EQ(WEXITSTATUS(st), 0); /* 2 would be ITO_NUM_WORKERS=none read and refused */
@@ -246,16 +248,18 @@ static int secure(const char *self) {
 
 int main(int argc, char **argv) {
   const char *what = argc > 1 ? argv[1] : "";
-  if (!strcmp(what, "links")) links();
-  else if (!strcmp(what, "full")) full();
+  if (!strcmp(what, "links"))
+    links();
+  else if (!strcmp(what, "full"))
+    full();
   else if (!strcmp(what, "secure")) {
     char self[400];
     ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     CHECK(n > 0);
     self[n] = 0;
     return secure(self);
-  }
-  else if (!strcmp(what, "secure-child") && argc > 2) return secure_child(argv[2]);
+  } else if (!strcmp(what, "secure-child") && argc > 2)
+    return secure_child(argv[2]);
   else {
     fprintf(stderr, "usage: test_outfiles links|full|secure\n");
     return 2;

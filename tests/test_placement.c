@@ -130,9 +130,10 @@ static void many(long *local_seen, long *total, long *there_seen, long *with_see
       there += b.t[i].ran_on == b.t[i].data_node;
     }
   }
-  printf("placement: %d nodes, %d tasks: %ld ran on their data's node; of the %ld whose node has "
-         "a worker, %ld (%.0f%%)\n",
-         nodes, b.n, local, with, there, with ? 100.0 * (double)there / (double)with : 0.0);
+  printf(
+      "placement: %d nodes, %d tasks: %ld ran on their data's node; of the %ld whose node has "
+      "a worker, %ld (%.0f%%)\n",
+      nodes, b.n, local, with, there, with ? 100.0 * (double)there / (double)with : 0.0);
   if (getenv("TEST_DEBUG"))
     for (int i = 0; i < b.n; i++) fprintf(stderr, "%d>%d ", b.t[i].data_node, b.t[i].ran_on);
   *local_seen += local;

@@ -76,8 +76,9 @@ int main() {
   threw = false;
   int first_node = -1; /* the iteration that ran before the bad node */
   try {
-    ito::numa::parallel_for(0, 2, [](int k) { return k == 1 ? 5 : 0; },
-                            [&first_node](int) { first_node = ito::numa::node(); });
+    ito::numa::parallel_for(
+        0, 2, [](int k) { return k == 1 ? 5 : 0; },
+        [&first_node](int) { first_node = ito::numa::node(); });
   } catch (const std::out_of_range &) {
     threw = true;
   }
@@ -93,12 +94,14 @@ int main() {
   }
   CHECK(near_node == 0 || near_node == 1);
   ito_profile p = ito::profile::get();
-  CHECK(p.tasks_local + p.tasks_remote == 2 * rounds + 1 + 4 + 1); /* (+1: the loop that threw ran k = 0) */
+  CHECK(p.tasks_local + p.tasks_remote ==
+        2 * rounds + 1 + 4 + 1); /* (+1: the loop that threw ran k = 0) */
   CHECK(p.tasks_local ==
         (unsigned long long)(on_a + on_b + (near_node == 1) + on_touch + (first_node == 0)));
-  std::printf("C++ placement: of %d tasks on node 0's data %d ran there, of %d on node 1's %d; "
-              "the near task on node %d\n",
-              rounds, on_a, rounds, on_b, near_node);
+  std::printf(
+      "C++ placement: of %d tasks on node 0's data %d ran there, of %d on node 1's %d; "
+      "the near task on node %d\n",
+      rounds, on_a, rounds, on_b, near_node);
   ito::numa::free(a, n);
   ito::numa::free(b, n);
   CHECK(ito_finalize() == 0);

@@ -107,7 +107,9 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "expect") && argc > 3) {
 #if !TEST_HAVE_HWLOC
     if (getenv("HWLOC_SYNTHETIC")) {
-      puts("test_places: SKIPPED: ito was built without hwloc, so synthetic topologies are not read");
+      puts(
+          "test_places: SKIPPED: ito was built without hwloc, so synthetic topologies are not "
+          "read");
       return TEST_SKIP_STATUS;
     }
 #endif

@@ -60,11 +60,15 @@ static int poll_requests(void *arg) {
   return completed;
 }
 
-static struct ito_poll_source src = {
-    .name = "requests", .fd = -1, .poll = poll_requests,
-    .backoff_min_ns = 100 * 1000, .backoff_max_ns = 2 * 1000 * 1000};
+static struct ito_poll_source src = {.name = "requests",
+                                     .fd = -1,
+                                     .poll = poll_requests,
+                                     .backoff_min_ns = 100 * 1000,
+                                     .backoff_max_ns = 2 * 1000 * 1000};
 
-static int is_done(void *p) { return __atomic_load_n(&((struct request *)p)->done, __ATOMIC_ACQUIRE); }
+static int is_done(void *p) {
+  return __atomic_load_n(&((struct request *)p)->done, __ATOMIC_ACQUIRE);
+}
 
 /* Waits for request p: counted before the last check (invariant 2 of
  * poll.h), then parked until a poll completes it. */

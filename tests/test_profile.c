@@ -424,8 +424,10 @@ static void collapse(bool expect) {
     CHECK_EQ(f.collapsed, 0);
     CHECK_EQ(f.collapsed_forks, 0);
   }
-  printf("test_profile collapse: %llu spawns, %llu collapsed in %llu subtrees; fan8 parallelism %.2f\n",
-         f.spawns, f.collapsed_forks, f.collapsed, g.parallelism);
+  printf(
+      "test_profile collapse: %llu spawns, %llu collapsed in %llu subtrees; fan8 parallelism "
+      "%.2f\n",
+      f.spawns, f.collapsed_forks, f.collapsed, g.parallelism);
   CHECK_EQ(ito_finalize(), 0);
 }
 
@@ -524,10 +526,11 @@ static void load(void) {
     struct ito_profile f;
     CHECK_EQ(ito_profile_get(tag, &f), 0);
     double work = (double)tree_cpu_ns * 1e-9, r = f.span / path;
-    printf("  %-6s span %.3f ms, the path on the CPU %.3f ms (%.2f); work %.3f ms, the nodes on "
-           "the CPU %.3f ms (%.2f); off the CPU %.3f ms\n",
-           tag, f.span * 1e3, path * 1e3, r, f.work * 1e3, work * 1e3, f.work / work,
-           f.descheduled * 1e3);
+    printf(
+        "  %-6s span %.3f ms, the path on the CPU %.3f ms (%.2f); work %.3f ms, the nodes on "
+        "the CPU %.3f ms (%.2f); off the CPU %.3f ms\n",
+        tag, f.span * 1e3, path * 1e3, r, f.work * 1e3, work * 1e3, f.work / work,
+        f.descheduled * 1e3);
     fflush(stdout);
     CHECK_EQ(f.spawns, 63);
     /* the burden per fork on the path (6 forks): a steal's and a sync's
@@ -553,9 +556,10 @@ static void load(void) {
   }
   CHECK_EQ(ito_finalize(), 0);
   load_stop();
-  printf("test_profile load: %d trees beside %d busy processes, span / path on the CPU %.2f to "
-         "%.2f: OK\n",
-         LOAD_TREES, nbusy, lo, hi);
+  printf(
+      "test_profile load: %d trees beside %d busy processes, span / path on the CPU %.2f to "
+      "%.2f: OK\n",
+      LOAD_TREES, nbusy, lo, hi);
 }
 
 int main(int argc, char **argv) {
@@ -563,8 +567,7 @@ int main(int argc, char **argv) {
   if (!strcmp(mode, "shapes")) {
     if (argc > 2) loose = atof(argv[2]);
     shapes();
-  }
-  else if (!strcmp(mode, "overflow"))
+  } else if (!strcmp(mode, "overflow"))
     overflow();
   else if (!strcmp(mode, "off"))
     off();
@@ -579,7 +582,9 @@ int main(int argc, char **argv) {
   else if (!strcmp(mode, "load"))
     load();
   else {
-    fprintf(stderr, "usage: test_profile shapes|overflow|off|plain|exit|stretch|collapse [some|none]|load\n");
+    fprintf(
+        stderr,
+        "usage: test_profile shapes|overflow|off|plain|exit|stretch|collapse [some|none]|load\n");
     return 2;
   }
   return 0;

@@ -59,9 +59,10 @@ int main() {
   CHECK(threw);
   if (on) {
     ito_profile f = ito::profile::get("fan");
-    std::printf("fan: parallelism %.2f, span %.6f s, work %.6f s, elapsed %.6f s, "
-                "descheduled %.6f s, %llu spawns\n",
-                f.parallelism, f.span, f.work, f.elapsed, f.descheduled, f.spawns);
+    std::printf(
+        "fan: parallelism %.2f, span %.6f s, work %.6f s, elapsed %.6f s, "
+        "descheduled %.6f s, %llu spawns\n",
+        f.parallelism, f.span, f.work, f.elapsed, f.descheduled, f.spawns);
     // the fan's own shape: the children's time on a CPU over the longest
     double sum = 0, longest = 0;
     for (double c : child_cpu) {
@@ -86,7 +87,8 @@ int main() {
       // strands between spawns, which are not checked against the CPU
       // clock, may carry a little of the OS's time)
       if (!(f.work > 0.7 * sum && f.parallelism > 0.5 * own))
-        std::fprintf(stderr, "fan: work %.6f s, parallelism %.2f; the children's own %.6f s, %.2f\n",
+        std::fprintf(stderr,
+                     "fan: work %.6f s, parallelism %.2f; the children's own %.6f s, %.2f\n",
                      f.work, f.parallelism, sum, own);
       CHECK(f.work > 0.7 * sum);
       CHECK(f.parallelism > 0.5 * own && f.parallelism < 10);

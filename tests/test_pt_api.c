@@ -27,8 +27,8 @@ static void test_handles(void) {
   void *r = NULL;
   CHECK_EQ(ito_join(t, &r), 0);
   CHECK(r == (void *)7);
-  CHECK_EQ(ito__dropin_check(t), ESRCH); /* stale */
-  CHECK_EQ(ito__dropin_check(ito_self()), EINVAL); /* the root cannot be joined */
+  CHECK_EQ(ito__dropin_check(t), ESRCH);                 /* stale */
+  CHECK_EQ(ito__dropin_check(ito_self()), EINVAL);       /* the root cannot be joined */
   CHECK_EQ(ito__dropin_check(0x7f0000001000ULL), ESRCH); /* bit 63 clear: not ours */
   CHECK(ito__dropin_is_root());
 }
@@ -140,7 +140,7 @@ static void *errno_waiter(void *p) {
   set_errno(4321);
   ito_mutex_lock(&mu);
   __atomic_store_n(&flag, 1, __ATOMIC_RELEASE); /* also read without the mutex */
-  while (flag != 2) ito_cond_wait(&cv, &mu); /* parks; others set errno meanwhile */
+  while (flag != 2) ito_cond_wait(&cv, &mu);    /* parks; others set errno meanwhile */
   ito_mutex_unlock(&mu);
   return (void *)(intptr_t)get_errno();
 }
@@ -190,7 +190,7 @@ static void *tagged(void *p) {
   intptr_t i = (intptr_t)p;
   ito__dropin_lock(&qlock);
   CHECK_EQ(ito__dropin_wq_wait(&qlock, &qhead, &qtail, i == 2 ? 2 : 1, CLOCK_MONOTONIC, NULL, NULL,
-                           NULL),
+                               NULL),
            0);
   __atomic_store_n(&woke[i], 1, __ATOMIC_RELEASE);
   return NULL;
@@ -311,6 +311,7 @@ int main(void) {
   test_timeouts();
   test_ctx_where();
   CHECK_EQ(ito__dropin_live(), 0);
-  printf("pt_api: all passed (%lu threads made through ito__dropin_create)\n", ito__dropin_created());
+  printf("pt_api: all passed (%lu threads made through ito__dropin_create)\n",
+         ito__dropin_created());
   return 0;
 }

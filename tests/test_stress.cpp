@@ -91,7 +91,9 @@ static int n_children(std::uint64_t h, int depth) {
   return depth >= kMaxDepth ? 0 : int(h % 5);  // 0..4
 }
 
-static std::uint64_t child_seed(std::uint64_t seed, int i) { return mix(seed ^ (0x1234567ULL * (i + 1))); }
+static std::uint64_t child_seed(std::uint64_t seed, int i) {
+  return mix(seed ^ (0x1234567ULL * (i + 1)));
+}
 
 static std::uint64_t combine(std::uint64_t h, int depth, const std::uint64_t *r, int k) {
   std::uint64_t acc = h ^ std::uint64_t(depth);

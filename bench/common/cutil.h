@@ -21,8 +21,8 @@ static inline long bench_arg(const char *prog, int argc, char **argv, int i, lon
   char *end;
   long v = strtol(argv[i], &end, 10);
   if (*end || end == argv[i] || v < lo || v > hi) {
-    fprintf(stderr, "%s: argument %d must be an integer in [%ld, %ld], got '%s'\n", prog, i, lo,
-            hi, argv[i]);
+    fprintf(stderr, "%s: argument %d must be an integer in [%ld, %ld], got '%s'\n", prog, i, lo, hi,
+            argv[i]);
     exit(2);
   }
   return v;

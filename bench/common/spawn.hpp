@@ -1,7 +1,7 @@
 // One spawn/sync syntax for every system the benchmarks are built for.
 //
-// A benchmark is written once with these macros (the six-systems study, section 2.3; docs/references.md) and
-// compiled once per system, chosen by exactly one SYS_* definition:
+// A benchmark is written once with these macros (the six-systems study, section 2.3;
+// docs/references.md) and compiled once per system, chosen by exactly one SYS_* definition:
 //
 //   SYS_serial      serial elision: SPAWN runs its statement, SYNC does nothing
 //   SYS_ito         ito::task_group (lazy task creation), ito.hpp
@@ -135,8 +135,8 @@ void run_root(F &&f) {
 
 #if defined(SYS_ito)
 #define BENCH_SYSTEM "ito"
-// ito::task_group's constructor, run() and wait() are always_inline, so the
-// frame they record is the benchmark function's own: the fast path.
+   // ito::task_group's constructor, run() and wait() are always_inline, so the
+   // frame they record is the benchmark function's own: the fast path.
 #define BENCH_TASK_GROUP(tg) ito::task_group tg
 #define BENCH_SPAWN(tg, ...) (tg).run([&]() { __VA_ARGS__; })
 #define BENCH_SPAWN_COPY(tg, vars, ...) (tg).run([&, BENCH_UNPAREN_ vars]() { __VA_ARGS__; })
@@ -294,18 +294,16 @@ void run_root(F &&f) {
 // default(shared): the child writes the parent's variables, as in Cilk
 // (an orphaned task would otherwise get firstprivate copies).
 #define BENCH_TASK_GROUP(tg) [[maybe_unused]] bench::omp_group tg
-#define BENCH_SPAWN(tg, ...)                   \
-  do {                                         \
-    _Pragma("omp task default(shared)") {      \
-      __VA_ARGS__;                             \
-    }                                          \
+#define BENCH_SPAWN(tg, ...)                             \
+  do {                                                   \
+    _Pragma("omp task default(shared)") { __VA_ARGS__; } \
   } while (0)
 // firstprivate: the listed variables are copied when the task is created.
-#define BENCH_SPAWN_COPY(tg, vars, ...)                                                        \
-  do {                                                                                         \
-    _Pragma(BENCH_STR_(omp task default(shared) firstprivate(BENCH_UNPAREN_ vars))) {          \
-      __VA_ARGS__;                                                                             \
-    }                                                                                          \
+#define BENCH_SPAWN_COPY(tg, vars, ...)                                               \
+  do {                                                                                \
+    _Pragma(BENCH_STR_(omp task default(shared) firstprivate(BENCH_UNPAREN_ vars))) { \
+      __VA_ARGS__;                                                                    \
+    }                                                                                 \
   } while (0)
 #define BENCH_SYNC(tg) _Pragma("omp taskwait")
 

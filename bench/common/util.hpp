@@ -46,8 +46,8 @@ inline long arg_long(int argc, char **argv, int i, long dflt, long lo, long hi) 
   errno = 0;
   long v = std::strtol(argv[i], &end, 10);
   if (errno || end == argv[i] || *end || v < lo || v > hi) {
-    std::fprintf(stderr, "%s: argument %d must be an integer in [%ld, %ld], got '%s'\n",
-                 argv[0], i, lo, hi, argv[i]);
+    std::fprintf(stderr, "%s: argument %d must be an integer in [%ld, %ld], got '%s'\n", argv[0], i,
+                 lo, hi, argv[i]);
     std::exit(2);
   }
   return v;

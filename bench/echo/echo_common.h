@@ -135,7 +135,8 @@ static void echo_on_sigterm(int sig) {
   } else {
     char d[24];
     int nd = 0;
-    do d[nd++] = (char)('0' + kib % 10); while ((kib /= 10) > 0);
+    do d[nd++] = (char)('0' + kib % 10);
+    while ((kib /= 10) > 0);
     while (nd > 0) out[o++] = d[--nd];
   }
   out[o++] = '\n';

@@ -297,8 +297,7 @@ static double num_arg(int argc, char **argv, int i, double dflt, double lo, doub
   char *end;
   double v = strtod(argv[i], &end);
   if (*end || end == argv[i] || !(v >= lo && v <= hi)) {
-    fprintf(stderr, "loadgen: %s must be a number in [%g, %g], got '%s'\n", name, lo, hi,
-            argv[i]);
+    fprintf(stderr, "loadgen: %s must be a number in [%g, %g], got '%s'\n", name, lo, hi, argv[i]);
     exit(2);
   }
   return v;
@@ -332,8 +331,10 @@ int main(int argc, char **argv) {
   double duration = num_arg(argc, argv, 5, 10, 0.001, HARD_TIMEOUT_S, "duration_s");
   double cap = num_arg(argc, argv, 6, 0, 0, 1e18, "max_requests");
   if (warmup + duration >= HARD_TIMEOUT_S - 5) {
-    fprintf(stderr, "loadgen: warmup_s + duration_s must stay under %d s (the hard timeout "
-            "less 5 s for connecting)\n", HARD_TIMEOUT_S - 5);
+    fprintf(stderr,
+            "loadgen: warmup_s + duration_s must stay under %d s (the hard timeout "
+            "less 5 s for connecting)\n",
+            HARD_TIMEOUT_S - 5);
     return 2;
   }
   double t_start = now_s();
@@ -353,8 +354,8 @@ int main(int argc, char **argv) {
     long room = rl.rlim_cur == RLIM_INFINITY ? 1L << 20 : (long)rl.rlim_cur;
     if (room < conns + 100) {
       long fit = room > 101 ? room - 100 : 1;
-      fprintf(stderr, "loadgen: RLIMIT_NOFILE is %ld: lowering connections from %ld to %ld\n",
-              room, conns, fit);
+      fprintf(stderr, "loadgen: RLIMIT_NOFILE is %ld: lowering connections from %ld to %ld\n", room,
+              conns, fit);
       conns = fit;
     }
   }

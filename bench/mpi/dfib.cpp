@@ -39,7 +39,9 @@ void check(int rc, const char *what) {
   }
 }
 
-__attribute__((noinline)) long fib_serial(int n) { return n < 2 ? n : fib_serial(n - 1) + fib_serial(n - 2); }
+__attribute__((noinline)) long fib_serial(int n) {
+  return n < 2 ? n : fib_serial(n - 1) + fib_serial(n - 2);
+}
 
 long fib_local(int n) {
   if (n < cutoff) return fib_serial(n);

@@ -104,8 +104,9 @@ void reference(u64 nupd, u64 first) {
   int done_from = 0, flag;
   bool posted = false;
   auto post = [&] {
-    check(PMPI_Irecv(in.data(), BUCKET, MPI_UINT64_T, MPI_ANY_SOURCE, MPI_ANY_TAG,
-                     MPI_COMM_WORLD, &rq), "Irecv");
+    check(PMPI_Irecv(in.data(), BUCKET, MPI_UINT64_T, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD,
+                     &rq),
+          "Irecv");
     posted = true;
   };
   auto got = [&] {  // the posted receive completed with st
@@ -134,7 +135,8 @@ void reference(u64 nupd, u64 first) {
     bucket[size_t(d)].reserve(BUCKET);
     sends.emplace_back();
     check(PMPI_Isend(out.back().data(), int(out.back().size()), MPI_UINT64_T, d, TAG_UPD,
-                     MPI_COMM_WORLD, &sends.back()), "Isend");
+                     MPI_COMM_WORLD, &sends.back()),
+          "Isend");
     if (sends.size() >= 64) {  // bounded memory: finish the older ones
       check(PMPI_Waitall(int(sends.size()), sends.data(), MPI_STATUSES_IGNORE), "Waitall");
       sends.clear();
@@ -214,8 +216,11 @@ void *threads_main(void *p) {
   u64 first = u64(rank) * nupd;
   std::vector<ito_thread_t> recv(static_cast<size_t>(nranks));
   for (int s = 0; s < nranks; s++)
-    if (s != rank) check(ito_create(receiver, reinterpret_cast<void *>(std::intptr_t(s)),
-                                    &recv[size_t(s)]) ? MPI_ERR_OTHER : MPI_SUCCESS, "create");
+    if (s != rank)
+      check(ito_create(receiver, reinterpret_cast<void *>(std::intptr_t(s)), &recv[size_t(s)])
+                ? MPI_ERR_OTHER
+                : MPI_SUCCESS,
+            "create");
   // the chunks, generated in parallel; each chunk's bucket for a rank
   // leaves from a lightweight thread of its own, which parks in MPI_Send
   // while the workers go on; the end markers go after every bucket
@@ -265,8 +270,9 @@ int main(int argc, char **argv) {
   if (logn < 10 || logn > 34 || chunk < 64 || (nranks & (nranks - 1)) ||
       (u64(1) << logn) < u64(nranks) * 1024) {
     if (rank == 0)
-      std::fprintf(stderr, "gups: the ranks must be a power of two, log2 table 10 to 34 with 1024 "
-                           "words a rank at least, chunk 64 or more\n");
+      std::fprintf(stderr,
+                   "gups: the ranks must be a power of two, log2 table 10 to 34 with 1024 "
+                   "words a rank at least, chunk 64 or more\n");
     MPI_Finalize();
     return 2;
   }

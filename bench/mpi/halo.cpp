@@ -82,8 +82,8 @@ int exchange_up(std::vector<double> &src) {
 }
 int exchange_down(band &b, std::vector<double> &src) {
   if (rank == nranks - 1) return MPI_SUCCESS;
-  return sendrecv(src.data() + size_t(b.rows) * n, rank + 1, 2,
-                  src.data() + size_t(b.rows + 1) * n, rank + 1, 1);
+  return sendrecv(src.data() + size_t(b.rows) * n, rank + 1, 2, src.data() + size_t(b.rows + 1) * n,
+                  rank + 1, 1);
 }
 
 void check(int rc) {

@@ -127,9 +127,9 @@ int main(int argc, char **argv) {
   const int n = g.n;
   const double h = 1.0 / (n - 1);
   g.h2 = h * h;
-  const ompb_entry entries[] = {OMPB_ENTRY(GOMP_parallel),       OMPB_ENTRY(GOMP_single_start),
-                                OMPB_ENTRY(GOMP_task),           OMPB_ENTRY(GOMP_barrier),
-                                OMPB_ENTRY(GOMP_taskwait),       OMPB_ENTRY(omp_get_max_threads),
+  const ompb_entry entries[] = {OMPB_ENTRY(GOMP_parallel), OMPB_ENTRY(GOMP_single_start),
+                                OMPB_ENTRY(GOMP_task),     OMPB_ENTRY(GOMP_barrier),
+                                OMPB_ENTRY(GOMP_taskwait), OMPB_ENTRY(omp_get_max_threads),
                                 OMPB_META_ENTRIES};
   const int nent = (int)(sizeof entries / sizeof entries[0]);
   const int workers = omp_get_max_threads();

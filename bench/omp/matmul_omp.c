@@ -1,10 +1,9 @@
-/* The matrix product of the nested-OpenMP paper (docs/references.md), figure 13: integer matrices, two nested
- * `parallel for` (rows outside, columns inside, the k loop serial). Whether
- * the inner loop gets a team of its own is up to the runtime and
- * OMP_MAX_ACTIVE_LEVELS (1: the inner regions run on teams of one; >= 2:
- * every inner region is a nested team). B is kept transposed so that the k
- * loop walks both operands contiguously (figure 13 walks a column of B;
- * the parallel structure is the same).
+/* The matrix product of the nested-OpenMP paper (docs/references.md), figure 13: integer matrices,
+ * two nested `parallel for` (rows outside, columns inside, the k loop serial). Whether the inner
+ * loop gets a team of its own is up to the runtime and OMP_MAX_ACTIVE_LEVELS (1: the inner regions
+ * run on teams of one; >= 2: every inner region is a nested team). B is kept transposed so that the
+ * k loop walks both operands contiguously (figure 13 walks a column of B; the parallel structure is
+ * the same).
  *
  *   matmul_omp [n=1000] [reps=3]
  *

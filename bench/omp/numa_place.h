@@ -24,9 +24,9 @@
 #include <numa.h>
 #endif
 
-static int np_nodes = 1;       /* nodes data is spread over */
-static int np_ncpu;            /* CPUs np_cpu_node knows */
-static int *np_cpu_node;       /* [np_ncpu] */
+static int np_nodes = 1; /* nodes data is spread over */
+static int np_ncpu;      /* CPUs np_cpu_node knows */
+static int *np_cpu_node; /* [np_ncpu] */
 static atomic_long np_local, np_remote;
 
 static inline void np_init(void) {

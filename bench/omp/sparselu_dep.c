@@ -284,9 +284,9 @@ int main(int argc, char **argv) {
   void (*run_tasks)(double **, int) = mode ? sparselu_tasks : sparselu_step_tasks;
   np_init();
   NB = nb;
-  const ompb_entry entries[] = {OMPB_ENTRY(GOMP_parallel),       OMPB_ENTRY(GOMP_single_start),
-                                OMPB_ENTRY(GOMP_task),           OMPB_ENTRY(GOMP_barrier),
-                                OMPB_ENTRY(GOMP_taskwait),       OMPB_ENTRY(omp_get_max_threads),
+  const ompb_entry entries[] = {OMPB_ENTRY(GOMP_parallel), OMPB_ENTRY(GOMP_single_start),
+                                OMPB_ENTRY(GOMP_task),     OMPB_ENTRY(GOMP_barrier),
+                                OMPB_ENTRY(GOMP_taskwait), OMPB_ENTRY(omp_get_max_threads),
                                 OMPB_META_ENTRIES};
   const int nent = (int)(sizeof entries / sizeof entries[0]);
   const int workers = omp_get_max_threads();

@@ -40,7 +40,7 @@
 #include "omp_common.h"
 
 static int BASE;
-static size_t BAND_ROWS; /* rows per band of the placement */
+static size_t BAND_ROWS;               /* rows per band of the placement */
 static const double *C_ORIGIN, *C_END; /* the C of the current run */
 static int C_LD;
 
@@ -83,8 +83,19 @@ static void count_c(const double *p) {
 }
 
 /* The sums of one product (T, U; b-only or a-only products use one). */
-enum { S_A11_A22, S_B11_B22, S_A21_A22, S_B12_B22, S_B21_B11, S_A11_A12, S_A21_A11,
-       S_B11_B12, S_A12_A22, S_B21_B22, NSUMS };
+enum {
+  S_A11_A22,
+  S_B11_B22,
+  S_A21_A22,
+  S_B12_B22,
+  S_B21_B11,
+  S_A11_A12,
+  S_A21_A11,
+  S_B11_B12,
+  S_A12_A22,
+  S_B21_B22,
+  NSUMS
+};
 
 /* The sums and products of one level: [NSUMS + 7] h x h matrices. */
 static double *level_buffer(int h) {
@@ -104,29 +115,70 @@ static void form_sum(int k, mat t, mat A, mat B, int h) {
   mat b11 = quad(B, h, 0, 0), b12 = quad(B, h, 0, 1), b21 = quad(B, h, 1, 0),
       b22 = quad(B, h, 1, 1);
   switch (k) {
-    case S_A11_A22: add(t, a11, a22, 1, h); break;
-    case S_B11_B22: add(t, b11, b22, 1, h); break;
-    case S_A21_A22: add(t, a21, a22, 1, h); break;
-    case S_B12_B22: add(t, b12, b22, -1, h); break;
-    case S_B21_B11: add(t, b21, b11, -1, h); break;
-    case S_A11_A12: add(t, a11, a12, 1, h); break;
-    case S_A21_A11: add(t, a21, a11, -1, h); break;
-    case S_B11_B12: add(t, b11, b12, 1, h); break;
-    case S_A12_A22: add(t, a12, a22, -1, h); break;
-    default: add(t, b21, b22, 1, h); break;
+    case S_A11_A22:
+      add(t, a11, a22, 1, h);
+      break;
+    case S_B11_B22:
+      add(t, b11, b22, 1, h);
+      break;
+    case S_A21_A22:
+      add(t, a21, a22, 1, h);
+      break;
+    case S_B12_B22:
+      add(t, b12, b22, -1, h);
+      break;
+    case S_B21_B11:
+      add(t, b21, b11, -1, h);
+      break;
+    case S_A11_A12:
+      add(t, a11, a12, 1, h);
+      break;
+    case S_A21_A11:
+      add(t, a21, a11, -1, h);
+      break;
+    case S_B11_B12:
+      add(t, b11, b12, 1, h);
+      break;
+    case S_A12_A22:
+      add(t, a12, a22, -1, h);
+      break;
+    default:
+      add(t, b21, b22, 1, h);
+      break;
   }
 }
 
 /* The factors of product i (0..6): a sum or a quadrant of A, of B. */
 static void factors(int i, double *buf, mat A, mat B, int h, mat *x, mat *y) {
   switch (i) {
-    case 0: *x = tmp(buf, h, S_A11_A22); *y = tmp(buf, h, S_B11_B22); break;
-    case 1: *x = tmp(buf, h, S_A21_A22); *y = quad(B, h, 0, 0); break;
-    case 2: *x = quad(A, h, 0, 0); *y = tmp(buf, h, S_B12_B22); break;
-    case 3: *x = quad(A, h, 1, 1); *y = tmp(buf, h, S_B21_B11); break;
-    case 4: *x = tmp(buf, h, S_A11_A12); *y = quad(B, h, 1, 1); break;
-    case 5: *x = tmp(buf, h, S_A21_A11); *y = tmp(buf, h, S_B11_B12); break;
-    default: *x = tmp(buf, h, S_A12_A22); *y = tmp(buf, h, S_B21_B22); break;
+    case 0:
+      *x = tmp(buf, h, S_A11_A22);
+      *y = tmp(buf, h, S_B11_B22);
+      break;
+    case 1:
+      *x = tmp(buf, h, S_A21_A22);
+      *y = quad(B, h, 0, 0);
+      break;
+    case 2:
+      *x = quad(A, h, 0, 0);
+      *y = tmp(buf, h, S_B12_B22);
+      break;
+    case 3:
+      *x = quad(A, h, 1, 1);
+      *y = tmp(buf, h, S_B21_B11);
+      break;
+    case 4:
+      *x = tmp(buf, h, S_A11_A12);
+      *y = quad(B, h, 1, 1);
+      break;
+    case 5:
+      *x = tmp(buf, h, S_A21_A11);
+      *y = tmp(buf, h, S_B11_B12);
+      break;
+    default:
+      *x = tmp(buf, h, S_A12_A22);
+      *y = tmp(buf, h, S_B21_B22);
+      break;
   }
 }
 /* The sums product i needs (-1: none). */
@@ -144,10 +196,18 @@ static void combine(int q, mat C, double *buf, int h) {
       size_t e = (size_t)i * h + j;
       double v;
       switch (q) {
-        case 0: v = m[0].p[e] + m[3].p[e] - m[4].p[e] + m[6].p[e]; break;
-        case 1: v = m[2].p[e] + m[4].p[e]; break;
-        case 2: v = m[1].p[e] + m[3].p[e]; break;
-        default: v = m[0].p[e] - m[1].p[e] + m[2].p[e] + m[5].p[e]; break;
+        case 0:
+          v = m[0].p[e] + m[3].p[e] - m[4].p[e] + m[6].p[e];
+          break;
+        case 1:
+          v = m[2].p[e] + m[4].p[e];
+          break;
+        case 2:
+          v = m[1].p[e] + m[3].p[e];
+          break;
+        default:
+          v = m[0].p[e] - m[1].p[e] + m[2].p[e] + m[5].p[e];
+          break;
       }
       c.p[(size_t)i * c.ld + j] = v;
     }
@@ -220,8 +280,10 @@ static void strassen_dep(mat C, mat A, mat B, int n) {
   for (int i = 0; i < 7; i++) {
     /* a product that needs one sum names it twice (a repeated in: is harmless) */
     int s0 = sums_of[i][0], s1 = sums_of[i][1] >= 0 ? sums_of[i][1] : sums_of[i][0];
-#pragma omp task firstprivate(i, h, buf, A, B) depend(in : t[s0][0], t[s1][0]) \
-    depend(out : t[NSUMS + i][0])
+#pragma omp task firstprivate(i, h, buf, A, B) depend(in                    \
+                                                      : t[s0][0], t[s1][0]) \
+    depend(out                                                              \
+           : t[NSUMS + i][0])
     {
       mat x, y;
       factors(i, buf, A, B, h, &x, &y);
@@ -230,28 +292,34 @@ static void strassen_dep(mat C, mat A, mat B, int n) {
   }
   double *c11 = quad(C, h, 0, 0).p, *c12 = quad(C, h, 0, 1).p, *c21 = quad(C, h, 1, 0).p,
          *c22 = quad(C, h, 1, 1).p;
-#pragma omp task firstprivate(h, buf, C) \
-    depend(in : t[NSUMS + 0][0], t[NSUMS + 3][0], t[NSUMS + 4][0], t[NSUMS + 6][0]) \
-    depend(out : c11[0])
+#pragma omp task firstprivate(h, buf, C)                                                    \
+    depend(in                                                                               \
+           : t[NSUMS + 0][0], t[NSUMS + 3][0], t[NSUMS + 4][0], t[NSUMS + 6][0]) depend(out \
+                                                                                        : c11[0])
   {
     count_c(c11);
     combine(0, C, buf, h);
   }
-#pragma omp task firstprivate(h, buf, C) depend(in : t[NSUMS + 2][0], t[NSUMS + 4][0]) \
-    depend(out : c12[0])
+#pragma omp task firstprivate(h, buf, C) depend(in                                  \
+                                                : t[NSUMS + 2][0], t[NSUMS + 4][0]) \
+    depend(out                                                                      \
+           : c12[0])
   {
     count_c(c12);
     combine(1, C, buf, h);
   }
-#pragma omp task firstprivate(h, buf, C) depend(in : t[NSUMS + 1][0], t[NSUMS + 3][0]) \
-    depend(out : c21[0])
+#pragma omp task firstprivate(h, buf, C) depend(in                                  \
+                                                : t[NSUMS + 1][0], t[NSUMS + 3][0]) \
+    depend(out                                                                      \
+           : c21[0])
   {
     count_c(c21);
     combine(2, C, buf, h);
   }
-#pragma omp task firstprivate(h, buf, C) \
-    depend(in : t[NSUMS + 0][0], t[NSUMS + 1][0], t[NSUMS + 2][0], t[NSUMS + 5][0]) \
-    depend(out : c22[0])
+#pragma omp task firstprivate(h, buf, C)                                                    \
+    depend(in                                                                               \
+           : t[NSUMS + 0][0], t[NSUMS + 1][0], t[NSUMS + 2][0], t[NSUMS + 5][0]) depend(out \
+                                                                                        : c22[0])
   {
     count_c(c22);
     combine(3, C, buf, h);

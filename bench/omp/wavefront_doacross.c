@@ -79,14 +79,11 @@ int main(int argc, char **argv) {
   const int n = g.n;
   const double h = 1.0 / (n - 1);
   g.h2 = h * h;
-  const ompb_entry entries[] = {OMPB_ENTRY(GOMP_parallel),
-                                OMPB_ENTRY(GOMP_loop_doacross_static_start),
-                                OMPB_ENTRY(GOMP_loop_static_next),
-                                OMPB_ENTRY(GOMP_doacross_post),
-                                OMPB_ENTRY(GOMP_doacross_wait),
-                                OMPB_ENTRY(GOMP_loop_end),
-                                OMPB_ENTRY(omp_get_max_threads),
-                                OMPB_META_ENTRIES};
+  const ompb_entry entries[] = {
+      OMPB_ENTRY(GOMP_parallel),         OMPB_ENTRY(GOMP_loop_doacross_static_start),
+      OMPB_ENTRY(GOMP_loop_static_next), OMPB_ENTRY(GOMP_doacross_post),
+      OMPB_ENTRY(GOMP_doacross_wait),    OMPB_ENTRY(GOMP_loop_end),
+      OMPB_ENTRY(omp_get_max_threads),   OMPB_META_ENTRIES};
   const int nent = (int)(sizeof entries / sizeof entries[0]);
   const int workers = omp_get_max_threads();
   const size_t nn = (size_t)n * (size_t)n;

@@ -48,23 +48,23 @@ ITO_API int ito_worker_id(void);
  * Times in seconds; worker time (work, overhead, idle, idle_ready, blocked
  * and descheduled) adds up to about workers x elapsed. */
 struct ito_profile {
-  double elapsed;              /* Tp: wall time */
-  double work;                 /* T1: time in the program's own code, all workers */
-  double span;                 /* Tinf: the longest path of the recorded graph */
-  double parallelism;          /* T1 / Tinf */
-  double burdened_span;        /* Tinf with each fork on the path charged the steal and
-                                  sync cost measured in this run */
-  double burdened_parallelism; /* T1 / burdened span */
-  double bound;                /* T1 / P + Tinf */
-  double overhead;             /* worker time in the runtime's code */
-  double idle;                 /* worker time idle while no work existed */
-  double idle_ready;           /* worker time idle while work was ready somewhere */
-  double blocked;              /* worker time idle while threads were blocked */
-  double descheduled;          /* worker time off the CPU in the program's or the runtime's
-                                  code: preempted by the OS, taken by the hypervisor, or
-                                  blocked in a system call ito does not see */
-  double stretch;              /* work / work of the ITO_PROFILE_BASELINE run; 0: none */
-  int workers;                 /* P */
+  double elapsed;               /* Tp: wall time */
+  double work;                  /* T1: time in the program's own code, all workers */
+  double span;                  /* Tinf: the longest path of the recorded graph */
+  double parallelism;           /* T1 / Tinf */
+  double burdened_span;         /* Tinf with each fork on the path charged the steal and
+                                   sync cost measured in this run */
+  double burdened_parallelism;  /* T1 / burdened span */
+  double bound;                 /* T1 / P + Tinf */
+  double overhead;              /* worker time in the runtime's code */
+  double idle;                  /* worker time idle while no work existed */
+  double idle_ready;            /* worker time idle while work was ready somewhere */
+  double blocked;               /* worker time idle while threads were blocked */
+  double descheduled;           /* worker time off the CPU in the program's or the runtime's
+                                   code: preempted by the OS, taken by the hypervisor, or
+                                   blocked in a system call ito does not see */
+  double stretch;               /* work / work of the ITO_PROFILE_BASELINE run; 0: none */
+  int workers;                  /* P */
   unsigned long long instances; /* a region's begin/end pairs (1 for the run) */
   unsigned long long spawns, steals, steal_fails, creates, parks, sleeps, wakes;
   /* tasks started with data (dependences, or ito_create_near), with more
@@ -148,11 +148,12 @@ ITO_API void ito_exit(void *result) __attribute__((noreturn));
  * Blocking suspends the lightweight thread and its worker runs other work.
  * On a plain OS thread that is not a worker, the OS thread blocks. */
 typedef struct ito_mutex {
-  int state;            /* 0 free, 1 locked, 2 locked with waiters */
+  int state; /* 0 free, 1 locked, 2 locked with waiters */
   int qlock;
   void *head, *tail;
 } ito_mutex_t;
-#define ITO_MUTEX_INITIALIZER {0, 0, 0, 0}
+#define ITO_MUTEX_INITIALIZER \
+  { 0, 0, 0, 0 }
 
 ITO_API int ito_mutex_init(ito_mutex_t *m);
 ITO_API int ito_mutex_lock(ito_mutex_t *m);
@@ -165,7 +166,8 @@ typedef struct ito_cond {
   int pad_;
   void *head, *tail;
 } ito_cond_t;
-#define ITO_COND_INITIALIZER {0, 0, 0, 0}
+#define ITO_COND_INITIALIZER \
+  { 0, 0, 0, 0 }
 
 ITO_API int ito_cond_init(ito_cond_t *c);
 ITO_API int ito_cond_wait(ito_cond_t *c, ito_mutex_t *m);
@@ -277,18 +279,18 @@ ITO_API int ito_sigwait(const sigset_t *set, int *sig);
  * the program with a message (without a steal nothing is wrong yet). See
  * docs/lazy-tasks.md. */
 typedef struct ito_tg {
-  void *home_fp;        /* frame of the activation that owns the fast path */
-  void *home_sp;        /* stack pointer of that frame, set at the first steal */
+  void *home_fp; /* frame of the activation that owns the fast path */
+  void *home_sp; /* stack pointer of that frame, set at the first steal */
   void *home_fiber;
   /* pending and stolen are adjacent and 8-byte aligned: the inline join
    * check reads both with one load (idle: pending 1, stolen 0) */
-  int pending;          /* 1 + children of taken forks and slow-path children running */
-  int stolen;           /* a continuation of this group was taken */
-  void *waiter;         /* bit 0 set (ito_tg_init): the home frame's return before the
-                           join stops the program with a message */
-  void *home_ret;       /* a checked group's true return address from the home frame,
-                           while a trap stands in its slot (a stolen continuation) */
-  uintptr_t span_word;  /* the profiler's word: the longest span of the children so far */
+  int pending;         /* 1 + children of taken forks and slow-path children running */
+  int stolen;          /* a continuation of this group was taken */
+  void *waiter;        /* bit 0 set (ito_tg_init): the home frame's return before the
+                          join stops the program with a message */
+  void *home_ret;      /* a checked group's true return address from the home frame,
+                          while a trap stands in its slot (a stolen continuation) */
+  uintptr_t span_word; /* the profiler's word: the longest span of the children so far */
 } ito_tg_t;
 
 /* fn receives a pointer to a private copy of size bytes of arg (size 0: arg
@@ -336,17 +338,17 @@ static inline int ito_tg_busy_(ito_tg_t *tg) {
 
 #define ito_tg_init(tg) ito_tg_init_checked_((tg), __builtin_frame_address(0))
 /* Runs fn on a copy of *arg (size bytes) as a child of tg. */
-#define ito_tg_fork(tg, fn, arg, size)                                        \
-  do {                                                                        \
-    ito_tg_t *ito_tg__ = (tg);                                                \
-    if (ito_tg__->home_fp == __builtin_frame_address(0))                      \
-      ito_tg_fork_(ito_tg__, (fn), (arg), (size));                            \
-    else                                                                      \
-      ito_tg_spawn_(ito_tg__, (fn), (arg), (size));                           \
+#define ito_tg_fork(tg, fn, arg, size)                   \
+  do {                                                   \
+    ito_tg_t *ito_tg__ = (tg);                           \
+    if (ito_tg__->home_fp == __builtin_frame_address(0)) \
+      ito_tg_fork_(ito_tg__, (fn), (arg), (size));       \
+    else                                                 \
+      ito_tg_spawn_(ito_tg__, (fn), (arg), (size));      \
   } while (0)
-#define ito_tg_join(tg)                                                       \
-  do {                                                                        \
-    ito_tg_t *ito_tg__ = (tg);                                                \
+#define ito_tg_join(tg)                                                             \
+  do {                                                                              \
+    ito_tg_t *ito_tg__ = (tg);                                                      \
     if (ito_tg_busy_(ito_tg__)) ito_tg_join_(ito_tg__, __builtin_frame_address(0)); \
   } while (0)
 

@@ -133,7 +133,9 @@ T *alloc_blocked(std::size_t n, std::size_t block, int nodes) {
   return static_cast<T *>(p);
 }
 template <class T>
-void free(T *p, std::size_t n) noexcept { ito_numa_free(p, n * sizeof(T)); }
+void free(T *p, std::size_t n) noexcept {
+  ito_numa_free(p, n * sizeof(T));
+}
 }  // namespace numa
 
 namespace detail {
@@ -177,8 +179,8 @@ struct dep_node {
   bool done = false;
   std::vector<dep_node *> succ;
   void (*start)(dep_node *) = nullptr;  // spawns the task (task_group::start_dep)
-  void *box = nullptr;                   // the task's closure, for start
-  int node = -2;                         // its data's node (-1: unknown; -2: one node in use)
+  void *box = nullptr;                  // the task's closure, for start
+  int node = -2;                        // its data's node (-1: unknown; -2: one node in use)
 
   void acquire() noexcept {
     while (lock.test_and_set(std::memory_order_acquire)) ito_yield();
@@ -340,7 +342,10 @@ class task_group {
   template <class F>
   void run(place_hint h, F &&f) {
     using Fn = std::decay_t<F>;
-    struct hbox { Fn fn; task_group *g; };
+    struct hbox {
+      Fn fn;
+      task_group *g;
+    };
     ito_access a{h.addr, h.size, ITO_ACCESS_IN};
     int node = ito_numa_num_nodes() > 1 ? ito_numa_node_for(&a, 1) : -1;
     hbox *b = new hbox{std::forward<F>(f), this};
@@ -357,7 +362,10 @@ class task_group {
   template <class F>
   void run(node_hint h, F &&f) {
     using Fn = std::decay_t<F>;
-    struct hbox { Fn fn; task_group *g; };
+    struct hbox {
+      Fn fn;
+      task_group *g;
+    };
     int nodes = ito_numa_num_nodes();
     if (h.node < 0 || h.node >= nodes)
       throw std::out_of_range("ito::task_group::run(on_node(k)): no such NUMA node");
@@ -398,7 +406,10 @@ class task_group {
           ito_tg_fork_w4_(&tg_, &invoke_sized<Fn>, &c);
         return;
       }
-      struct box { Fn fn; task_group *g; };
+      struct box {
+        Fn fn;
+        task_group *g;
+      };
       box b{std::forward<F>(f), this};
       if (tg_.home_fp == __builtin_frame_address(0))
         ito_tg_fork_(&tg_, &invoke_copy<box>, &b, sizeof(box));
@@ -406,7 +417,10 @@ class task_group {
         ito_tg_spawn_(&tg_, &invoke_copy<box>, &b, sizeof(box));
     } else {
       // Closures that must be copied by their constructor go to the heap.
-      struct hbox { Fn fn; task_group *g; };
+      struct hbox {
+        Fn fn;
+        task_group *g;
+      };
       hbox *h = new hbox{std::forward<F>(f), this};
       if (tg_.home_fp == __builtin_frame_address(0))
         ito_tg_fork_(&tg_, &invoke_heap<hbox>, h, 0);
@@ -665,8 +679,8 @@ class condition_variable {
     } else if constexpr (std::is_same_v<Clock, steady_clock>) {
       ns = duration_cast<nanoseconds>(t.time_since_epoch());
     } else {
-      ns = duration_cast<nanoseconds>(
-          (steady_clock::now() + (t - Clock::now())).time_since_epoch());
+      ns =
+          duration_cast<nanoseconds>((steady_clock::now() + (t - Clock::now())).time_since_epoch());
     }
     if (ns.count() < 0) ns = nanoseconds(0);
     struct timespec ts;
@@ -683,7 +697,8 @@ class condition_variable {
     return true;
   }
   template <class Rep, class Period>
-  std::cv_status wait_for(std::unique_lock<mutex> &lk, const std::chrono::duration<Rep, Period> &d) {
+  std::cv_status wait_for(std::unique_lock<mutex> &lk,
+                          const std::chrono::duration<Rep, Period> &d) {
     return wait_until(lk, std::chrono::steady_clock::now() + d);
   }
   template <class Rep, class Period, class P>

@@ -7,14 +7,14 @@
 #define ITO_CORE_ASM_CONTRACT_H
 
 /* struct worker, whose first member is its deque (struct ito_deque) */
-#define W_TAIL 0    /* deque: tail index (the owner's) */
-#define W_SLOTS 8   /* deque: the slot array */
-#define W_MASK 16   /* deque: capacity - 1 */
-#define W_FENCE 24  /* deque: pops left in the fenced window */
-#define W_HEAD 64   /* deque: head index (the thieves') */
-#define W_CUR 128   /* worker: the fiber running on it */
-#define W_HMARK 136 /* worker: a recorder's mark array, as an offset from the deque's slots */
-#define W_HQUIET 144 /* worker: a recorder's quiet forks left, plus one (hooks.h) */
+#define W_TAIL 0       /* deque: tail index (the owner's) */
+#define W_SLOTS 8      /* deque: the slot array */
+#define W_MASK 16      /* deque: capacity - 1 */
+#define W_FENCE 24     /* deque: pops left in the fenced window */
+#define W_HEAD 64      /* deque: head index (the thieves') */
+#define W_CUR 128      /* worker: the fiber running on it */
+#define W_HMARK 136    /* worker: a recorder's mark array, as an offset from the deque's slots */
+#define W_HQUIET 144   /* worker: a recorder's quiet forks left, plus one (hooks.h) */
 #define W_SCHED_HI 192 /* worker: the top of its scheduler stack */
 
 /* The fork checks the deque's capacity when the tail is a multiple of

@@ -91,7 +91,7 @@ void ito__atfork_child(void) {
   ito__sig_after_fork();
   ito__poll_after_fork();
   if (ito__tls_mode) {
-    ito__tls_switch(w, f->tls); /* (the block's tid: the child's) */
+    ito__tls_switch(w, f->tls);                         /* (the block's tid: the child's) */
     ito__setxid_represent(w->tls_own, w->tls_glibc, 1); /* glibc's list: this thread's */
   }
   ito__thread_unpin();

@@ -35,8 +35,7 @@
  * condition, and aborts. */
 #if !defined(NDEBUG) || ITO_ASAN || ITO_TSAN
 #define ITO_ASSERTS 1
-#define ITO_ASSERT(cond) \
-  (LIKELY(cond) ? (void)0 : ito__assert_fail(__FILE__, __LINE__, #cond))
+#define ITO_ASSERT(cond) (LIKELY(cond) ? (void)0 : ito__assert_fail(__FILE__, __LINE__, #cond))
 #else
 #define ITO_ASSERTS 0
 #define ITO_ASSERT(cond) ((void)0)
@@ -62,7 +61,6 @@ static inline void full_fence(void) {
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
 #endif
 }
-
 
 /* ---- spinlocks: a word, 0 free and 1 held ---------------------------------- */
 /* Called every 2^20 spins of one wait for a lock (never on the way that

@@ -78,6 +78,8 @@ static const char *parse_places(const char *text, void *dst) {
 static const struct ito_cfg_choice numa_words[] = {
     {"auto", NUMA_AUTO}, {"on", NUMA_ON}, {"off", NUMA_OFF}, {0, 0}};
 
+/* (a table: one row per variable, packed) */
+/* clang-format off */
 static const struct ito_cfg core_rows[] = {
     {.name = "ITO_PLACES", .kind = ITO_CFG_PARSE, .dst = &ito__cfg.places,
      .parse = parse_places, .dflt = "none",
@@ -145,6 +147,7 @@ static const struct ito_cfg core_rows[] = {
      .choices = nowait_words, .dflt = "auto",
      .what = "0: pipes are polled before each call instead of RWF_NOWAIT"},
 };
+/* clang-format on */
 #define N_CORE_ROWS ((int)(sizeof core_rows / sizeof core_rows[0]))
 
 /* Values given by drop-in libraries for core rows whose variable is not set
@@ -157,8 +160,8 @@ static int default_workers;
 
 void ito__config_error(const char *name, const char *value, const char *expected) {
   char buf[768];
-  int n = snprintf(buf, sizeof buf, "ito: %s=%s is not valid: expected %s\n", name, value,
-                   expected);
+  int n =
+      snprintf(buf, sizeof buf, "ito: %s=%s is not valid: expected %s\n", name, value, expected);
   if (n < 0) n = 0;
   if ((size_t)n >= sizeof buf) {
     n = (int)sizeof buf - 1;
@@ -194,8 +197,8 @@ static void expected_text(const struct ito_cfg *r, char *out, size_t len) {
         snprintf(out, len, "a size from %s to %s: a number with a B, K, M or G suffix (K if none)",
                  lo, hi);
       else
-        snprintf(out, len, "a size in bytes from %s to %s, optionally with a B, K, M or G suffix", lo,
-                 hi);
+        snprintf(out, len, "a size in bytes from %s to %s, optionally with a B, K, M or G suffix",
+                 lo, hi);
       return;
     case ITO_CFG_CHOICE: {
       size_t k = 0;
@@ -266,12 +269,22 @@ static bool parse_size(const char *v, long long lo, long long hi, unsigned flags
   if (!scan_number(&v, &x, &neg) || neg) return false;
   unsigned long long mul = omp ? 1ULL << 10 : 1;
   switch (tolower((unsigned char)*v)) {
-    case 'b': mul = 1; break;
-    case 'k': mul = 1ULL << 10; break;
-    case 'm': mul = 1ULL << 20; break;
-    case 'g': mul = 1ULL << 30; break;
-    case 0: break;
-    default: return false;
+    case 'b':
+      mul = 1;
+      break;
+    case 'k':
+      mul = 1ULL << 10;
+      break;
+    case 'm':
+      mul = 1ULL << 20;
+      break;
+    case 'g':
+      mul = 1ULL << 30;
+      break;
+    case 0:
+      break;
+    default:
+      return false;
   }
   if (*v) v = skip_blanks(v + 1);
   if (*v || x > (unsigned long long)hi / mul || x * mul < (unsigned long long)lo) return false;
@@ -298,9 +311,15 @@ static void parse_row(const struct ito_cfg *r, const char *text, const char *as)
   const char *why = NULL;
   bool ok = false;
   switch (r->kind) {
-    case ITO_CFG_INT: ok = parse_int(text, r->lo, r->hi, r->dst); break;
-    case ITO_CFG_SIZE: ok = parse_size(text, r->lo, r->hi, r->flags, r->dst); break;
-    case ITO_CFG_CHOICE: ok = parse_choice(text, r->choices, r->dst); break;
+    case ITO_CFG_INT:
+      ok = parse_int(text, r->lo, r->hi, r->dst);
+      break;
+    case ITO_CFG_SIZE:
+      ok = parse_size(text, r->lo, r->hi, r->flags, r->dst);
+      break;
+    case ITO_CFG_CHOICE:
+      ok = parse_choice(text, r->choices, r->dst);
+      break;
     case ITO_CFG_PARSE:
       why = r->parse(text, r->dst);
       ok = !why;
@@ -432,8 +451,12 @@ int ito__config_value(const char *name, char *out, size_t len) {
   const struct ito_cfg *r = &core_rows[i];
   const void *field = (const char *)&s + ((const char *)r->dst - (const char *)&ito__cfg);
   switch (r->kind) {
-    case ITO_CFG_INT: snprintf(out, len, "%ld", *(const long *)field); break;
-    case ITO_CFG_SIZE: snprintf(out, len, "%zu", *(const size_t *)field); break;
+    case ITO_CFG_INT:
+      snprintf(out, len, "%ld", *(const long *)field);
+      break;
+    case ITO_CFG_SIZE:
+      snprintf(out, len, "%zu", *(const size_t *)field);
+      break;
     case ITO_CFG_CHOICE: {
       int v = *(const int *)field;
       const struct ito_cfg_choice *c = r->choices;
@@ -441,7 +464,8 @@ int ito__config_value(const char *name, char *out, size_t len) {
       snprintf(out, len, "%s", c->word ? c->word : "?");
       break;
     }
-    case ITO_CFG_PARSE: return EINVAL; /* the core has no such row */
+    case ITO_CFG_PARSE:
+      return EINVAL; /* the core has no such row */
   }
   return 0;
 }

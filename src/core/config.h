@@ -35,23 +35,23 @@ enum { PIPE_NOWAIT_AUTO = 0, PIPE_NOWAIT_OFF };
 
 /* The runtime's settings, as of the last start. */
 struct ito_settings {
-  long workers;       /* ITO_NUM_WORKERS (default: the usable CPUs) */
-  size_t stack_size;  /* ITO_STACK_SIZE, rounded up to pages */
-  int bind;           /* ITO_BIND */
-  int stack_guard;    /* ITO_STACK_GUARD: GUARD_* */
-  size_t stack_cache; /* ITO_STACK_CACHE: bytes of free stacks kept resident */
-  int deque_fence;    /* ITO_DEQUE_FENCE: FENCE_* */
-  int wait_policy;    /* ITO_WAIT_POLICY: WAIT_* */
-  long spin_us;       /* ITO_SPIN_US */
-  int pipe_nowait;    /* ITO_IO_PIPE_NOWAIT: PIPE_NOWAIT_* */
-  long extra_workers; /* ITO_EXTRA_WORKERS: the monitor's cap */
-  long worker_limit;  /* ITO_WORKER_LIMIT: workers in all, extra ones included */
-  int tls_thread;     /* ITO_TLS: 1 thread, 0 worker */
-  long preempt_ms;    /* ITO_PREEMPT_MS: the time slice of a program thread, 0 none */
-  const char *places; /* ITO_PLACES, or NULL (the environment's string; places.c) */
-  int numa;           /* ITO_NUMA: NUMA_* of numa.h */
-  int numa_fake;      /* ITO_NUMA_FAKE: record nodes, bind nothing (a test aid) */
-  int profile;        /* ITO_PROFILE: PROF_* of profile_data.h, 0 off */
+  long workers;                 /* ITO_NUM_WORKERS (default: the usable CPUs) */
+  size_t stack_size;            /* ITO_STACK_SIZE, rounded up to pages */
+  int bind;                     /* ITO_BIND */
+  int stack_guard;              /* ITO_STACK_GUARD: GUARD_* */
+  size_t stack_cache;           /* ITO_STACK_CACHE: bytes of free stacks kept resident */
+  int deque_fence;              /* ITO_DEQUE_FENCE: FENCE_* */
+  int wait_policy;              /* ITO_WAIT_POLICY: WAIT_* */
+  long spin_us;                 /* ITO_SPIN_US */
+  int pipe_nowait;              /* ITO_IO_PIPE_NOWAIT: PIPE_NOWAIT_* */
+  long extra_workers;           /* ITO_EXTRA_WORKERS: the monitor's cap */
+  long worker_limit;            /* ITO_WORKER_LIMIT: workers in all, extra ones included */
+  int tls_thread;               /* ITO_TLS: 1 thread, 0 worker */
+  long preempt_ms;              /* ITO_PREEMPT_MS: the time slice of a program thread, 0 none */
+  const char *places;           /* ITO_PLACES, or NULL (the environment's string; places.c) */
+  int numa;                     /* ITO_NUMA: NUMA_* of numa.h */
+  int numa_fake;                /* ITO_NUMA_FAKE: record nodes, bind nothing (a test aid) */
+  int profile;                  /* ITO_PROFILE: PROF_* of profile_data.h, 0 off */
   const char *profile_out;      /* ITO_PROFILE_OUT, or NULL (the environment's string) */
   const char *profile_baseline; /* ITO_PROFILE_BASELINE, or NULL */
   long profile_collapse;        /* ITO_PROFILE_COLLAPSE: ns, 0 never */

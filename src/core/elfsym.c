@@ -37,12 +37,12 @@ static uintptr_t dyn_ptr(const struct link_map *lm, uintptr_t p) {
 }
 
 struct elf_tables {
-  const ElfW(Sym) *sym;
+  const ElfW(Sym) * sym;
   const char *str;
   const uint32_t *gnu;  /* DT_GNU_HASH */
   const uint32_t *sysv; /* DT_HASH */
-  const ElfW(Half) *versym;
-  const ElfW(Verdef) *verdef;
+  const ElfW(Half) * versym;
+  const ElfW(Verdef) * verdef;
 };
 
 static int tables_of(const struct link_map *lm, struct elf_tables *t) {
@@ -51,13 +51,26 @@ static int tables_of(const struct link_map *lm, struct elf_tables *t) {
   for (const ElfW(Dyn) *d = lm->l_ld; d->d_tag != DT_NULL; d++) {
     uintptr_t p = dyn_ptr(lm, (uintptr_t)d->d_un.d_ptr);
     switch (d->d_tag) {
-    case DT_SYMTAB: t->sym = (const ElfW(Sym) *)p; break;
-    case DT_STRTAB: t->str = (const char *)p; break;
-    case DT_GNU_HASH: t->gnu = (const uint32_t *)p; break;
-    case DT_HASH: t->sysv = (const uint32_t *)p; break;
-    case DT_VERSYM: t->versym = (const ElfW(Half) *)p; break;
-    case DT_VERDEF: t->verdef = (const ElfW(Verdef) *)p; break;
-    default: break;
+      case DT_SYMTAB:
+        t->sym = (const ElfW(Sym) *)p;
+        break;
+      case DT_STRTAB:
+        t->str = (const char *)p;
+        break;
+      case DT_GNU_HASH:
+        t->gnu = (const uint32_t *)p;
+        break;
+      case DT_HASH:
+        t->sysv = (const uint32_t *)p;
+        break;
+      case DT_VERSYM:
+        t->versym = (const ElfW(Half) *)p;
+        break;
+      case DT_VERDEF:
+        t->verdef = (const ElfW(Verdef) *)p;
+        break;
+      default:
+        break;
     }
   }
   return t->sym && t->str && (t->gnu || t->sysv);
@@ -111,7 +124,7 @@ static uint32_t sysv_hash(const char *s) {
   return h;
 }
 
-static const ElfW(Sym) *find(const struct elf_tables *t, const char *name, const char *version) {
+static const ElfW(Sym) * find(const struct elf_tables *t, const char *name, const char *version) {
   if (t->gnu) {
     uint32_t nbuckets = t->gnu[0], symoffset = t->gnu[1], bloom_size = t->gnu[2];
     if (!nbuckets) return NULL;
@@ -136,11 +149,11 @@ static const ElfW(Sym) *find(const struct elf_tables *t, const char *name, const
 
 typedef void *(*ifunc_resolver)(uint64_t, void *);
 
-static void *address_of(const struct link_map *lm, const ElfW(Sym) *s) {
+static void *address_of(const struct link_map *lm, const ElfW(Sym) * s) {
   void *p = (void *)(lm->l_addr + s->st_value);
   if (ELF64_ST_TYPE(s->st_info) != STT_GNU_IFUNC) return p;
-  /* An indirect function: its resolver gives the implementation, as the
-   * dynamic linker calls it (AArch64 passes the hardware capabilities). */
+    /* An indirect function: its resolver gives the implementation, as the
+     * dynamic linker calls it (AArch64 passes the hardware capabilities). */
 #if defined(__aarch64__)
   struct {
     unsigned long size, hwcap, hwcap2;
@@ -171,8 +184,7 @@ static void *search(struct link_map *lm, const struct link_map *skip, const char
 int ito__elf_each(const char *name, void (*fn)(void *addr, void *arg), void *arg) {
   struct link_map *lm = NULL;
   Dl_info info;
-  if (!dladdr1((const void *)&ito__elf_each, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm)
-    return 0;
+  if (!dladdr1((const void *)&ito__elf_each, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm) return 0;
   while (lm->l_prev) lm = lm->l_prev;
   int n = 0;
   for (; lm; lm = lm->l_next) {

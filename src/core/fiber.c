@@ -45,12 +45,12 @@ _Static_assert(HEADER_ROOM == 512, "fiber header outgrew 512 bytes: measure the 
 #endif
 
 static struct {
-  size_t stack_size;  /* usable bytes per pool stack */
-  int guard_mode;     /* GUARD_* */
-  int guard_region;   /* the kernel installs guard pages without splitting mappings */
-  long guard_budget;  /* guarded stacks we may still create by splitting (GUARD_AUTO) */
+  size_t stack_size; /* usable bytes per pool stack */
+  int guard_mode;    /* GUARD_* */
+  int guard_region;  /* the kernel installs guard pages without splitting mappings */
+  long guard_budget; /* guarded stacks we may still create by splitting (GUARD_AUTO) */
   int pool_lock;
-  fiber *pool;        /* free pool fibers beyond the workers' caches */
+  fiber *pool; /* free pool fibers beyond the workers' caches */
 } fs;
 
 /* Free stacks outside the workers' caches that may hold touched pages,
@@ -113,8 +113,10 @@ static size_t slot_size(void) {
  * budget lasts). */
 static bool want_guard(void) {
   switch (fs.guard_mode) {
-    case GUARD_ALWAYS: return true;
-    case GUARD_NEVER: return false;
+    case GUARD_ALWAYS:
+      return true;
+    case GUARD_NEVER:
+      return false;
     default:
       return fs.guard_region || __atomic_sub_fetch(&fs.guard_budget, 1, __ATOMIC_RELAXED) >= 0;
   }
@@ -153,10 +155,11 @@ static fiber *map_fibers(void) {
     bool guard = want_guard();
     if (guard && guard_page(base) != 0) {
       if (fs.guard_mode == GUARD_ALWAYS)
-        ito__fatal("cannot add a guard page to a thread stack (%s); the kernel's limit on memory "
-                   "mappings (vm.max_map_count) is reached. Unset ITO_STACK_GUARD=always or "
-                   "raise the limit.",
-                   strerror(errno));
+        ito__fatal(
+            "cannot add a guard page to a thread stack (%s); the kernel's limit on memory "
+            "mappings (vm.max_map_count) is reached. Unset ITO_STACK_GUARD=always or "
+            "raise the limit.",
+            strerror(errno));
       guard = false;
     }
     f->guarded = guard;
@@ -200,7 +203,6 @@ static int own_class(size_t len) {
   while (k < OWN_CLASSES - 1 && ((size_t)1 << (k + 1)) <= len) k++;
   return k; /* 2^k <= len < 2^(k+1) */
 }
-
 
 /* The lowest page a stack has touched: a stack grows down from its
  * header, so its touched pages run down from there; mincore(2) finds the
@@ -270,8 +272,8 @@ fiber *ito__own_fiber(size_t want) {
   if (f) {
     dirty_take(f);
   } else {
-    char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                   -1, 0);
+    char *m =
+        mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED) return NULL;
     f = header_in(m, len, FIBER_OWN);
     if (!f) {
@@ -359,9 +361,10 @@ static void check_canary(fiber *f) {
   char *page = (char *)((uintptr_t)f->lo & ~(PAGE - 1));
   if (mincore(page, PAGE, &resident) == 0 && !(resident & 1)) return;
   if (*(volatile uint64_t *)f->lo != 0)
-    ito__fatal("stack overflow in a lightweight thread (stack of %zu bytes; this stack had no "
-               "guard page, so memory next to it may be corrupted); raise ITO_STACK_SIZE",
-               (size_t)(f->hi - f->lo));
+    ito__fatal(
+        "stack overflow in a lightweight thread (stack of %zu bytes; this stack had no "
+        "guard page, so memory next to it may be corrupted); raise ITO_STACK_SIZE",
+        (size_t)(f->hi - f->lo));
 }
 
 void ito__fiber_free(struct fiber_cache *c, fiber *f) {

@@ -37,31 +37,31 @@ struct worker;
 enum { FIBER_POOL = 0, FIBER_NATIVE = 1, FIBER_OWN = 2, FIBER_USER = 3 };
 
 typedef struct __attribute__((aligned(64))) fiber {
-  ithread th;               /* the thread started on this fiber, if any */
-  void *sp;                 /* saved stack pointer while not running */
-  char *lo, *hi;            /* usable stack [lo, hi) */
-  char *map;                /* start of the mapping (FIBER_USER: of the caller's region) */
+  ithread th;    /* the thread started on this fiber, if any */
+  void *sp;      /* saved stack pointer while not running */
+  char *lo, *hi; /* usable stack [lo, hi) */
+  char *map;     /* start of the mapping (FIBER_USER: of the caller's region) */
   size_t maplen;
-  ithread *thread;          /* the lightweight thread this fiber runs for */
-  void *ctx;                /* a layer's word for the code on this stack (libito-omp.so keeps
-                               its current task here); NULL on a fresh stack */
-  struct worker *home;      /* non-NULL: runs only on this worker (placement) */
-  struct fiber *next;       /* ready queue, mail or free list (invariant 1) */
-  waiter w;                 /* used while parked */
+  ithread *thread;     /* the lightweight thread this fiber runs for */
+  void *ctx;           /* a layer's word for the code on this stack (libito-omp.so keeps
+                          its current task here); NULL on a fresh stack */
+  struct worker *home; /* non-NULL: runs only on this worker (placement) */
+  struct fiber *next;  /* ready queue, mail or free list (invariant 1) */
+  waiter w;            /* used while parked */
   void *asan_fake;
-  void *tls;                /* the TLS block in force while this fiber runs (tls.h); NULL:
-                               the worker's own */
-  void *tls_block;          /* the block this fiber's threads use, made on first need and
-                               kept with the fiber (ITO_TLS=thread) */
-  void *parked_on;          /* while parked (ito__suspend, ACT_BLOCK): what it waits on, the
-                               wait queue's lock word where there is one; NULL otherwise.
-                               For debuggers only (debug.c) */
-  uint32_t vg_stack;        /* its id with Valgrind (san.h) */
-  uint32_t guarded;         /* a guard page sits below lo */
-  uint32_t kind;            /* FIBER_* (invariant 2) */
-  uint32_t own_class;       /* FIBER_OWN: log2 of the mapping's size, rounded down */
-  uint32_t dirty;           /* free, on a shared list: its touched pages, counted in the
-                               bound on free stacks' resident memory (0: none counted) */
+  void *tls;          /* the TLS block in force while this fiber runs (tls.h); NULL:
+                         the worker's own */
+  void *tls_block;    /* the block this fiber's threads use, made on first need and
+                         kept with the fiber (ITO_TLS=thread) */
+  void *parked_on;    /* while parked (ito__suspend, ACT_BLOCK): what it waits on, the
+                         wait queue's lock word where there is one; NULL otherwise.
+                         For debuggers only (debug.c) */
+  uint32_t vg_stack;  /* its id with Valgrind (san.h) */
+  uint32_t guarded;   /* a guard page sits below lo */
+  uint32_t kind;      /* FIBER_* (invariant 2) */
+  uint32_t own_class; /* FIBER_OWN: log2 of the mapping's size, rounded down */
+  uint32_t dirty;     /* free, on a shared list: its touched pages, counted in the
+                         bound on free stacks' resident memory (0: none counted) */
   /* A fiber made by taking a fork record starts by resuming that record.
    * A fiber started by ito_create keeps here its creator's continuation
    * (a create record), published at create_idx of create_worker's deque. */
@@ -82,8 +82,8 @@ typedef struct __attribute__((aligned(64))) fiber {
   uint16_t node1;
   uint8_t placed;
 #if ITO_TSAN
-  void *tsan;               /* ThreadSanitizer's context for this stack (docs/fibers.md) */
-  int tsan_dirty;           /* frames were abandoned on it (ito_exit): renew tsan before reuse */
+  void *tsan;     /* ThreadSanitizer's context for this stack (docs/fibers.md) */
+  int tsan_dirty; /* frames were abandoned on it (ito_exit): renew tsan before reuse */
 #endif
 } fiber;
 

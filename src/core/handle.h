@@ -30,16 +30,16 @@ HIDDEN void ito__handle_unregister(ithread *t);
 #define HANDLE_NCHUNKS (1u << 16) /* 2^32 slots */
 struct handle_slot {
   ithread *t;
-  uint32_t gen;  /* the generation handles of this slot carry now */
-  uint32_t next; /* free list of slots whose descriptor went away (+1; 0 ends it) */
+  uint32_t gen;      /* the generation handles of this slot carry now */
+  uint32_t next;     /* free list of slots whose descriptor went away (+1; 0 ends it) */
   uint32_t detached; /* invariant 4 */
 };
 extern struct handle_slot *ito__handle_chunks[HANDLE_NCHUNKS] HIDDEN;
 extern uint32_t ito__handle_nslots HIDDEN;
 
 static inline struct handle_slot *handle_slot_at(uint32_t i) {
-  struct handle_slot *c = __atomic_load_n(&ito__handle_chunks[i >> HANDLE_CHUNK_LOG2],
-                                          __ATOMIC_ACQUIRE);
+  struct handle_slot *c =
+      __atomic_load_n(&ito__handle_chunks[i >> HANDLE_CHUNK_LOG2], __ATOMIC_ACQUIRE);
   return c ? &c[i & ((1u << HANDLE_CHUNK_LOG2) - 1)] : NULL;
 }
 static inline uint32_t handle_gen_of(ito_thread_t h) {
@@ -61,7 +61,8 @@ static inline bool ito__handle_ended_detached(ito_thread_t h) {
   uint32_t i = (uint32_t)h;
   if (!i || i >= __atomic_load_n(&ito__handle_nslots, __ATOMIC_ACQUIRE)) return false;
   struct handle_slot *s = handle_slot_at(i);
-  return s && __atomic_load_n(&s->gen, __ATOMIC_ACQUIRE) == ((handle_gen_of(h) + 1) & HANDLE_GEN_MASK) &&
+  return s &&
+         __atomic_load_n(&s->gen, __ATOMIC_ACQUIRE) == ((handle_gen_of(h) + 1) & HANDLE_GEN_MASK) &&
          __atomic_load_n(&s->detached, __ATOMIC_RELAXED);
 }
 /* The handle of t's current thread. */

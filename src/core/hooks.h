@@ -41,15 +41,15 @@ HIDDEN void ito__hook_emit_rec(int kind, int worker, const void *obj, long peer,
                                unsigned long aux);
 
 /* One predictable branch where no recorder is attached. */
-#define HOOK(kind, worker, obj, peer)                                   \
-  do {                                                                  \
+#define HOOK(kind, worker, obj, peer)                                                        \
+  do {                                                                                       \
     if (UNLIKELY(LOAD_RLX(&ito__hooks_on))) ito__hook_emit((kind), (worker), (obj), (peer)); \
   } while (0)
 
-#define HOOK_REC(kind, worker, obj, peer, rec, aux)                                \
-  do {                                                                            \
-    if (UNLIKELY(LOAD_RLX(&ito__hooks_on)))                                       \
-      ito__hook_emit_rec((kind), (worker), (obj), (peer), (rec), (aux));          \
+#define HOOK_REC(kind, worker, obj, peer, rec, aux)                      \
+  do {                                                                   \
+    if (UNLIKELY(LOAD_RLX(&ito__hooks_on)))                              \
+      ito__hook_emit_rec((kind), (worker), (obj), (peer), (rec), (aux)); \
   } while (0)
 
 /* A traced task group's pending count carries this bias from its first

@@ -12,14 +12,14 @@ struct ito_idle_word ito__rt_idle;
 int ito__idle_waiters;
 
 static struct {
-  int sleep_lock;        /* guards the sleeper list, Z and poller */
-  struct idler *top;     /* the sleeper list */
-  struct idler *poller;  /* the sleeper waiting for poll sources, if any */
-  struct idler **all;    /* every worker's, by id */
+  int sleep_lock;       /* guards the sleeper list, Z and poller */
+  struct idler *top;    /* the sleeper list */
+  struct idler *poller; /* the sleeper waiting for poll sources, if any */
+  struct idler **all;   /* every worker's, by id */
   int n;
-  bool active;           /* ITO_WAIT_POLICY=active: nobody sleeps */
-  long spin_ns;          /* the least spin (ITO_SPIN_US) */
-  long spin_max_ns;      /* the most an adaptive spin grows to */
+  bool active;      /* ITO_WAIT_POLICY=active: nobody sleeps */
+  long spin_ns;     /* the least spin (ITO_SPIN_US) */
+  long spin_max_ns; /* the most an adaptive spin grows to */
   struct idle_ops ops;
 } ig;
 
@@ -58,7 +58,7 @@ static bool unsleep_locked(struct idler *v, int hint) {
   struct idler **pp = &ig.top;
   while (*pp != v) pp = &(*pp)->sleep_next;
   *pp = v->sleep_next;
-  STORE_RLX(&v->on_list, 0); /* (read without the lock: nodeq.c) */
+  STORE_RLX(&v->on_list, 0);    /* (read without the lock: nodeq.c) */
   bool poller = ig.poller == v; /* v gives the role up itself (ito__idle_sleep) */
   uint64_t x = __atomic_fetch_add(&ito__rt_idle.v, IDLE_SPIN_ONE - 1, __ATOMIC_SEQ_CST);
   ITO_ASSERT(idle_Z(x) > 0); /* invariant 1: v was counted in Z */

@@ -2,8 +2,8 @@
  * waits for external events (the poll sleeper). The only code that
  * touches the idle word and the sleeper list: other C code reads it only
  * through the functions below (idle_fork_read, idle_anyone), and the
- * assembly fork reads it at the offsets asm_contract.h checks. Protocol, proofs and the Promela model's map: docs/idle.md; the
- * model is verify/idle.pml.
+ * assembly fork reads it at the offsets asm_contract.h checks. Protocol, proofs and the Promela
+ * model's map: docs/idle.md; the model is verify/idle.pml.
  *
  * Invariants:
  *  1. The idle word is S << 32 | M << 31 | H << 30 | Z: S counts the
@@ -29,13 +29,13 @@
 /* One per worker. */
 struct idler {
   int id;
-  int spinning;              /* counted in S (this worker's own field) */
-  int ws_hint;               /* worker to try first after a wake-up, or -1 */
-  int on_list;               /* on the sleeper list (written under sleep_lock; read without
-                                it as a hint by nodeq.c) */
-  int wake_word;             /* futex: 0 while asleep, 1 once woken */
-  struct idler *sleep_next;  /* sleeper list link (sleep_lock) */
-  long spin_ns;              /* this worker's spin before sleeping (adaptive) */
+  int spinning;             /* counted in S (this worker's own field) */
+  int ws_hint;              /* worker to try first after a wake-up, or -1 */
+  int on_list;              /* on the sleeper list (written under sleep_lock; read without
+                               it as a hint by nodeq.c) */
+  int wake_word;            /* futex: 0 while asleep, 1 once woken */
+  struct idler *sleep_next; /* sleeper list link (sleep_lock) */
+  long spin_ns;             /* this worker's spin before sleeping (adaptive) */
 };
 
 /* What the idle protocol asks of the scheduler and the poll sources, given
@@ -81,8 +81,8 @@ static inline bool idle_anyone(void) {
 }
 
 /* At each start: the workers' idlers, the policy, the flags. */
-HIDDEN void ito__idle_setup(struct idler **idlers, int n, const struct idle_ops *ops,
-                            bool active, long spin_ns, bool hooks);
+HIDDEN void ito__idle_setup(struct idler **idlers, int n, const struct idle_ops *ops, bool active,
+                            long spin_ns, bool hooks);
 HIDDEN void ito__idle_init(struct idler *w, int id);
 
 /* P2 and P3 of docs/idle.md, after work was published (P1). full: the

@@ -76,9 +76,10 @@ static void *continuation_sp(const ito_tg_t *tg, const struct ito_rec *rec, fibe
 
 /* Reached from ito__tg_return_trap, on the worker's scheduler stack. */
 void ito__tg_returned(void) {
-  ito__fatal("a function returned between ito_tg_fork and ito_tg_join after its continuation "
-             "was stolen: its children may still run on its stack. Call ito_tg_join before "
-             "the function returns (docs/lazy-tasks.md).");
+  ito__fatal(
+      "a function returned between ito_tg_fork and ito_tg_join after its continuation "
+      "was stolen: its children may still run on its stack. Call ito_tg_join before "
+      "the function returns (docs/lazy-tasks.md).");
 }
 
 /* ---- taking a record --------------------------------------------------------------------- */
@@ -216,7 +217,7 @@ static inline uintptr_t *quiet_mark(worker *w, uint64_t t) {
 /* Returns true for a quiet fork (hooks.h, invariant 4): not reported, its
  * record marked for thieves. */
 static __attribute__((noinline)) bool fork_publish_slow(worker *w, ito_tg_t *tg, uint64_t x,
-                                                         struct ito_rec *rec, uint64_t t) {
+                                                        struct ito_rec *rec, uint64_t t) {
   bool quiet = false;
   if (x & IDLE_HOOKS) {
     if (w->hook_quiet > 1) {
@@ -325,9 +326,9 @@ static void spawn_child(ito_tg_t *tg, ito_task_fn fn, void *arg, size_t size, in
     trace_spawn(tg, w ? w->id : -1, NULL, 0);
   }
   __atomic_add_fetch(&tg->pending, 1, __ATOMIC_RELAXED);
-  int rc = node == NO_DATA ? ito__thread_spawn(box_run, &b, BOX_SIZE + b.size, 16, box_copy, NULL, -1)
-                           : ito__thread_spawn_node(box_run, &b, BOX_SIZE + b.size, 16, box_copy,
-                                                    NULL, node);
+  int rc = node == NO_DATA
+               ? ito__thread_spawn(box_run, &b, BOX_SIZE + b.size, 16, box_copy, NULL, -1)
+               : ito__thread_spawn_node(box_run, &b, BOX_SIZE + b.size, 16, box_copy, NULL, node);
   if (rc != 0) {
     /* no memory for a thread: the child runs now, before the caller goes on */
     __atomic_sub_fetch(&tg->pending, 1, __ATOMIC_RELAXED);
@@ -374,7 +375,8 @@ void ito_tg_join_(ito_tg_t *tg, void *frame) {
 }
 #endif
 
-/* ---- the join ---------------------------------------------------------------------------------- */
+/* ---- the join ----------------------------------------------------------------------------------
+ */
 
 static void free_fiber_post(void *f) { ito__fiber_free(&cur_worker()->fibers, f); }
 

@@ -36,7 +36,7 @@ void AnnotateIgnoreReadsEnd(const char *file, int line);
 #define RACY_END() ((void)0)
 #endif
 
-#define EXTRA_BATCH 64 /* extras started in one tick for announced waits */
+#define EXTRA_BATCH 64         /* extras started in one tick for announced waits */
 #define TICK_NS 5000000LL      /* while any worker runs a fiber */
 #define TICK_MAX_NS 10000000LL /* the longest tick, when everything was idle */
 #define LATE_NS 200000LL       /* a signal's thread not yet running is looked at again */
@@ -59,19 +59,19 @@ static struct {
   pthread_t os;
   int started;
   int stop_word;
-  int poked;                    /* ito__monitor_poke: signals to route */
-  int kpoked;                   /* an announced wait began, or a cancellation came */
-  unsigned routed;              /* passes that routed signals (ito__monitor_sync) */
-  int cap;    /* ITO_EXTRA_WORKERS, at most the free slots */
-  int alive;  /* extras counted as running (may_retire takes one off) */
-  int wanted; /* blocked workers at the last tick */
+  int poked;                   /* ito__monitor_poke: signals to route */
+  int kpoked;                  /* an announced wait began, or a cancellation came */
+  unsigned routed;             /* passes that routed signals (ito__monitor_sync) */
+  int cap;                     /* ITO_EXTRA_WORKERS, at most the free slots */
+  int alive;                   /* extras counted as running (may_retire takes one off) */
+  int wanted;                  /* blocked workers at the last tick */
   unsigned long started_total; /* extras started since the runtime started */
-  long long slice;       /* ITO_PREEMPT_MS in ns, 0: no preemption (preempt.h) */
-  bool preempt;          /* the signal is there: time slices or asynchronous cancellation */
-  long long last_tick;   /* when the last observation was */
-  long long stall_since; /* blocked workers left work waiting since */
+  long long slice;             /* ITO_PREEMPT_MS in ns, 0: no preemption (preempt.h) */
+  bool preempt;                /* the signal is there: time slices or asynchronous cancellation */
+  long long last_tick;         /* when the last observation was */
+  long long stall_since;       /* blocked workers left work waiting since */
   long long starve_since;
-  int slots;  /* extra slots there are (ITO_WORKER_LIMIT less the configured workers) */
+  int slots; /* extra slots there are (ITO_WORKER_LIMIT less the configured workers) */
   bool warned_cap, warned_starve, warned_thread, warned_grow;
 } mon;
 /* Per slot, beside mon: zeroed up to the slots ever counted at each start
@@ -122,24 +122,26 @@ static const struct {
     N(epoll_wait)
 #endif
 #ifdef SYS_select
-    N(select)
+        N(select)
 #endif
 #ifdef SYS_poll
-    N(poll)
+            N(poll)
 #endif
 #ifdef SYS_wait4
-    N(wait4)
+                N(wait4)
 #endif
 #ifdef SYS_pause
-    N(pause)
+                    N(pause)
 #endif
-    N(epoll_pwait) N(epoll_pwait2) N(pselect6) N(ppoll) N(futex) N(read) N(write) N(readv)
-    N(writev) N(pread64) N(pwrite64) N(recvfrom) N(recvmsg) N(sendto) N(sendmsg) N(accept4)
-    N(connect) N(ioctl) N(io_uring_enter) N(io_getevents) N(waitid) N(nanosleep)
-    N(clock_nanosleep) N(rt_sigtimedwait) N(rt_sigsuspend) N(msgrcv) N(semtimedop) N(flock)
-    N(fcntl) N(fsync) N(openat)
+                        N(epoll_pwait) N(epoll_pwait2) N(pselect6) N(ppoll) N(futex) N(read)
+                            N(write) N(readv) N(writev) N(pread64) N(pwrite64) N(recvfrom)
+                                N(recvmsg) N(sendto) N(sendmsg) N(accept4) N(connect) N(ioctl)
+                                    N(io_uring_enter) N(io_getevents) N(waitid) N(nanosleep)
+                                        N(clock_nanosleep) N(rt_sigtimedwait) N(rt_sigsuspend)
+                                            N(msgrcv) N(semtimedop) N(flock) N(fcntl) N(fsync)
+                                                N(openat)
 #ifdef SYS_accept
-    N(accept)
+                                                    N(accept)
 #endif
 #undef N
 };
@@ -174,7 +176,8 @@ static void describe(worker *w, fiber *cur, char *out, size_t len) {
 
 static void say(const char *msg) { ito__write_stderr(msg, strlen(msg)); }
 
-/* ---- extra workers ----------------------------------------------------------------------------- */
+/* ---- extra workers -----------------------------------------------------------------------------
+ */
 
 static bool slot_active(int i) {
   return i < ito__nworkers || LOAD_ACQ(&slot_state[i]) == SLOT_RUNNING;
@@ -240,8 +243,7 @@ bool ito__monitor_may_retire(worker *w) {
   (void)w;
   int a = __atomic_load_n(&mon.alive, __ATOMIC_SEQ_CST);
   while (a > __atomic_load_n(&mon.wanted, __ATOMIC_RELAXED)) {
-    if (__atomic_compare_exchange_n(&mon.alive, &a, a - 1, 1, __ATOMIC_SEQ_CST,
-                                    __ATOMIC_SEQ_CST))
+    if (__atomic_compare_exchange_n(&mon.alive, &a, a - 1, 1, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
       return true;
   }
   return false;
@@ -290,12 +292,11 @@ void ito__monitor_kwait_end(void) {
  * deferred one through its wake function). */
 static void kwait_cancel(worker *w, fiber *cur) {
   ithread *t = cur->thread;
-  if (!t || (LOAD_ACQ(&t->cancel) & (CANCEL_PENDING | CANCEL_DISABLED | CANCEL_ACTING)) !=
-                CANCEL_PENDING)
+  if (!t ||
+      (LOAD_ACQ(&t->cancel) & (CANCEL_PENDING | CANCEL_DISABLED | CANCEL_ACTING)) != CANCEL_PENDING)
     return;
   spin_lock(&w->kwait_lock);
-  if (LOAD_ACQ(&w->kwait) && w->kwait_wake && LOAD_RLX(&w->cur) == cur)
-    w->kwait_wake(w->kwait_obj);
+  if (LOAD_ACQ(&w->kwait) && w->kwait_wake && LOAD_RLX(&w->cur) == cur) w->kwait_wake(w->kwait_obj);
   spin_unlock(&w->kwait_lock);
   /* a lock or barrier wait, asynchronous type: the thread acts inside it
    * (preempt.h, invariant 2), sent again at every tick (a send that found
@@ -489,12 +490,12 @@ static bool observe(void) {
       describe(stuck, stuck_cur, who, sizeof who);
       blocked_call(LOAD_RLX(&stuck->os_tid), where, sizeof where);
       RACY_END();
-      int k = snprintf(msg, sizeof msg,
-                       "ito: %d workers have been blocked for %lld ms in calls ito cannot park "
-                       "(%s is blocked %s) while work waits, and ",
-                       in_calls,
-                       (now - mon.stall_since) / 1000000 + STILL_TICKS * TICK_NS / 1000000, who,
-                       where);
+      int k =
+          snprintf(msg, sizeof msg,
+                   "ito: %d workers have been blocked for %lld ms in calls ito cannot park "
+                   "(%s is blocked %s) while work waits, and ",
+                   in_calls, (now - mon.stall_since) / 1000000 + STILL_TICKS * TICK_NS / 1000000,
+                   who, where);
       if (k < 0 || k >= (int)sizeof msg) k = (int)sizeof msg - 1; /* (cut: the tail is dropped) */
       if (limit >= mon.slots && kblocked > mon.cap) /* past the cap already: no slot is left */
         snprintf(msg + k, sizeof msg - (size_t)k,
@@ -549,8 +550,7 @@ static void *monitor_main(void *arg) {
   int late = 0; /* threads with a signal to see that were not running (signal.c) */
   while (!LOAD_ACQ(&mon.stop_word)) {
     struct timespec rel = ns_to_ts(late ? LATE_NS : tick);
-    if (!LOAD_ACQ(&mon.poked) && !LOAD_ACQ(&mon.kpoked))
-      ito__futex_wait(&mon.stop_word, 0, &rel);
+    if (!LOAD_ACQ(&mon.poked) && !LOAD_ACQ(&mon.kpoked)) ito__futex_wait(&mon.stop_word, 0, &rel);
     if (LOAD_ACQ(&mon.stop_word)) break;
     if (__atomic_exchange_n(&mon.kpoked, 0, __ATOMIC_ACQ_REL)) { /* invariant 5: now */
       observe();

@@ -34,15 +34,15 @@ struct nodeq {
   int order;            /* the other nodes, nearest first: order_of[order .. + nnodes - 1) */
 } __attribute__((aligned(CACHELINE)));
 
-static struct nodeq *nq;  /* [topology's nodes], allocated once (the topology never changes) */
-static int nnodes;        /* in use at this start */
-static int *order_of;     /* [nodes * (nodes - 1)] */
-static int *ring_of;      /* [nodes * (nodes - 1)]: how many of the order share its distance */
+static struct nodeq *nq; /* [topology's nodes], allocated once (the topology never changes) */
+static int nnodes;       /* in use at this start */
+static int *order_of;    /* [nodes * (nodes - 1)] */
+static int *ring_of;     /* [nodes * (nodes - 1)]: how many of the order share its distance */
 static int wid_by_node[ITO_MAX_WORKERS];
 static short wnode[ITO_MAX_WORKERS];
 static unsigned long outside[NQ_KINDS]; /* counted outside the workers (atomic) */
 
-static int nq_workers;      /* the configured workers of this start */
+static int nq_workers; /* the configured workers of this start */
 
 int ito__nodeq_worker_node(int id) {
   if (!ito__nodeq_on || id < 0 || id >= ITO_MAX_WORKERS) return 0;
@@ -221,9 +221,9 @@ void ito__nodeq_count_run(worker *w, fiber *f) {
   int p = f->placed;
   if (p != PLACED_KNOWN && p != PLACED_UNKNOWN) return;
   f->placed = PLACED_COUNTED;
-  int kind = p == PLACED_UNKNOWN ? NQ_UNKNOWN
+  int kind = p == PLACED_UNKNOWN                                   ? NQ_UNKNOWN
              : w && fiber_node(f) == ito__nodeq_worker_node(w->id) ? NQ_LOCAL
-                                                                    : NQ_REMOTE;
+                                                                   : NQ_REMOTE;
   if (w)
     STORE_RLX(&w->placed[kind], w->placed[kind] + 1);
   else
@@ -231,7 +231,7 @@ void ito__nodeq_count_run(worker *w, fiber *f) {
 }
 
 void ito__nodeq_count(worker *w, int node) {
-  int kind = node < 0 ? NQ_UNKNOWN
+  int kind = node < 0                                     ? NQ_UNKNOWN
              : w && node == ito__nodeq_worker_node(w->id) ? NQ_LOCAL
                                                           : NQ_REMOTE;
   if (w)

@@ -95,8 +95,10 @@ void ito__numa_start(void) {
   static int said;
   if (__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED)) return;
   char msg[256];
-  int n = snprintf(msg, sizeof msg, "ito: ITO_NUMA=on, but the topology has one NUMA node (%s): "
-                                    "running as one node\n", t->source);
+  int n = snprintf(msg, sizeof msg,
+                   "ito: ITO_NUMA=on, but the topology has one NUMA node (%s): "
+                   "running as one node\n",
+                   t->source);
   if (n > 0) ito__write_stderr(msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1);
 }
 
@@ -250,7 +252,9 @@ void ito_numa_free(void *p, size_t size) {
 #define KCACHE 1024
 static uint64_t kcache[KCACHE];
 
-static unsigned kslot(uint64_t pn) { return (unsigned)((pn * 0x9E3779B97F4A7C15ULL) >> 54) % KCACHE; }
+static unsigned kslot(uint64_t pn) {
+  return (unsigned)((pn * 0x9E3779B97F4A7C15ULL) >> 54) % KCACHE;
+}
 
 /* The kernel's node of the page at a (-1: not placed yet, or unknown). */
 static int kernel_node(const void *a) {

@@ -40,7 +40,8 @@ struct ito_os ito__os = {
 };
 
 void ito__os_install(const struct ito_os *os) {
-#define TAKE(f) if (os->f) ito__os.f = os->f
+#define TAKE(f) \
+  if (os->f) ito__os.f = os->f
   TAKE(pthread_create);
   TAKE(pthread_join);
   TAKE(pthread_self);

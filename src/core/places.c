@@ -123,9 +123,11 @@ static void shifted(const cpu_set_t *p, long by, cpu_set_t *q, bool *bad) {
   }
 }
 
-static const char *const kinds[TOPO_KINDS] = {
-    [TOPO_PU] = "threads", [TOPO_CORE] = "cores", [TOPO_LLC] = "ll_caches",
-    [TOPO_NUMA] = "numa_domains", [TOPO_SOCKET] = "sockets"};
+static const char *const kinds[TOPO_KINDS] = {[TOPO_PU] = "threads",
+                                              [TOPO_CORE] = "cores",
+                                              [TOPO_LLC] = "ll_caches",
+                                              [TOPO_NUMA] = "numa_domains",
+                                              [TOPO_SOCKET] = "sockets"};
 
 /* Parses text; with out, expands it (the topology is read for an abstract
  * name). Returns the number of places, or -1 when the text is not valid. */
@@ -134,8 +136,7 @@ static int parse(const char *text, cpu_set_t *out, int max) {
   blanks(&c);
   for (int k = 0; k < TOPO_KINDS; k++) {
     size_t n = strlen(kinds[k]);
-    if (strncasecmp(c.s, kinds[k], n) || isalnum((unsigned char)c.s[n]) || c.s[n] == '_')
-      continue;
+    if (strncasecmp(c.s, kinds[k], n) || isalnum((unsigned char)c.s[n]) || c.s[n] == '_') continue;
     c.s += n;
     long count = -1;
     if (eat(&c, '(')) {

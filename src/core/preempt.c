@@ -61,9 +61,9 @@ static const char *base_name(const char *path) {
 /* Objects whose code may hold locks tied to the OS thread or ito's state. */
 static bool foreign(const char *path) {
   static const char *const prefixes[] = {
-      "libc.so", "ld-linux", "ld64.so", "libpthread.so", "libdl.so", "librt.so", "libgcc_s.so",
-      "libito", "linux-vdso", "linux-gate", "libasan.so", "libtsan.so", "libubsan.so",
-      "liblsan.so", "libhwasan.so", "vgpreload_", "libresolv.so", "libnss_",
+      "libc.so",     "ld-linux",   "ld64.so",      "libpthread.so", "libdl.so",     "librt.so",
+      "libgcc_s.so", "libito",     "linux-vdso",   "linux-gate",    "libasan.so",   "libtsan.so",
+      "libubsan.so", "liblsan.so", "libhwasan.so", "vgpreload_",    "libresolv.so", "libnss_",
   };
   const char *b = base_name(path);
   for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
@@ -149,11 +149,11 @@ void ito__preempt_refresh(void) {
 /* ---- which threads --------------------------------------------------------------------------- */
 
 bool ito__preemptible(const ithread *t) {
-  return t && (LOAD_RLX(&t->preempt) ||
-               (ito__preempt_threads && !(LOAD_RLX(&t->flags) & TH_ANON)));
+  return t && (LOAD_RLX(&t->preempt) || (ito__preempt_threads && !(LOAD_RLX(&t->flags) & TH_ANON)));
 }
 
-/* ---- the handler ------------------------------------------------------------------------------- */
+/* ---- the handler -------------------------------------------------------------------------------
+ */
 
 /* The kernel's sigaction (glibc's refuses its reserved signals). */
 struct ksigaction {
@@ -297,15 +297,16 @@ static void on_signal(int sig, siginfo_t *si, void *ucv) {
 void ito__preempt_restorer(void) HIDDEN;
 /* (a nop before it, as glibc has: the unwinder looks up the address before
  * a return address, which must not fall in the previous function's table) */
-__asm__(".text\n"
-        ".align 16\n"
-        "nop\n"
-        ".type ito__preempt_restorer,@function\n"
-        "ito__preempt_restorer:\n"
-        "\tmovq $15, %rax\n"
-        "\tsyscall\n"
-        "\thlt\n"
-        ".size ito__preempt_restorer,.-ito__preempt_restorer\n");
+__asm__(
+    ".text\n"
+    ".align 16\n"
+    "nop\n"
+    ".type ito__preempt_restorer,@function\n"
+    "ito__preempt_restorer:\n"
+    "\tmovq $15, %rax\n"
+    "\tsyscall\n"
+    "\thlt\n"
+    ".size ito__preempt_restorer,.-ito__preempt_restorer\n");
 #endif
 
 static int ksigaction(const struct ksigaction *act, struct ksigaction *old) {

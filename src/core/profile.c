@@ -27,16 +27,16 @@
 
 /* ---- state ------------------------------------------------------------------------------ */
 
-static struct pworker *pw;   /* [ITO_MAX_WORKERS], mapped at the first start */
-static int what;             /* PROF_*: 0 while not recording */
-static int recording;        /* (read by ito_profile_*) */
+static struct pworker *pw; /* [ITO_MAX_WORKERS], mapped at the first start */
+static int what;           /* PROF_*: 0 while not recording */
+static int recording;      /* (read by ito_profile_*) */
 static int attached;
 static int runs;
 static int nworkers;
-static int blocked_now; /* threads parked in a blocking wait */
+static int blocked_now;            /* threads parked in a blocking wait */
 static uint64_t placed0[NQ_KINDS]; /* the placement's counts at the start */
-static int nused;       /* 1 + the highest worker id that recorded this run */
-static int pw_hi;       /* 1 + the highest worker id whose state was ever set up */
+static int nused;                  /* 1 + the highest worker id that recorded this run */
+static int pw_hi;                  /* 1 + the highest worker id whose state was ever set up */
 
 static void trace(struct pworker *p, int type, uint64_t t0, uint64_t t1, int a, uint64_t b) {
   if (!(what & (PROF_TRACE | PROF_DAG))) return;
@@ -62,7 +62,10 @@ static void enter(struct pworker *p, int st, uint64_t now) {
     add(&p->time[C_RUNTIME], d);
   }
   if (st != p->state) {
-    trace(p, p->state == ST_WORK ? TR_WORK : p->state == ST_IDLE ? TR_IDLE : TR_RUNTIME,
+    trace(p,
+          p->state == ST_WORK   ? TR_WORK
+          : p->state == ST_IDLE ? TR_IDLE
+                                : TR_RUNTIME,
           p->slice0, now, -1, p->span);
     p->slice0 = now;
   }
@@ -113,8 +116,8 @@ static uint64_t coll_ticks;
 
 /* Memory for the recorder's own tables: pages nobody touched cost nothing. */
 static void *map_pages(size_t bytes) {
-  void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                 -1, 0);
+  void *m =
+      mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   return m == MAP_FAILED ? NULL : m;
 }
 
@@ -184,7 +187,8 @@ static void pw_first(struct pworker *p, int wid) {
   p->mine = 1;
 }
 
-/* ---- events ------------------------------------------------------------------------------------ */
+/* ---- events ------------------------------------------------------------------------------------
+ */
 
 static void on_fork(struct pworker *p, int wid, const struct ito_event *e) {
   add(&p->n[N_SPAWN], 1);
@@ -229,8 +233,8 @@ static void on_fork_back(struct pworker *p, const struct ito_event *e) {
        * two times on the CPU (invariant 5) */
       uint64_t s0 = s->span - (span_forks(s->span) > 0), ch = p->span;
       ito__prof_key_learn(k, p->time[C_WORK] - s->w0, p->n[N_SPAWN] - s->n0, s->ncoll == p->ncoll,
-                span_ticks(ch) - span_ticks(s0),
-                span_forks(ch) > span_forks(s0) ? span_forks(ch) - span_forks(s0) : 0);
+                          span_ticks(ch) - span_ticks(s0),
+                          span_forks(ch) > span_forks(s0) ? span_forks(ch) - span_forks(s0) : 0);
     }
   }
   if (p->samp_on && p->samp_rec == (uintptr_t)e->rec) p->samp_on = 0;
@@ -318,8 +322,7 @@ static void on_run(struct pworker *p, const struct ito_event *e) {
   fiber *f = (fiber *)e->obj;
   bool creator = e->peer == 1;
   uint64_t ready = creator ? p->take_ready : f->prof_ready;
-  if (p->state == ST_IDLE)
-    idle_end(p, now, ready);
+  if (p->state == ST_IDLE) idle_end(p, now, ready);
   enter(p, ST_WORK, now);
   resync(p, now);
   p->span = creator ? p->take_span : f->prof_span;
@@ -349,7 +352,8 @@ static void on_run(struct pworker *p, const struct ito_event *e) {
   if (fl & PF_BLOCKED) {
     __atomic_sub_fetch(&blocked_now, 1, __ATOMIC_RELAXED);
     if (f->thread) trace(p, TR_RESUME, now, now, (int)f->thread->idx, 0);
-    if (fl >> PF_WAKER_SHIFT) trace(p, TR_WAKE, f->prof_ready, now, (int)(fl >> PF_WAKER_SHIFT) - 1, 0);
+    if (fl >> PF_WAKER_SHIFT)
+      trace(p, TR_WAKE, f->prof_ready, now, (int)(fl >> PF_WAKER_SHIFT) - 1, 0);
   }
   f->prof_flags = 0;
 }
@@ -362,7 +366,8 @@ static void on_leave(struct pworker *p, const struct ito_event *e) {
   if (!live) return; /* an ended thread (EXIT) or a taken fork's child (FORK_TAKEN) */
   switch (e->peer) {
     case ACT_EXIT:
-    case ACT_ABANDON: return;
+    case ACT_ABANDON:
+      return;
     case ACT_BLOCK:
       if (f->w.parking) { /* a thread join (thread.c, join_wait): not a blocking wait */
         f->prof_flags = PF_JOINWAIT;
@@ -372,8 +377,12 @@ static void on_leave(struct pworker *p, const struct ito_event *e) {
       __atomic_add_fetch(&blocked_now, 1, __ATOMIC_RELAXED);
       if (f->thread) trace(p, TR_PARK, now, now, (int)f->thread->idx, 0);
       break;
-    case ACT_JOIN_WAIT: f->prof_flags = PF_JOINWAIT; break;
-    default: f->prof_flags = 0; break;
+    case ACT_JOIN_WAIT:
+      f->prof_flags = PF_JOINWAIT;
+      break;
+    default:
+      f->prof_flags = 0;
+      break;
   }
   f->prof_span = p->span;
   f->prof_ready = now;
@@ -472,9 +481,9 @@ static const signed char counter_of[ITO_EV_KINDS] = {
 /* The events after which a fork's child did not run through undisturbed
  * on its worker (invariant 5). */
 static const unsigned char disturbs[ITO_EV_KINDS] = {
-    [ITO_EV_TAKE] = 1,  [ITO_EV_RUN] = 1,         [ITO_EV_LEAVE] = 1,       [ITO_EV_EXIT] = 1,
-    [ITO_EV_IDLE] = 1,  [ITO_EV_CREATE_BACK] = 1, [ITO_EV_FORK_TAKEN] = 1, [ITO_EV_CREATE] = 1,
-    [ITO_EV_PARK] = 1,  [ITO_EV_STEAL] = 1,
+    [ITO_EV_TAKE] = 1, [ITO_EV_RUN] = 1,         [ITO_EV_LEAVE] = 1,      [ITO_EV_EXIT] = 1,
+    [ITO_EV_IDLE] = 1, [ITO_EV_CREATE_BACK] = 1, [ITO_EV_FORK_TAKEN] = 1, [ITO_EV_CREATE] = 1,
+    [ITO_EV_PARK] = 1, [ITO_EV_STEAL] = 1,
 };
 
 static void record(const struct ito_event *e, void *arg) {
@@ -483,8 +492,7 @@ static void record(const struct ito_event *e, void *arg) {
   int wid = e->worker;
   struct pworker *p = pw_of(wid);
   if (p && (unsigned)e->kind < ITO_EV_KINDS) {
-    if (UNLIKELY(p->coll_on) &&
-        !(e->kind == ITO_EV_FORK_BACK && (uintptr_t)e->rec == p->coll_rec))
+    if (UNLIKELY(p->coll_on) && !(e->kind == ITO_EV_FORK_BACK && (uintptr_t)e->rec == p->coll_rec))
       ito__prof_coll_break(p, wid, ticks());
     if (disturbs[e->kind]) {
       p->epoch++;
@@ -503,23 +511,46 @@ static void record(const struct ito_event *e, void *arg) {
   if (!p || (unsigned)e->kind >= ITO_EV_KINDS) return;
   if (e->kind == ITO_EV_WAKE) p->woke_t = ticks(); /* (counted below) */
   switch (e->kind) {
-    case ITO_EV_SPAWN: on_fork(p, wid, e); return;
-    case ITO_EV_FORK_BACK: on_fork_back(p, e); return;
-    case ITO_EV_FORK_TAKEN: on_fork_taken(p, e); return;
-    case ITO_EV_TAKE: on_take(p, wid, e); return;
-    case ITO_EV_RUN: on_run(p, e); return;
-    case ITO_EV_LEAVE: on_leave(p, e); return;
-    case ITO_EV_EXIT: on_thread_exit(p, e); return;
-    case ITO_EV_CREATE_BACK: on_create_back(p, e); return;
-    case ITO_EV_JOIN: on_join(p, e); return;
-    case ITO_EV_IDLE: on_idle(p); return;
-    case ITO_EV_WAIT_THIEF: on_wait_thief(p, e); return;
+    case ITO_EV_SPAWN:
+      on_fork(p, wid, e);
+      return;
+    case ITO_EV_FORK_BACK:
+      on_fork_back(p, e);
+      return;
+    case ITO_EV_FORK_TAKEN:
+      on_fork_taken(p, e);
+      return;
+    case ITO_EV_TAKE:
+      on_take(p, wid, e);
+      return;
+    case ITO_EV_RUN:
+      on_run(p, e);
+      return;
+    case ITO_EV_LEAVE:
+      on_leave(p, e);
+      return;
+    case ITO_EV_EXIT:
+      on_thread_exit(p, e);
+      return;
+    case ITO_EV_CREATE_BACK:
+      on_create_back(p, e);
+      return;
+    case ITO_EV_JOIN:
+      on_join(p, e);
+      return;
+    case ITO_EV_IDLE:
+      on_idle(p);
+      return;
+    case ITO_EV_WAIT_THIEF:
+      on_wait_thief(p, e);
+      return;
     default:
       if (counter_of[e->kind]) add(&p->n[counter_of[e->kind] - 1], 1);
   }
 }
 
-/* ---- figures -------------------------------------------------------------------------------------- */
+/* ---- figures
+ * -------------------------------------------------------------------------------------- */
 
 /* The figures so far, at now, read from every worker without stopping
  * them: each one's closed intervals, plus for the caller's worker
@@ -617,7 +648,8 @@ void ito__prof_run(struct prof_run *r) {
   ito__prof_regions(&r->regions, &r->nregions);
 }
 
-/* ---- start and stop ----------------------------------------------------------------------------- */
+/* ---- start and stop -----------------------------------------------------------------------------
+ */
 
 static void stop(bool stopped);
 

@@ -61,7 +61,7 @@ static void clock_pair(uint64_t *t, uint64_t *ns) {
  * short ones before it, since its first event.) */
 #define LONG_NS 15000
 #define RESYNC_NS 1000000
-#define CALL_NS 1000 /* the least of a reading counted as the call itself */
+#define CALL_NS 1000        /* the least of a reading counted as the call itself */
 static uint64_t call_ticks; /* what a reading's call takes at most, unhindered */
 
 /* The calling thread's time on a CPU (ns), or last (the last reading). */

@@ -17,7 +17,9 @@
  * returns its work is the time it took and its span that work times the
  * span / work of the subtrees of that place that were recorded whole (one
  * in SAMPLE_EVERY, and the first two). */
-static inline float ewma(float avg, float x, unsigned n) { return n <= 1 ? x : avg + (x - avg) / 8; }
+static inline float ewma(float avg, float x, unsigned n) {
+  return n <= 1 ? x : avg + (x - avg) / 8;
+}
 
 /* The entry of the subtrees forked at rec's place: found, or (make) made
  * afresh in place of whatever was there; NULL without a table. */
@@ -128,4 +130,3 @@ void ito__prof_coll_end(struct pworker *p, int wid, uint64_t now, int how) {
 void ito__prof_coll_break(struct pworker *p, int wid, uint64_t now) {
   ito__prof_coll_end(p, wid, now, worker_of(wid)->hook_quiet == 1 ? END_SPENT : END_BROKEN);
 }
-

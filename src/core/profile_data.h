@@ -25,8 +25,21 @@ enum { C_WORK, C_RUNTIME, C_IDLE, C_READY, C_BLOCKED, C_OS, NCAT };
  * placement's counts, nodeq.h, read rather than recorded) */
 /* N_COLL, N_QUIET: collapsed subtrees and the forks inside them, whose
  * spans were estimated (profile.h, invariant 5) */
-enum { N_SPAWN, N_STEAL, N_STEAL_FAIL, N_CREATE, N_PARK, N_SLEEP, N_WAKE, N_LOCAL, N_REMOTE,
-       N_UNKNOWN, N_COLL, N_QUIET, NCOUNT };
+enum {
+  N_SPAWN,
+  N_STEAL,
+  N_STEAL_FAIL,
+  N_CREATE,
+  N_PARK,
+  N_SLEEP,
+  N_WAKE,
+  N_LOCAL,
+  N_REMOTE,
+  N_UNKNOWN,
+  N_COLL,
+  N_QUIET,
+  NCOUNT
+};
 
 /* The figures in ticks, before they become seconds (struct ito_profile). */
 struct prof_sums {
@@ -43,8 +56,8 @@ enum { TR_WORK = 1, TR_RUNTIME, TR_IDLE, TR_STEAL, TR_WAKE, TR_PARK, TR_RESUME }
 struct trec {
   uint64_t t0, t1;
   int32_t type;
-  int32_t a;   /* TR_STEAL, TR_WAKE: the other worker; TR_PARK, TR_RESUME: the thread */
-  uint64_t b;  /* TR_WORK: the span (packed) at its end */
+  int32_t a;  /* TR_STEAL, TR_WAKE: the other worker; TR_PARK, TR_RESUME: the thread */
+  uint64_t b; /* TR_WORK: the span (packed) at its end */
 };
 
 /* One worker's records, for the outputs (after the run). */
@@ -65,14 +78,14 @@ struct prof_region {
 
 /* What the outputs get. */
 struct prof_run {
-  int what;               /* PROF_* */
-  const char *prefix;     /* ITO_PROFILE_OUT */
-  const char *baseline;   /* ITO_PROFILE_BASELINE, or NULL */
-  int number;             /* 1 for the process's first run of the runtime, then 2, ... */
-  int workers;            /* P */
+  int what;             /* PROF_* */
+  const char *prefix;   /* ITO_PROFILE_OUT */
+  const char *baseline; /* ITO_PROFILE_BASELINE, or NULL */
+  int number;           /* 1 for the process's first run of the runtime, then 2, ... */
+  int workers;          /* P */
   double sec_per_tick;
   uint64_t t_start;
-  uint64_t burden;        /* ticks charged per fork on a path (burdened span) */
+  uint64_t burden; /* ticks charged per fork on a path (burdened span) */
   struct prof_sums all;
   const struct prof_region *regions;
   int nregions;

@@ -285,15 +285,14 @@ static void diagnosis(const struct ito_profile *p, char *out, size_t len) {
 static void summary(const struct prof_run *r, const struct ito_profile *p) {
   char buf[4096];
   size_t n = 0;
-#define OUT(...)                                                                          \
-  do {                                                                                    \
-    int m_ = snprintf(buf + n, sizeof buf - n, __VA_ARGS__);                              \
-    if (m_ > 0) n = n + (size_t)m_ < sizeof buf ? n + (size_t)m_ : sizeof buf - 1;        \
+#define OUT(...)                                                                   \
+  do {                                                                             \
+    int m_ = snprintf(buf + n, sizeof buf - n, __VA_ARGS__);                       \
+    if (m_ > 0) n = n + (size_t)m_ < sizeof buf ? n + (size_t)m_ : sizeof buf - 1; \
   } while (0)
   double total = p->workers * p->elapsed;
   OUT("ito profile (run %d, %d workers):\n", r->number, p->workers);
-  OUT("  work T1 %.6f s, span Tinf %.6f s, parallelism %.2f\n", p->work, p->span,
-      p->parallelism);
+  OUT("  work T1 %.6f s, span Tinf %.6f s, parallelism %.2f\n", p->work, p->span, p->parallelism);
   OUT("  burdened span %.6f s (%.2f us per fork on the path), burdened parallelism %.2f\n",
       p->burdened_span, (double)r->burden * r->sec_per_tick * 1e6, p->burdened_parallelism);
   OUT("  elapsed Tp %.6f s, bound T1/P + Tinf %.6f s\n", p->elapsed, p->bound);
@@ -325,8 +324,8 @@ static void summary(const struct prof_run *r, const struct ito_profile *p) {
     double qt = q.workers * q.elapsed;
     OUT("  region %s: %llu instance%s, elapsed %.6f s, work %.6f s, span %.6f s, parallelism "
         "%.2f, burdened parallelism %.2f",
-        g->tag, q.instances, q.instances == 1 ? "" : "s", q.elapsed, q.work, q.span,
-        q.parallelism, q.burdened_parallelism);
+        g->tag, q.instances, q.instances == 1 ? "" : "s", q.elapsed, q.work, q.span, q.parallelism,
+        q.burdened_parallelism);
     if (q.stretch > 0) OUT(", stretch %.3f", q.stretch);
     OUT("\n    worker time: work %.1f%%, runtime %.1f%%, idle %.1f%%, idle while work was ready "
         "%.1f%%, blocked %.1f%%, off the CPU %.1f%%\n",
@@ -362,8 +361,9 @@ static void write_csv(const struct prof_run *r, const struct ito_profile *all) {
   struct out o;
   if (!out_open(&o, r->prefix, r->number, PROF_CSV)) return;
   FILE *f = o.f;
-  fprintf(f, "tag,work (seconds),span (seconds),parallelism,burdened_span (seconds),"
-             "burdened_parallelism\n");
+  fprintf(f,
+          "tag,work (seconds),span (seconds),parallelism,burdened_span (seconds),"
+          "burdened_parallelism\n");
   for (int i = 0; i < r->nregions; i++) {
     const struct prof_region *g = &r->regions[i];
     if (!g->sum.instances) continue;
@@ -438,7 +438,8 @@ static void write_trace(const struct prof_run *r) {
                   "\"tid\":%d,\"ts\":%.3f,\"args\":{\"thread\":%d}}",
                   e->type == TR_PARK ? "b" : "e", e->a, w, us(r, e->t0), e->a);
           break;
-        default: break;
+        default:
+          break;
       }
     }
   }
@@ -481,8 +482,8 @@ static void write_dag(const struct prof_run *r) {
     for (uint32_t i = 0; i < t->n; i++) {
       const struct trec *e = &t->rec[i];
       if (e->type != TR_WORK || e->t1 <= e->t0) continue;
-      fprintf(f, "%s{\"id\":%llu,\"worker\":%d,\"start\":%.3f,\"end\":%.3f,\"span_end\":%.3f}",
-              sep, (unsigned long long)id, w, us(r, e->t0), us(r, e->t1),
+      fprintf(f, "%s{\"id\":%llu,\"worker\":%d,\"start\":%.3f,\"end\":%.3f,\"span_end\":%.3f}", sep,
+              (unsigned long long)id, w, us(r, e->t0), us(r, e->t1),
               (double)span_ticks(e->b) * r->sec_per_tick * 1e6);
       sep = ",\n";
       id++;
@@ -495,8 +496,7 @@ static void write_dag(const struct prof_run *r) {
     const struct prof_track *t = &r->tracks[w];
     for (uint32_t i = 0; i < t->n; i++) {
       const struct trec *e = &t->rec[i];
-      if ((e->type != TR_STEAL && e->type != TR_WAKE) || e->a < 0 || e->a >= r->workers)
-        continue;
+      if ((e->type != TR_STEAL && e->type != TR_WAKE) || e->a < 0 || e->a >= r->workers) continue;
       long from = node_at(&r->tracks[e->a], e->t0, &first[e->a]);
       long to = node_at(t, e->t1, &first[w]);
       if (from < 0 || to < 0) continue;

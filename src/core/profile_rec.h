@@ -26,10 +26,10 @@
 struct shadow {
   uint64_t span;
   uint64_t t;
-  uint64_t w0;     /* the worker's work (ticks on its CPU) at the fork */
-  uint64_t n0;     /* the worker's spawns at the fork */
-  uint32_t epoch;  /* the worker's scheduler events at the fork */
-  uint32_t ncoll;  /* the worker's collapses begun at the fork */
+  uint64_t w0;    /* the worker's work (ticks on its CPU) at the fork */
+  uint64_t n0;    /* the worker's spawns at the fork */
+  uint32_t epoch; /* the worker's scheduler events at the fork */
+  uint32_t ncoll; /* the worker's collapses begun at the fork */
 };
 
 /* What the recorder knows of the subtrees forked at one place (invariant
@@ -47,7 +47,7 @@ struct ckey {
   uint32_t since;  /* subtrees collapsed since the last one recorded whole */
   uint32_t pad;
 };
-#define NKEYS 1024   /* per worker, direct-mapped */
+#define NKEYS 1024    /* per worker, direct-mapped */
 #define PRETOUCH 4096 /* deque slots whose shadow is touched at start */
 #define SAMPLE_EVERY 128
 #define BUDGET_MAX (1 << 20)
@@ -60,31 +60,31 @@ enum { PF_BLOCKED = 1, PF_JOINWAIT = 2, PF_WOKEN = 4, PF_WAKER_SHIFT = 8 };
 
 struct pworker {
   /* the owner's (others read the fields marked shared, relaxed) */
-  uint64_t span;     /* the running context's span at `since` (packed) */
-  uint64_t since;    /* start of the interval the worker is in (shared) */
-  int state;         /* ST_* (shared) */
-  int on;            /* recorded anything this run (shared) */
-  uint64_t slice0;   /* start of the trace slice it is in */
-  uint64_t idle0;    /* the idle period's start */
-  int idle_blocked;  /* a thread was blocked when it began */
-  int wait_from;     /* the state it was in when it began to wait for a thief */
-  uint64_t span_max; /* (shared) */
+  uint64_t span;       /* the running context's span at `since` (packed) */
+  uint64_t since;      /* start of the interval the worker is in (shared) */
+  int state;           /* ST_* (shared) */
+  int on;              /* recorded anything this run (shared) */
+  uint64_t slice0;     /* start of the trace slice it is in */
+  uint64_t idle0;      /* the idle period's start */
+  int idle_blocked;    /* a thread was blocked when it began */
+  int wait_from;       /* the state it was in when it began to wait for a thief */
+  uint64_t span_max;   /* (shared) */
   uint64_t time[NCAT]; /* (shared) */
   uint64_t n[NCOUNT];  /* (shared) */
   /* what the last take handed to the next run */
   uint64_t take_span, take_ready, take_t, take_from, take_os;
   int took_steal;
-  uint64_t woke_t;   /* when it last left its sleep (ITO_EV_WAKE) */
+  uint64_t woke_t;                                 /* when it last left its sleep (ITO_EV_WAKE) */
   uint64_t steal_cost, steal_n, sync_cost, sync_n; /* (shared) */
   struct shadow *sh;
-  uintptr_t *mk;     /* the marks (hooks.h, invariant 4), one per deque slot */
+  uintptr_t *mk; /* the marks (hooks.h, invariant 4), one per deque slot */
   uint64_t mask;
   /* collapsing (invariant 5) */
   struct ckey *keys;
-  uint32_t epoch;    /* scheduler events on this worker */
-  uint32_t ncoll;    /* collapses begun */
-  int coll_on;       /* a subtree collapses now */
-  int samp_on;       /* a subtree is recorded whole to measure its key */
+  uint32_t epoch;               /* scheduler events on this worker */
+  uint32_t ncoll;               /* collapses begun */
+  int coll_on;                  /* a subtree collapses now */
+  int samp_on;                  /* a subtree is recorded whole to measure its key */
   uintptr_t coll_rec, samp_rec; /* their fork records */
   struct ckey *coll_key;
   uint64_t coll_s0;  /* the span where the collapsed subtree began (shared) */
@@ -96,10 +96,10 @@ struct pworker {
   struct trec *buf;
   uint32_t nbuf;
   uint64_t dropped;
-  int mine;          /* its OS thread has taken its first reading */
-  uint64_t ss_cpu;   /* the thread's time on a CPU (ns) when last read */
-  uint64_t ss_t;     /* when (ticks) */
-  uint64_t skip_to;  /* the end of the last reading (ticks) */
+  int mine;         /* its OS thread has taken its first reading */
+  uint64_t ss_cpu;  /* the thread's time on a CPU (ns) when last read */
+  uint64_t ss_t;    /* when (ticks) */
+  uint64_t skip_to; /* the end of the last reading (ticks) */
 } __attribute__((aligned(CACHELINE)));
 
 /* ---- the clock (profile_clock.c) ------------------------------------------------------------ */
@@ -176,8 +176,8 @@ enum { END_WHOLE, END_SPENT, END_BROKEN };
 HIDDEN struct ckey *ito__prof_key_of(struct pworker *p, const struct ito_rec *rec, bool make);
 /* A subtree of k's place was measured: work d (ticks on the CPU) and q
  * forks; whole: recorded whole, with its span's ticks and forks. */
-HIDDEN void ito__prof_key_learn(struct ckey *k, uint64_t d, uint64_t q, bool whole,
-                                uint64_t sticks, uint64_t sforks);
+HIDDEN void ito__prof_key_learn(struct ckey *k, uint64_t d, uint64_t q, bool whole, uint64_t sticks,
+                                uint64_t sforks);
 /* The child of the fork of rec (deque index i), which worker wid reported
  * at now with span p->span, runs collapsed. */
 HIDDEN void ito__prof_coll_begin(struct pworker *p, int wid, struct ckey *k, const void *rec,

@@ -40,10 +40,11 @@ int ito__rt_state_;
 __thread worker *ito__tls_worker;
 
 static int init_lock;
-static ithread *root;            /* the adopted main thread, while the runtime runs */
+static ithread *root; /* the adopted main thread, while the runtime runs */
 static struct idler *idlers[ITO_MAX_WORKERS];
 static worker *all_workers[ITO_MAX_WORKERS]; /* kept across restarts */
-static int made; /* 1 + the highest slot of all_workers ever filled (the monitor's thread or a start) */
+static int
+    made; /* 1 + the highest slot of all_workers ever filled (the monitor's thread or a start) */
 extern const struct idle_ops ito__sched_idle_ops HIDDEN;
 
 #define DEQUE_LOG2 20
@@ -54,8 +55,8 @@ extern const struct idle_ops ito__sched_idle_ops HIDDEN;
 /* A worker's memory: the structure, the deque's slots, the scheduler stack
  * (with a guard page). NULL when out of memory. */
 static worker *worker_new(int id) {
-  worker *w = mmap(NULL, sizeof(worker), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
-                   0);
+  worker *w =
+      mmap(NULL, sizeof(worker), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (w == MAP_FAILED) return NULL;
   memset(w, 0, sizeof *w);
   char *s = mmap(NULL, SCHED_STACK, PROT_READ | PROT_WRITE,
@@ -161,7 +162,7 @@ int ito__slots_counted;
 static void count_slot(int id) {
   int c = __atomic_load_n(&ito__slots_counted, __ATOMIC_RELAXED);
   while (id + 1 > c && !__atomic_compare_exchange_n(&ito__slots_counted, &c, id + 1, 1,
-                                                      __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
+                                                    __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
   }
 }
 

@@ -37,8 +37,8 @@ void ito__san_setup(void) {
   asan.start = (void (*)(void **, const void *, size_t))start;
   asan.finish = (void (*)(void *, const void **, size_t *))finish;
   asan.unpoison = (void (*)(const volatile void *, size_t))unpoison;
-  asan.root = (void (*)(const void *, size_t))ito__elf_sym(NULL, "__lsan_register_root_region",
-                                                          NULL);
+  asan.root =
+      (void (*)(const void *, size_t))ito__elf_sym(NULL, "__lsan_register_root_region", NULL);
   STORE_REL(&ito__asan_dyn, 1);
 }
 void ito__asan_start(void **fake, const void *lo, size_t size) {

@@ -21,15 +21,17 @@
 worker **ito__workers;
 int ito__nworkers;
 int ito__stopping;
-static _Atomic unsigned rr;  /* round robin for work made ready outside the workers */
+static _Atomic unsigned rr; /* round robin for work made ready outside the workers */
 /* While threads wait on poll sources, every worker polls once in this many
  * scheduling passes, so readiness is seen within them even under load. */
 #define POLL_EVERY 61
-static int homes;            /* some fiber has had a home: ready lists are split */
+static int homes; /* some fiber has had a home: ready lists are split */
 
 /* ---- ready queues and mail ------------------------------------------------------------ */
 
-static void rq_push(worker *w, fiber *first, fiber *last, int n) { rqueue_push(&w->rq, first, last, n); }
+static void rq_push(worker *w, fiber *first, fiber *last, int n) {
+  rqueue_push(&w->rq, first, last, n);
+}
 static fiber *rq_pop(worker *w) { return rqueue_pop(&w->rq); }
 
 static void rq_push_front(worker *w, fiber *f) {
@@ -225,8 +227,9 @@ static void take_records_of(worker *w, fiber *f) {
     if (!e) break; /* a thief took it */
     fiber *nf = fiber_get(&w->fibers);
     if (!nf)
-      ito__fatal("out of memory for a stack: a thread that parks leaves continuations that "
-                 "need stacks of their own (lower ITO_STACK_SIZE or the thread count)");
+      ito__fatal(
+          "out of memory for a stack: a thread that parks leaves continuations that "
+          "need stacks of their own (lower ITO_STACK_SIZE or the thread count)");
     ito__claim_record((const struct ito_rec *)e, nf);
     HOOK_REC(ITO_EV_TAKE, w->id, nf, w->id, (const void *)e, dq_tail(&w->dq));
     nf->next = oldest;
@@ -317,7 +320,8 @@ static void try_victim(worker *w, worker *v) {
   }
 }
 
-/* ---- the scheduler context -------------------------------------------------------------------- */
+/* ---- the scheduler context --------------------------------------------------------------------
+ */
 
 static void thread_done_post(void *t) { ito__thread_done(t); }
 
@@ -439,7 +443,8 @@ void ito__exit_fiber(worker *w, fiber *f) {
   ito__switch_to_sched(w, ACT_EXIT, NULL);
 }
 
-/* ---- finding work ------------------------------------------------------------------------------- */
+/* ---- finding work -------------------------------------------------------------------------------
+ */
 
 static uint64_t next_rand(worker *w) {
   uint64_t x = w->rng;
@@ -557,8 +562,7 @@ void ito__sched_loop(worker *w) {
       f = rqueue_pop(&ito__preempted);
     if (!f) f = rq_pop(w);
     if (!f && UNLIKELY(LOAD_RLX(&ito__preempted.len))) f = rqueue_pop(&ito__preempted);
-    if (!f && UNLIKELY(LOAD_RLX(&ito__nodeq_on)) &&
-        (f = ito__nodeq_take(w, &idle_t0)))
+    if (!f && UNLIKELY(LOAD_RLX(&ito__nodeq_on)) && (f = ito__nodeq_take(w, &idle_t0)))
       ito__nodeq_count_run(w, f);
     if (f) {
       found_work(w);

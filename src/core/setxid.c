@@ -34,12 +34,12 @@ struct kernel_sigaction {
 };
 
 static struct {
-  int lock;          /* one broadcast at a time */
-  long nr, a, b, c;  /* the system call every thread makes */
-  int pending[8];    /* handlers yet to finish, per broadcast (futex; the signal names its
-                        counter, so that a late answer counts for its own broadcast) */
-  unsigned gen;      /* broadcasts so far */
-  int error;         /* the first error a handler met */
+  int lock;         /* one broadcast at a time */
+  long nr, a, b, c; /* the system call every thread makes */
+  int pending[8];   /* handlers yet to finish, per broadcast (futex; the signal names its
+                       counter, so that a late answer counts for its own broadcast) */
+  unsigned gen;     /* broadcasts so far */
+  int error;        /* the first error a handler met */
   void (*glibc)(int, siginfo_t *, void *); /* glibc's handler, for its own broadcasts */
 } sx;
 
@@ -51,8 +51,9 @@ static void handler(int sig, siginfo_t *si, void *uc) {
       cnt < sx.pending + 8) {
     int saved = errno;
     long r = ito__os.syscall(LOAD_ACQ(&sx.nr), sx.a, sx.b, sx.c);
-    if (r != 0) __atomic_compare_exchange_n(&sx.error, &(int){0}, errno, 0, __ATOMIC_RELAXED,
-                                            __ATOMIC_RELAXED);
+    if (r != 0)
+      __atomic_compare_exchange_n(&sx.error, &(int){0}, errno, 0, __ATOMIC_RELAXED,
+                                  __ATOMIC_RELAXED);
     if (__atomic_sub_fetch(cnt, 1, __ATOMIC_ACQ_REL) == 0) ito__futex_wake(cnt, 1);
     errno = saved;
     return;
@@ -248,8 +249,10 @@ static bool gl_find(void) {
   if (gl.state) return gl.state > 0;
   gl.state = -1;
   char *rtld = ito__elf_sym(NULL, "_rtld_global", "GLIBC_PRIVATE");
-  const uint32_t *used = ito__elf_sym(NULL, "_thread_db_rtld_global__dl_stack_used", "GLIBC_PRIVATE");
-  const uint32_t *user = ito__elf_sym(NULL, "_thread_db_rtld_global__dl_stack_user", "GLIBC_PRIVATE");
+  const uint32_t *used =
+      ito__elf_sym(NULL, "_thread_db_rtld_global__dl_stack_used", "GLIBC_PRIVATE");
+  const uint32_t *user =
+      ito__elf_sym(NULL, "_thread_db_rtld_global__dl_stack_user", "GLIBC_PRIVATE");
   const uint32_t *list = ito__elf_sym(NULL, "_thread_db_pthread_list", "GLIBC_PRIVATE");
   const uint32_t *tid = ito__elf_sym(NULL, "_thread_db_pthread_tid", "GLIBC_PRIVATE");
   const uint32_t *cancel = ito__elf_sym(NULL, "_thread_db_pthread_cancelhandling", "GLIBC_PRIVATE");

@@ -52,9 +52,7 @@ static int default_ignored(int sig) {
  * ito takes it once the runtime runs, so that the process ends or stops
  * whatever its threads are doing (a parked thread has no OS thread for
  * the kernel to act through). */
-static int dfl_acts(int sig) {
-  return (SIGBIT(sig) & ALL_ASYNC) && !default_ignored(sig);
-}
+static int dfl_acts(int sig) { return (SIGBIT(sig) & ALL_ASYNC) && !default_ignored(sig); }
 
 static int is_handler(const struct sigaction *a) {
   return a->sa_handler != SIG_DFL && a->sa_handler != SIG_IGN;
@@ -178,7 +176,6 @@ static void default_action(int sig) {
 
 /* ---- per-thread state -------------------------------------------------------------------- */
 
-
 struct sig_infos *ito__sig_infos_of(ithread *t) {
   struct sig_infos *p = LOAD_ACQ(&t->siginfo);
   if (p) return p;
@@ -201,7 +198,7 @@ void ito__sig_apply(worker *w, uint64_t m) {
 }
 
 static __thread int on_monitor; /* this OS thread is the monitor */
-static uint64_t monitor_lets;    /* what the monitor's mask lets through now */
+static uint64_t monitor_lets;   /* what the monitor's mask lets through now */
 uint64_t ito__sig_mon_held;
 
 static uint64_t monitor_lets_now(void) {
@@ -495,7 +492,7 @@ int ito__sig_send(ithread *t, int sig, const union sigval *value) {
     struct sigaction a;
     prog_action(sig, &a);
     if (a.sa_handler == SIG_IGN || (a.sa_handler == SIG_DFL && default_ignored(sig)))
-      return 0; /* discarded, as the kernel does */
+      return 0;                    /* discarded, as the kernel does */
     if (a.sa_handler == SIG_DFL) { /* the process stops or ends: from here as well */
       default_action(sig);
       return 0;

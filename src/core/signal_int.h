@@ -15,8 +15,8 @@
 
 #define NSIG_K 64
 #define NEVER_BLOCKED (SIGBIT(SIGKILL) | SIGBIT(SIGSTOP) | SIGBIT(32) | SIGBIT(33))
-#define SYNCHRONOUS                                                                              \
-  (SIGBIT(SIGSEGV) | SIGBIT(SIGBUS) | SIGBIT(SIGFPE) | SIGBIT(SIGILL) | SIGBIT(SIGTRAP) |       \
+#define SYNCHRONOUS                                                                       \
+  (SIGBIT(SIGSEGV) | SIGBIT(SIGBUS) | SIGBIT(SIGFPE) | SIGBIT(SIGILL) | SIGBIT(SIGTRAP) | \
    SIGBIT(SIGSYS))
 #define ALL_ASYNC (~(NEVER_BLOCKED | SYNCHRONOUS))
 /* A nudge: the signal ito sends to a worker to reach the thread it runs,
@@ -64,15 +64,15 @@ struct sig_infos {
 };
 
 struct sig_route {
-  uint64_t inbox;               /* signals left by tramp for the monitor to route */
+  uint64_t inbox; /* signals left by tramp for the monitor to route */
   siginfo_t info[NSIG_K + 1];
-  uint64_t proc;                /* pending for the process, in ito's hands */
+  uint64_t proc; /* pending for the process, in ito's hands */
   siginfo_t pinfo[NSIG_K + 1];
-  int lock;                     /* proc, pinfo, the sigwaiters */
-  ithread *waiters[64];         /* threads in sigwait */
+  int lock;             /* proc, pinfo, the sigwaiters */
+  ithread *waiters[64]; /* threads in sigwait */
   int nwaiters;
-  int in_tramp;                 /* handlers of ito's running now (sigpending waits) */
-  int routing;                  /* the monitor routes what it took */
+  int in_tramp; /* handlers of ito's running now (sigpending waits) */
+  int routing;  /* the monitor routes what it took */
 };
 extern struct sig_route ito__sig_rt HIDDEN;
 

@@ -36,7 +36,8 @@ static void *(*eh_get)(void);
 
 void ito__set_eh(void *(*get_globals)(void)) { STORE_RLX(&eh_get, get_globals); }
 void ito__find_eh(void) {
-  if (!LOAD_RLX(&eh_get)) ito__set_eh((void *(*)(void))ito__elf_sym(NULL, "__cxa_get_globals", NULL));
+  if (!LOAD_RLX(&eh_get))
+    ito__set_eh((void *(*)(void))ito__elf_sym(NULL, "__cxa_get_globals", NULL));
 }
 
 /* Not inlined: errno's address must be computed afresh on the OS thread
@@ -67,7 +68,8 @@ __attribute__((noinline)) void ito__restore_thread_state(const struct ito__switc
   errno = s->err;
 }
 
-/* ---- switching ---------------------------------------------------------------------------------- */
+/* ---- switching ----------------------------------------------------------------------------------
+ */
 
 void ito__arrive(void) {
   worker *w = cur_worker();

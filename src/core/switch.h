@@ -97,8 +97,8 @@ HIDDEN void ito__run_fiber(worker *w, fiber *f) __attribute__((noreturn));
  * stack at *fake, unless they are NULL (the caller's context is then
  * gone). tsan_ctx: ThreadSanitizer's context of that stack. Returns when
  * the caller is resumed. */
-HIDDEN void ito__enter_fresh(void **save_sp, void **fake, char *lo, char *hi,
-                             void (*entry)(void *), void *arg, void *tsan_ctx);
+HIDDEN void ito__enter_fresh(void **save_sp, void **fake, char *lo, char *hi, void (*entry)(void *),
+                             void *arg, void *tsan_ctx);
 /* The landing of ito__resume (the assembly) on its new stack. */
 HIDDEN void ito__arrive(void);
 /* The runtime stops: a worker's scheduler goes back to its OS thread's

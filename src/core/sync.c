@@ -60,8 +60,9 @@ int ito__lock_slow(int *state, int *qlock, void **head, void **tail, clockid_t c
                  ? 0
                  : ETIMEDOUT;
     }
-    if (r == EINTR && t && (LOAD_ACQ(&t->cancel) & (CANCEL_PENDING | CANCEL_ASYNC | CANCEL_DISABLED |
-                                                    CANCEL_ACTING)) == (CANCEL_PENDING | CANCEL_ASYNC))
+    if (r == EINTR && t &&
+        (LOAD_ACQ(&t->cancel) & (CANCEL_PENDING | CANCEL_ASYNC | CANCEL_DISABLED |
+                                 CANCEL_ACTING)) == (CANCEL_PENDING | CANCEL_ASYNC))
       return ECANCELED;
   }
 }
@@ -108,8 +109,8 @@ int ito_mutex_lock(ito_mutex_t *m) {
 
 int ito_mutex_unlock(ito_mutex_t *m) {
   int c = 1;
-  if (LIKELY(__atomic_compare_exchange_n(&m->state, &c, 0, 0, __ATOMIC_RELEASE,
-                                         __ATOMIC_RELAXED))) {
+  if (LIKELY(
+          __atomic_compare_exchange_n(&m->state, &c, 0, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED))) {
     ito__unlock_settle(&m->qlock);
     return 0;
   }
@@ -118,7 +119,8 @@ int ito_mutex_unlock(ito_mutex_t *m) {
   return 0;
 }
 
-/* ---- condition variable ----------------------------------------------------------------------- */
+/* ---- condition variable -----------------------------------------------------------------------
+ */
 
 int ito_cond_init(ito_cond_t *c) {
   if (!c) return EINVAL;
@@ -176,7 +178,8 @@ int ito_cond_broadcast(ito_cond_t *c) {
   return 0;
 }
 
-/* ---- sleeping -------------------------------------------------------------------------------------- */
+/* ---- sleeping
+ * -------------------------------------------------------------------------------------- */
 
 /* An ito thread sleeps as a timed wait on a queue nobody wakes: the timer
  * wakes it, and its worker runs other work meanwhile. Any other thread
@@ -207,7 +210,8 @@ int ito_nanosleep(const struct timespec *req) {
   return rc;
 }
 
-/* ---- barrier ----------------------------------------------------------------------------------------- */
+/* ---- barrier
+ * ----------------------------------------------------------------------------------------- */
 
 int ito_barrier_init(ito_barrier_t *b, unsigned count) {
   if (!b || count == 0) return EINVAL;
@@ -235,8 +239,8 @@ int ito_barrier_wait(ito_barrier_t *b) {
   /* a signal's handler runs during the wait (WQ_INTR); the wait goes on
    * unless the phase ended meanwhile */
   unsigned phase = b->phase;
-  while (ito__wq_wait(&b->qlock, &b->head, &b->tail, WQ_INTR, CLOCK_MONOTONIC, NULL, NULL,
-                      NULL) == EINTR) {
+  while (ito__wq_wait(&b->qlock, &b->head, &b->tail, WQ_INTR, CLOCK_MONOTONIC, NULL, NULL, NULL) ==
+         EINTR) {
     spin_lock(&b->qlock);
     if (b->phase != phase) {
       spin_unlock(&b->qlock);

@@ -91,8 +91,7 @@ static inline void count_ended(worker *w) {
 long ito__live_threads(void) {
   unsigned long ended = __atomic_load_n(&ended_outside, __ATOMIC_ACQUIRE);
   int n = LOAD_ACQ(&ito__slots_counted);
-  for (int i = 0; i < n; i++)
-    ended += __atomic_load_n(&ito__workers[i]->ended, __ATOMIC_ACQUIRE);
+  for (int i = 0; i < n; i++) ended += __atomic_load_n(&ito__workers[i]->ended, __ATOMIC_ACQUIRE);
   return (long)(ito__threads_created() - ended);
 }
 
@@ -131,8 +130,8 @@ void ito__thread_done(ithread *t) {
   __atomic_store_n(&t->sync, TS_EXITING, __ATOMIC_RELAXED);
   owner_barrier();
   waiter *j = __atomic_load_n(&t->joiner, __ATOMIC_ACQUIRE);
-  if (j && __atomic_compare_exchange_n(&t->joiner, &j, NULL, 0, __ATOMIC_ACQ_REL,
-                                       __ATOMIC_RELAXED)) {
+  if (j &&
+      __atomic_compare_exchange_n(&t->joiner, &j, NULL, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
     if (j == JOINER_DETACHED) {
       drop_detach_ref(t);
       return;
@@ -226,7 +225,8 @@ static void thread_entry(void *arg) {
   thread_finish(t->fn(t->arg));
 }
 
-/* ---- creation --------------------------------------------------------------------------------- */
+/* ---- creation ---------------------------------------------------------------------------------
+ */
 
 static void push_parent_post(void *parent) { ito__push_fiber(cur_worker(), parent); }
 
@@ -272,7 +272,7 @@ int ito__thread_start(fiber *f, void *(*fn)(void *), void *arg, const struct thr
   f->sp = ito__ctx_make(f->hi, thread_entry);
   count_created(w);
   *out = t;
-  if (hout) *hout = ito__handle(t); /* before the child runs: it may read it */
+  if (hout) *hout = ito__handle(t);                /* before the child runs: it may read it */
   HOOK(ITO_EV_CREATE, w ? w->id : -1, t, o->anon); /* (1: a task or a child, not a thread) */
   bool queue = o->queue || !w || !w->cur || w->cur->home; /* a creator with a home must not move */
   if (UNLIKELY(LOAD_RLX(&ito__nodeq_on)) && place_by_node(w, f, o, &queue)) {
@@ -382,7 +382,7 @@ int ito_create(void *(*fn)(void *), void *arg, ito_thread_t *out) {
   f->thread = t;
   f->node1 = w->cur->node1; /* its creator's node (nodeq.h, invariant 3) */
   f->placed = PLACED_NONE;
-  t->fn = fn; /* (not called through it: for debuggers, debug.c) */
+  t->fn = fn;                  /* (not called through it: for debuggers, debug.c) */
   if (UNLIKELY(ito__sig_on)) { /* the creator's signal mask (signal.h) */
     t->sigmask = t->osmask = w->cur->thread ? w->cur->thread->sigmask : w->os_sigmask;
     STORE_REL(&t->sig_live, 1);
@@ -392,15 +392,15 @@ int ito_create(void *(*fn)(void *), void *arg, ito_thread_t *out) {
   if (out) *out = ito__handle(t); /* before the child runs: it may read it */
   HOOK(ITO_EV_CREATE, w->id, t, 0);
   enter_fiber(f);
-  ito__spawn_on(&f->start, (void *)((uintptr_t)f->hi & ~(uintptr_t)15), create_body, f,
-                (void *)fn, arg);
+  ito__spawn_on(&f->start, (void *)((uintptr_t)f->hi & ~(uintptr_t)15), create_body, f, (void *)fn,
+                arg);
   return 0;
 }
 
-/* ---- detached spawns -----------------------------------------------------------------------------
- * On the fast path (an ito thread with room in its deque) the copy of the
- * argument sits at the top of the child's own stack, below it a small
- * closure for spawn_entry, and the child starts work-first like
+/* ---- detached spawns
+ * ----------------------------------------------------------------------------- On the fast path
+ * (an ito thread with room in its deque) the copy of the argument sits at the top of the child's
+ * own stack, below it a small closure for spawn_entry, and the child starts work-first like
  * ito_create's; otherwise the copy is on the heap and the child queued. */
 struct spawn_closure {
   void (*fn)(void *);
@@ -445,8 +445,8 @@ static int spawn(void (*fn)(void *), const void *arg, size_t size, size_t align,
     int nd = placed == PLACED_KNOWN ? node : w && w->cur ? fiber_node(w->cur) : -1;
     remote = nd >= 0 && (!w || ito__nodeq_worker_node(w->id) != nd);
   }
-  if (LIKELY(home == -1 && !remote && w && w->cur && parkable(w) && !w->cur->home &&
-             size <= 4096 && align <= 4096 && !dq_full_at_margin(&w->dq, dq_tail(&w->dq)))) {
+  if (LIKELY(home == -1 && !remote && w && w->cur && parkable(w) && !w->cur->home && size <= 4096 &&
+             align <= 4096 && !dq_full_at_margin(&w->dq, dq_tail(&w->dq)))) {
     fiber *f = fiber_get(&w->fibers);
     if (!f) return EAGAIN;
     uintptr_t top = (uintptr_t)f->hi & ~(uintptr_t)15;
@@ -512,11 +512,11 @@ int ito__thread_spawn(void (*fn)(void *), const void *arg, size_t size, size_t a
 int ito__thread_spawn_node(void (*fn)(void *), const void *arg, size_t size, size_t align,
                            void (*cpy)(void *, void *), void *ctx, int node) {
   if (!LOAD_RLX(&ito__nodeq_on)) return spawn(fn, arg, size, align, cpy, ctx, -1, PLACED_NONE, -1);
-  return spawn(fn, arg, size, align, cpy, ctx, -1, node >= 0 ? PLACED_KNOWN : PLACED_UNKNOWN,
-               node);
+  return spawn(fn, arg, size, align, cpy, ctx, -1, node >= 0 ? PLACED_KNOWN : PLACED_UNKNOWN, node);
 }
 
-/* ---- join, detach, exit, yield ---------------------------------------------------------------------- */
+/* ---- join, detach, exit, yield
+ * ---------------------------------------------------------------------- */
 
 #define JOIN_CANCELLABLE 1 /* the joiner's waiter tag */
 
@@ -652,8 +652,7 @@ int ito_detach(ito_thread_t h) {
   if (!t) return h ? EINVAL : ESRCH;
   int s = __atomic_load_n(&t->sync, __ATOMIC_ACQUIRE);
   int fl = __atomic_load_n(&t->flags, __ATOMIC_ACQUIRE);
-  if (s == TS_CLAIMED || (fl & (TH_ROOT | TH_DETACHED)) || !ito__still_current(t, h))
-    return EINVAL;
+  if (s == TS_CLAIMED || (fl & (TH_ROOT | TH_DETACHED)) || !ito__still_current(t, h)) return EINVAL;
   if (s == TS_RUNNING) {
     if (__atomic_load_n(&t->joiner, __ATOMIC_RELAXED)) return EINVAL;
     /* Once DETACHED is visible the ending thread may take it at any time,
@@ -701,7 +700,8 @@ int ito_yield(void) {
   return 0;
 }
 
-/* ---- the root, pinning ----------------------------------------------------------------------------- */
+/* ---- the root, pinning
+ * ----------------------------------------------------------------------------- */
 
 ithread *ito__thread_adopt_root(fiber *f) {
   ithread *t = thread_init(f);

@@ -24,17 +24,17 @@
 #include "waitq.h"
 
 typedef struct ithread {
-  uint32_t idx;             /* its slot in the handle table (handle.h) */
-  int flags;                /* TH_* */
-  int sync;                 /* TS_* */
-  int detach_refs;          /* detached while running: the detacher and the ending thread
-                               each drop one, the last releases the descriptor */
-  waiter *joiner;           /* NULL, a joiner's waiter, or JOINER_DETACHED */
+  uint32_t idx;    /* its slot in the handle table (handle.h) */
+  int flags;       /* TH_* */
+  int sync;        /* TS_* */
+  int detach_refs; /* detached while running: the detacher and the ending thread
+                      each drop one, the last releases the descriptor */
+  waiter *joiner;  /* NULL, a joiner's waiter, or JOINER_DETACHED */
   void *(*fn)(void *);
   void *arg;
   void *result;
-  void **keys;              /* ITO_KEYS_MAX + KEYS_RESERVED slots, allocated on first set */
-  int pin;                  /* > 0: stays on its OS thread (ito__thread_pin) */
+  void **keys; /* ITO_KEYS_MAX + KEYS_RESERVED slots, allocated on first set */
+  int pin;     /* > 0: stays on its OS thread (ito__thread_pin) */
   /* what a drop-in library keeps per thread and reads back (the program's
    * view; ito schedules none of it): its name ("" never set), scheduling
    * policy and priority, and whether its creation named them */
@@ -46,19 +46,19 @@ typedef struct ithread {
    * ilock; iflight counts the interrupters working on it), and the result of
    * its last delivery (0 none, 1 all SA_RESTART, 2 not) */
   uint64_t sigmask, sigpend, sigwaitset;
-  uint64_t osmask;          /* what its worker's OS thread blocks while it runs: sigmask,
-                               or every asynchronous signal in sigsuspend */
+  uint64_t osmask; /* what its worker's OS thread blocks while it runs: sigmask,
+                      or every asynchronous signal in sigsuspend */
   struct sig_infos *siginfo;
   struct sig_intr *intr;
   int ilock, iflight, sig_last;
-  int sig_live;             /* a program thread that signals can be routed to */
-  int cancel;               /* a drop-in's cancellation state: CANCEL_* */
+  int sig_live; /* a program thread that signals can be routed to */
+  int cancel;   /* a drop-in's cancellation state: CANCEL_* */
   /* a cancellable join parked on joining, with its waiter (under ilock;
    * ito__join_cancel) */
   struct ithread *joining;
   waiter *joining_w;
-  long long cpu_ns;         /* CPU time charged to it (cpuclock.h) */
-  long long cpu_in;         /* its worker's thread CPU time when it last came on */
+  long long cpu_ns; /* CPU time charged to it (cpuclock.h) */
+  long long cpu_in; /* its worker's thread CPU time when it last came on */
   /* preemption (preempt.h): a team member of a drop-in library, preemptible
    * while set; inside a kernel signal frame of ito's (never preempted) */
   int preempt;
@@ -69,13 +69,17 @@ enum { TS_RUNNING = 0, TS_EXITING = 1, TS_DONE = 2, TS_CLAIMED = 3 };
 /* cancel: requested; disabled by the thread; asynchronous type; being
  * acted on. A request ends an interruptible wait as a signal does
  * (signal.h) while it is enabled. */
-enum { CANCEL_PENDING = 1, CANCEL_DISABLED = 2, CANCEL_ASYNC = 4, CANCEL_ACTING = 8,
-       CANCEL_SEEN = 16 /* a wait was ended for the request */ };
+enum {
+  CANCEL_PENDING = 1,
+  CANCEL_DISABLED = 2,
+  CANCEL_ASYNC = 4,
+  CANCEL_ACTING = 8,
+  CANCEL_SEEN = 16 /* a wait was ended for the request */
+};
 #define JOINER_DETACHED ((waiter *)1)
 /* TH_ANON: detached from birth and never handed out (ito__thread_spawn) */
 /* TH_GHOST: a thread of the parent, seen in a child after fork (atfork.h) */
 enum { TH_ROOT = 1, TH_DETACHED = 2, TH_ANON = 4, TH_GHOST = 8 };
-
 
 /* ---- creation ------------------------------------------------------------------------------ */
 struct fiber;
@@ -83,14 +87,14 @@ struct fiber;
  * continuation can be stolen meanwhile: work first), or queued. */
 struct thread_opts {
   int detached;
-  int queue;           /* queue the child rather than run it first */
-  int anon;            /* a detached task (ito__thread_spawn): no TLS block of its own */
+  int queue; /* queue the child rather than run it first */
+  int anon;  /* a detached task (ito__thread_spawn): no TLS block of its own */
   int policy, prio, explicit_sched; /* the drop-in's, set before the child runs: the policy
                                         and priority named (explicit_sched) or inherited */
-  int has_sigmask;     /* the child's signal mask is sigmask, not its creator's */
+  int has_sigmask;                  /* the child's signal mask is sigmask, not its creator's */
   uint64_t sigmask;
-  int placed;          /* PLACED_KNOWN or PLACED_UNKNOWN (nodeq.h): started with data, whose
-                          node is `node` (KNOWN); else 0, and the child takes its creator's */
+  int placed; /* PLACED_KNOWN or PLACED_UNKNOWN (nodeq.h): started with data, whose
+                 node is `node` (KNOWN); else 0, and the child takes its creator's */
   int node;
 };
 /* Starts fn(arg) on the fresh fiber f; *out gets the descriptor, *hout

@@ -24,10 +24,10 @@ enum { T_IDLE = 0, T_ARMED, T_FIRING };
 
 struct ito_timer {
   struct ito_timer *next;
-  long long deadline;                  /* ns on the clock of its list */
-  int clk;                             /* TIMER_REALTIME or TIMER_MONOTONIC */
-  int state;                           /* T_* */
-  void (*fire)(struct ito_timer *t);   /* called without the timer lock */
+  long long deadline;                /* ns on the clock of its list */
+  int clk;                           /* TIMER_REALTIME or TIMER_MONOTONIC */
+  int state;                         /* T_* */
+  void (*fire)(struct ito_timer *t); /* called without the timer lock */
 };
 
 /* Arms t for the deadline abs on clock (CLOCK_REALTIME or

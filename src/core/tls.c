@@ -44,32 +44,32 @@ int ito__tls_mode;
  * to a two-word tcbhead_t {dtv, private} with the static TLS above it, TLS
  * variant I); the fields after the header are the same. */
 #if defined(__x86_64__)
-#define DESC_SIZE 2368          /* sizeof (struct pthread) == TLS_TCB_SIZE */
-#define HEAD 704                /* the header union: tcbhead_t */
-#define OFF_TCB 0               /* header.tcb: the block's own address */
-#define OFF_DTV 8               /* header.dtv */
-#define OFF_SELF 16             /* header.self */
-#define OFF_MULTIPLE 24         /* header.multiple_threads */
-#define OFF_SYSINFO 32          /* header.sysinfo */
-#define OFF_STACK_GUARD 40      /* header.stack_guard: %fs:0x28 */
-#define OFF_POINTER_GUARD 48    /* header.pointer_guard: %fs:0x30 */
-#define OFF_FEATURE_1 72        /* header.feature_1 (CET) */
+#define DESC_SIZE 2368       /* sizeof (struct pthread) == TLS_TCB_SIZE */
+#define HEAD 704             /* the header union: tcbhead_t */
+#define OFF_TCB 0            /* header.tcb: the block's own address */
+#define OFF_DTV 8            /* header.dtv */
+#define OFF_SELF 16          /* header.self */
+#define OFF_MULTIPLE 24      /* header.multiple_threads */
+#define OFF_SYSINFO 32       /* header.sysinfo */
+#define OFF_STACK_GUARD 40   /* header.stack_guard: %fs:0x28 */
+#define OFF_POINTER_GUARD 48 /* header.pointer_guard: %fs:0x30 */
+#define OFF_FEATURE_1 72     /* header.feature_1 (CET) */
 #else
-#define DESC_SIZE 1856          /* sizeof (struct pthread) == TLS_PRE_TCB_SIZE */
-#define HEAD 192                /* the header union: void *__padding[24] */
-#define OFF_MULTIPLE 0          /* header.multiple_threads */
+#define DESC_SIZE 1856 /* sizeof (struct pthread) == TLS_PRE_TCB_SIZE */
+#define HEAD 192       /* the header union: void *__padding[24] */
+#define OFF_MULTIPLE 0 /* header.multiple_threads */
 /* (the stack and pointer guards are globals on AArch64) */
 #endif
-#define OFF_TID (HEAD + 16)             /* tid, after list */
-#define OFF_ROBUST_PREV (HEAD + 24)     /* robust_prev */
-#define OFF_ROBUST_HEAD (HEAD + 32)     /* robust_head {list, futex_offset, list_op_pending} */
-#define OFF_SPECIFIC_1ST (HEAD + 80)    /* specific_1stblock */
-#define OFF_SPECIFIC (HEAD + 592)       /* specific[0] */
-#define OFF_SCHEDPOLICY (HEAD + 884)    /* schedpolicy (checked, not set) */
-#define OFF_STACKBLOCK (HEAD + 976)     /* stackblock */
-#define OFF_STACKBLOCK_SIZE (HEAD + 984) /* stackblock_size: the alloca cutoff reads it */
-#define OFF_RES (HEAD + 1016)           /* res: the resolver state __resp points to */
-#define OFF_RSEQ_CPU_ID (HEAD + 1636)   /* rseq_area.cpu_id */
+#define OFF_TID (HEAD + 16)                  /* tid, after list */
+#define OFF_ROBUST_PREV (HEAD + 24)          /* robust_prev */
+#define OFF_ROBUST_HEAD (HEAD + 32)          /* robust_head {list, futex_offset, list_op_pending} */
+#define OFF_SPECIFIC_1ST (HEAD + 80)         /* specific_1stblock */
+#define OFF_SPECIFIC (HEAD + 592)            /* specific[0] */
+#define OFF_SCHEDPOLICY (HEAD + 884)         /* schedpolicy (checked, not set) */
+#define OFF_STACKBLOCK (HEAD + 976)          /* stackblock */
+#define OFF_STACKBLOCK_SIZE (HEAD + 984)     /* stackblock_size: the alloca cutoff reads it */
+#define OFF_RES (HEAD + 1016)                /* res: the resolver state __resp points to */
+#define OFF_RSEQ_CPU_ID (HEAD + 1636)        /* rseq_area.cpu_id */
 #define RSEQ_CPU_ID_REGISTRATION_FAILED (-2) /* sched_getcpu then asks the kernel */
 
 #define F(p, off, type) (*(type *)((char *)(p) + (off)))
@@ -109,7 +109,9 @@ static inline void *get_tp(void) {
 }
 #define R_TPOFF R_X86_64_TPOFF64 /* initial-exec: a symbol's offset from the thread pointer */
 #else
-static inline void set_tp(void *tcb) { __asm__ volatile("msr tpidr_el0, %0" ::"r"(tcb) : "memory"); }
+static inline void set_tp(void *tcb) {
+  __asm__ volatile("msr tpidr_el0, %0" ::"r"(tcb) : "memory");
+}
 
 static inline void *get_tp(void) {
   void *p;
@@ -141,14 +143,14 @@ static inline bool in_static(const void *tp, const void *p, size_t static_size) 
 
 #define MAX_MODULES 64
 struct module {
-  const char *name;  /* as dl_iterate_phdr reports it */
+  const char *name; /* as dl_iterate_phdr reports it */
   size_t modid;
   ptrdiff_t off;     /* its block's address minus the thread pointer (negative) */
   const void *image; /* .tdata */
   size_t filesz, memsz;
-  int libc;          /* libc's block keeps its caches across threads */
-  int program;       /* the program's own TLS (not a runtime library's: program_module) */
-  int seen;          /* still loaded (ito__tls_modules_changed) */
+  int libc;    /* libc's block keeps its caches across threads */
+  int program; /* the program's own TLS (not a runtime library's: program_module) */
+  int seen;    /* still loaded (ito__tls_modules_changed) */
 };
 
 static struct {
@@ -258,12 +260,10 @@ static int program_module(const char *name) {
   base = base ? base + 1 : name;
   /* (libhwloc and the libudev it loads come with libito.so itself: the
    * topology, topo.c) */
-  static const char *const runtime[] = {"libc.so",        "libstdc++.so", "libgcc_s.so",
-                                        "libgomp.so",     "libito",       "ld-linux",
-                                        "libm.so",        "libgfortran.so", "libquadmath.so",
-                                        "libpthread.so",  "libdl.so",     "libasan.so",
-                                        "libtsan.so",     "libubsan.so",  "vgpreload",
-                                        "libhwloc.so",    "libudev.so"};
+  static const char *const runtime[] = {
+      "libc.so",    "libstdc++.so",   "libgcc_s.so",    "libgomp.so",    "libito",    "ld-linux",
+      "libm.so",    "libgfortran.so", "libquadmath.so", "libpthread.so", "libdl.so",  "libasan.so",
+      "libtsan.so", "libubsan.so",    "vgpreload",      "libhwloc.so",   "libudev.so"};
   for (size_t i = 0; i < sizeof runtime / sizeof runtime[0]; i++)
     if (!strncmp(base, runtime[i], strlen(runtime[i]))) return 0;
   return 1;
@@ -529,7 +529,8 @@ static void block_reset(char *tp) {
   }
 }
 
-/* ---- the switch --------------------------------------------------------------------------------- */
+/* ---- the switch ---------------------------------------------------------------------------------
+ */
 
 void ito__tls_switch(worker *w, void *tcb) {
   void *to = tcb ? tcb : w->tls_own;
@@ -537,7 +538,7 @@ void ito__tls_switch(worker *w, void *tcb) {
   w->tls_cur = tcb;
   if (tcb) {
     F(desc_of(tcb), OFF_TID, pid_t) = (pid_t)w->os_tid; /* invariant 2 */
-    ito__tls_worker = w;                        /* (now the block's own copy) */
+    ito__tls_worker = w;                                /* (now the block's own copy) */
   }
 }
 
@@ -697,8 +698,9 @@ void ito__tls_fork_lock(int take) {
 void ito__tls_setup(int want_thread) {
   ito__tls_mode = 0;
   if (want_thread) {
-    static const char msg[] = "ito: ITO_TLS=thread is verified on x86-64 and AArch64 only; "
-                              "lightweight threads use their worker's TLS (docs/tls.md)\n";
+    static const char msg[] =
+        "ito: ITO_TLS=thread is verified on x86-64 and AArch64 only; "
+        "lightweight threads use their worker's TLS (docs/tls.md)\n";
     ito__write_stderr(msg, sizeof msg - 1);
   }
 }
@@ -730,4 +732,3 @@ void *ito__tls_use(void *tcb) {
 }
 
 #endif
-

@@ -55,8 +55,14 @@ static void one_node(const char *why) {
     if (k == 0) os[k++] = 0;
     n = k;
   }
-  topo = (struct topo){.nodes = 1, .pus = n, .pu_os = os, .pu_node = node, .os_node = os_node0,
-                       .dist = dist0, .real = true, .source = why};
+  topo = (struct topo){.nodes = 1,
+                       .pus = n,
+                       .pu_os = os,
+                       .pu_node = node,
+                       .os_node = os_node0,
+                       .dist = dist0,
+                       .real = true,
+                       .source = why};
   /* without hwloc: each unit its own core and cache, one node, one socket */
   int *ident = malloc(sizeof(int) * (size_t)n);
   if (ident)
@@ -97,10 +103,10 @@ static struct {
 static bool hw_load(void) {
   void *h = dlopen(ITO_HWLOC_SONAME, RTLD_NOW | RTLD_LOCAL);
   if (!h) return false;
-#define HW(field, name)                                                   \
-  do {                                                                    \
-    *(void **)&hw.field = dlsym(h, name);                                 \
-    if (!hw.field) return false;                                          \
+#define HW(field, name)                   \
+  do {                                    \
+    *(void **)&hw.field = dlsym(h, name); \
+    if (!hw.field) return false;          \
   } while (0)
   HW(topology_init, "hwloc_topology_init");
   HW(topology_destroy, "hwloc_topology_destroy");
@@ -192,8 +198,8 @@ static int from_hwloc(void) {
     for (int j = 0; j < nn; j++) dist[i * nn + j] = i == j ? 10 : 20;
   unsigned nr = 1;
   struct hwloc_distances_s *d = NULL;
-  if (hw.distances_get_by_type(t, HWLOC_OBJ_NUMANODE, &nr, &d,
-                                  HWLOC_DISTANCES_KIND_MEANS_LATENCY, 0) == 0 &&
+  if (hw.distances_get_by_type(t, HWLOC_OBJ_NUMANODE, &nr, &d, HWLOC_DISTANCES_KIND_MEANS_LATENCY,
+                               0) == 0 &&
       nr == 1 && d) {
     for (unsigned a = 0; a < d->nbobjs; a++)
       for (unsigned b = 0; b < d->nbobjs; b++) {
@@ -205,9 +211,11 @@ static int from_hwloc(void) {
   }
   /* the groups of each kind: a unit's ancestor of that type (the unit
    * itself when it has none: a core or cache hwloc does not show) */
-  static const hwloc_obj_type_t types[TOPO_KINDS] = {
-      [TOPO_PU] = HWLOC_OBJ_PU, [TOPO_CORE] = HWLOC_OBJ_CORE, [TOPO_LLC] = HWLOC_OBJ_L3CACHE,
-      [TOPO_NUMA] = HWLOC_OBJ_NUMANODE, [TOPO_SOCKET] = HWLOC_OBJ_PACKAGE};
+  static const hwloc_obj_type_t types[TOPO_KINDS] = {[TOPO_PU] = HWLOC_OBJ_PU,
+                                                     [TOPO_CORE] = HWLOC_OBJ_CORE,
+                                                     [TOPO_LLC] = HWLOC_OBJ_L3CACHE,
+                                                     [TOPO_NUMA] = HWLOC_OBJ_NUMANODE,
+                                                     [TOPO_SOCKET] = HWLOC_OBJ_PACKAGE};
   int *gof[TOPO_KINDS] = {0};
   int ng[TOPO_KINDS] = {0};
   for (int k = 0; k < TOPO_KINDS; k++) {
@@ -243,8 +251,13 @@ static int from_hwloc(void) {
   free(nodes);
   bool real = hw.is_thissystem(t) != 0;
   hw.topology_destroy(t);
-  topo = (struct topo){.nodes = nn, .pus = np, .pu_os = pu_os, .pu_node = pu_node,
-                       .os_node = os_node, .dist = dist, .real = real,
+  topo = (struct topo){.nodes = nn,
+                       .pus = np,
+                       .pu_os = pu_os,
+                       .pu_node = pu_node,
+                       .os_node = os_node,
+                       .dist = dist,
+                       .real = real,
                        .source = real ? "hwloc" : "hwloc (a synthetic or XML topology)"};
   for (int k = 0; k < TOPO_KINDS; k++) {
     if (!gof[k]) { /* out of memory: one group per unit */

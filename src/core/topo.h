@@ -22,10 +22,10 @@
 enum { TOPO_PU = 0, TOPO_CORE, TOPO_LLC, TOPO_NUMA, TOPO_SOCKET, TOPO_KINDS };
 
 struct topo {
-  int nodes;          /* NUMA nodes (invariant 2) */
-  int groups[TOPO_KINDS];         /* how many of each kind */
+  int nodes;                       /* NUMA nodes (invariant 2) */
+  int groups[TOPO_KINDS];          /* how many of each kind */
   const int *group_of[TOPO_KINDS]; /* [pus] each unit's group of that kind, in logical order */
-  int pus;            /* processing units */
+  int pus;                         /* processing units */
   const int *pu_os;   /* [pus] the kernel's CPU number of each unit, in logical order */
   const int *pu_node; /* [pus] the node of each unit */
   const int *os_node; /* [nodes] the kernel's number of each node */

@@ -64,4 +64,3 @@ waiter *ito__wq_last(waiter *list) {
   while (list && list->next) list = list->next;
   return list;
 }
-

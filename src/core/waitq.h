@@ -17,13 +17,13 @@
 struct fiber;
 
 typedef struct waiter {
-  struct waiter *next;      /* first: wake lists chain through it */
-  struct fiber *fiber;      /* NULL: an OS thread sleeping on futex */
-  int futex;                /* OS thread: becomes 1 when woken */
-  int result;               /* value handed to the woken (e.g. ETIMEDOUT) */
-  int queued;               /* on a queue (invariant 1) */
-  int parking;              /* a join's park may still read the thread (thread.c) */
-  int tag;                  /* the waiter's kind, for queues that mix kinds (rwlocks) */
+  struct waiter *next; /* first: wake lists chain through it */
+  struct fiber *fiber; /* NULL: an OS thread sleeping on futex */
+  int futex;           /* OS thread: becomes 1 when woken */
+  int result;          /* value handed to the woken (e.g. ETIMEDOUT) */
+  int queued;          /* on a queue (invariant 1) */
+  int parking;         /* a join's park may still read the thread (thread.c) */
+  int tag;             /* the waiter's kind, for queues that mix kinds (rwlocks) */
 } waiter;
 
 /* Under *qlock: appends wt (not queued) to the queue. */

@@ -22,7 +22,7 @@
 /* A FIFO of fibers any worker may push to or take from. */
 struct ready_queue {
   int lock;
-  int len;                          /* read without the lock */
+  int len; /* read without the lock */
   fiber *head, *tail;
 };
 
@@ -54,18 +54,18 @@ static inline fiber *rqueue_pop(struct ready_queue *q) {
 }
 
 typedef struct worker {
-  struct ito_deque dq;              /* first (invariant 1); two cache lines */
+  struct ito_deque dq; /* first (invariant 1); two cache lines */
 
-  fiber *cur;                       /* the fiber running on this worker */
+  fiber *cur; /* the fiber running on this worker */
   /* An event recorder's quiet forks (hooks.h, invariant 4): while
    * hook_quiet > 1 a fork does not report itself, takes one off, and
    * marks its record for thieves at hook_mark bytes from its deque slot. */
   intptr_t hook_mark;
   int hook_quiet;
-  void (*post_fn)(void *);          /* run right after the next switch lands */
+  void (*post_fn)(void *); /* run right after the next switch lands */
   void *post_arg;
   int id;
-  unsigned poll_pass;               /* scheduling passes since poll sources were last polled */
+  unsigned poll_pass; /* scheduling passes since poll sources were last polled */
   uint64_t rng;
   /* the scheduler context (sched.c) */
   char *sched_lo, *sched_hi;
@@ -75,41 +75,41 @@ typedef struct worker {
   struct fiber_cache fibers;
   /* counters that only grow (thread.h, invariant 4), this worker's only */
   unsigned long created, ended;
-  unsigned long steals;             /* successful steals by this worker (for debugging) */
-  int extra;                        /* an extra worker the monitor started (monitor.h) */
+  unsigned long steals; /* successful steals by this worker (for debugging) */
+  int extra;            /* an extra worker the monitor started (monitor.h) */
   /* its thread waits in the kernel in a call a drop-in library announced
    * (ito__monitor_kwait_begin): counted as blocked at once; under kwait_lock,
    * what ends that wait for a cancellation (monitor.h, invariant 5) */
   int kwait, kwait_lock;
   void (*kwait_wake)(void *);
   void *kwait_obj;
-  int yielded;                      /* a fiber yielded to this worker's mail: look at the
-                                       deque and the ready queue before the mail once */
-  unsigned picks;                   /* picks while preempted threads wait (sched.c) */
-  void *tls_own;                    /* ITO_TLS=thread: this worker's own block (tls.h) */
-  void *tls_cur;                    /* the block in force: NULL (own) or a thread's */
-  void *tls_glibc;                  /* the OS thread's descriptor as glibc knows it (main's, on
-                                       worker 0 of an adopted main: its root keeps it) */
-  uint64_t os_sigmask;              /* the OS thread's signal mask (signal.h, invariant 1) */
-  struct ithread *on_cpu;           /* the thread charged for this OS thread's CPU time now */
-  unsigned long placed[3];          /* tasks started with data, by where they ran (nodeq.h) */
+  int yielded;             /* a fiber yielded to this worker's mail: look at the
+                              deque and the ready queue before the mail once */
+  unsigned picks;          /* picks while preempted threads wait (sched.c) */
+  void *tls_own;           /* ITO_TLS=thread: this worker's own block (tls.h) */
+  void *tls_cur;           /* the block in force: NULL (own) or a thread's */
+  void *tls_glibc;         /* the OS thread's descriptor as glibc knows it (main's, on
+                              worker 0 of an adopted main: its root keeps it) */
+  uint64_t os_sigmask;     /* the OS thread's signal mask (signal.h, invariant 1) */
+  struct ithread *on_cpu;  /* the thread charged for this OS thread's CPU time now */
+  unsigned long placed[3]; /* tasks started with data, by where they ran (nodeq.h) */
 
   struct ready_queue rq __attribute__((aligned(CACHELINE))); /* a cache line of its own */
 
   int mail_lock __attribute__((aligned(CACHELINE)));
-  fiber *mail;                      /* fibers that must run on this worker */
+  fiber *mail; /* fibers that must run on this worker */
   struct idler idle;
   /* the OS thread */
   pthread_t os;
   int os_tid;
   int started;
   char *altstack;
-  void *native_sp;                  /* the OS thread's own context, while in the scheduler */
+  void *native_sp; /* the OS thread's own context, while in the scheduler */
   void *native_lo;
   size_t native_size;
 #if ITO_TSAN
-  void *sched_tsan;                 /* ThreadSanitizer contexts: the scheduler stack's */
-  void *native_tsan;                /* and the OS thread's own */
+  void *sched_tsan;  /* ThreadSanitizer contexts: the scheduler stack's */
+  void *native_tsan; /* and the OS thread's own */
 #endif
 } worker;
 
@@ -126,8 +126,7 @@ extern __thread worker *ito__tls_worker HIDDEN;
 static inline worker *cur_worker(void) {
   worker *w;
 #if defined(__x86_64__)
-  __asm__ volatile("movq ito__tls_worker@gottpoff(%%rip), %0\n\tmovq %%fs:(%0), %0"
-                   : "=r"(w));
+  __asm__ volatile("movq ito__tls_worker@gottpoff(%%rip), %0\n\tmovq %%fs:(%0), %0" : "=r"(w));
 #elif defined(__aarch64__)
   __asm__ volatile(
       "mrs %0, tpidr_el0\n\t"

@@ -63,8 +63,7 @@ ITO_DROPIN_API void ito__dropin_config_each(void (*fn)(const struct ito_cfg *row
 /* The value an ITO_* variable takes when it is not set, checked now
  * (a bad one names `from`); before the runtime starts. 0, or EINVAL for a
  * variable the runtime does not read. */
-ITO_DROPIN_API int ito__dropin_config_default(const char *name, const char *text,
-                                              const char *from);
+ITO_DROPIN_API int ito__dropin_config_default(const char *name, const char *text, const char *from);
 /* The worker count to use when ITO_NUM_WORKERS is not set (at most the
  * usable CPUs); before the runtime starts. 0: the usable CPUs. */
 ITO_DROPIN_API void ito__dropin_default_workers(int n);
@@ -216,11 +215,10 @@ ITO_DROPIN_API int ito__dropin_preemptible(int on);
 
 /* Creation with pthread attributes. stacksize 0: the runtime's default
  * (ITO_STACK_SIZE), a pool stack; any other: a stack of that size of its
- * own (a guard page below it), kept for reuse when the thread is released; stackaddr: the caller's memory [stackaddr,
- * stackaddr + stacksize), which ito never frees. Returns 0, EAGAIN or
- * EINVAL (a stack address region under 16 KiB). The handle is written
- * before the thread runs. Errno and the C++ exception globals of the
- * creator are kept across the call. */
+ * own (a guard page below it), kept for reuse when the thread is released; stackaddr: the caller's
+ * memory [stackaddr, stackaddr + stacksize), which ito never frees. Returns 0, EAGAIN or EINVAL (a
+ * stack address region under 16 KiB). The handle is written before the thread runs. Errno and the
+ * C++ exception globals of the creator are kept across the call. */
 struct ito_dropin_attr {
   size_t stacksize;
   void *stackaddr;
@@ -251,8 +249,7 @@ struct ito_dropin_tattr {
 ITO_DROPIN_API int ito__dropin_tattr_get(ito_thread_t h, struct ito_dropin_tattr *out);
 /* Sets the name (name not NULL; at most 15 bytes kept) and/or the policy
  * and priority (policy_prio[0], [1]); h 0: the root. 0 or ESRCH. */
-ITO_DROPIN_API int ito__dropin_tattr_set(ito_thread_t h, const char *name,
-                                         const int *policy_prio);
+ITO_DROPIN_API int ito__dropin_tattr_set(ito_thread_t h, const char *name, const int *policy_prio);
 /* Nonblocking join: EBUSY while the thread runs. */
 ITO_DROPIN_API int ito__dropin_tryjoin(ito_thread_t h, void **result);
 /* Is the caller the root (the program's main thread, adopted)? */
@@ -281,8 +278,8 @@ ITO_DROPIN_API int ito__dropin_can_park(void);
  * (ito__dropin_ctx) starts as ctx, or as the copy's address when ctx is
  * ITO_DROPIN_CTX_COPY. 0 or EAGAIN (no memory: nothing ran). */
 #define ITO_DROPIN_CTX_COPY ((void *)1)
-ITO_DROPIN_API int ito__dropin_spawn(void (*fn)(void *), const void *arg, size_t size,
-                                     size_t align, void (*cpy)(void *, void *), void *ctx);
+ITO_DROPIN_API int ito__dropin_spawn(void (*fn)(void *), const void *arg, size_t size, size_t align,
+                                     void (*cpy)(void *, void *), void *ctx);
 /* Placement by data (docs/numa.md): placement by node is on (more than
  * one NUMA node in use; the runtime runs). */
 ITO_DROPIN_API int ito__dropin_numa_on(void);
@@ -304,8 +301,8 @@ ITO_DROPIN_API int ito__dropin_worker_place(int worker);
  * ito_num_workers(), else EINVAL), where the task stays: see
  * ito__dropin_home. */
 ITO_DROPIN_API int ito__dropin_spawn_home(int home, void (*fn)(void *), const void *arg,
-                                          size_t size, size_t align,
-                                          void (*cpy)(void *, void *), void *ctx);
+                                          size_t size, size_t align, void (*cpy)(void *, void *),
+                                          void *ctx);
 /* Gives the calling ito thread a home worker (moving it there): from then
  * on it runs only there. It parks and is woken as before, but waits for its
  * home to take it; its creates queue the child rather than run it first

@@ -23,8 +23,9 @@
 
 void ito__dropin_os_install(const struct ito_os *os) {
   if (ito__rt_state() != RT_OFF)
-    ito__fatal("a drop-in library was set up after the runtime started; load it with LD_PRELOAD "
-               "or link it before libito");
+    ito__fatal(
+        "a drop-in library was set up after the runtime started; load it with LD_PRELOAD "
+        "or link it before libito");
   ito__os_install(os);
 }
 
@@ -95,6 +96,6 @@ void ito__dropin_atfork_prepare(void) { ito__atfork_prepare(); }
 void ito__dropin_atfork_parent(void) { ito__atfork_parent(); }
 void ito__dropin_atfork_child(void) {
   if (!ito__atfork_active()) return; /* not forked by an ito thread */
-  ito__io_after_fork(); /* before the core's poller, which adds the I/O epoll again */
+  ito__io_after_fork();              /* before the core's poller, which adds the I/O epoll again */
   ito__atfork_child();
 }

@@ -33,8 +33,7 @@ int ito__dropin_sigsend(ito_thread_t h, int sig, const union sigval *value) {
     return r ? ito__sig_send(r, sig, value) : ESRCH;
   }
   ithread *t = ito__thread_of(h);
-  if (!t || !ito__still_current(t, h) ||
-      __atomic_load_n(&t->sync, __ATOMIC_ACQUIRE) >= TS_DONE)
+  if (!t || !ito__still_current(t, h) || __atomic_load_n(&t->sync, __ATOMIC_ACQUIRE) >= TS_DONE)
     return ESRCH;
   return ito__sig_send(t, sig, value);
 }
@@ -55,7 +54,6 @@ void ito__dropin_jumped(void) {
   if (t) t->in_handler = 0;
 }
 
-
 /* ---- cancellation ------------------------------------------------------------------------- */
 
 int ito__dropin_cancels;
@@ -74,10 +72,10 @@ int ito__dropin_cancel(ito_thread_t h) {
     __atomic_store_n(&ito__dropin_cancels, 1, __ATOMIC_RELEASE);
   int c = __atomic_fetch_or(&t->cancel, CANCEL_PENDING, __ATOMIC_ACQ_REL);
   if (!(c & CANCEL_DISABLED)) {
-    ito__sig_alert(t);      /* its interruptible wait ends */
-    ito__join_cancel(t);    /* and its join */
+    ito__sig_alert(t);         /* its interruptible wait ends */
+    ito__join_cancel(t);       /* and its join */
     ito__monitor_kwait_poke(); /* and its wait in the kernel (docs/monitor.md) */
-    ito__preempt_cancel(t); /* running with the asynchronous type: now */
+    ito__preempt_cancel(t);    /* running with the asynchronous type: now */
   }
   return 0;
 }
@@ -115,8 +113,7 @@ int ito__dropin_cpuclock_read(clockid_t c, struct timespec *ts) {
     ito__cpuclock_enable();
   } else if (c < 0 && (c & 7) == CLOCK_MARK) {
     uint32_t idx = (uint32_t)(c & INT_MAX) >> 3;
-    struct handle_slot *s =
-        idx && idx < LOAD_ACQ(&ito__handle_nslots) ? handle_slot_at(idx) : NULL;
+    struct handle_slot *s = idx && idx < LOAD_ACQ(&ito__handle_nslots) ? handle_slot_at(idx) : NULL;
     t = s ? LOAD_ACQ(&s->t) : NULL;
     if (!t || !LOAD_ACQ(&t->sig_live)) return EINVAL; /* its thread is gone */
   } else {

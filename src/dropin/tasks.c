@@ -34,8 +34,8 @@ int ito__dropin_spawn(void (*fn)(void *), const void *arg, size_t size, size_t a
 
 int ito__dropin_numa_on(void) { return LOAD_RLX(&ito__nodeq_on); }
 
-int ito__dropin_spawn_home(int home, void (*fn)(void *), const void *arg, size_t size,
-                           size_t align, void (*cpy)(void *, void *), void *ctx) {
+int ito__dropin_spawn_home(int home, void (*fn)(void *), const void *arg, size_t size, size_t align,
+                           void (*cpy)(void *, void *), void *ctx) {
   int rc = ito__ensure();
   if (rc) return rc;
   if (home < 0 || home >= ito__nworkers) return EINVAL;

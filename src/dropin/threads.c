@@ -41,8 +41,8 @@ int ito__dropin_create(ito_thread_t *out, const struct ito_dropin_attr *a, void 
   int sched[2] = {0, 0};
   if (!a || !a->explicit_sched) creator_sched(w, sched);
   if (!pinned && !sched[0] && !sched[1] &&
-      (!a || (!a->stackaddr && !a->detached && !a->explicit_sched && !a->has_sigmask &&
-              !a->stacksize))) {
+      (!a ||
+       (!a->stackaddr && !a->detached && !a->explicit_sched && !a->has_sigmask && !a->stacksize))) {
     rc = ito_create(fn, arg, out);
   } else {
     fiber *f;
@@ -96,8 +96,7 @@ int ito__dropin_tryjoin(ito_thread_t h, void **result) {
   if (!t) return ESRCH;
   int s = __atomic_load_n(&t->sync, __ATOMIC_ACQUIRE);
   int fl = __atomic_load_n(&t->flags, __ATOMIC_ACQUIRE);
-  if (s == TS_CLAIMED || (fl & (TH_ROOT | TH_DETACHED)) || !ito__still_current(t, h))
-    return EINVAL;
+  if (s == TS_CLAIMED || (fl & (TH_ROOT | TH_DETACHED)) || !ito__still_current(t, h)) return EINVAL;
   if (__atomic_load_n(&t->joiner, __ATOMIC_RELAXED)) return EINVAL;
   if (s != TS_DONE) return EBUSY;
   return ito_join(h, result);

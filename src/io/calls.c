@@ -20,7 +20,7 @@
 /* One call, made non-blocking for this call only: MSG_DONTWAIT on sockets,
  * RWF_NOWAIT on pipes where the kernel has it, else ask poll first. */
 struct op {
-  int kind;        /* OP_* */
+  int kind; /* OP_* */
   int fd;
   struct iovec *iov;
   int iovcnt;
@@ -95,19 +95,24 @@ static ssize_t once_(struct op *o, int type) {
 static ssize_t plain(struct op *o) {
   int fd = o->fd;
   switch (o->kind) {
-    case OP_READV: return SYS(SYS_readv, fd, o->iov, o->iovcnt);
-    case OP_WRITEV: return SYS(SYS_writev, fd, o->iov, o->iovcnt);
-    case OP_RECV: return SYS(SYS_recvfrom, fd, o->buf, o->len, o->flags, o->addr, o->alen);
+    case OP_READV:
+      return SYS(SYS_readv, fd, o->iov, o->iovcnt);
+    case OP_WRITEV:
+      return SYS(SYS_writev, fd, o->iov, o->iovcnt);
+    case OP_RECV:
+      return SYS(SYS_recvfrom, fd, o->buf, o->len, o->flags, o->addr, o->alen);
     case OP_SEND:
       return SYS(SYS_sendto, fd, o->buf, o->len, o->flags, o->addr, o->alen ? *o->alen : 0);
-    case OP_RECVMSG: return SYS(SYS_recvmsg, fd, o->msg, o->flags);
-    case OP_SENDMSG: return SYS(SYS_sendmsg, fd, o->msg, o->flags);
-    case OP_ACCEPT: return SYS(SYS_accept4, fd, o->addr, o->alen, o->flags);
+    case OP_RECVMSG:
+      return SYS(SYS_recvmsg, fd, o->msg, o->flags);
+    case OP_SENDMSG:
+      return SYS(SYS_sendmsg, fd, o->msg, o->flags);
+    case OP_ACCEPT:
+      return SYS(SYS_accept4, fd, o->addr, o->alen, o->flags);
   }
   errno = EINVAL;
   return -1;
 }
-
 
 /* An OS thread that may not park (an outside thread, a pinned one) accepts
  * on a listener ito made non-blocking (shim_nb): the program sees a
@@ -184,7 +189,7 @@ static ssize_t io_call(struct op *o) {
     }
     int rc = ito__io_park(r, o->fd, gen, dir, seen, dl);
     if (rc == ENOTSUP) return plain(o);
-    if (rc == ENOSPC) return blocking(r, o); /* (the program's view is learned: it blocks) */
+    if (rc == ENOSPC) return blocking(r, o);      /* (the program's view is learned: it blocks) */
     if (rc == EINTR && !ito__sig_restartable()) { /* a handler without SA_RESTART ran */
       ito__io_set_errno(EINTR);
       return -1;
@@ -274,8 +279,8 @@ ssize_t ito_recv(int fd, void *buf, size_t n, int flags) {
 
 ssize_t ito_recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *addr,
                      socklen_t *alen) {
-  struct op o = {.kind = OP_RECV, .fd = fd, .buf = buf, .len = n, .flags = flags,
-                 .addr = addr, .alen = alen};
+  struct op o = {
+      .kind = OP_RECV, .fd = fd, .buf = buf, .len = n, .flags = flags, .addr = addr, .alen = alen};
   if (!(flags & MSG_WAITALL)) return io_call(&o);
   /* MSG_WAITALL: up to n bytes, end of file or the timeout */
   o.flags &= ~MSG_WAITALL;
@@ -298,8 +303,14 @@ ssize_t ito_send(int fd, const void *buf, size_t n, int flags) {
 ssize_t ito_sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *addr,
                    socklen_t alen) {
   struct iovec v = {(void *)buf, n};
-  struct op o = {.kind = OP_SEND, .fd = fd, .buf = (void *)buf, .len = n, .flags = flags,
-                 .addr = (struct sockaddr *)addr, .alen = addr ? &alen : NULL, .iov = &v,
+  struct op o = {.kind = OP_SEND,
+                 .fd = fd,
+                 .buf = (void *)buf,
+                 .len = n,
+                 .flags = flags,
+                 .addr = (struct sockaddr *)addr,
+                 .alen = addr ? &alen : NULL,
+                 .iov = &v,
                  .iovcnt = 1};
   if (addr || (flags & MSG_DONTWAIT) || !stream_socket(fd)) return io_call(&o);
   return write_all(&o, n);
@@ -392,4 +403,3 @@ int ito_connect(int fd, const struct sockaddr *addr, socklen_t alen) {
   }
   return 0;
 }
-

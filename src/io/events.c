@@ -74,8 +74,7 @@ static int select_on(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct tim
                      bool nowait) {
   struct pollfd stack_fds[SELECT_STACK], *p = stack_fds;
   int n = 0;
-  for (int fd = 0; fd < nfds; fd++)
-    n += bit(r, fd) || bit(w, fd) || bit(e, fd);
+  for (int fd = 0; fd < nfds; fd++) n += bit(r, fd) || bit(w, fd) || bit(e, fd);
   if (n == 0) return nowait ? 0 : ito__io_sleep_until(dl);
   if (n > SELECT_STACK && !(p = malloc((size_t)n * sizeof *p))) return fail(ENOMEM);
   n = 0;
@@ -156,7 +155,8 @@ int ito_pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct timespec
   return select_on(nfds, r, w, e, ts ? &dl : NULL, ts && !ts->tv_sec && !ts->tv_nsec);
 }
 
-/* ---- epoll -------------------------------------------------------------------------------------- */
+/* ---- epoll --------------------------------------------------------------------------------------
+ */
 
 /* The events the set has now (no wait); -1 with errno for a bad call. */
 static int epoll_now(int epfd, struct epoll_event *ev, int max) {
@@ -200,7 +200,8 @@ int ito_epoll_pwait2(int epfd, struct epoll_event *ev, int max, const struct tim
   return epoll_on(epfd, ev, max, tmo ? &dl : NULL, tmo && !tmo->tv_sec && !tmo->tv_nsec);
 }
 
-/* ---- waiting for signals ------------------------------------------------------------------------ */
+/* ---- waiting for signals ------------------------------------------------------------------------
+ */
 
 /* One of set's signals, dequeued with its siginfo (the kernel's
  * rt_sigtimedwait with no wait: pending for this OS thread or the
@@ -225,7 +226,8 @@ static __attribute__((noinline)) int sig_blocking(const sigset_t *set, siginfo_t
  * that one sent to the process stays pending; a signalfd for set is
  * readable while one is, and the parked thread then takes it. */
 int ito_sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec *tmo) {
-  if (!ito__io_parkable()) return (int)SYS(SYS_rt_sigtimedwait, set, info, tmo, (size_t)SIGSET_BYTES);
+  if (!ito__io_parkable())
+    return (int)SYS(SYS_rt_sigtimedwait, set, info, tmo, (size_t)SIGSET_BYTES);
   struct timespec dl;
   if (tmo && !deadline_of(tmo, &dl)) return fail(EINVAL);
   /* sent to this thread (pthread_kill), or held by the runtime for the

@@ -179,7 +179,8 @@ void ito__io_forget(struct fdrec *r, waiter *lists[2]) {
   spin_unlock(&r->lock);
 }
 
-/* ---- helpers ------------------------------------------------------------------------------------ */
+/* ---- helpers ------------------------------------------------------------------------------------
+ */
 
 __attribute__((noinline)) void ito__io_set_errno(int e) { errno = e; }
 __attribute__((noinline)) int ito__io_errno(void) { return errno; }

@@ -51,17 +51,17 @@ enum { RD = 0, WR = 1 };
 struct pollnode;
 
 struct fdrec {
-  int lock;             /* also the lock of both wait queues */
+  int lock; /* also the lock of both wait queues */
   uint32_t gen;
-  int type;             /* FD_*, found with fstat once per generation */
-  int registered;       /* in the epoll set (EPOLLET, both directions) */
-  int shim_nb;          /* ito set O_NONBLOCK on the file (a listener): the kernel's flag is
-                         * then not the program's, and user_nb is the only record of it */
-  int user_nb;          /* the program's O_NONBLOCK (its view of the file) */
-  unsigned view;        /* the view epoch when user_nb and timeo_ns were learned; 0: never */
-  unsigned seq[2];      /* readiness events seen, per direction (invariant 2) */
+  int type;        /* FD_*, found with fstat once per generation */
+  int registered;  /* in the epoll set (EPOLLET, both directions) */
+  int shim_nb;     /* ito set O_NONBLOCK on the file (a listener): the kernel's flag is
+                    * then not the program's, and user_nb is the only record of it */
+  int user_nb;     /* the program's O_NONBLOCK (its view of the file) */
+  unsigned view;   /* the view epoch when user_nb and timeo_ns were learned; 0: never */
+  unsigned seq[2]; /* readiness events seen, per direction (invariant 2) */
   void *head[2], *tail[2];
-  long long timeo_ns[2]; /* SO_RCVTIMEO, SO_SNDTIMEO; 0: none */
+  long long timeo_ns[2];     /* SO_RCVTIMEO, SO_SNDTIMEO; 0: none */
   struct pollnode *polls[2]; /* ito_poll callers watching this fd, per direction */
 };
 

@@ -67,7 +67,8 @@ int ito__io_poll(struct pollfd *fds, nfds_t n, const struct timespec *deadline, 
     if (!nodes || !seen) {
       free(nodes);
       free(seen);
-      return blocking_poll(fds, n, dl, nowait); /* (out of memory: blocks the worker, but answers) */
+      return blocking_poll(fds, n, dl,
+                           nowait); /* (out of memory: blocks the worker, but answers) */
     }
   } else {
     seen = stack_seen;
@@ -94,7 +95,7 @@ int ito__io_poll(struct pollfd *fds, nfds_t n, const struct timespec *deadline, 
       if (e) {
         spin_unlock(&r->lock);
         short_of |= e == ENOSPC; /* (invariant 5) */
-        continue; /* ENOTSUP: a regular file, always ready anyway */
+        continue;                /* ENOTSUP: a regular file, always ready anyway */
       }
       for (int d = 0; d < 2; d++) {
         struct pollnode *x = &nodes[2 * i + d];

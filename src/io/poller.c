@@ -21,9 +21,9 @@
 #endif
 
 /* invariant 6: ep >= 0 only once the poll sleeper's set watches it */
-static int ep = -1;       /* the epoll instance the calls park on */
-static int ep_made = -1;  /* the instance, made (in a child after fork, not yet watched) */
-static bool linked;       /* io_source is registered with the core */
+static int ep = -1;      /* the epoll instance the calls park on */
+static int ep_made = -1; /* the instance, made (in a child after fork, not yet watched) */
+static bool linked;      /* io_source is registered with the core */
 static int setup_lock, poll_lock;
 static bool pipe_nowait; /* RWF_NOWAIT works on pipes (Linux 6.4 and later) */
 static bool probed;
@@ -186,8 +186,8 @@ int ito__io_park(struct fdrec *r, int fd, uint32_t gen, int dir, unsigned seen,
     return 0;
   }
   ito__io_wait_begin(); /* invariant 4 */
-  int rc = ito__wq_wait(&r->lock, &r->head[dir], &r->tail[dir], dir | WQ_INTR, CLOCK_MONOTONIC, deadline,
-                        NULL, NULL);
+  int rc = ito__wq_wait(&r->lock, &r->head[dir], &r->tail[dir], dir | WQ_INTR, CLOCK_MONOTONIC,
+                        deadline, NULL, NULL);
   ito__io_wait_end();
   if (__atomic_load_n(&r->gen, __ATOMIC_ACQUIRE) != gen) return EBADF;
   return rc;

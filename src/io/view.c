@@ -144,7 +144,7 @@ int ito__io_dup3(int oldfd, int newfd, int flags, int dup2) {
   int err = errno;
   ito__io_wake_lists(lists);
   if (fd >= 0) dup_view(oldfd, fd, 0); /* reset above, before the number changed file */
-  errno = err; /* no park above: errno is still this OS thread's */
+  errno = err;                         /* no park above: errno is still this OS thread's */
   return fd;
 }
 
@@ -198,4 +198,3 @@ int ito_setsockopt(int fd, int level, int opt, const void *val, socklen_t len) {
     ito__io_view_changed();
   return (int)rc;
 }
-

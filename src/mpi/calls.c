@@ -31,14 +31,14 @@ static int wait1(MPI_Request *req, MPI_Status *status) {
 
 /* The call's non-blocking form, started by `start` into r, then waited
  * for; in funnel mode both on worker 0. */
-#define PARKED_CALL(start, status)            \
-  do {                                        \
-    MPI_Request r_;                           \
-    itompi_enter();                           \
-    int rc_ = (start);                        \
+#define PARKED_CALL(start, status)                      \
+  do {                                                  \
+    MPI_Request r_;                                     \
+    itompi_enter();                                     \
+    int rc_ = (start);                                  \
     if (rc_ == MPI_SUCCESS) rc_ = wait1(&r_, (status)); \
-    itompi_leave();                           \
-    return rc_;                               \
+    itompi_leave();                                     \
+    return rc_;                                         \
   } while (0)
 
 /* ---- point to point ------------------------------------------------------------------------ */
@@ -197,7 +197,8 @@ ITO_MPI_API int ito_mpi_waitall(int count, MPI_Request reqs[], MPI_Status status
   return waitall_impl(count, reqs, statuses);
 }
 
-/* ---- collectives ------------------------------------------------------------------------------ */
+/* ---- collectives ------------------------------------------------------------------------------
+ */
 
 int MPI_Barrier(MPI_Comm comm) {
   if (!itompi_parks()) return PMPI_Barrier(comm);

@@ -24,12 +24,12 @@ struct rec {
   int kind;
   int n;
   MPI_Request *reqs;
-  MPI_Status *st;    /* K_ALL: [n]; K_ANY, K_PROBE: one; K_SOME: [n] or MPI_STATUSES_IGNORE */
-  int left;          /* K_ALL: requests not completed yet */
-  int err;           /* what the wait returns */
-  int *index;        /* K_ANY: the caller's; K_SOME: the caller's outcount */
-  int *indices;      /* K_SOME */
-  int src, tag;      /* K_PROBE */
+  MPI_Status *st; /* K_ALL: [n]; K_ANY, K_PROBE: one; K_SOME: [n] or MPI_STATUSES_IGNORE */
+  int left;       /* K_ALL: requests not completed yet */
+  int err;        /* what the wait returns */
+  int *index;     /* K_ANY: the caller's; K_SOME: the caller's outcount */
+  int *indices;   /* K_SOME */
+  int src, tag;   /* K_PROBE */
   MPI_Comm comm;
   struct rec *next;  /* in `list` (K_ANY, K_SOME, K_PROBE) */
   struct rec *wnext; /* the poller's list of records to wake */
@@ -42,13 +42,13 @@ struct entry {
   int idx;
 };
 
-static int tlock;          /* the table, the list and `parked` */
-static struct entry *tab;  /* [ntab] */
+static int tlock;         /* the table, the list and `parked` */
+static struct entry *tab; /* [ntab] */
 static int ntab, ctab;
 static struct rec *list;
 static int parked;
-static unsigned rr;        /* where the next batch of the table starts */
-static int poll_lock;      /* held by the one poller at a time */
+static unsigned rr;   /* where the next batch of the table starts */
+static int poll_lock; /* held by the one poller at a time */
 
 static int poll_fn(void *arg);
 static void start_progress(void);

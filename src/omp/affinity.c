@@ -49,30 +49,47 @@ static void cpu_list(char *buf, size_t len) {
 static const struct {
   char c;
   const char *name;
-} fields[] = {{'t', "team_num"},      {'T', "num_teams"},     {'L', "nesting_level"},
-              {'n', "thread_num"},    {'N', "num_threads"},   {'a', "ancestor_tnum"},
-              {'H', "host"},          {'P', "process_id"},    {'i', "native_thread_id"},
+} fields[] = {{'t', "team_num"},       {'T', "num_teams"},   {'L', "nesting_level"},
+              {'n', "thread_num"},     {'N', "num_threads"}, {'a', "ancestor_tnum"},
+              {'H', "host"},           {'P', "process_id"},  {'i', "native_thread_id"},
               {'A', "thread_affinity"}};
 
 /* The field's value as text, or 0 for an unknown field. */
 static int value(char c, char *buf, size_t len) {
   switch (c) {
-    case 't': snprintf(buf, len, "%d", omp_get_team_num()); return 1;
-    case 'T': snprintf(buf, len, "%d", omp_get_num_teams()); return 1;
-    case 'L': snprintf(buf, len, "%d", omp_get_level()); return 1;
-    case 'n': snprintf(buf, len, "%d", omp_get_thread_num()); return 1;
-    case 'N': snprintf(buf, len, "%d", omp_get_num_threads()); return 1;
-    case 'a': snprintf(buf, len, "%d", omp_get_ancestor_thread_num(omp_get_level() - 1)); return 1;
+    case 't':
+      snprintf(buf, len, "%d", omp_get_team_num());
+      return 1;
+    case 'T':
+      snprintf(buf, len, "%d", omp_get_num_teams());
+      return 1;
+    case 'L':
+      snprintf(buf, len, "%d", omp_get_level());
+      return 1;
+    case 'n':
+      snprintf(buf, len, "%d", omp_get_thread_num());
+      return 1;
+    case 'N':
+      snprintf(buf, len, "%d", omp_get_num_threads());
+      return 1;
+    case 'a':
+      snprintf(buf, len, "%d", omp_get_ancestor_thread_num(omp_get_level() - 1));
+      return 1;
     case 'H':
       if (gethostname(buf, len) != 0) buf[0] = 0;
       buf[len - 1] = 0;
       return 1;
-    case 'P': snprintf(buf, len, "%d", (int)getpid()); return 1;
+    case 'P':
+      snprintf(buf, len, "%d", (int)getpid());
+      return 1;
     case 'i': /* the lightweight thread running the caller (its handle) */
       snprintf(buf, len, "0x%llx", (unsigned long long)ito_self());
       return 1;
-    case 'A': cpu_list(buf, len); return 1;
-    default: return 0;
+    case 'A':
+      cpu_list(buf, len);
+      return 1;
+    default:
+      return 0;
   }
 }
 
@@ -146,9 +163,7 @@ OMP_API void omp_display_affinity(const char *format) {
  * the first time its place in a team (nesting level, number, team size)
  * is new, as gcc's runtime shows it when a thread's affinity changes. */
 #define SEEN 256
-static struct {
-  int level, num, size;
-} seen[SEEN];
+static struct { int level, num, size; } seen[SEEN];
 static int nseen, seen_lock;
 
 void ito_omp_display_affinity_member(void) {

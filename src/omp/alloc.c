@@ -9,16 +9,42 @@
 /* omp.h's values (gcc 12): predefined memory spaces and allocators, trait
  * keys and trait values. */
 enum {
-  MS_DEFAULT = 0, MS_LARGE_CAP = 1, MS_CONST = 2, MS_HIGH_BW = 3, MS_LOW_LAT = 4,
+  MS_DEFAULT = 0,
+  MS_LARGE_CAP = 1,
+  MS_CONST = 2,
+  MS_HIGH_BW = 3,
+  MS_LOW_LAT = 4,
 };
-enum { ATK_SYNC_HINT = 1, ATK_ALIGNMENT, ATK_ACCESS, ATK_POOL_SIZE, ATK_FALLBACK, ATK_FB_DATA,
-       ATK_PINNED, ATK_PARTITION };
+enum {
+  ATK_SYNC_HINT = 1,
+  ATK_ALIGNMENT,
+  ATK_ACCESS,
+  ATK_POOL_SIZE,
+  ATK_FALLBACK,
+  ATK_FB_DATA,
+  ATK_PINNED,
+  ATK_PARTITION
+};
 #define ATV_DEFAULT ((uintptr_t)-1)
 enum {
-  ATV_FALSE = 0, ATV_TRUE = 1, ATV_CONTENDED = 3, ATV_UNCONTENDED = 4, ATV_SERIALIZED = 5,
-  ATV_PRIVATE = 6, ATV_ALL = 7, ATV_THREAD = 8, ATV_PTEAM = 9, ATV_CGROUP = 10,
-  ATV_DEFAULT_MEM_FB = 11, ATV_NULL_FB = 12, ATV_ABORT_FB = 13, ATV_ALLOCATOR_FB = 14,
-  ATV_ENVIRONMENT = 15, ATV_NEAREST = 16, ATV_BLOCKED = 17, ATV_INTERLEAVED = 18,
+  ATV_FALSE = 0,
+  ATV_TRUE = 1,
+  ATV_CONTENDED = 3,
+  ATV_UNCONTENDED = 4,
+  ATV_SERIALIZED = 5,
+  ATV_PRIVATE = 6,
+  ATV_ALL = 7,
+  ATV_THREAD = 8,
+  ATV_PTEAM = 9,
+  ATV_CGROUP = 10,
+  ATV_DEFAULT_MEM_FB = 11,
+  ATV_NULL_FB = 12,
+  ATV_ABORT_FB = 13,
+  ATV_ALLOCATOR_FB = 14,
+  ATV_ENVIRONMENT = 15,
+  ATV_NEAREST = 16,
+  ATV_BLOCKED = 17,
+  ATV_INTERLEAVED = 18,
 };
 
 struct trait {
@@ -30,10 +56,10 @@ struct trait {
  * handle above ALLOC_MAX_PREDEFINED is one. */
 struct allocator {
   uintptr_t memspace;
-  uintptr_t alignment;        /* at least sizeof(void *) */
-  uintptr_t pool_size;        /* (uintptr_t)-1: no pool */
-  _Atomic uintptr_t used;     /* bytes taken from the pool, headers and padding included */
-  uintptr_t fb_data;          /* the allocator_fb fallback's allocator */
+  uintptr_t alignment;    /* at least sizeof(void *) */
+  uintptr_t pool_size;    /* (uintptr_t)-1: no pool */
+  _Atomic uintptr_t used; /* bytes taken from the pool, headers and padding included */
+  uintptr_t fb_data;      /* the allocator_fb fallback's allocator */
   unsigned char sync_hint, access, fallback, pinned, partition;
 };
 
@@ -42,9 +68,9 @@ struct allocator {
 /* Before every block: what omp_free needs, whatever allocator it is
  * given (as libgomp's header, so the block's layout is the same). */
 struct header {
-  void *base;                 /* what malloc returned */
-  size_t size;                /* bytes taken from malloc (and from the pool) */
-  uintptr_t allocator;        /* the allocator that made it, resolved */
+  void *base;          /* what malloc returned */
+  size_t size;         /* bytes taken from malloc (and from the pool) */
+  uintptr_t allocator; /* the allocator that made it, resolved */
   void *pad;
 };
 
@@ -53,70 +79,74 @@ static inline struct allocator *user_allocator(uintptr_t a) {
 }
 
 OMP_API uintptr_t omp_init_allocator(uintptr_t memspace, int ntraits, const struct trait *traits) {
-  struct allocator d = {.memspace = memspace, .alignment = 1, .pool_size = NO_POOL,
-                        .sync_hint = ATV_CONTENDED, .access = ATV_ALL,
-                        .fallback = ATV_DEFAULT_MEM_FB, .pinned = ATV_FALSE,
+  struct allocator d = {.memspace = memspace,
+                        .alignment = 1,
+                        .pool_size = NO_POOL,
+                        .sync_hint = ATV_CONTENDED,
+                        .access = ATV_ALL,
+                        .fallback = ATV_DEFAULT_MEM_FB,
+                        .pinned = ATV_FALSE,
                         .partition = ATV_ENVIRONMENT};
   if (memspace > MS_LOW_LAT) return ALLOC_NULL;
   for (int i = 0; i < ntraits; i++) {
     uintptr_t v = traits[i].value;
     switch (traits[i].key) {
-    case ATK_SYNC_HINT:
-      if (v == ATV_DEFAULT)
-        d.sync_hint = ATV_CONTENDED;
-      else if (v >= ATV_CONTENDED && v <= ATV_PRIVATE)
-        d.sync_hint = (unsigned char)v;
-      else
-        return ALLOC_NULL;
-      break;
-    case ATK_ALIGNMENT:
-      if (v == ATV_DEFAULT) {
-        d.alignment = 1;
+      case ATK_SYNC_HINT:
+        if (v == ATV_DEFAULT)
+          d.sync_hint = ATV_CONTENDED;
+        else if (v >= ATV_CONTENDED && v <= ATV_PRIVATE)
+          d.sync_hint = (unsigned char)v;
+        else
+          return ALLOC_NULL;
         break;
-      }
-      if (!v || (v & (v - 1))) return ALLOC_NULL; /* a power of two */
-      d.alignment = v;
-      break;
-    case ATK_ACCESS:
-      if (v == ATV_DEFAULT)
-        d.access = ATV_ALL;
-      else if (v >= ATV_ALL && v <= ATV_CGROUP)
-        d.access = (unsigned char)v;
-      else
+      case ATK_ALIGNMENT:
+        if (v == ATV_DEFAULT) {
+          d.alignment = 1;
+          break;
+        }
+        if (!v || (v & (v - 1))) return ALLOC_NULL; /* a power of two */
+        d.alignment = v;
+        break;
+      case ATK_ACCESS:
+        if (v == ATV_DEFAULT)
+          d.access = ATV_ALL;
+        else if (v >= ATV_ALL && v <= ATV_CGROUP)
+          d.access = (unsigned char)v;
+        else
+          return ALLOC_NULL;
+        break;
+      case ATK_POOL_SIZE:
+        d.pool_size = v == ATV_DEFAULT ? NO_POOL : v;
+        break;
+      case ATK_FALLBACK:
+        if (v == ATV_DEFAULT)
+          d.fallback = ATV_DEFAULT_MEM_FB;
+        else if (v >= ATV_DEFAULT_MEM_FB && v <= ATV_ALLOCATOR_FB)
+          d.fallback = (unsigned char)v;
+        else
+          return ALLOC_NULL;
+        break;
+      case ATK_FB_DATA:
+        d.fb_data = v;
+        break;
+      case ATK_PINNED:
+        if (v == ATV_DEFAULT || v == ATV_FALSE)
+          d.pinned = ATV_FALSE;
+        else if (v == ATV_TRUE)
+          d.pinned = ATV_TRUE;
+        else
+          return ALLOC_NULL;
+        break;
+      case ATK_PARTITION:
+        if (v == ATV_DEFAULT)
+          d.partition = ATV_ENVIRONMENT;
+        else if (v >= ATV_ENVIRONMENT && v <= ATV_INTERLEAVED)
+          d.partition = (unsigned char)v;
+        else
+          return ALLOC_NULL;
+        break;
+      default:
         return ALLOC_NULL;
-      break;
-    case ATK_POOL_SIZE:
-      d.pool_size = v == ATV_DEFAULT ? NO_POOL : v;
-      break;
-    case ATK_FALLBACK:
-      if (v == ATV_DEFAULT)
-        d.fallback = ATV_DEFAULT_MEM_FB;
-      else if (v >= ATV_DEFAULT_MEM_FB && v <= ATV_ALLOCATOR_FB)
-        d.fallback = (unsigned char)v;
-      else
-        return ALLOC_NULL;
-      break;
-    case ATK_FB_DATA:
-      d.fb_data = v;
-      break;
-    case ATK_PINNED:
-      if (v == ATV_DEFAULT || v == ATV_FALSE)
-        d.pinned = ATV_FALSE;
-      else if (v == ATV_TRUE)
-        d.pinned = ATV_TRUE;
-      else
-        return ALLOC_NULL;
-      break;
-    case ATK_PARTITION:
-      if (v == ATV_DEFAULT)
-        d.partition = ATV_ENVIRONMENT;
-      else if (v >= ATV_ENVIRONMENT && v <= ATV_INTERLEAVED)
-        d.partition = (unsigned char)v;
-      else
-        return ALLOC_NULL;
-      break;
-    default:
-      return ALLOC_NULL;
     }
   }
   if (d.alignment < sizeof(void *)) d.alignment = sizeof(void *);
@@ -175,15 +205,15 @@ static void *place(void *base, size_t align, size_t size, uintptr_t allocator) {
 static uintptr_t fallback(struct allocator *a, bool retry_default, unsigned long what) {
   if (!a) return ALLOC_NULL;
   switch (a->fallback) {
-  case ATV_DEFAULT_MEM_FB:
-    /* default memory, unless this was already an allocation like its one */
-    return retry_default ? ALLOC_DEFAULT : ALLOC_NULL;
-  case ATV_NULL_FB:
-    return ALLOC_NULL;
-  case ATV_ALLOCATOR_FB:
-    return a->fb_data;
-  default:
-    ito_omp_fatal("Out of memory allocating %lu bytes", what);
+    case ATV_DEFAULT_MEM_FB:
+      /* default memory, unless this was already an allocation like its one */
+      return retry_default ? ALLOC_DEFAULT : ALLOC_NULL;
+    case ATV_NULL_FB:
+      return ALLOC_NULL;
+    case ATV_ALLOCATOR_FB:
+      return a->fb_data;
+    default:
+      ito_omp_fatal("Out of memory allocating %lu bytes", what);
   }
 }
 
@@ -225,8 +255,8 @@ OMP_API void *omp_aligned_calloc(size_t align, size_t n, size_t size, uintptr_t 
   size_t total;
   if (__builtin_mul_overflow(n, size, &total)) {
     /* no allocation can hold it: straight to the fallback */
-    struct allocator *a = user_allocator(allocator == ALLOC_NULL
-                                             ? ito_omp_cur()->icv.def_allocator : allocator);
+    struct allocator *a =
+        user_allocator(allocator == ALLOC_NULL ? ito_omp_cur()->icv.def_allocator : allocator);
     uintptr_t fb = fallback(a, false, (unsigned long)(n * size));
     return fb == ALLOC_NULL ? NULL : omp_aligned_calloc(align, n, size, fb);
   }
@@ -302,7 +332,8 @@ OMP_API void *omp_realloc(void *p, size_t size, uintptr_t allocator, uintptr_t f
 /* ---- what gcc emits for allocate directives and clauses -------------------------------- */
 OMP_API void *GOMP_alloc(size_t align, size_t size, uintptr_t allocator) {
   void *p = omp_aligned_alloc(align, size, allocator);
-  if (UNLIKELY(!p && size)) ito_omp_fatal("Out of memory allocating %lu bytes", (unsigned long)size);
+  if (UNLIKELY(!p && size))
+    ito_omp_fatal("Out of memory allocating %lu bytes", (unsigned long)size);
   return p;
 }
 OMP_API void GOMP_free(void *p, uintptr_t allocator) { omp_free(p, allocator); }

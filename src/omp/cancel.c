@@ -59,8 +59,8 @@ OMP_API bool GOMP_cancel(int which, bool do_cancel) {
   if (!ito_omp_cancellation) return false;
   /* cancel ... if(false) is a cancellation point */
   if (!do_cancel) return GOMP_cancellation_point(which);
-  ITO_OMP_ASSERT(which == CANCEL_PARALLEL || which == CANCEL_LOOP ||
-                 which == CANCEL_SECTIONS || which == CANCEL_TASKGROUP);
+  ITO_OMP_ASSERT(which == CANCEL_PARALLEL || which == CANCEL_LOOP || which == CANCEL_SECTIONS ||
+                 which == CANCEL_TASKGROUP);
   task *t = ito_omp_cur();
   if (which & (CANCEL_LOOP | CANCEL_SECTIONS)) {
     /* the other members stop at their next cancellation point, or when
@@ -81,7 +81,6 @@ OMP_API bool GOMP_cancel(int which, bool do_cancel) {
   if (!tm) return false; /* outside any region there is nothing to cancel */
   /* the flag first, then the wake under each member's queue lock: a member
    * about to park in a cancellable barrier tests it under that lock (team.c) */
-  if (!atomic_exchange_explicit(&tm->cancelled, 1, memory_order_acq_rel))
-    ito_omp_barrier_wake(tm);
+  if (!atomic_exchange_explicit(&tm->cancelled, 1, memory_order_acq_rel)) ito_omp_barrier_wake(tm);
   return true;
 }

@@ -13,15 +13,15 @@
 
 struct dnode {
   int lock;
-  int done;                    /* the task's code finished: no more edges to it */
-  _Atomic int refs;            /* the task, table entries naming it, edges to it */
+  int done;         /* the task's code finished: no more edges to it */
+  _Atomic int refs; /* the task, table entries naming it, edges to it */
   _Atomic uint64_t npred;
   struct dnode **succ;
   unsigned nsucc, csucc;
-  task *t;                     /* a deferred task to start when npred reaches 0 */
-  int prio;                    /* its priority (a hint: among successors released together,
-                                  the higher start first) */
-  int qlock;                   /* an undeferred task's creator waits here */
+  task *t;   /* a deferred task to start when npred reaches 0 */
+  int prio;  /* its priority (a hint: among successors released together,
+                the higher start first) */
+  int qlock; /* an undeferred task's creator waits here */
   void *qhead, *qtail;
 };
 
@@ -182,7 +182,6 @@ struct dnode *ito_omp_dep_register(task *parent, void **depend, int prio) {
   }
   return n;
 }
-
 
 /* (each dependence counts as one unit, out and inout and mutexinoutset
  * double: OpenMP gives their addresses, not their sizes) */

@@ -105,8 +105,10 @@ static nest_lock_t *nest_new(void) {
 }
 static nest_lock_t *nest_of(nest_lock_t **l, const char *fn) {
   if (UNLIKELY(!*l))
-    ito_omp_fatal("%s on a lock that omp_init_nest_lock did not initialise (or that was "
-                  "destroyed)", fn);
+    ito_omp_fatal(
+        "%s on a lock that omp_init_nest_lock did not initialise (or that was "
+        "destroyed)",
+        fn);
   return *l;
 }
 OMP_API void omp_init_nest_lock_(nest_lock_t **l) {
@@ -165,9 +167,7 @@ OMP_API void omp_set_max_active_levels_8_(const int64_t *n) {
   omp_set_max_active_levels(to_int(*n));
 }
 OMP_API int32_t omp_get_max_active_levels_(void) { return omp_get_max_active_levels(); }
-OMP_API int32_t omp_get_supported_active_levels_(void) {
-  return omp_get_supported_active_levels();
-}
+OMP_API int32_t omp_get_supported_active_levels_(void) { return omp_get_supported_active_levels(); }
 OMP_API int32_t omp_get_thread_limit_(void) { return omp_get_thread_limit(); }
 OMP_API int32_t omp_get_num_procs_(void) { return omp_get_num_procs(); }
 OMP_API int32_t omp_in_final_(void) { return omp_in_final() != 0; }
@@ -249,7 +249,8 @@ OMP_API void omp_set_teams_thread_limit_8_(const int64_t *n) {
   omp_set_teams_thread_limit(to_int(*n));
 }
 
-/* ---- time, pausing, the environment ----------------------------------------------------------- */
+/* ---- time, pausing, the environment -----------------------------------------------------------
+ */
 OMP_API double omp_get_wtime_(void) { return omp_get_wtime(); }
 OMP_API double omp_get_wtick_(void) { return omp_get_wtick(); }
 OMP_API int32_t omp_pause_resource_(const int32_t *kind, const int32_t *device) {

@@ -15,12 +15,12 @@
 
 struct entry {
   ito_mutex_t m;
-  unsigned next_free;           /* index + 1 of the next free entry */
+  unsigned next_free; /* index + 1 of the next free entry */
 };
 
 static struct entry *chunks[MAX_CHUNKS];
-static unsigned nentries;       /* entries made so far */
-static unsigned free_head;      /* index + 1 of a free entry, 0: none */
+static unsigned nentries;  /* entries made so far */
+static unsigned free_head; /* index + 1 of a free entry, 0: none */
 static int table_lock;
 
 static unsigned entry_new(void) {

@@ -180,8 +180,7 @@ static bool next(task *me, ull *istart, ull *iend) {
   /* cancel for: no more chunks are handed out (an ordered or doacross
    * loop, which may not be cancelled, hands all out: every chunk must pass
    * its turn on, every iteration be posted) */
-  if (UNLIKELY(atomic_load_explicit(&w->cancelled, memory_order_relaxed)) && !w->ordered &&
-      !w->da)
+  if (UNLIKELY(atomic_load_explicit(&w->cancelled, memory_order_relaxed)) && !w->ordered && !w->da)
     return false;
   unsigned long i0, i1;
   if (!take(me, w, &i0, &i1)) return false;
@@ -221,11 +220,11 @@ static bool next_l(long *istart, long *iend) {
   return next(ito_omp_cur(), (ull *)istart, (ull *)iend);
 }
 
-#define LOOP_L(name, kind, ordered)                                                           \
+#define LOOP_L(name, kind, ordered)                                                          \
   OMP_API bool GOMP_loop_##name##_start(long s, long e, long incr, long chunk, long *istart, \
-                                        long *iend) {                                         \
+                                        long *iend) {                                        \
     return start_l(s, e, incr, kind, chunk, ordered, NULL, istart, iend);                    \
-  }                                                                                           \
+  }                                                                                          \
   OMP_API bool GOMP_loop_##name##_next(long *istart, long *iend) { return next_l(istart, iend); }
 
 LOOP_L(static, SCHED_STATIC, 0)
@@ -237,13 +236,13 @@ LOOP_L(ordered_static, SCHED_STATIC, 1)
 LOOP_L(ordered_dynamic, SCHED_DYNAMIC, 1)
 LOOP_L(ordered_guided, SCHED_GUIDED, 1)
 
-#define LOOP_L_RUNTIME(name, ordered)                                                         \
+#define LOOP_L_RUNTIME(name, ordered)                                                          \
   OMP_API bool GOMP_loop_##name##_start(long s, long e, long incr, long *istart, long *iend) { \
-    int kind;                                                                                 \
-    unsigned long chunk;                                                                      \
-    ito_omp_runtime_sched(&kind, &chunk);                                                     \
-    return start_l(s, e, incr, kind, (long)chunk, ordered, NULL, istart, iend);               \
-  }                                                                                           \
+    int kind;                                                                                  \
+    unsigned long chunk;                                                                       \
+    ito_omp_runtime_sched(&kind, &chunk);                                                      \
+    return start_l(s, e, incr, kind, (long)chunk, ordered, NULL, istart, iend);                \
+  }                                                                                            \
   OMP_API bool GOMP_loop_##name##_next(long *istart, long *iend) { return next_l(istart, iend); }
 
 LOOP_L_RUNTIME(runtime, 0)
@@ -286,13 +285,13 @@ static bool start_u(bool up, ull s, ull e, ull incr, int kind, ull chunk, int or
   return start(&a, mem, istart, iend);
 }
 
-#define LOOP_U(name, kind, ordered)                                                           \
-  OMP_API bool GOMP_loop_ull_##name##_start(bool up, ull s, ull e, ull incr, ull chunk,      \
-                                            ull *istart, ull *iend) {                         \
-    return start_u(up, s, e, incr, kind, chunk, ordered, NULL, istart, iend);                \
-  }                                                                                           \
-  OMP_API bool GOMP_loop_ull_##name##_next(ull *istart, ull *iend) {                          \
-    return next(ito_omp_cur(), istart, iend);                                                 \
+#define LOOP_U(name, kind, ordered)                                                     \
+  OMP_API bool GOMP_loop_ull_##name##_start(bool up, ull s, ull e, ull incr, ull chunk, \
+                                            ull *istart, ull *iend) {                   \
+    return start_u(up, s, e, incr, kind, chunk, ordered, NULL, istart, iend);           \
+  }                                                                                     \
+  OMP_API bool GOMP_loop_ull_##name##_next(ull *istart, ull *iend) {                    \
+    return next(ito_omp_cur(), istart, iend);                                           \
   }
 
 LOOP_U(static, SCHED_STATIC, 0)
@@ -304,16 +303,16 @@ LOOP_U(ordered_static, SCHED_STATIC, 1)
 LOOP_U(ordered_dynamic, SCHED_DYNAMIC, 1)
 LOOP_U(ordered_guided, SCHED_GUIDED, 1)
 
-#define LOOP_U_RUNTIME(name, ordered)                                                         \
-  OMP_API bool GOMP_loop_ull_##name##_start(bool up, ull s, ull e, ull incr, ull *istart,    \
-                                            ull *iend) {                                      \
-    int kind;                                                                                 \
-    unsigned long chunk;                                                                      \
-    ito_omp_runtime_sched(&kind, &chunk);                                                     \
-    return start_u(up, s, e, incr, kind, chunk, ordered, NULL, istart, iend);                \
-  }                                                                                           \
-  OMP_API bool GOMP_loop_ull_##name##_next(ull *istart, ull *iend) {                          \
-    return next(ito_omp_cur(), istart, iend);                                                 \
+#define LOOP_U_RUNTIME(name, ordered)                                                     \
+  OMP_API bool GOMP_loop_ull_##name##_start(bool up, ull s, ull e, ull incr, ull *istart, \
+                                            ull *iend) {                                  \
+    int kind;                                                                             \
+    unsigned long chunk;                                                                  \
+    ito_omp_runtime_sched(&kind, &chunk);                                                 \
+    return start_u(up, s, e, incr, kind, chunk, ordered, NULL, istart, iend);             \
+  }                                                                                       \
+  OMP_API bool GOMP_loop_ull_##name##_next(ull *istart, ull *iend) {                      \
+    return next(ito_omp_cur(), istart, iend);                                             \
   }
 
 LOOP_U_RUNTIME(runtime, 0)
@@ -350,7 +349,7 @@ OMP_API bool GOMP_loop_ull_ordered_start(bool up, ull s, ull e, ull incr, long s
  * over counts) of the last iteration posted there. A wait for v returns
  * once v's entry holds more than v's linear index (v and every iteration
  * of the entry before it are done). docs/openmp.md, "Doacross loops". */
-#define DA_WAITING (1ULL << 63) /* an entry's waiter bit */
+#define DA_WAITING (1ULL << 63)  /* an entry's waiter bit */
 #define DA_MAX_ITER (1ULL << 62) /* iterations a doacross loop may have */
 
 struct da_queue {
@@ -359,14 +358,14 @@ struct da_queue {
 } __attribute__((aligned(64)));
 
 struct doacross {
-  _Atomic uint64_t *posted;  /* entry e at posted[e * stride]; NULL: nothing to order */
-  struct da_queue *queues;   /* entry e's waiters park on queues[e & (nq - 1)] */
-  unsigned long stride;      /* words from one entry to the next */
-  unsigned nq;               /* queues: a power of two */
+  _Atomic uint64_t *posted; /* entry e at posted[e * stride]; NULL: nothing to order */
+  struct da_queue *queues;  /* entry e's waiters park on queues[e & (nq - 1)] */
+  unsigned long stride;     /* words from one entry to the next */
+  unsigned nq;              /* queues: a power of two */
   unsigned ncounts;
-  int kind;                  /* the loop's schedule: how rows map to entries */
+  int kind; /* the loop's schedule: how rows map to entries */
   unsigned long chunk, nth;
-  unsigned long q, r;        /* static blocks: the first r have q + 1 rows, the others q */
+  unsigned long q, r;          /* static blocks: the first r have q + 1 rows, the others q */
   unsigned long long counts[]; /* iterations of each of the ncounts loops */
 };
 
@@ -377,15 +376,19 @@ static void da_init(struct ws *w, unsigned ncounts, const ull *counts, unsigned 
   bool order = nth > 1;
   ull total = 1;
   for (unsigned i = 0; i < ncounts; i++) {
-    if (counts[i] == 0) order = false; /* no iteration runs: no post, no wait */
+    if (counts[i] == 0)
+      order = false; /* no iteration runs: no post, no wait */
     else if (__builtin_mul_overflow(total, counts[i], &total) || total > DA_MAX_ITER)
       ito_omp_fatal("a doacross loop of more than 2^62 iterations");
   }
   unsigned long nent = 0, stride = 8; /* a cache line per entry */
   if (order) {
-    if (w->kind == SCHED_STATIC) nent = nth;
-    else if (w->kind == SCHED_DYNAMIC) nent = (w->niter + w->chunk - 1) / w->chunk;
-    else nent = w->niter, stride = 1; /* guided: neighbouring rows are mostly one member's */
+    if (w->kind == SCHED_STATIC)
+      nent = nth;
+    else if (w->kind == SCHED_DYNAMIC)
+      nent = (w->niter + w->chunk - 1) / w->chunk;
+    else
+      nent = w->niter, stride = 1; /* guided: neighbouring rows are mostly one member's */
   }
   unsigned nq = 1;
   while (nq < 2 * nth && nq < 1024) nq *= 2;
@@ -457,8 +460,8 @@ static void da_post(struct doacross *d, unsigned long e, uint64_t lin) {
   uint64_t old = atomic_exchange_explicit(p, lin + 1, memory_order_release);
   /* an entry's iterations run, and post, in increasing order */
   if (UNLIKELY((old & ~DA_WAITING) > lin + 1))
-    ito_omp_fatal("doacross post out of order (iteration index %llu after %llu)",
-                  (ull)lin, (ull)((old & ~DA_WAITING) - 1));
+    ito_omp_fatal("doacross post out of order (iteration index %llu after %llu)", (ull)lin,
+                  (ull)((old & ~DA_WAITING) - 1));
   if (LIKELY(!(old & DA_WAITING))) return;
   /* a waiter set the bit under the queue's lock and parks before it lets
    * the lock go: it is on the queue now, or it saw the new value */
@@ -533,12 +536,11 @@ OMP_API void GOMP_doacross_ull_wait(ull first, ...) {
 /* The loop over the first loop's logical iterations [0, counts[0]) in
  * kind (a nonmonotonic dynamic schedule is run monotonic: ordered loops
  * are), with the doacross state made by the first member in. */
-static bool doacross_start(unsigned ncounts, const ull *counts, int kind, ull chunk,
-                           void **mem, ull *istart, ull *iend) {
+static bool doacross_start(unsigned ncounts, const ull *counts, int kind, ull chunk, void **mem,
+                           ull *istart, ull *iend) {
   task *me = ito_omp_cur();
   if (kind == SCHED_SPLIT) kind = SCHED_DYNAMIC;
-  struct loop_args a = {true, false, 0, ncounts ? counts[0] : 0, 1, kind,
-                        (unsigned long)chunk, 0};
+  struct loop_args a = {true, false, 0, ncounts ? counts[0] : 0, 1, kind, (unsigned long)chunk, 0};
   int first;
   struct ws *w = ito_omp_ws_enter(me, &first);
   if (first) {
@@ -561,8 +563,8 @@ static bool doacross_start_l(unsigned ncounts, long *counts, int kind, long chun
 
 #define DOACROSS_L(name, kind)                                                               \
   OMP_API bool GOMP_loop_doacross_##name##_start(unsigned ncounts, long *counts, long chunk, \
-                                                 long *istart, long *iend) {                \
-    return doacross_start_l(ncounts, counts, kind, chunk, NULL, istart, iend);              \
+                                                 long *istart, long *iend) {                 \
+    return doacross_start_l(ncounts, counts, kind, chunk, NULL, istart, iend);               \
   }
 DOACROSS_L(static, SCHED_STATIC)
 DOACROSS_L(dynamic, SCHED_DYNAMIC)
@@ -577,17 +579,16 @@ OMP_API bool GOMP_loop_doacross_runtime_start(unsigned ncounts, long *counts, lo
 }
 
 OMP_API bool GOMP_loop_doacross_start(unsigned ncounts, long *counts, long sched, long chunk,
-                                      long *istart, long *iend, uintptr_t *reductions,
-                                      void **mem) {
+                                      long *istart, long *iend, uintptr_t *reductions, void **mem) {
   if (reductions) ito_omp_ws_reductions(ito_omp_cur(), reductions);
   int k = sched_kind(sched, &chunk);
   return doacross_start_l(ncounts, counts, k, chunk, mem, istart, iend);
 }
 
-#define DOACROSS_U(name, kind)                                                               \
+#define DOACROSS_U(name, kind)                                                                 \
   OMP_API bool GOMP_loop_ull_doacross_##name##_start(unsigned ncounts, ull *counts, ull chunk, \
-                                                     ull *istart, ull *iend) {              \
-    return doacross_start(ncounts, counts, kind, chunk, NULL, istart, iend);                \
+                                                     ull *istart, ull *iend) {                 \
+    return doacross_start(ncounts, counts, kind, chunk, NULL, istart, iend);                   \
   }
 DOACROSS_U(static, SCHED_STATIC)
 DOACROSS_U(dynamic, SCHED_DYNAMIC)
@@ -636,11 +637,10 @@ static void parallel_loop(void (*fn)(void *), void *data, unsigned nthreads, lon
   ito_omp_parallel(fn, data, nthreads, flags, loop_init, &a);
 }
 
-#define PARALLEL_LOOP(name, kind)                                                              \
-  OMP_API void GOMP_parallel_loop_##name(void (*fn)(void *), void *data, unsigned nthreads,   \
-                                         long s, long e, long incr, long chunk,                \
-                                         unsigned flags) {                                     \
-    parallel_loop(fn, data, nthreads, s, e, incr, kind, chunk, flags);                         \
+#define PARALLEL_LOOP(name, kind)                                                                 \
+  OMP_API void GOMP_parallel_loop_##name(void (*fn)(void *), void *data, unsigned nthreads,       \
+                                         long s, long e, long incr, long chunk, unsigned flags) { \
+    parallel_loop(fn, data, nthreads, s, e, incr, kind, chunk, flags);                            \
   }
 PARALLEL_LOOP(static, SCHED_STATIC)
 PARALLEL_LOOP(dynamic, SCHED_DYNAMIC)
@@ -648,26 +648,25 @@ PARALLEL_LOOP(guided, SCHED_GUIDED)
 PARALLEL_LOOP(nonmonotonic_dynamic, SCHED_SPLIT)
 PARALLEL_LOOP(nonmonotonic_guided, SCHED_GUIDED)
 
-#define PARALLEL_LOOP_RUNTIME(name)                                                            \
-  OMP_API void GOMP_parallel_loop_##name(void (*fn)(void *), void *data, unsigned nthreads,   \
-                                         long s, long e, long incr, unsigned flags) {          \
-    int kind;                                                                                  \
-    unsigned long chunk;                                                                       \
-    ito_omp_runtime_sched(&kind, &chunk);                                                      \
-    parallel_loop(fn, data, nthreads, s, e, incr, kind, (long)chunk, flags);                   \
+#define PARALLEL_LOOP_RUNTIME(name)                                                         \
+  OMP_API void GOMP_parallel_loop_##name(void (*fn)(void *), void *data, unsigned nthreads, \
+                                         long s, long e, long incr, unsigned flags) {       \
+    int kind;                                                                               \
+    unsigned long chunk;                                                                    \
+    ito_omp_runtime_sched(&kind, &chunk);                                                   \
+    parallel_loop(fn, data, nthreads, s, e, incr, kind, (long)chunk, flags);                \
   }
 PARALLEL_LOOP_RUNTIME(runtime)
 PARALLEL_LOOP_RUNTIME(nonmonotonic_runtime)
 PARALLEL_LOOP_RUNTIME(maybe_nonmonotonic_runtime)
 
 /* the ABI before gcc 4.9: the master runs fn, then GOMP_parallel_end */
-#define PARALLEL_LOOP_START(name, kind)                                                        \
-  OMP_API void GOMP_parallel_loop_##name##_start(void (*fn)(void *), void *data,              \
-                                                 unsigned nthreads, long s, long e, long incr, \
-                                                 long chunk) {                                 \
-    struct loop_args a = {incr > 0, true, (ull)s, (ull)e, (ull)incr, kind,                     \
-                          (unsigned long)chunk, 0};                                            \
-    ito_omp_parallel_start_ws(fn, data, nthreads, loop_init, &a);                              \
+#define PARALLEL_LOOP_START(name, kind)                                                           \
+  OMP_API void GOMP_parallel_loop_##name##_start(                                                 \
+      void (*fn)(void *), void *data, unsigned nthreads, long s, long e, long incr, long chunk) { \
+    struct loop_args a = {                                                                        \
+        incr > 0, true, (ull)s, (ull)e, (ull)incr, kind, (unsigned long)chunk, 0};                \
+    ito_omp_parallel_start_ws(fn, data, nthreads, loop_init, &a);                                 \
   }
 PARALLEL_LOOP_START(static, SCHED_STATIC)
 PARALLEL_LOOP_START(dynamic, SCHED_DYNAMIC)

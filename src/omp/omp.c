@@ -77,9 +77,13 @@ static const char *parse_schedule(const char *v, void *dst) {
     nonmono = 1;
     p += 13;
   }
-  static const struct { const char *name; int kind; } kinds[] = {
-      {"static", SCHED_STATIC}, {"dynamic", SCHED_DYNAMIC}, {"guided", SCHED_GUIDED},
-      {"auto", SCHED_AUTO}};
+  static const struct {
+    const char *name;
+    int kind;
+  } kinds[] = {{"static", SCHED_STATIC},
+               {"dynamic", SCHED_DYNAMIC},
+               {"guided", SCHED_GUIDED},
+               {"auto", SCHED_AUTO}};
   int kind = -1;
   size_t len = 0;
   for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
@@ -189,6 +193,8 @@ static const struct ito_cfg_choice allocator_words[] = {
     {"omp_high_bw_mem_alloc", 4}, {"omp_low_lat_mem_alloc", 5},   {"omp_cgroup_mem_alloc", 6},
     {"omp_pteam_mem_alloc", 7},   {"omp_thread_mem_alloc", 8},    {0, 0}};
 
+/* (a table: one row per variable, packed) */
+/* clang-format off */
 static const struct ito_cfg rows[] = {
     {.name = "OMP_DISPLAY_AFFINITY", .kind = ITO_CFG_CHOICE, .dst = &omp_g.display_affinity,
      .choices = bool_words, .dflt = "false",
@@ -238,6 +244,7 @@ static const struct ito_cfg rows[] = {
      .hi = INT_MAX, .dflt = "no limit",
      .what = "thread limit in a teams construct without thread_limit"},
 };
+/* clang-format on */
 
 static void init_root(void);
 
@@ -437,9 +444,9 @@ static void display_ito_row(const struct ito_cfg *row, void *arg) {
 
 static const char *allocator_name(uintptr_t a) {
   static const char *const names[] = {
-      "omp_null_allocator", "omp_default_mem_alloc", "omp_large_cap_mem_alloc",
-      "omp_const_mem_alloc", "omp_high_bw_mem_alloc", "omp_low_lat_mem_alloc",
-      "omp_cgroup_mem_alloc", "omp_pteam_mem_alloc", "omp_thread_mem_alloc"};
+      "omp_null_allocator",   "omp_default_mem_alloc", "omp_large_cap_mem_alloc",
+      "omp_const_mem_alloc",  "omp_high_bw_mem_alloc", "omp_low_lat_mem_alloc",
+      "omp_cgroup_mem_alloc", "omp_pteam_mem_alloc",   "omp_thread_mem_alloc"};
   return a < sizeof names / sizeof names[0] ? names[a] : NULL;
 }
 
@@ -523,7 +530,6 @@ static void init_initial(task *t) {
 
 static void init_root(void) { init_initial(&root_initial); }
 
-
 void ito_omp_start(void) {
   if (atomic_load_explicit(&started, memory_order_acquire)) return;
   OMP_SETUP();
@@ -593,7 +599,7 @@ static int word_done(void *p, int how) {
   if (!w->armed) return 1;
   uint64_t v = atomic_load_explicit(w->word, memory_order_acquire);
   for (;;) {
-    if (!(v & w->bit)) return 1; /* a waker was done with it before we took qlock */
+    if (!(v & w->bit)) return 1;            /* a waker was done with it before we took qlock */
     if (!(v & w->mask) && !w->stale) break; /* zero while armed: a waker is on its way */
     if (atomic_compare_exchange_weak_explicit(w->word, &v, v & ~w->bit, memory_order_acq_rel,
                                               memory_order_acquire))
@@ -646,7 +652,8 @@ void ito_omp_team_wait(team *tm, int (*pred)(void *), void *arg) {
   ito__dropin_lock(&tm->cq_lock);
   atomic_fetch_add_explicit(&tm->cq_waiters, 1, memory_order_seq_cst);
   while (!pred(arg)) {
-    ito__dropin_wq_wait(&tm->cq_lock, &tm->cq_head, &tm->cq_tail, 0, CLOCK_MONOTONIC, NULL, NULL, NULL);
+    ito__dropin_wq_wait(&tm->cq_lock, &tm->cq_head, &tm->cq_tail, 0, CLOCK_MONOTONIC, NULL, NULL,
+                        NULL);
     ito__dropin_lock(&tm->cq_lock);
   }
   atomic_fetch_sub_explicit(&tm->cq_waiters, 1, memory_order_relaxed);

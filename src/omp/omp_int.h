@@ -42,41 +42,41 @@ struct range {
 
 /* The ICVs a task carries (its data environment). */
 struct icv {
-  int nthreads;      /* nthreads-var: the size of the next team */
-  int sched;         /* run-sched-var kind (SCHED_*, maybe | SCHED_MONOTONIC) */
-  long chunk;        /* run-sched-var chunk (0: the kind's default) */
-  int dyn;           /* dyn-var */
-  int thread_limit;  /* thread-limit-var (INT_MAX: none) */
-  int default_device; /* default-device-var */
+  int nthreads;            /* nthreads-var: the size of the next team */
+  int sched;               /* run-sched-var kind (SCHED_*, maybe | SCHED_MONOTONIC) */
+  long chunk;              /* run-sched-var chunk (0: the kind's default) */
+  int dyn;                 /* dyn-var */
+  int thread_limit;        /* thread-limit-var (INT_MAX: none) */
+  int default_device;      /* default-device-var */
   uintptr_t def_allocator; /* def-allocator-var (alloc.c) */
 };
 
 /* omp_allocator_handle_t values (alloc.c): above the last predefined one a
  * handle is a user-made allocator's address. */
 #define ALLOC_NULL 0
-#define ALLOC_DEFAULT 1          /* omp_default_mem_alloc */
-#define ALLOC_MAX_PREDEFINED 8   /* omp_thread_mem_alloc */
+#define ALLOC_DEFAULT 1        /* omp_default_mem_alloc */
+#define ALLOC_MAX_PREDEFINED 8 /* omp_thread_mem_alloc */
 
 /* Process-wide settings, read from the environment at load. */
 struct omp_global {
-  struct icv init;            /* the initial task's ICVs */
-  int nlist;                  /* OMP_NUM_THREADS entries (nthreads-var per level) */
+  struct icv init; /* the initial task's ICVs */
+  int nlist;       /* OMP_NUM_THREADS entries (nthreads-var per level) */
   int list[16];
-  int max_active_levels;      /* max-active-levels-var */
-  int nprocs;                 /* CPUs usable by the process */
-  int max_task_priority;      /* max-task-priority-var (OMP_MAX_TASK_PRIORITY) */
-  int proc_bind;              /* bind-var of the first level, omp_proc_bind_t (OMP_PROC_BIND) */
-  int display_affinity;       /* display-affinity-var (OMP_DISPLAY_AFFINITY) */
-  char affinity_format[256];  /* affinity-format-var (OMP_AFFINITY_FORMAT) */
-  int nteams;                 /* nteams-var (0: the default, 3 teams) */
-  int teams_thread_limit;     /* teams-thread-limit-var (0: none) */
-  _Atomic int member_tls;     /* threadprivate per member: ITO_TLS=thread is in force, so each
-                               * member has a TLS block, which the tasks it runs use
-                               * (docs/openmp.md, "threadprivate"); -1 until the runtime has
-                               * started (ito_omp_member_tls) */
-  int program_tls;            /* the program's modules had TLS of their own at load: where
-                               * threadprivate variables can be (team.c binds teams for them
-                               * when members have no TLS of their own) */
+  int max_active_levels;     /* max-active-levels-var */
+  int nprocs;                /* CPUs usable by the process */
+  int max_task_priority;     /* max-task-priority-var (OMP_MAX_TASK_PRIORITY) */
+  int proc_bind;             /* bind-var of the first level, omp_proc_bind_t (OMP_PROC_BIND) */
+  int display_affinity;      /* display-affinity-var (OMP_DISPLAY_AFFINITY) */
+  char affinity_format[256]; /* affinity-format-var (OMP_AFFINITY_FORMAT) */
+  int nteams;                /* nteams-var (0: the default, 3 teams) */
+  int teams_thread_limit;    /* teams-thread-limit-var (0: none) */
+  _Atomic int member_tls;    /* threadprivate per member: ITO_TLS=thread is in force, so each
+                              * member has a TLS block, which the tasks it runs use
+                              * (docs/openmp.md, "threadprivate"); -1 until the runtime has
+                              * started (ito_omp_member_tls) */
+  int program_tls;           /* the program's modules had TLS of their own at load: where
+                              * threadprivate variables can be (team.c binds teams for them
+                              * when members have no TLS of their own) */
 };
 extern struct omp_global omp_g;
 /* The library's set-up (omp.c): the environment read into omp_g, the
@@ -87,15 +87,15 @@ extern struct omp_global omp_g;
  * Once done, omp_ready is 1; the runtime never runs without it. */
 extern int ito_omp_ready;
 void ito_omp_setup(void);
-#define OMP_SETUP()                                                      \
-  do {                                                                   \
+#define OMP_SETUP()                                                                               \
+  do {                                                                                            \
     if (__builtin_expect(!__atomic_load_n(&ito_omp_ready, __ATOMIC_ACQUIRE), 0)) ito_omp_setup(); \
   } while (0)
 /* cancel-var (OMP_CANCELLATION): cancel constructs act. A variable of its
  * own: GOMP_task's fast path reads it from assembly (task.c). */
 extern int ito_omp_cancellation;
 
-#define MAX_LEVELS 255        /* omp_get_supported_active_levels */
+#define MAX_LEVELS 255 /* omp_get_supported_active_levels */
 
 /* ---- tasks -------------------------------------------------------------------
  * A task's kids word counts its children: the low half those whose code has
@@ -126,25 +126,25 @@ struct dnode;
 enum { EV_NONE, EV_PENDING, EV_FULFILLED };
 struct tevent {
   int lock;
-  int state;                    /* EV_*, under lock */
+  int state; /* EV_*, under lock */
 };
 
 typedef struct task {
-  struct task *parent;          /* the creating task (implicit tasks: the encountering task) */
-  struct team *team;            /* the team it binds to; NULL: outside any region */
-  unsigned id;                  /* omp_get_thread_num(): the member whose strand runs it (explicit
-                                 * tasks: set when it begins, kept to its end) */
-  unsigned char kind;           /* TASK_* */
-  unsigned char final_;         /* final task: its children run at once */
+  struct task *parent;  /* the creating task (implicit tasks: the encountering task) */
+  struct team *team;    /* the team it binds to; NULL: outside any region */
+  unsigned id;          /* omp_get_thread_num(): the member whose strand runs it (explicit
+                         * tasks: set when it begins, kept to its end) */
+  unsigned char kind;   /* TASK_* */
+  unsigned char final_; /* final task: its children run at once */
   _Atomic uint64_t kids;
-  int qlock;                    /* the task's own wait queue */
+  int qlock; /* the task's own wait queue */
   void *qhead, *qtail;
-  struct taskgroup *tg;         /* innermost taskgroup open in this task */
-  struct taskgroup *ingroup;    /* the taskgroup it was created in (counted there) */
-  struct taskgroup *cgroup;     /* the innermost taskgroup whose taskgroup set it is in: its
-                                 * creator's open one, else its creator's cgroup (cancel.c) */
-  struct deptab *deps;          /* dependences among its children */
-  struct dnode *node;           /* its own dependence node, or NULL */
+  struct taskgroup *tg;      /* innermost taskgroup open in this task */
+  struct taskgroup *ingroup; /* the taskgroup it was created in (counted there) */
+  struct taskgroup *cgroup;  /* the innermost taskgroup whose taskgroup set it is in: its
+                              * creator's open one, else its creator's cgroup (cancel.c) */
+  struct deptab *deps;       /* dependences among its children */
+  struct dnode *node;        /* its own dependence node, or NULL */
   struct icv icv;
   unsigned team_num, num_teams; /* the league of a host teams region (omp_get_team_num) */
   /* implicit tasks only: the work-sharing state of this member */
@@ -156,59 +156,59 @@ typedef struct task {
   /* explicit tasks */
   void (*fn)(void *);
   void *data;
-  void *heap;                   /* a block to free once the task is over */
-  struct tevent ev;             /* detach: its completion event */
-  _Atomic int pendc;            /* explicit tasks: what their completion waits for (its code,
-                                 * and its event with detach); the last to go completes it */
-  unsigned depth;               /* ancestors (the initial task: 0) */
-  struct task *imp;             /* the nearest of itself and its ancestors that is not a
-                                 * deferred explicit task (implicit, initial or run inline):
-                                 * where the walk of pending.c's descends starts */
-  int prio;                     /* priority, within [0, max-task-priority-var] */
-  short numa;                   /* the node its strand runs it on (docs/numa.md): its data's
-                                 * (-1: none known), else its parent's; -2: none */
-  unsigned char numa_own;       /* numa is its own data's: counted by the profiler */
-  unsigned char block;          /* its heap block is TASK_BLOCK bytes (may be kept) */
-  struct task *pnext, *pprev;   /* pending: in a member's list (task.c) */
-  unsigned maker;               /* a task of a team waiting for predecessors: its creator's
-                                 * member number (counted in its waiting) */
-  uintptr_t *red0;              /* the registered reductions it sees outside its taskgroups */
+  void *heap;                 /* a block to free once the task is over */
+  struct tevent ev;           /* detach: its completion event */
+  _Atomic int pendc;          /* explicit tasks: what their completion waits for (its code,
+                               * and its event with detach); the last to go completes it */
+  unsigned depth;             /* ancestors (the initial task: 0) */
+  struct task *imp;           /* the nearest of itself and its ancestors that is not a
+                               * deferred explicit task (implicit, initial or run inline):
+                               * where the walk of pending.c's descends starts */
+  int prio;                   /* priority, within [0, max-task-priority-var] */
+  short numa;                 /* the node its strand runs it on (docs/numa.md): its data's
+                               * (-1: none known), else its parent's; -2: none */
+  unsigned char numa_own;     /* numa is its own data's: counted by the profiler */
+  unsigned char block;        /* its heap block is TASK_BLOCK bytes (may be kept) */
+  struct task *pnext, *pprev; /* pending: in a member's list (task.c) */
+  unsigned maker;             /* a task of a team waiting for predecessors: its creator's
+                               * member number (counted in its waiting) */
+  uintptr_t *red0;            /* the registered reductions it sees outside its taskgroups */
 } task;
 
 struct taskgroup {
   struct taskgroup *prev;
-  uintptr_t *red;               /* the registered reductions tasks created in it see */
-  _Atomic uint64_t count;       /* tasks created in it not yet over (KID_ALIVE units) */
-  _Atomic int cancelled;        /* cancel taskgroup: its tasks not yet begun are discarded */
-  int workshare;                /* opened by a work-sharing construct's task reductions: a
-                                 * cancel taskgroup in it is for the one around it */
+  uintptr_t *red;         /* the registered reductions tasks created in it see */
+  _Atomic uint64_t count; /* tasks created in it not yet over (KID_ALIVE units) */
+  _Atomic int cancelled;  /* cancel taskgroup: its tasks not yet begun are discarded */
+  int workshare;          /* opened by a work-sharing construct's task reductions: a
+                           * cancel taskgroup in it is for the one around it */
 };
 
 /* ---- teams ------------------------------------------------------------------- */
 #define NWS 8 /* work shares a member may be ahead of the slowest one */
 
 struct ws {
-  _Atomic unsigned long avail;  /* the work-share number this slot may hold next */
-  _Atomic unsigned long ready;  /* number + 1 once initialised for it */
-  _Atomic unsigned left;        /* members that left it */
+  _Atomic unsigned long avail; /* the work-share number this slot may hold next */
+  _Atomic unsigned long ready; /* number + 1 once initialised for it */
+  _Atomic unsigned left;       /* members that left it */
   int lock;
   /* a loop, in iteration indices [0, niter) */
   unsigned long long start, incr, end;
   unsigned long niter, chunk;
-  int kind;                     /* SCHED_STATIC, _DYNAMIC, _GUIDED */
+  int kind; /* SCHED_STATIC, _DYNAMIC, _GUIDED */
   int ordered;
-  _Atomic unsigned long next;   /* dynamic, guided, sections: first index not handed out */
+  _Atomic unsigned long next;     /* dynamic, guided, sections: first index not handed out */
   _Atomic unsigned long ord_turn; /* ordered: the first index whose ordered part may run */
-  struct range *ranges;         /* SCHED_SPLIT: one per member, freed by the last to leave */
-  void *da;                     /* doacross loops: their struct doacross (loop.c), one block
-                                 * freed by the last to leave */
-  void *mem;                    /* gcc's shared scratch memory (scan, lastprivate(conditional:)):
-                                 * made by the first member in, freed by the last to leave */
-  void *_Atomic copy;           /* single copyprivate */
+  struct range *ranges;           /* SCHED_SPLIT: one per member, freed by the last to leave */
+  void *da;                       /* doacross loops: their struct doacross (loop.c), one block
+                                   * freed by the last to leave */
+  void *mem;                      /* gcc's shared scratch memory (scan, lastprivate(conditional:)):
+                                   * made by the first member in, freed by the last to leave */
+  void *_Atomic copy;             /* single copyprivate */
   _Atomic int copy_set;
-  _Atomic int cancelled;        /* cancel for / cancel sections: no more iterations or
-                                 * sections are handed out (cleared with the fields from
-                                 * start on when a loop or sections is initialised) */
+  _Atomic int cancelled; /* cancel for / cancel sections: no more iterations or
+                          * sections are handed out (cleared with the fields from
+                          * start on when a loop or sections is initialised) */
 } __attribute__((aligned(64)));
 
 /* A member of a team as a runner of tasks (task.c, "Pending tasks"), on a
@@ -216,25 +216,25 @@ struct ws {
  * not yet begun, and, while its strand waits at a task scheduling point,
  * how to wake it for one it may run. */
 struct ident {
-  int lock;                     /* the list and the fields below */
-  _Atomic unsigned n;           /* tasks in the list (read without the lock as a hint) */
-  _Atomic unsigned waiting;     /* tasks its strand made that wait for predecessors (with
-                                 * n: the cut-off, task.c) */
-  struct task *head, *tail;     /* oldest, newest */
-  int parked;                   /* its strand waits (parks) at a scheduling point */
-  int poked;                    /* woken for a task since it announced the wait */
-  struct task *lendfor;         /* while parked: it runs descendants of this task only (NULL:
-                                 * any task of the team, at a barrier) */
-  int *wq_lock;                 /* while parked: the queue it parks on */
+  int lock;                 /* the list and the fields below */
+  _Atomic unsigned n;       /* tasks in the list (read without the lock as a hint) */
+  _Atomic unsigned waiting; /* tasks its strand made that wait for predecessors (with
+                             * n: the cut-off, task.c) */
+  struct task *head, *tail; /* oldest, newest */
+  int parked;               /* its strand waits (parks) at a scheduling point */
+  int poked;                /* woken for a task since it announced the wait */
+  struct task *lendfor;     /* while parked: it runs descendants of this task only (NULL:
+                             * any task of the team, at a barrier) */
+  int *wq_lock;             /* while parked: the queue it parks on */
   void **wq_head, **wq_tail;
-  int plock;                    /* its own queue, for the barrier's wait */
+  int plock; /* its own queue, for the barrier's wait */
   void *phead, *ptail;
   /* blocks of TASK_BLOCK bytes its strand freed, for the tasks it makes
    * (touched by that strand only: task.c) */
-  void *blocks;                 /* a list linked through each block's first word */
+  void *blocks; /* a list linked through each block's first word */
   unsigned nblocks;
-  unsigned nested;              /* a team of one: tasks its strand runs at their creation,
-                                 * one inside another's code (task.c, SOLO_NEST) */
+  unsigned nested; /* a team of one: tasks its strand runs at their creation,
+                    * one inside another's code (task.c, SOLO_NEST) */
 } __attribute__((aligned(64)));
 #define TASK_BLOCK 512
 #define TASK_BLOCKS_KEPT 32
@@ -242,15 +242,15 @@ struct ident {
 
 typedef struct team {
   unsigned n;
-  int combined;                 /* work share 0 was made with the team (combined construct) */
+  int combined; /* work share 0 was made with the team (combined construct) */
   int level, active_level;
-  task *encountering;           /* the task that encountered the parallel construct */
-  int enc_preempt;              /* the encountering thread was preemptible before */
+  task *encountering; /* the task that encountered the parallel construct */
+  int enc_preempt;    /* the encountering thread was preemptible before */
   void (*fn)(void *);
   void *data;
   /* the end of the region: members not yet over, waiter bit as in kids */
   _Atomic uint64_t left;
-  int qlock;                    /* the master's wait at the end */
+  int qlock; /* the master's wait at the end */
   void *qhead, *qtail;
   /* cancel parallel: set once, never reset (a team is one region's); a
    * cancellable barrier stops waiting when it is set (cancel.c) */
@@ -267,16 +267,16 @@ typedef struct team {
   int cq_lock;
   void *cq_head, *cq_tail;
   _Atomic int cq_waiters;
-  int home;                     /* bound: member i lives on worker (home + i) % workers; -1 */
-  int tls_on;                   /* members [1, n) run on TLS blocks of their own (member TLS) */
-  void **tls;                   /* the outermost team's: member i's block, kept between regions
-                                 * (NULL: members take spare blocks and give them back) */
-  uintptr_t *red;               /* task reductions registered by parallel with the task modifier */
+  int home;       /* bound: member i lives on worker (home + i) % workers; -1 */
+  int tls_on;     /* members [1, n) run on TLS blocks of their own (member TLS) */
+  void **tls;     /* the outermost team's: member i's block, kept between regions
+                   * (NULL: members take spare blocks and give them back) */
+  uintptr_t *red; /* task reductions registered by parallel with the task modifier */
   /* pending tasks (task.c): one ident per member */
-  struct ident *ids;            /* ids_in, or allocated for a team of more than TEAM_IDS_INLINE */
-  _Atomic unsigned nparked;     /* idents whose strand is parked (parked set) */
-  _Atomic int has_prio;         /* a task with a priority above 0 was made */
-  bool root_left;               /* the program's initial thread left its home for the region */
+  struct ident *ids;        /* ids_in, or allocated for a team of more than TEAM_IDS_INLINE */
+  _Atomic unsigned nparked; /* idents whose strand is parked (parked set) */
+  _Atomic int has_prio;     /* a task with a priority above 0 was made */
+  bool root_left;           /* the program's initial thread left its home for the region */
   struct ws ws[NWS];
   struct ident ids_in[TEAM_IDS_INLINE];
 } team;
@@ -378,7 +378,9 @@ void ito_omp_runtime_sched(int *kind, unsigned long *chunk);
 
 /* ---- lock.c: omp_lock_t and omp_nest_lock_t as this library lays them out
  * in gcc's 4 and 16 bytes ------------------------------------------------------------ */
-typedef struct { unsigned id; } lock_t;
+typedef struct {
+  unsigned id;
+} lock_t;
 typedef struct {
   unsigned id;
   int depth;
@@ -429,9 +431,9 @@ int ito_omp_dep_numa(void **depend);
 /* ---- task.c ---------------------------------------------------------------------- */
 /* A deferred task whose predecessors are done becomes pending. */
 void ito_omp_make_ready(task *t);
-OMP_API void GOMP_task(void (*fn)(void *), void *data, void (*cpyfn)(void *, void *),
-                       long arg_size, long arg_align, bool if_clause, unsigned flags,
-                       void **depend, int priority, void *detach);
+OMP_API void GOMP_task(void (*fn)(void *), void *data, void (*cpyfn)(void *, void *), long arg_size,
+                       long arg_align, bool if_clause, unsigned flags, void **depend, int priority,
+                       void *detach);
 OMP_API void GOMP_taskwait_depend(void **depend);
 
 /* ---- pending.c: pending tasks --------------------------------------------------- */
@@ -460,7 +462,8 @@ bool ito_omp_pending_sum(team *tm, unsigned cap);
 static inline bool ito_omp_pending_many(team *tm, unsigned k, unsigned cap) {
   struct ident *me = &tm->ids[k];
   if (LIKELY(atomic_load_explicit(&me->n, memory_order_relaxed) +
-                 atomic_load_explicit(&me->waiting, memory_order_relaxed) < cap))
+                 atomic_load_explicit(&me->waiting, memory_order_relaxed) <
+             cap))
     return false;
   return ito_omp_pending_sum(tm, cap);
 }

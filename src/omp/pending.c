@@ -115,8 +115,14 @@ static inline bool admits(const task *x, const task *t) { return !x || descends(
 static inline bool admits_child(const task *x, const task *par) { return !x || descends(par, x); }
 
 static void unlink_task(struct ident *d, task *t) {
-  if (t->pprev) t->pprev->pnext = t->pnext; else d->head = t->pnext;
-  if (t->pnext) t->pnext->pprev = t->pprev; else d->tail = t->pprev;
+  if (t->pprev)
+    t->pprev->pnext = t->pnext;
+  else
+    d->head = t->pnext;
+  if (t->pnext)
+    t->pnext->pprev = t->pprev;
+  else
+    d->tail = t->pprev;
   t->pnext = t->pprev = NULL;
   atomic_store_explicit(&d->n, atomic_load_explicit(&d->n, memory_order_relaxed) - 1,
                         memory_order_relaxed);
@@ -151,7 +157,10 @@ void ito_omp_push_pending(team *tm, unsigned k, task *t) {
   struct ident *d = &tm->ids[k];
   id_lock(&d->lock);
   t->pprev = d->tail;
-  if (d->tail) d->tail->pnext = t; else d->head = t;
+  if (d->tail)
+    d->tail->pnext = t;
+  else
+    d->head = t;
   d->tail = t;
   atomic_store_explicit(&d->n, atomic_load_explicit(&d->n, memory_order_relaxed) + 1,
                         memory_order_relaxed);

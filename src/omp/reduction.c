@@ -40,7 +40,8 @@ static void reg(uintptr_t *data, uintptr_t *old, uintptr_t *orig, team *tm, unsi
       orig = (uintptr_t *)orig[4];
     } else {
       size_t align = d[2] < sizeof(void *) ? sizeof(void *) : (size_t)d[2];
-      if (align & (align - 1)) ito_omp_fatal("task reductions: alignment %zu is not a power of 2", align);
+      if (align & (align - 1))
+        ito_omp_fatal("task reductions: alignment %zu is not a power of 2", align);
       if (d[1] && n > SIZE_MAX / d[1]) ito_omp_fatal("task reductions: copies too large");
       size_t sz = (size_t)d[1] * n;
       void *p = aligned_alloc(align, ((sz ? sz : 1) + align - 1) & ~(align - 1));
@@ -117,8 +118,7 @@ void ito_omp_parallel_reductions(team *tm, uintptr_t *data) {
 /* ---- remapping ------------------------------------------------------------------------ */
 
 static void not_found(void *p) {
-  ito_omp_fatal("couldn't find matching task_reduction or reduction with task modifier for %p",
-                p);
+  ito_omp_fatal("couldn't find matching task_reduction or reduction with task modifier for %p", p);
 }
 
 OMP_API void GOMP_task_reduction_remap(size_t cnt, size_t cntorig, void **ptrs) {

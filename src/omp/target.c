@@ -242,9 +242,8 @@ OMP_API void GOMP_target_update_ext(int device, size_t mapnum, void **hostaddrs,
   (void)device, (void)mapnum, (void)hostaddrs, (void)sizes, (void)kinds;
   data_depend(flags, depend);
 }
-OMP_API void GOMP_target_enter_exit_data(int device, size_t mapnum, void **hostaddrs,
-                                         size_t *sizes, unsigned short *kinds, unsigned flags,
-                                         void **depend) {
+OMP_API void GOMP_target_enter_exit_data(int device, size_t mapnum, void **hostaddrs, size_t *sizes,
+                                         unsigned short *kinds, unsigned flags, void **depend) {
   (void)device, (void)mapnum, (void)hostaddrs, (void)sizes, (void)kinds;
   data_depend(flags, depend);
 }
@@ -265,9 +264,7 @@ OMP_API void *omp_target_alloc(size_t size, int device) {
 OMP_API void omp_target_free(void *p, int device) {
   if (device == HOST_DEVICE) free(p);
 }
-OMP_API int omp_target_is_present(const void *p, int device) {
-  return !p || device == HOST_DEVICE;
-}
+OMP_API int omp_target_is_present(const void *p, int device) { return !p || device == HOST_DEVICE; }
 OMP_API int omp_target_memcpy(void *dst, const void *src, size_t len, size_t dst_off,
                               size_t src_off, int dst_device, int src_device) {
   if (dst_device != HOST_DEVICE || src_device != HOST_DEVICE) return EINVAL;
@@ -278,8 +275,8 @@ OMP_API int omp_target_memcpy(void *dst, const void *src, size_t len, size_t dst
 /* One dimension after another: the volume[0] rows of this dimension,
  * each a rectangle of the dimensions after it. */
 static void copy_rect(char *dst, const char *src, size_t elem, int ndims, const size_t *volume,
-                      const size_t *dst_offsets, const size_t *src_offsets,
-                      const size_t *dst_dims, const size_t *src_dims) {
+                      const size_t *dst_offsets, const size_t *src_offsets, const size_t *dst_dims,
+                      const size_t *src_dims) {
   if (ndims == 1) {
     memcpy(dst + dst_offsets[0] * elem, src + src_offsets[0] * elem, volume[0] * elem);
     return;
@@ -290,9 +287,8 @@ static void copy_rect(char *dst, const char *src, size_t elem, int ndims, const 
     src_slice *= src_dims[i];
   }
   for (size_t j = 0; j < volume[0]; j++)
-    copy_rect(dst + (dst_offsets[0] + j) * dst_slice, src + (src_offsets[0] + j) * src_slice,
-              elem, ndims - 1, volume + 1, dst_offsets + 1, src_offsets + 1, dst_dims + 1,
-              src_dims + 1);
+    copy_rect(dst + (dst_offsets[0] + j) * dst_slice, src + (src_offsets[0] + j) * src_slice, elem,
+              ndims - 1, volume + 1, dst_offsets + 1, src_offsets + 1, dst_dims + 1, src_dims + 1);
 }
 
 OMP_API int omp_target_memcpy_rect(void *dst, const void *src, size_t elem, int ndims,
@@ -307,8 +303,8 @@ OMP_API int omp_target_memcpy_rect(void *dst, const void *src, size_t elem, int 
 }
 
 /* The host device's memory is the host's: nothing to associate. */
-OMP_API int omp_target_associate_ptr(const void *host, const void *dev, size_t size,
-                                     size_t dev_off, int device) {
+OMP_API int omp_target_associate_ptr(const void *host, const void *dev, size_t size, size_t dev_off,
+                                     int device) {
   (void)host, (void)dev, (void)size, (void)dev_off, (void)device;
   return EINVAL;
 }

@@ -39,8 +39,10 @@ OMP_API void omp_fulfill_event(uintptr_t event) {
   int s = e->state;
   if (s != EV_PENDING) {
     ito__dropin_unlock(&e->lock);
-    ito_omp_fatal("omp_fulfill_event: the event %p was fulfilled already or is not an event "
-                  "of a task with detach", (void *)e);
+    ito_omp_fatal(
+        "omp_fulfill_event: the event %p was fulfilled already or is not an event "
+        "of a task with detach",
+        (void *)e);
   }
   e->state = EV_FULFILLED;
   ito__dropin_unlock(&e->lock);
@@ -204,11 +206,11 @@ struct create {
   void *data;
   void (*cpyfn)(void *, void *);
   size_t size, off;
-  int bounds;                 /* taskloop: write lo, hi into the copy's first two words */
+  int bounds; /* taskloop: write lo, hi into the copy's first two words */
   unsigned long long lo, hi;
-  uintptr_t *detach;          /* detach: where the creator wants the event's handle */
-  int prio;                   /* priority, within [0, max-task-priority-var] */
-  int numa;                   /* with dependences: their node (ito_omp_dep_numa), else -2 */
+  uintptr_t *detach; /* detach: where the creator wants the event's handle */
+  int prio;          /* priority, within [0, max-task-priority-var] */
+  int numa;          /* with dependences: their node (ito_omp_dep_numa), else -2 */
 };
 
 static inline void copy_data(void *dst, struct create *c) {
@@ -230,7 +232,8 @@ static inline size_t data_off(size_t align) {
 /* A deferred task's block: its record (counted in its parent) and data. */
 static task *build_child(struct create *c, size_t align) {
   size_t off = data_off(align), a = align > _Alignof(task) ? align : _Alignof(task);
-  if (c->size > SIZE_MAX - off - 63) ito_omp_fatal("a task's data is too large (%zu bytes)", c->size);
+  if (c->size > SIZE_MAX - off - 63)
+    ito_omp_fatal("a task's data is too large (%zu bytes)", c->size);
   /* (malloc's alignment, 16 on the targets, is the common case) */
   size_t sz = off + c->size;
   team *tm = c->parent->team;
@@ -242,8 +245,9 @@ static task *build_child(struct create *c, size_t align) {
     d->blocks = *(void **)blk;
     d->nblocks--;
   } else {
-    blk = small ? malloc(TASK_BLOCK)
-          : a <= _Alignof(max_align_t) ? malloc(sz) : aligned_alloc(a, (sz + a - 1) & ~(a - 1));
+    blk = small                        ? malloc(TASK_BLOCK)
+          : a <= _Alignof(max_align_t) ? malloc(sz)
+                                       : aligned_alloc(a, (sz + a - 1) & ~(a - 1));
   }
   if (!blk) ito_omp_fatal("out of memory for a task (%zu bytes of data)", c->size);
   task *t = (task *)blk;
@@ -296,7 +300,8 @@ static void run_inline(struct create *c, size_t align, struct dnode *node, void 
   }
   if (!discarded(&t)) c->fn(data); /* (cancelled while it waited for dependences) */
   if (node) ito_omp_dep_complete(node);
-  if (atomic_load_explicit(&t.kids, memory_order_relaxed)) ito_omp_wait_kids(&t, KID_WAIT_ALIVE, false);
+  if (atomic_load_explicit(&t.kids, memory_order_relaxed))
+    ito_omp_wait_kids(&t, KID_WAIT_ALIVE, false);
   if (t.deps) ito_omp_deptab_free(&t);
   if (slot)
     *slot = saved;
@@ -396,8 +401,8 @@ static void create_task(struct create *c, size_t align, bool deferred, void **de
 /* Every task but the common undeferred one (GOMP_task's arguments). Hidden,
  * not static: the x86-64 entry below jumps to it by name. */
 __attribute__((noinline, noclone, used)) void ito_omp_task_slow(
-    void (*fn)(void *), void *data, void (*cpyfn)(void *, void *), long arg_size,
-    long arg_align, bool if_clause, unsigned flags, void **depend, int priority, void *detach);
+    void (*fn)(void *), void *data, void (*cpyfn)(void *, void *), long arg_size, long arg_align,
+    bool if_clause, unsigned flags, void **depend, int priority, void *detach);
 /* GOMP_task: undeferred (if(0)) without dependences, detach or a copy
  * function, cancellation off, goes to undeferred; everything else to
  * ito_omp_task_slow, both by a jump. In C, gcc loaded the four arguments
@@ -412,32 +417,33 @@ _Static_assert(TASK_FLAG_FINAL == 2 && (8 | TASK_FLAG_DETACH) == 0x2008, "GOMP_t
 #else
 #define ENDBR ""
 #endif
-__asm__(".text\n\t"
-        ".globl GOMP_task\n\t"
-        ".type GOMP_task, @function\n\t"
-        ".p2align 4\n"
-        "GOMP_task:\n\t" ENDBR
-        "testb %r9b, %r9b\n\t"          /* if_clause */
-        "jne 1f\n\t"
-        "testq %rdx, %rdx\n\t"          /* cpyfn */
-        "jne 1f\n\t"
-        "movl 8(%rsp), %eax\n\t"        /* flags */
-        "testl $0x2008, %eax\n\t"
-        "jne 1f\n\t"
-        "cmpl $0, ito_omp_cancellation(%rip)\n\t"
-        "jne 1f\n\t"
-        "shrl %eax\n\t"
-        "andl $1, %eax\n\t"
-        "movl %eax, %edx\n\t"           /* final_ */
-        "jmp ito_omp_undeferred\n"
-        "1:\n\t"
-        "jmp ito_omp_task_slow\n\t"
-        ".size GOMP_task, .-GOMP_task");
+__asm__(
+    ".text\n\t"
+    ".globl GOMP_task\n\t"
+    ".type GOMP_task, @function\n\t"
+    ".p2align 4\n"
+    "GOMP_task:\n\t" ENDBR
+    "testb %r9b, %r9b\n\t" /* if_clause */
+    "jne 1f\n\t"
+    "testq %rdx, %rdx\n\t" /* cpyfn */
+    "jne 1f\n\t"
+    "movl 8(%rsp), %eax\n\t" /* flags */
+    "testl $0x2008, %eax\n\t"
+    "jne 1f\n\t"
+    "cmpl $0, ito_omp_cancellation(%rip)\n\t"
+    "jne 1f\n\t"
+    "shrl %eax\n\t"
+    "andl $1, %eax\n\t"
+    "movl %eax, %edx\n\t" /* final_ */
+    "jmp ito_omp_undeferred\n"
+    "1:\n\t"
+    "jmp ito_omp_task_slow\n\t"
+    ".size GOMP_task, .-GOMP_task");
 #undef ENDBR
 #else
-OMP_API void GOMP_task(void (*fn)(void *), void *data, void (*cpyfn)(void *, void *),
-                       long arg_size, long arg_align, bool if_clause, unsigned flags,
-                       void **depend, int priority, void *detach) {
+OMP_API void GOMP_task(void (*fn)(void *), void *data, void (*cpyfn)(void *, void *), long arg_size,
+                       long arg_align, bool if_clause, unsigned flags, void **depend, int priority,
+                       void *detach) {
   if (!if_clause && !(flags & (8 | TASK_FLAG_DETACH)) && LIKELY(!cpyfn) &&
       !UNLIKELY(ito_omp_cancellation)) {
     ito_omp_undeferred(fn, data, (flags & TASK_FLAG_FINAL) != 0);
@@ -448,16 +454,21 @@ OMP_API void GOMP_task(void (*fn)(void *), void *data, void (*cpyfn)(void *, voi
 }
 #endif
 
-void ito_omp_task_slow(void (*fn)(void *), void *data, void (*cpyfn)(void *, void *),
-                       long arg_size, long arg_align, bool if_clause, unsigned flags,
-                       void **depend, int priority, void *detach) {
+void ito_omp_task_slow(void (*fn)(void *), void *data, void (*cpyfn)(void *, void *), long arg_size,
+                       long arg_align, bool if_clause, unsigned flags, void **depend, int priority,
+                       void *detach) {
   void **slot = ito_omp_ctx();
   task *parent = ito_omp_cur_at(slot);
   /* in a cancelled region or taskgroup a new task is discarded at once */
   if (UNLIKELY(ito_omp_cancellation) && ito_omp_create_cancelled(parent)) return;
   size_t align = arg_align > 0 ? (size_t)arg_align : 1;
-  struct create c = {parent, (flags & TASK_FLAG_FINAL) != 0, fn, data, cpyfn,
-                     (size_t)arg_size, 0, 0, 0, 0, NULL, 0, -2};
+  struct create c = {parent, (flags & TASK_FLAG_FINAL) != 0,
+                     fn,     data,
+                     cpyfn,  (size_t)arg_size,
+                     0,      0,
+                     0,      0,
+                     NULL,   0,
+                     -2};
   if (!if_clause && !(flags & (8 | TASK_FLAG_DETACH))) {
     run_inline(&c, align, NULL, slot);
     return;
@@ -514,10 +525,10 @@ OMP_API void GOMP_taskgroup_end(void) {
 
 /* ---- taskloop ----------------------------------------------------------------------- */
 
-static void taskloop(void (*fn)(void *), void *data, void (*cpyfn)(void *, void *),
-                     long arg_size, long arg_align, unsigned flags, unsigned long num_tasks,
-                     bool up, unsigned long long start, unsigned long long end,
-                     unsigned long long step, bool is_signed) {
+static void taskloop(void (*fn)(void *), void *data, void (*cpyfn)(void *, void *), long arg_size,
+                     long arg_align, unsigned flags, unsigned long num_tasks, bool up,
+                     unsigned long long start, unsigned long long end, unsigned long long step,
+                     bool is_signed) {
   unsigned long long d;
   bool empty = up ? (is_signed ? (long long)start >= (long long)end : start >= end)
                   : (is_signed ? (long long)start <= (long long)end : start <= end);
@@ -551,8 +562,19 @@ static void taskloop(void (*fn)(void *), void *data, void (*cpyfn)(void *, void 
       /* cancelled (by one of its own tasks, say): the rest are discarded */
       if (UNLIKELY(ito_omp_cancellation) && ito_omp_create_cancelled(parent)) break;
       unsigned long long len = q + (i < r);
-      struct create c = {parent, (flags & TASK_FLAG_FINAL) != 0, fn, data, cpyfn,
-                         (size_t)arg_size, 0, 1, start + at * step, 0, NULL, 0, -2};
+      struct create c = {parent,
+                         (flags & TASK_FLAG_FINAL) != 0,
+                         fn,
+                         data,
+                         cpyfn,
+                         (size_t)arg_size,
+                         0,
+                         1,
+                         start + at * step,
+                         0,
+                         NULL,
+                         0,
+                         -2};
       at += len;
       c.hi = at == niter ? end : start + at * step;
       create_task(&c, arg_align > 0 ? (size_t)arg_align : 1, (flags & TASK_FLAG_IF) != 0, NULL);

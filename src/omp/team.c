@@ -142,7 +142,8 @@ static void team_init(team *tm, task *enc, unsigned n, void (*fn)(void *), void 
   tm->fn = fn;
   tm->data = data;
   atomic_store_explicit(&tm->left, (uint64_t)(n - 1) * KID_ALIVE, memory_order_relaxed);
-  for (unsigned k = 0; k < NWS; k++) atomic_store_explicit(&tm->ws[k].avail, k, memory_order_relaxed);
+  for (unsigned k = 0; k < NWS; k++)
+    atomic_store_explicit(&tm->ws[k].avail, k, memory_order_relaxed);
   ito_omp_ids_init(tm);
 }
 
@@ -174,7 +175,8 @@ static int bind_team(team *tm) {
 }
 
 /* Starts the team; the caller then runs member 0 (t, already current). */
-static void team_begin(team *tm, task *t, void (*init)(struct ws *, void *, unsigned), void *init_arg) {
+static void team_begin(team *tm, task *t, void (*init)(struct ws *, void *, unsigned),
+                       void *init_arg) {
   implicit_init(t, tm, 0);
   if (init) {
     init(&tm->ws[0], init_arg, tm->n);
@@ -196,7 +198,7 @@ static void team_begin(team *tm, task *t, void (*init)(struct ws *, void *, unsi
     for (unsigned i = 1; i < tm->n; i++) {
       struct mstart s = {tm, i, i + 1};
       if (ito__dropin_spawn_home((h + (int)i) % nw, member_entry, &s, sizeof s,
-                             _Alignof(struct mstart), NULL, NULL))
+                                 _Alignof(struct mstart), NULL, NULL))
         ito_omp_fatal("cannot start a member of a team of %u threads (out of memory)", tm->n);
     }
   } else {

@@ -77,8 +77,9 @@ static int find_core(struct dl_phdr_info *info, size_t size, void *arg) {
 /* A catch (...) that ended the unwind without rethrowing: as glibc. */
 static void exit_caught(_Unwind_Reason_Code r, struct _Unwind_Exception *e) {
   (void)r, (void)e;
-  static const char m[] = "ito-pthread: a thread's exit or cancellation was caught and not "
-                          "rethrown (a catch (...) must rethrow)\n";
+  static const char m[] =
+      "ito-pthread: a thread's exit or cancellation was caught and not "
+      "rethrown (a catch (...) must rethrow)\n";
   shim_real.write(2, m, sizeof m - 1);
   abort();
 }

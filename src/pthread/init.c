@@ -27,12 +27,15 @@ static void die(const char *msg) {
 static int on = 1;
 static const struct ito_cfg_choice on_off[] = {{"on", 1}, {"1", 1}, {"off", 0}, {"0", 0}, {0, 0}};
 static const struct ito_cfg_choice zero_one[] = {{"0", 0}, {"1", 1}, {0, 0}};
+/* (a table: one row per variable, packed) */
+/* clang-format off */
 static const struct ito_cfg rows[] = {
     {.name = "ITO_PTHREAD", .kind = ITO_CFG_CHOICE, .dst = &on, .choices = on_off, .dflt = "on",
      .what = "off: libito-pthread.so forwards every call to libc"},
     {.name = "ITO_PTHREAD_VERIFY", .kind = ITO_CFG_CHOICE, .dst = &verify, .choices = zero_one,
      .dflt = "0", .what = "1: libito-pthread.so prints at exit how many threads ran as ito threads"},
 };
+/* clang-format on */
 
 /* Functions that exist in more than one version in libc are resolved at
  * the version a program linked today gets: dlsym's choice before glibc
@@ -117,8 +120,7 @@ void shim_init(void) {
     __atomic_store_n(&ito__dropin_cancel_check, shim_cancel_check, __ATOMIC_RELEASE);
     /* fork: first registered, so that ito's prepare runs after the
      * program's and its child and parent handlers before (atfork.h) */
-    pthread_atfork(ito__dropin_atfork_prepare, ito__dropin_atfork_parent,
-                   ito__dropin_atfork_child);
+    pthread_atfork(ito__dropin_atfork_prepare, ito__dropin_atfork_parent, ito__dropin_atfork_child);
     if (ito__dropin_key_create(&shim_cleanup_key, NULL) ||
         ito__dropin_key_create(&shim_exit_key, free))
       die("ito-pthread: cannot create its thread-specific keys\n");

@@ -16,14 +16,14 @@
 /* Each is a cancellation point: a request is acted on before the call,
  * and after it when the call was cut short (EINTR: a request or a signal
  * ended its wait). */
-#define IO_CALL(name, ito_call, ...)                                     \
-  do {                                                                   \
-    SHIM_ENTER(name, __VA_ARGS__);                                       \
-    if (!ito__dropin_can_park()) return shim_real.name(__VA_ARGS__);    \
-    shim_testcancel();                                                   \
-    __typeof__(ito_call(__VA_ARGS__)) r_ = ito_call(__VA_ARGS__);        \
-    shim_testcancel_eintr(r_ == -1 && errno == EINTR);                   \
-    return r_;                                                           \
+#define IO_CALL(name, ito_call, ...)                                 \
+  do {                                                               \
+    SHIM_ENTER(name, __VA_ARGS__);                                   \
+    if (!ito__dropin_can_park()) return shim_real.name(__VA_ARGS__); \
+    shim_testcancel();                                               \
+    __typeof__(ito_call(__VA_ARGS__)) r_ = ito_call(__VA_ARGS__);    \
+    shim_testcancel_eintr(r_ == -1 && errno == EINTR);               \
+    return r_;                                                       \
   } while (0)
 
 SHIM_EXPORT ssize_t read(int fd, void *buf, size_t n) { IO_CALL(read, ito_read, fd, buf, n); }
@@ -90,11 +90,15 @@ SHIM_EXPORT int close(int fd) {
  * itself reads it: an int and a long travel in the same register. */
 static int fcntl_view(int fd, int cmd, void *arg, int (*real)(int, int, ...)) {
   switch (cmd) {
-    case F_GETFL: return ito__dropin_getfl(fd);
-    case F_SETFL: return ito__dropin_setfl(fd, (int)(intptr_t)arg);
+    case F_GETFL:
+      return ito__dropin_getfl(fd);
+    case F_SETFL:
+      return ito__dropin_setfl(fd, (int)(intptr_t)arg);
     case F_DUPFD:
-    case F_DUPFD_CLOEXEC: return ito__dropin_dupfd(fd, cmd, (int)(intptr_t)arg);
-    default: return real(fd, cmd, arg);
+    case F_DUPFD_CLOEXEC:
+      return ito__dropin_dupfd(fd, cmd, (int)(intptr_t)arg);
+    default:
+      return real(fd, cmd, arg);
   }
 }
 

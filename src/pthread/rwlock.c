@@ -13,14 +13,14 @@
 
 struct pt_rwlock {
   int qlock;
-  int state;      /* readers inside, or -1 for a writer */
-  int wwait;      /* writers queued */
+  int state; /* readers inside, or -1 for a writer */
+  int wwait; /* writers queued */
   int pad0;
   uint64_t owner; /* the writer's id */
   int pad1;
-  int shared;     /* glibc's __shared: 0 in every rwlock of ours */
+  int shared; /* glibc's __shared: 0 in every rwlock of ours */
   void *head, *tail;
-  int kind;       /* glibc's __flags: 2 = writers first (PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP) */
+  int kind; /* glibc's __flags: 2 = writers first (PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP) */
 };
 _Static_assert(sizeof(struct pt_rwlock) <= sizeof(pthread_rwlock_t), "rwlock layout");
 _Static_assert(offsetof(struct pt_rwlock, kind) == 48, "the kind stays at glibc's offset");
@@ -71,8 +71,8 @@ static int rw_rdlock(struct pt_rwlock *l, int try, clockid_t clock, const struct
     return rc;
   }
   /* a signal's handler runs during the wait, which then goes on */
-  rc = ito__dropin_wq_wait(&l->qlock, &l->head, &l->tail, TAG_READ | ITO_DROPIN_WQ_INTR, clock,
-                           abs, NULL, NULL);
+  rc = ito__dropin_wq_wait(&l->qlock, &l->head, &l->tail, TAG_READ | ITO_DROPIN_WQ_INTR, clock, abs,
+                           NULL, NULL);
   if (rc != EINTR) return rc;
   shim_cancel_async_check(); /* no cancellation point, but the asynchronous type acts anywhere */
   return rw_rdlock(l, 0, clock, abs);
@@ -138,13 +138,17 @@ SHIM_EXPORT int pthread_rwlock_destroy(pthread_rwlock_t *pl) {
   SHIM_ENTER(pthread_rwlock_destroy, pl);
   if (UNLIKELY(glibc_rw(pl))) return shim_real.pthread_rwlock_destroy(pl);
   struct pt_rwlock *l = PRW(pl);
-  return (__atomic_load_n(&l->state, __ATOMIC_RELAXED) || __atomic_load_n(&l->head, __ATOMIC_RELAXED)) ? EBUSY : 0;
+  return (__atomic_load_n(&l->state, __ATOMIC_RELAXED) ||
+          __atomic_load_n(&l->head, __ATOMIC_RELAXED))
+             ? EBUSY
+             : 0;
 }
 
 SHIM_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *pl) {
   SHIM_ENTER(pthread_rwlock_rdlock, pl);
   if (UNLIKELY(glibc_rw(pl)))
-    return held(KWAIT_TRY(shim_real.pthread_rwlock_tryrdlock(pl), shim_real.pthread_rwlock_rdlock(pl)));
+    return held(
+        KWAIT_TRY(shim_real.pthread_rwlock_tryrdlock(pl), shim_real.pthread_rwlock_rdlock(pl)));
   return rw_rdlock(PRW(pl), 0, CLOCK_REALTIME, NULL);
 }
 SHIM_EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t *pl) {
@@ -170,7 +174,8 @@ SHIM_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *pl, clockid_t clock
 SHIM_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *pl) {
   SHIM_ENTER(pthread_rwlock_wrlock, pl);
   if (UNLIKELY(glibc_rw(pl)))
-    return held(KWAIT_TRY(shim_real.pthread_rwlock_trywrlock(pl), shim_real.pthread_rwlock_wrlock(pl)));
+    return held(
+        KWAIT_TRY(shim_real.pthread_rwlock_trywrlock(pl), shim_real.pthread_rwlock_wrlock(pl)));
   return rw_wrlock(PRW(pl), 0, CLOCK_REALTIME, NULL);
 }
 SHIM_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *pl) {

@@ -61,8 +61,8 @@ SHIM_EXPORT int sem_post(sem_t *s) {
         errno = EOVERFLOW;
         return -1;
       }
-    } while (!__atomic_compare_exchange_n(&p->value, &v, v + 1, 1, __ATOMIC_RELEASE,
-                                          __ATOMIC_RELAXED));
+    } while (
+        !__atomic_compare_exchange_n(&p->value, &v, v + 1, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
   }
   ito__dropin_unlock(&p->qlock);
   ito__dropin_wq_wake(w);
@@ -99,8 +99,8 @@ static int sem_take(struct pt_sem *p, int try, clockid_t clock, const struct tim
   /* a signal's handler ends the wait with EINTR, as glibc's does; without
    * a deadline, a wait whose handlers all had SA_RESTART goes on (the
    * kernel restarts glibc's futex wait then) */
-  int rc = ito__dropin_wq_wait(&p->qlock, &p->head, &p->tail, ITO_DROPIN_WQ_INTR, clock, abs,
-                               NULL, NULL);
+  int rc = ito__dropin_wq_wait(&p->qlock, &p->head, &p->tail, ITO_DROPIN_WQ_INTR, clock, abs, NULL,
+                               NULL);
   if (rc == EINTR && !abs && ito__dropin_sig_restartable()) return sem_take(p, 0, clock, abs);
   return rc;
 }
@@ -167,8 +167,7 @@ SHIM_EXPORT int sem_timedwait(sem_t *s, const struct timespec *abs) {
 SHIM_EXPORT int sem_clockwait(sem_t *s, clockid_t clock, const struct timespec *abs) {
   SHIM_ENTER(sem_clockwait, s, clock, abs);
   shim_testcancel();
-  if (shim_bad_clockwait(clock, abs))
-    return sem_result(EINVAL);
+  if (shim_bad_clockwait(clock, abs)) return sem_result(EINVAL);
   if (!ours(s)) return shared_wait(s, clock, abs);
   return sem_result(sem_take(PS(s), 0, clock, abs));
 }

@@ -22,11 +22,11 @@ static int setxid(long nr, long a, long b, long c, int *ret) {
   }
   return 1;
 }
-#define SETXID(name, nr, a, b, c, ...)                                         \
-  do {                                                                         \
-    int ret_;                                                                  \
-    if (setxid(nr, a, b, c, &ret_)) return ret_;                               \
-    return shim_real.name(__VA_ARGS__);                                        \
+#define SETXID(name, nr, a, b, c, ...)           \
+  do {                                           \
+    int ret_;                                    \
+    if (setxid(nr, a, b, c, &ret_)) return ret_; \
+    return shim_real.name(__VA_ARGS__);          \
   } while (0)
 
 SHIM_EXPORT int setuid(uid_t u) {

@@ -133,7 +133,8 @@ SHIM_EXPORT int siginterrupt(int sig, int flag) {
  * glibc's change the mask and the action through its internal sigprocmask
  * and sigaction, which the shim does not see: here they go through the
  * thread's own mask and ito's actions, with glibc's results. */
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations" /* (they are, and programs call them) */
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations" /* (they are, and programs call them) \
+                                                            */
 static int mask_one(int how, int sig) {
   sigset_t s;
   sigemptyset(&s);

@@ -21,7 +21,6 @@
 #include <stddef.h>
 #include <string.h>
 
-
 /* ---- mutexes ------------------------------------------------------------------ */
 
 struct pt_mutex {
@@ -40,7 +39,6 @@ _Static_assert(offsetof(struct pt_mutex, kind) == 16, "the kind stays at glibc's
 /* glibc's mutex: its __kind has bits no mutex of ours has (the shared bit) */
 static inline int glibc_mutex(const struct pt_mutex *m) { return (m->kind & ~3) != 0; }
 
-
 /* The contended halves are the runtime's, shared with ito_mutex_t. */
 /* ECANCELED: an asynchronous cancellation ended the wait, and the thread
  * acts on it (a mutex wait is no cancellation point, but the asynchronous
@@ -51,8 +49,7 @@ static inline int acquire_as(struct pt_mutex *m, clockid_t clock, const struct t
                              bool relock) {
   if (LIKELY(cas(&m->state, 0, 1))) return 0;
   int rc;
-  do
-    rc = ito__dropin_lock_slow(&m->state, &m->qlock, &m->head, &m->tail, clock, abs);
+  do rc = ito__dropin_lock_slow(&m->state, &m->qlock, &m->head, &m->tail, clock, abs);
   while (relock && rc == ECANCELED);
   if (UNLIKELY(rc == ECANCELED)) shim_cancel_async();
   return rc;
@@ -68,8 +65,8 @@ static inline int acquire(struct pt_mutex *m, clockid_t clock, const struct time
  * until the queue lock is free. */
 static inline void release(struct pt_mutex *m) {
   int c = 1;
-  if (LIKELY(__atomic_compare_exchange_n(&m->state, &c, 0, 0, __ATOMIC_RELEASE,
-                                         __ATOMIC_RELAXED))) {
+  if (LIKELY(
+          __atomic_compare_exchange_n(&m->state, &c, 0, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED))) {
     while (__atomic_load_n(&m->qlock, __ATOMIC_ACQUIRE)) cpu_relax();
     return;
   }
@@ -297,12 +294,12 @@ static int cond_wait(struct pt_cond *c, struct pt_mutex *m, clockid_t clock,
  * for the other waiters, which POSIX allows); the thread acts on it with
  * the mutex held again. */
 static void cond_kwake(void *c) { shim_real.pthread_cond_broadcast(c); }
-#define GLIBC_COND_WAIT(pc, call)                  \
-  ({                                               \
-    shim_testcancel();                             \
-    int gc_rc_ = KWAIT(cond_kwake, pc, call);      \
-    shim_testcancel();                             \
-    gc_rc_;                                        \
+#define GLIBC_COND_WAIT(pc, call)             \
+  ({                                          \
+    shim_testcancel();                        \
+    int gc_rc_ = KWAIT(cond_kwake, pc, call); \
+    shim_testcancel();                        \
+    gc_rc_;                                   \
   })
 
 SHIM_EXPORT int pthread_cond_wait(pthread_cond_t *pc, pthread_mutex_t *pm) {
@@ -382,7 +379,7 @@ SHIM_EXPORT int pthread_barrier_init(pthread_barrier_t *b, const pthread_barrier
   int sh;
   if (attr && pthread_barrierattr_getpshared(attr, &sh) == 0 && sh == PTHREAD_PROCESS_SHARED)
     return shim_real.pthread_barrier_init(b, attr, count); /* glibc's, for other processes too */
-  if (count == 0 || count >= UINT_MAX / 2) return EINVAL; /* (glibc's limit) */
+  if (count == 0 || count >= UINT_MAX / 2) return EINVAL;  /* (glibc's limit) */
   memset(b, 0, sizeof *b);
   PB(b)->total = count;
   return 0;
@@ -551,6 +548,5 @@ SHIM_ALIAS(__pthread_getspecific, pthread_getspecific)
 SHIM_ALIAS(__pthread_setspecific, pthread_setspecific)
 /* pthread.h redirects pthread_mutex_consistent_np to pthread_mutex_consistent;
  * older binaries call it by its own name. */
-SHIM_EXPORT int shim_mutex_consistent_np(pthread_mutex_t *)
-    __asm__("pthread_mutex_consistent_np")
+SHIM_EXPORT int shim_mutex_consistent_np(pthread_mutex_t *) __asm__("pthread_mutex_consistent_np")
     __attribute__((alias("pthread_mutex_consistent"), copy(pthread_mutex_consistent)));

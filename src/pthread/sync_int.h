@@ -24,21 +24,21 @@ static inline int let_go(int rc) {
 /* A wait of glibc's on a process-shared object blocks the worker in the
  * kernel: announced, so that extra workers start for it at once and past
  * ITO_EXTRA_WORKERS; wake ends it for a cancellation (docs/monitor.md). */
-#define KWAIT_AROUND(begin, call)              \
-  ({                                           \
-    begin;                                     \
-    int kw_rc_ = (call);                       \
-    ito__dropin_kwait_end();                   \
-    kw_rc_;                                    \
+#define KWAIT_AROUND(begin, call) \
+  ({                              \
+    begin;                        \
+    int kw_rc_ = (call);          \
+    ito__dropin_kwait_end();      \
+    kw_rc_;                       \
   })
 #define KWAIT(wake, obj, call) KWAIT_AROUND(ito__dropin_kwait_begin(wake, obj), call)
 /* A lock or barrier wait: an asynchronous cancellation acts inside it. */
 #define KWAIT_LOCK(call) KWAIT_AROUND(ito__dropin_kwait_begin_lock(), call)
 /* A try first: only a wait that may block is announced. */
-#define KWAIT_TRY(try_call, call) \
-  ({                                                  \
-    int kt_rc_ = (try_call);                          \
-    kt_rc_ == EBUSY ? KWAIT_LOCK(call) : kt_rc_;      \
+#define KWAIT_TRY(try_call, call)                \
+  ({                                             \
+    int kt_rc_ = (try_call);                     \
+    kt_rc_ == EBUSY ? KWAIT_LOCK(call) : kt_rc_; \
   })
 
 /* The caller's id, as mutex and rwlock owners record it. */

@@ -81,8 +81,7 @@ static int sched_check(int policy, int prio) {
   if (policy != SCHED_OTHER && policy != SCHED_FIFO && policy != SCHED_RR &&
       policy != SCHED_BATCH && policy != SCHED_IDLE)
     return EINVAL;
-  if (prio < sched_get_priority_min(policy) || prio > sched_get_priority_max(policy))
-    return EINVAL;
+  if (prio < sched_get_priority_min(policy) || prio > sched_get_priority_max(policy)) return EINVAL;
   if (policy == SCHED_FIFO || policy == SCHED_RR) {
     struct rlimit r;
     if (!has_sys_nice() && (getrlimit(RLIMIT_RTPRIO, &r) != 0 || (rlim_t)prio > r.rlim_cur))
@@ -162,8 +161,8 @@ static int cpus_usable(size_t size, const cpu_set_t *set) {
   return 0;
 }
 
-SHIM_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr,
-                               void *(*fn)(void *), void *arg) {
+SHIM_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *),
+                               void *arg) {
   SHIM_ENTER(pthread_create, thread, attr, fn, arg);
   struct ito_dropin_attr a;
   int rc = read_attr(attr, &a);
@@ -323,7 +322,8 @@ void shim_cancel_async(void) {
 
 void shim_cancel_async_check(void) {
   int *w = ito__dropin_cancel_word();
-  if (w && (__atomic_load_n(w, __ATOMIC_ACQUIRE) & (CP | CA | CD | CX)) == (CP | CA)) act_on_cancel(w);
+  if (w && (__atomic_load_n(w, __ATOMIC_ACQUIRE) & (CP | CA | CD | CX)) == (CP | CA))
+    act_on_cancel(w);
 }
 
 void shim_cancel_check(void) {
@@ -357,7 +357,7 @@ SHIM_EXPORT int pthread_setcancelstate(int state, int *old) {
   int *w = ito__dropin_cancel_word();
   if (!w) return shim_real.pthread_setcancelstate(state, old);
   int prev = state == PTHREAD_CANCEL_DISABLE ? __atomic_fetch_or(w, CD, __ATOMIC_ACQ_REL)
-                                              : __atomic_fetch_and(w, ~CD, __ATOMIC_ACQ_REL);
+                                             : __atomic_fetch_and(w, ~CD, __ATOMIC_ACQ_REL);
   if (old) *old = (prev & CD) ? PTHREAD_CANCEL_DISABLE : PTHREAD_CANCEL_ENABLE;
   if (state == PTHREAD_CANCEL_ENABLE && (prev & (CP | CA | CX)) == (CP | CA)) act_on_cancel(w);
   return 0;
@@ -369,7 +369,7 @@ SHIM_EXPORT int pthread_setcanceltype(int type, int *old) {
   int *w = ito__dropin_cancel_word();
   if (!w) return shim_real.pthread_setcanceltype(type, old);
   int prev = type == PTHREAD_CANCEL_ASYNCHRONOUS ? __atomic_fetch_or(w, CA, __ATOMIC_ACQ_REL)
-                                                  : __atomic_fetch_and(w, ~CA, __ATOMIC_ACQ_REL);
+                                                 : __atomic_fetch_and(w, ~CA, __ATOMIC_ACQ_REL);
   if (old) *old = (prev & CA) ? PTHREAD_CANCEL_ASYNCHRONOUS : PTHREAD_CANCEL_DEFERRED;
   if (type == PTHREAD_CANCEL_ASYNCHRONOUS && (prev & (CP | CD | CX)) == CP) act_on_cancel(w);
   return 0;
@@ -402,7 +402,8 @@ SHIM_EXPORT int pthread_getattr_np(pthread_t t, pthread_attr_t *attr) {
   if (rc) return rc;
   /* as glibc reports a thread: its detach state, how it was created, its
    * policy and priority now, its stack */
-  pthread_attr_setdetachstate(attr, ta.detached ? PTHREAD_CREATE_DETACHED : PTHREAD_CREATE_JOINABLE);
+  pthread_attr_setdetachstate(attr,
+                              ta.detached ? PTHREAD_CREATE_DETACHED : PTHREAD_CREATE_JOINABLE);
   if (ta.explicit_sched) pthread_attr_setinheritsched(attr, PTHREAD_EXPLICIT_SCHED);
   struct sched_param sp = {.sched_priority = ta.prio};
   pthread_attr_setschedpolicy(attr, ta.policy);

@@ -26,7 +26,7 @@ extern "C" void *exiter(void *arg) {
   char frame[512];
   std::memset(frame, 1, sizeof frame);
   sink += frame[(long)arg % 512];
-  ito_exit(arg); // frames left on the stack, never returned through
+  ito_exit(arg);  // frames left on the stack, never returned through
 }
 
 extern "C" void *reuser(void *arg) {

@@ -64,8 +64,7 @@ static void *sched_self(void *p) {
          moved ? "no" : "yes", CPU_COUNT(&back));
   if (sched_setaffinity(0, sizeof all, &all)) FAIL("sched_setaffinity back");
   sched_getaffinity(0, sizeof back, &back);
-  printf("every CPU again: reads back all of them: %s\n",
-         CPU_EQUAL(&back, &all) ? "yes" : "no");
+  printf("every CPU again: reads back all of them: %s\n", CPU_EQUAL(&back, &all) ? "yes" : "no");
   return NULL;
 }
 

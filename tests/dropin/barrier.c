@@ -62,7 +62,8 @@ static void *phase_thread(void *arg) {
     wait_round(2 * k);
     for (int j = 0; j < P; j++) {
       if (slots[j] != slot_value(k, j))
-        FAIL("phase %d: thread %d read slot %d = %ld, expected %ld", k, me, j, slots[j], slot_value(k, j));
+        FAIL("phase %d: thread %d read slot %d = %ld, expected %ld", k, me, j, slots[j],
+             slot_value(k, j));
       atomic_fetch_add(&slot_reads, 1);
     }
     for (int i = 0; i < SPINS_PER_PHASE; i++) {
@@ -82,7 +83,8 @@ int main(void) {
   must("pthread_spin_init", pthread_spin_init(&spin, PTHREAD_PROCESS_PRIVATE));
 
   pthread_t t[P];
-  for (long i = 0; i < P; i++) must("pthread_create", pthread_create(&t[i], NULL, phase_thread, (void *)i));
+  for (long i = 0; i < P; i++)
+    must("pthread_create", pthread_create(&t[i], NULL, phase_thread, (void *)i));
   for (int i = 0; i < P; i++) must("pthread_join", pthread_join(t[i], NULL));
 
   int serial_total = 0;
@@ -123,8 +125,8 @@ int main(void) {
   must("pthread_barrier_destroy", pthread_barrier_destroy(&barrier));
   must("pthread_spin_destroy", pthread_spin_destroy(&spin));
 
-  printf("barrier: %d threads x %d phases: %d rounds, %d serial threads, %ld slot reads checked\n", P, K,
-         ROUNDS, serial_total, reads);
+  printf("barrier: %d threads x %d phases: %d rounds, %d serial threads, %ld slot reads checked\n",
+         P, K, ROUNDS, serial_total, reads);
   printf("spinlock: counter %ld; trylock held %s, free %s\n", spin_counter, code_name(busy),
          code_name(free_rc));
   printf("pthread_once: %d calls, routine ran %d time(s)\n", calls, runs);

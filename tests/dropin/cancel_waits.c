@@ -66,7 +66,8 @@ static void *cond_waiter(void *p) {
   clock_gettime(CLOCK_REALTIME, &ts);
   ts.tv_sec += 120;
   for (;;) {
-    int rc = timed ? pthread_cond_timedwait(&sh->c, &sh->m, &ts) : pthread_cond_wait(&sh->c, &sh->m);
+    int rc =
+        timed ? pthread_cond_timedwait(&sh->c, &sh->m, &ts) : pthread_cond_wait(&sh->c, &sh->m);
     if (rc) FAIL("cond wait: %s", code_name(rc));
   }
   pthread_cleanup_pop(0);
@@ -198,11 +199,21 @@ static void *async_waiter(void *p) {
   pthread_cleanup_push(on_cleanup, NULL);
   __atomic_store_n(&async_ready, 1, __ATOMIC_RELEASE);
   switch (what) {
-  case 0: pthread_rwlock_rdlock(&rw); break;
-  case 1: pthread_rwlock_wrlock(&rw); break;
-  case 2: pthread_barrier_wait(&abar); break;
-  case 3: pthread_mutex_lock(&sh->m); break;
-  case 4: pthread_mutex_lock(&sh->m); break;
+    case 0:
+      pthread_rwlock_rdlock(&rw);
+      break;
+    case 1:
+      pthread_rwlock_wrlock(&rw);
+      break;
+    case 2:
+      pthread_barrier_wait(&abar);
+      break;
+    case 3:
+      pthread_mutex_lock(&sh->m);
+      break;
+    case 4:
+      pthread_mutex_lock(&sh->m);
+      break;
   }
   FAIL("an asynchronously cancelled wait returned (%d)", what);
   pthread_cleanup_pop(0);
@@ -251,7 +262,8 @@ int main(void) {
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
   pthread_condattr_setpshared(&ca, PTHREAD_PROCESS_SHARED);
-  if (pthread_mutex_init(&sh->m, &ma) || pthread_mutex_init(&sh->m2, &ma) || pthread_cond_init(&sh->c, &ca) || sem_init(&sh->s, 1, 0))
+  if (pthread_mutex_init(&sh->m, &ma) || pthread_mutex_init(&sh->m2, &ma) ||
+      pthread_cond_init(&sh->c, &ca) || sem_init(&sh->s, 1, 0))
     FAIL("init");
 
   cancel_cond(0);

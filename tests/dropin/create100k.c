@@ -60,7 +60,8 @@ int main(int argc, char **argv) {
   if (argc > 1) {
     char *end;
     threads = strtol(argv[1], &end, 10);
-    if (*end || threads <= 0 || threads % WAVE) FAIL("usage: create100k [THREADS, a multiple of %ld]", WAVE);
+    if (*end || threads <= 0 || threads % WAVE)
+      FAIL("usage: create100k [THREADS, a multiple of %ld]", WAVE);
   }
   remaining = threads;
   pthread_attr_t a;
@@ -89,8 +90,10 @@ int main(int argc, char **argv) {
   }
   long long expect_join = (long long)threads * (threads + 1) / 2;
   if (joined != threads || join_sum != expect_join)
-    FAIL("joined %ld threads with sum %lld, expected %ld and %lld", joined, join_sum, threads, expect_join);
-  printf("joinable: %ld threads in waves of %ld, sum of join results %lld\n", joined, WAVE, join_sum);
+    FAIL("joined %ld threads with sum %lld, expected %ld and %lld", joined, join_sum, threads,
+         expect_join);
+  printf("joinable: %ld threads in waves of %ld, sum of join results %lld\n", joined, WAVE,
+         join_sum);
 
   /* Detached: each counts down; the last one signals. */
   must("pthread_attr_setdetachstate", pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED));

@@ -93,8 +93,7 @@ void condvar_test() {
     auto t0 = steady::now();
     auto deadline = t0 + milliseconds(50);
     std::cv_status st;
-    do
-      st = cv.wait_for(lk, deadline - steady::now());
+    do st = cv.wait_for(lk, deadline - steady::now());
     while (st == std::cv_status::no_timeout);
     check(st == std::cv_status::timeout, "wait_for did not time out");
     check(steady::now() >= deadline, "wait_for returned before its timeout");
@@ -160,10 +159,11 @@ void shared_mutex_test() {
       }
     });
   for (auto &t : threads) t.join();
-  check(reads == long(kReaders) * kReads && writes == long(kWriters) * kWrites && a == writes && b == writes,
+  check(reads == long(kReaders) * kReads && writes == long(kWriters) * kWrites && a == writes &&
+            b == writes,
         "shared_mutex totals");
-  std::printf("std::shared_mutex: %d readers %d writers: reads %ld writes %ld value %ld\n", kReaders, kWriters,
-              reads.load(), writes.load(), a);
+  std::printf("std::shared_mutex: %d readers %d writers: reads %ld writes %ld value %ld\n",
+              kReaders, kWriters, reads.load(), writes.load(), a);
 }
 
 // ---- std::this_thread::sleep_for and yield
@@ -230,14 +230,16 @@ void exception_test() {
               throw Inner{t, i};  // a second caught exception on top of the first
             } catch (Inner &inner) {
               std::lock_guard<std::mutex> g(m);
-              check(inner.thread == t && inner.iteration == i, "caught another thread's inner exception");
+              check(inner.thread == t && inner.iteration == i,
+                    "caught another thread's inner exception");
               inner_ok++;
             }
             check(std::current_exception() != nullptr, "no current exception in a catch block");
             throw;  // rethrows the exception this thread is handling
           }
         } catch (Thrown &again) {
-          check(again.thread == t && again.iteration == i, "rethrow gave another thread's exception");
+          check(again.thread == t && again.iteration == i,
+                "rethrow gave another thread's exception");
           rethrown_ok++;
         } catch (...) {
           fail("rethrow gave an exception of another type");
@@ -247,8 +249,10 @@ void exception_test() {
   for (auto &th : threads) th.join();
   long want = long(kThreads) * kIterations;
   check(in_catch == want && rethrown_ok == want && inner_ok == want, "exception totals");
-  std::printf("exceptions: %d threads x %d: %ld catch blocks took the mutex, %ld inner, %ld rethrown intact\n",
-              kThreads, kIterations, in_catch, inner_ok.load(), rethrown_ok.load());
+  std::printf(
+      "exceptions: %d threads x %d: %ld catch blocks took the mutex, %ld inner, %ld rethrown "
+      "intact\n",
+      kThreads, kIterations, in_catch, inner_ok.load(), rethrown_ok.load());
 }
 
 }  // namespace

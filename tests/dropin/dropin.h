@@ -16,32 +16,49 @@
 #error "define DROPIN_PROG (the program's name) before including dropin.h"
 #endif
 
-#define FAIL(...)                                                \
-  do {                                                           \
-    fprintf(stderr, DROPIN_PROG ": FAILED: " __VA_ARGS__);      \
-    fputc('\n', stderr);                                         \
-    exit(1);                                                     \
+#define FAIL(...)                                          \
+  do {                                                     \
+    fprintf(stderr, DROPIN_PROG ": FAILED: " __VA_ARGS__); \
+    fputc('\n', stderr);                                   \
+    exit(1);                                               \
   } while (0)
 
 static inline const char *code_name(int rc) {
   switch (rc) {
-    case 0: return "0";
-    case EAGAIN: return "EAGAIN";
-    case EBUSY: return "EBUSY";
-    case EDEADLK: return "EDEADLK";
-    case EINVAL: return "EINVAL";
-    case ENOMEM: return "ENOMEM";
-    case ENOTSUP: return "ENOTSUP";
-    case EPERM: return "EPERM";
-    case ESRCH: return "ESRCH";
-    case ETIMEDOUT: return "ETIMEDOUT";
-    case EPIPE: return "EPIPE";
-    case ECONNRESET: return "ECONNRESET";
-    case ECONNREFUSED: return "ECONNREFUSED";
-    case ENOTCONN: return "ENOTCONN";
-    case EINPROGRESS: return "EINPROGRESS";
-    case EINTR: return "EINTR";
-    case EBADF: return "EBADF";
+    case 0:
+      return "0";
+    case EAGAIN:
+      return "EAGAIN";
+    case EBUSY:
+      return "EBUSY";
+    case EDEADLK:
+      return "EDEADLK";
+    case EINVAL:
+      return "EINVAL";
+    case ENOMEM:
+      return "ENOMEM";
+    case ENOTSUP:
+      return "ENOTSUP";
+    case EPERM:
+      return "EPERM";
+    case ESRCH:
+      return "ESRCH";
+    case ETIMEDOUT:
+      return "ETIMEDOUT";
+    case EPIPE:
+      return "EPIPE";
+    case ECONNRESET:
+      return "ECONNRESET";
+    case ECONNREFUSED:
+      return "ECONNREFUSED";
+    case ENOTCONN:
+      return "ENOTCONN";
+    case EINPROGRESS:
+      return "EINPROGRESS";
+    case EINTR:
+      return "EINTR";
+    case EBADF:
+      return "EBADF";
     default: {
       static char buf[32];
       snprintf(buf, sizeof buf, "error %d", rc);

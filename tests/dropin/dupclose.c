@@ -86,7 +86,8 @@ static void finish(struct blocked *b, const char *what) {
 static void read_back(int fd, char c, const char *what) {
   char got;
   ssize_t k = read(fd, &got, 1);
-  if (k != 1 || got != c) FAIL("%s: read gave %zd (%s)", what, k, k < 0 ? strerror(errno_now()) : "");
+  if (k != 1 || got != c)
+    FAIL("%s: read gave %zd (%s)", what, k, k < 0 ? strerror(errno_now()) : "");
 }
 
 /* A write through a number that must reach the read end rfd. */
@@ -136,8 +137,9 @@ static void dup3_writer(void) {
   int ok = b.k > 0 && (size_t)b.k == drained;
   printf("dup3 onto a write end a thread waits in: %s\n",
          ok ? "the writer's count equals what the old pipe delivered" : "counts differ");
-  if (!ok) FAIL("dup3: the writer returned %zd (%s), the old pipe delivered %zu", b.k,
-                b.k < 0 ? strerror(b.err) : "bytes", drained);
+  if (!ok)
+    FAIL("dup3: the writer returned %zd (%s), the old pipe delivered %zu", b.k,
+         b.k < 0 ? strerror(b.err) : "bytes", drained);
   int fdfl = fcntl(p[1], F_GETFD);
   printf("dup3: O_CLOEXEC %s\n", fdfl >= 0 && (fdfl & FD_CLOEXEC) ? "set" : "not set");
   write_through(p[1], c[0], 'C', "dup3: the number's new file");

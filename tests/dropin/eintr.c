@@ -37,9 +37,9 @@
 #define PAIRS (PIPES + SOCKS)
 #define TOTAL (6u << 20) /* bytes per pair */
 
-static long ticks;    /* SIGALRM handler runs */
-static long relayed;  /* SIGUSR1 handler runs */
-static long eintrs;   /* calls that returned EINTR */
+static long ticks;            /* SIGALRM handler runs */
+static long relayed;          /* SIGUSR1 handler runs */
+static long eintrs;           /* calls that returned EINTR */
 static pid_t tids[2 * PAIRS]; /* of the transfer threads while they run (0: none) */
 
 /* Async-signal-safe only: atomics, getpid, tgkill; errno is kept. */
@@ -55,7 +55,9 @@ static void on_usr1(int sig) {
   (void)sig;
   __atomic_fetch_add(&relayed, 1, __ATOMIC_RELAXED);
 }
-static void enter(int slot) { __atomic_store_n(&tids[slot], (pid_t)syscall(SYS_gettid), __ATOMIC_RELAXED); }
+static void enter(int slot) {
+  __atomic_store_n(&tids[slot], (pid_t)syscall(SYS_gettid), __ATOMIC_RELAXED);
+}
 static void leave(int slot) { __atomic_store_n(&tids[slot], 0, __ATOMIC_RELAXED); }
 
 static void interrupted(void) { __atomic_fetch_add(&eintrs, 1, __ATOMIC_RELAXED); }
@@ -173,7 +175,8 @@ static void *reader(void *arg) {
       if (pr != 1 || !(f.revents & (POLLIN | POLLHUP))) FAIL("poll on pair %d gave %d", i, pr);
     }
     if (how == 1) {
-      struct iovec v[3] = {{buf, n / 3}, {buf + n / 3, n / 3}, {buf + 2 * (n / 3), n - 2 * (n / 3)}};
+      struct iovec v[3] = {
+          {buf, n / 3}, {buf + n / 3, n / 3}, {buf + 2 * (n / 3), n - 2 * (n / 3)}};
       k = readv(p->fd[0], v, 3);
     } else if (how == 2 && p->sock) {
       k = recv(p->fd[0], buf, n, 0);

@@ -205,16 +205,17 @@ int main(int argc, char **argv) {
   pause_ms(20);
   kill(getpid(), SIGUSR2);
   pthread_join(t[0], NULL);
-  printf("sigwait and sigwaitinfo: %s\n",
-         __atomic_load_n(&sig_seen, __ATOMIC_ACQUIRE) == 2 ? "SIGUSR1, then SIGUSR2 from us"
-                                                           : "wrong siginfo");
+  printf("sigwait and sigwaitinfo: %s\n", __atomic_load_n(&sig_seen, __ATOMIC_ACQUIRE) == 2
+                                              ? "SIGUSR1, then SIGUSR2 from us"
+                                              : "wrong siginfo");
   sigset_t term;
   sigemptyset(&term);
   sigaddset(&term, SIGTERM);
   struct timespec shortwait = {0, 20000000};
   siginfo_t si;
   int rc = sigtimedwait(&term, &si, &shortwait);
-  printf("sigtimedwait timing out: %d %s\n", rc, rc < 0 && errno == EAGAIN ? "EAGAIN" : strerror(errno));
+  printf("sigtimedwait timing out: %d %s\n", rc,
+         rc < 0 && errno == EAGAIN ? "EAGAIN" : strerror(errno));
   kill(getpid(), SIGTERM);
   rc = sigtimedwait(&term, &si, &shortwait);
   printf("sigtimedwait with one pending: %s\n", rc == SIGTERM ? "SIGTERM" : "other");

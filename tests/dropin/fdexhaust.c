@@ -10,10 +10,10 @@
  *     is lowered to the highest open one plus 2 and the holes below are
  *     filled but one, so that when the first thread starts the runtime it
  *     has too few descriptors to set up with; the program must still have
- *     that one (a runtime that kept what it could not use would take it). The reads block their worker
- *     (libito-pthread.so cannot park them) and other threads go on. Then
- *     a fork, whose child does the same; then the limit goes back up, and
- *     the same again (where the runtime can set up again).
+ *     that one (a runtime that kept what it could not use would take it). The reads block their
+ * worker (libito-pthread.so cannot park them) and other threads go on. Then a fork, whose child
+ * does the same; then the limit goes back up, and the same again (where the runtime can set up
+ * again).
  *   - full (main, last): the runtime starts with room, then the table is
  *     filled (dup until EMFILE); the same rounds, a fork whose child does
  *     them, and again after the dups are closed.
@@ -129,7 +129,8 @@ static void *reader(void *p) {
     uint64_t v = 0;
     ssize_t k = read(j->c->rd, &v, sizeof v);
     if (i == ROUNDS + 1) {
-      if (k != 0) FAIL("%s: read after the writer closed: %s, not 0", j->what, io_result(k, errno_now()));
+      if (k != 0)
+        FAIL("%s: read after the writer closed: %s, not 0", j->what, io_result(k, errno_now()));
     } else if (k != (ssize_t)sizeof v || v != value(i)) {
       FAIL("%s: read %d: %s, value %llu", j->what, i, io_result(k, errno_now()),
            (unsigned long long)v);

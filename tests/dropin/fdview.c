@@ -325,7 +325,8 @@ static void listener(void) {
   c = accept(l, NULL, NULL);
   int e = errno_now();
   dog_stop(&dg);
-  printf("listener after F_SETFL O_NONBLOCK: accept %s\n", c < 0 ? io_result(-1, e) : "a connection");
+  printf("listener after F_SETFL O_NONBLOCK: accept %s\n",
+         c < 0 ? io_result(-1, e) : "a connection");
   if (!(c < 0 && e == EAGAIN))
     FAIL("accept on a non-blocking listener gave %s", c < 0 ? io_result(-1, e) : "a connection");
   if (fcntl(l, F_SETFL, fl)) FAIL("F_SETFL");
@@ -338,7 +339,8 @@ static void listener(void) {
   e = errno_now();
   dog_stop(&dg);
   printf("accept4(SOCK_NONBLOCK): recv %s\n", io_result(k, e));
-  if (!(k < 0 && e == EAGAIN)) FAIL("recv on an accept4(SOCK_NONBLOCK) socket gave %s", io_result(k, e));
+  if (!(k < 0 && e == EAGAIN))
+    FAIL("recv on an accept4(SOCK_NONBLOCK) socket gave %s", io_result(k, e));
   close(c);
   close(l);
   for (int i = 0; i < nconns; i++) close(conns[i]);

@@ -93,7 +93,8 @@ int main(int argc, char **argv) {
   if (!all) FAIL("out of memory");
   must("pthread_barrier_init", pthread_barrier_init(&start, NULL, THREADS + 1));
   pthread_t t[THREADS];
-  for (int i = 0; i < THREADS; i++) must("pthread_create", pthread_create(&t[i], NULL, mutex_user, NULL));
+  for (int i = 0; i < THREADS; i++)
+    must("pthread_create", pthread_create(&t[i], NULL, mutex_user, NULL));
   for (int r = 0; r < rounds; r++) {
     struct obj *o = all[r] = obj_new();
     must("pthread_mutex_init", pthread_mutex_init(&o->m, NULL));

@@ -54,7 +54,8 @@ int main(void) {
   printf("attr: setprotocol 9 %s\n", code_name(pthread_mutexattr_setprotocol(&ma, 9)));
   v = -1;
   rc = pthread_mutexattr_getrobust(&ma, &v);
-  printf("attr: getrobust %s %s\n", code_name(rc), v == PTHREAD_MUTEX_STALLED ? "STALLED" : "other");
+  printf("attr: getrobust %s %s\n", code_name(rc),
+         v == PTHREAD_MUTEX_STALLED ? "STALLED" : "other");
   printf("attr: setrobust 7 %s\n", code_name(pthread_mutexattr_setrobust(&ma, 7)));
 
   mutex_calls("default", NULL);

@@ -44,11 +44,11 @@ static uint64_t fnv(uint64_t h, const unsigned char *p, size_t n) {
 struct xfer {
   int fd[2];
   int sock;
-  size_t limit;   /* the reader stops (and closes) after this many bytes; 0: reads to EOF */
+  size_t limit; /* the reader stops (and closes) after this many bytes; 0: reads to EOF */
   size_t got;
   uint64_t hash;
-  int eof_again;  /* a read after end of file gave 0 again */
-  ssize_t wrote;  /* the writer's result */
+  int eof_again; /* a read after end of file gave 0 again */
+  ssize_t wrote; /* the writer's result */
   int werr;
 };
 
@@ -124,9 +124,10 @@ static void whole(int sock) {
   uint64_t want = fnv(fnv(FNV_INIT, src, BIG), src, off);
   if (x.got != BIG + off || x.hash != want)
     FAIL("%s: %zu bytes arrived of %zu, or they changed", kind(&x), x.got, BIG + off);
-  printf("%s: one write of %u and a writev of %zu: %zu bytes read in small pieces, fnv1a %016llx, "
-         "then %s\n", kind(&x), BIG, off, x.got, (unsigned long long)x.hash,
-         x.eof_again ? "end of file" : "more?");
+  printf(
+      "%s: one write of %u and a writev of %zu: %zu bytes read in small pieces, fnv1a %016llx, "
+      "then %s\n",
+      kind(&x), BIG, off, x.got, (unsigned long long)x.hash, x.eof_again ? "end of file" : "more?");
   close(x.fd[0]);
 }
 
@@ -141,10 +142,12 @@ static void writer_closes(int sock) {
   close(x.fd[1]);
   must("pthread_join", pthread_join(t, NULL));
   if (x.got != CUT || x.hash != fnv(FNV_INIT, src, CUT) || !x.eof_again)
-    FAIL("%s: the reader got %zu bytes of %u (or changed ones, or no end of file)", kind(&x),
-         x.got, CUT);
-  printf("%s: the writer closed after %u bytes: the reader got %zu, fnv1a %016llx, then end of "
-         "file twice\n", kind(&x), CUT, x.got, (unsigned long long)x.hash);
+    FAIL("%s: the reader got %zu bytes of %u (or changed ones, or no end of file)", kind(&x), x.got,
+         CUT);
+  printf(
+      "%s: the writer closed after %u bytes: the reader got %zu, fnv1a %016llx, then end of "
+      "file twice\n",
+      kind(&x), CUT, x.got, (unsigned long long)x.hash);
   close(x.fd[0]);
 }
 
@@ -167,10 +170,13 @@ static void reader_closes(int sock) {
          kind(&x), k, k < 0 ? strerror(e) : "a count", TAKE, HUGE);
   k = write(x.fd[1], src, 1000);
   e = errno_now();
-  printf("%s: the reader closed after %u bytes (fnv1a %016llx): the write it left returned its "
-         "progress, the next write %s\n", kind(&x), TAKE, (unsigned long long)x.hash,
-         k < 0 && e == EPIPE ? "EPIPE" : "did not fail with EPIPE");
-  if (!(k < 0 && e == EPIPE)) FAIL("%s: the write after the reader closed returned %zd", kind(&x), k);
+  printf(
+      "%s: the reader closed after %u bytes (fnv1a %016llx): the write it left returned its "
+      "progress, the next write %s\n",
+      kind(&x), TAKE, (unsigned long long)x.hash,
+      k < 0 && e == EPIPE ? "EPIPE" : "did not fail with EPIPE");
+  if (!(k < 0 && e == EPIPE))
+    FAIL("%s: the write after the reader closed returned %zd", kind(&x), k);
   close(x.fd[1]);
 }
 

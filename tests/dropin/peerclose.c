@@ -51,7 +51,6 @@ static void sleep_ms(long ms) {
   }
 }
 
-
 /* Byte j of connection i's data. */
 static unsigned char pat(int i, size_t j) {
   return (unsigned char)(j * 131u + (j >> 11) + (size_t)i * 17u);
@@ -110,8 +109,9 @@ static void *close_writer(void *arg) {
     if (n > c->total - sent) n = c->total - sent;
     for (size_t j = 0; j < n; j++) buf[j] = pat(c->i, sent + j);
     ssize_t w = write(c->fd[1], buf, n);
-    if (w <= 0) FAIL("close mid-transfer, connection %d (%s): the writer's write gave %s", c->i,
-                     kind(c), io_result(w, errno_now()));
+    if (w <= 0)
+      FAIL("close mid-transfer, connection %d (%s): the writer's write gave %s", c->i, kind(c),
+           io_result(w, errno_now()));
     sent += (size_t)w;
     if (k % 4 == 3) sleep_ms(1);
   }
@@ -143,8 +143,10 @@ static void *eof_reader(void *arg) {
       sleep_ms(10);
       continue;
     }
-    FAIL("%s, connection %d (%s): write to the closed peer gave %s after %d accepted writes, "
-         "expected EPIPE", what, c->i, kind(c), io_result(k, e), accepted);
+    FAIL(
+        "%s, connection %d (%s): write to the closed peer gave %s after %d accepted writes, "
+        "expected EPIPE",
+        what, c->i, kind(c), io_result(k, e), accepted);
   }
   if (!c->tcp && accepted)
     FAIL("%s, connection %d (socketpair): a write to the closed peer was accepted", what, c->i);
@@ -199,9 +201,10 @@ static void *full_writer(void *arg) {
    * that starts after the close (the drop-in's retry after its wake-up, or
    * natively a close that came first) finds the shutdown first: EPIPE */
   if (!(k < 0 && (e == ECONNRESET || (!c->tcp && e == EPIPE))))
-    FAIL("blocked writer, connection %d (%s): the write the peer's close ended gave %s after %d "
-         "accepted writes, expected %s", c->i, kind(c), io_result(k, e), accepted,
-         c->tcp ? "ECONNRESET" : "EPIPE or ECONNRESET");
+    FAIL(
+        "blocked writer, connection %d (%s): the write the peer's close ended gave %s after %d "
+        "accepted writes, expected %s",
+        c->i, kind(c), io_result(k, e), accepted, c->tcp ? "ECONNRESET" : "EPIPE or ECONNRESET");
   k = write(c->fd[0], buf, 1);
   e = errno_now();
   if (!(k < 0 && e == EPIPE))
@@ -235,8 +238,9 @@ static void blocked_writer(void) {
     must("pthread_join", pthread_join(conns[i].t[1], NULL));
     close(conns[i].fd[0]);
   }
-  printf("blocked writer, the peer closes unread: socketpair EPIPE or ECONNRESET, TCP ECONNRESET; "
-         "then EPIPE\n");
+  printf(
+      "blocked writer, the peer closes unread: socketpair EPIPE or ECONNRESET, TCP ECONNRESET; "
+      "then EPIPE\n");
 }
 
 /* ---- 3. SO_LINGER {1, 0}: a reset --------------------------------------------------------- */
@@ -268,7 +272,8 @@ static void *reset_reader(void *arg) {
   k = read(c->fd[0], &b, 1);
   e = errno_now();
   if (k != 0)
-    FAIL("%s, connection %d: the read after ECONNRESET gave %s, expected 0", what, c->i, io_result(k, e));
+    FAIL("%s, connection %d: the read after ECONNRESET gave %s, expected 0", what, c->i,
+         io_result(k, e));
   k = write(c->fd[0], "x", 1);
   e = errno_now();
   if (!(k < 0 && e == EPIPE))

@@ -82,7 +82,8 @@ static void *worker(void *arg) {
 static void run_pool(void) {
   pthread_t threads[WORKERS];
   long ran[WORKERS] = {0};
-  for (int i = 0; i < WORKERS; i++) must("pthread_create", pthread_create(&threads[i], NULL, worker, &ran[i]));
+  for (int i = 0; i < WORKERS; i++)
+    must("pthread_create", pthread_create(&threads[i], NULL, worker, &ran[i]));
   for (long i = 0; i < TASKS; i++) {
     pthread_mutex_lock(&queue_lock);
     queue[queue_tail++] = i;
@@ -173,8 +174,8 @@ static void mutex_kinds(void) {
   must("normal: lock", pthread_mutex_lock(&m));
   expect("normal: trylock from another thread", in_other_thread(&m, OP_TRYLOCK), EBUSY);
   expect("normal: timedlock from another thread", in_other_thread(&m, OP_TIMEDLOCK), ETIMEDOUT);
-  expect("normal: clocklock (CLOCK_MONOTONIC) from another thread", in_other_thread(&m, OP_CLOCKLOCK),
-         ETIMEDOUT);
+  expect("normal: clocklock (CLOCK_MONOTONIC) from another thread",
+         in_other_thread(&m, OP_CLOCKLOCK), ETIMEDOUT);
   expect("normal: trylock by the owner", pthread_mutex_trylock(&m), EBUSY);
   must("normal: unlock", pthread_mutex_unlock(&m));
   expect("normal: trylock from another thread after unlock", in_other_thread(&m, OP_TRYLOCK), 0);
@@ -196,9 +197,11 @@ static void mutex_kinds(void) {
     char label[64];
     snprintf(label, sizeof label, "recursive: unlock %d", i);
     expect(label, pthread_mutex_unlock(&m), 0);
-    if (i < 3) expect("recursive: trylock from another thread", in_other_thread(&m, OP_TRYLOCK), EBUSY);
+    if (i < 3)
+      expect("recursive: trylock from another thread", in_other_thread(&m, OP_TRYLOCK), EBUSY);
   }
-  expect("recursive: trylock from another thread after 3 unlocks", in_other_thread(&m, OP_TRYLOCK), 0);
+  expect("recursive: trylock from another thread after 3 unlocks", in_other_thread(&m, OP_TRYLOCK),
+         0);
   expect("recursive: unlock when unlocked", pthread_mutex_unlock(&m), EPERM);
   must("pthread_mutex_destroy", pthread_mutex_destroy(&m));
 
@@ -212,7 +215,8 @@ static void mutex_kinds(void) {
   expect("errorcheck: timedlock from another thread", in_other_thread(&m, OP_TIMEDLOCK), ETIMEDOUT);
   expect("errorcheck: unlock", pthread_mutex_unlock(&m), 0);
   expect("errorcheck: unlock when unlocked", pthread_mutex_unlock(&m), EPERM);
-  expect("errorcheck: trylock from another thread after unlock", in_other_thread(&m, OP_TRYLOCK), 0);
+  expect("errorcheck: trylock from another thread after unlock", in_other_thread(&m, OP_TRYLOCK),
+         0);
   must("pthread_mutex_destroy", pthread_mutex_destroy(&m));
 }
 
@@ -223,8 +227,8 @@ static pthread_mutex_t s_errorcheck = PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP;
 
 static void static_initialisers(void) {
   expect("PTHREAD_MUTEX_INITIALIZER: lock", pthread_mutex_lock(&s_normal), 0);
-  expect("PTHREAD_MUTEX_INITIALIZER: trylock from another thread", in_other_thread(&s_normal, OP_TRYLOCK),
-         EBUSY);
+  expect("PTHREAD_MUTEX_INITIALIZER: trylock from another thread",
+         in_other_thread(&s_normal, OP_TRYLOCK), EBUSY);
   expect("PTHREAD_MUTEX_INITIALIZER: unlock", pthread_mutex_unlock(&s_normal), 0);
 
   expect("PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP: lock", pthread_mutex_lock(&s_recursive), 0);
@@ -232,13 +236,14 @@ static void static_initialisers(void) {
   expect("PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP: trylock from another thread",
          in_other_thread(&s_recursive, OP_TRYLOCK), EBUSY);
   expect("PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP: unlock", pthread_mutex_unlock(&s_recursive), 0);
-  expect("PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP: unlock again", pthread_mutex_unlock(&s_recursive), 0);
-  expect("PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP: unlock when unlocked", pthread_mutex_unlock(&s_recursive),
-         EPERM);
+  expect("PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP: unlock again", pthread_mutex_unlock(&s_recursive),
+         0);
+  expect("PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP: unlock when unlocked",
+         pthread_mutex_unlock(&s_recursive), EPERM);
 
   expect("PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP: lock", pthread_mutex_lock(&s_errorcheck), 0);
-  expect("PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP: relock by the owner", pthread_mutex_lock(&s_errorcheck),
-         EDEADLK);
+  expect("PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP: relock by the owner",
+         pthread_mutex_lock(&s_errorcheck), EDEADLK);
   expect("PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP: unlock from another thread",
          in_other_thread(&s_errorcheck, OP_UNLOCK), EPERM);
   expect("PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP: unlock", pthread_mutex_unlock(&s_errorcheck), 0);

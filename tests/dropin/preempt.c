@@ -56,7 +56,8 @@ static void *spinner(void *p) {
 
 static void spin_barrier(void) {
   pthread_t t[NSPIN];
-  for (int i = 0; i < NSPIN; i++) must("pthread_create", pthread_create(&t[i], NULL, spinner, NULL));
+  for (int i = 0; i < NSPIN; i++)
+    must("pthread_create", pthread_create(&t[i], NULL, spinner, NULL));
   go = 1;
   for (int i = 0; i < NSPIN; i++) must("pthread_join", pthread_join(t[i], NULL));
   printf("spin barrier: %d threads passed\n", arrived);
@@ -160,9 +161,9 @@ static void state_kept(void) {
     must("pthread_create", pthread_create(&t[i], NULL, stateful, (void *)i));
   for (int i = 0; i < NSTATE; i++) must("pthread_join", pthread_join(t[i], NULL));
   for (int i = 0; i < NSTATE; i++) {
-    if (together[i].ints != alone[i].ints || memcmp(&together[i].sse, &alone[i].sse, sizeof(double)) ||
-        together[i].x87 != alone[i].x87 ||
-        memcmp(&together[i].avx, &alone[i].avx, sizeof(double)))
+    if (together[i].ints != alone[i].ints ||
+        memcmp(&together[i].sse, &alone[i].sse, sizeof(double)) ||
+        together[i].x87 != alone[i].x87 || memcmp(&together[i].avx, &alone[i].avx, sizeof(double)))
       FAIL("thread %d computed another result beside other threads", i);
     if (check_tls && !together[i].err_ok) FAIL("thread %d: errno changed while it computed", i);
     if (check_tls && !together[i].tl_ok)

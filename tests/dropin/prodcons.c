@@ -139,8 +139,8 @@ int main(void) {
   printf("items %ld sum %lld\n", count, sum);
 
   /* Realtime: the default clock of a condition variable. */
-  int rc = wait_idle("pthread_cond_timedwait (CLOCK_REALTIME)", &q_not_empty, TIMEDWAIT,
-                     CLOCK_REALTIME);
+  int rc =
+      wait_idle("pthread_cond_timedwait (CLOCK_REALTIME)", &q_not_empty, TIMEDWAIT, CLOCK_REALTIME);
   printf("pthread_cond_timedwait CLOCK_REALTIME: %s\n", code_name(rc));
 
   /* Monotonic, from the condition variable's attribute. */
@@ -163,8 +163,8 @@ int main(void) {
   rc = wait_idle("pthread_cond_clockwait (CLOCK_MONOTONIC)", &q_not_empty, CLOCKWAIT,
                  CLOCK_MONOTONIC);
   printf("pthread_cond_clockwait CLOCK_MONOTONIC: %s\n", code_name(rc));
-  rc = wait_idle("pthread_cond_clockwait (CLOCK_REALTIME)", &q_not_empty, CLOCKWAIT,
-                 CLOCK_REALTIME);
+  rc =
+      wait_idle("pthread_cond_clockwait (CLOCK_REALTIME)", &q_not_empty, CLOCKWAIT, CLOCK_REALTIME);
   printf("pthread_cond_clockwait CLOCK_REALTIME: %s\n", code_name(rc));
   return 0;
 }

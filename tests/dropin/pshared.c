@@ -45,8 +45,10 @@ static void *worker(void *p) {
   }
   /* the four threads of both processes meet */
   int rc = pthread_barrier_wait(&sh->b);
-  if (rc == PTHREAD_BARRIER_SERIAL_THREAD) __atomic_add_fetch(&sh->serial, 1, __ATOMIC_RELAXED);
-  else if (rc) FAIL("barrier: %s", code_name(rc));
+  if (rc == PTHREAD_BARRIER_SERIAL_THREAD)
+    __atomic_add_fetch(&sh->serial, 1, __ATOMIC_RELAXED);
+  else if (rc)
+    FAIL("barrier: %s", code_name(rc));
   return NULL;
 }
 
@@ -108,8 +110,8 @@ int main(void) {
   int st;
   waitpid(kid, &st, 0);
   printf("child: %s\n", WIFEXITED(st) && WEXITSTATUS(st) == 0 ? "exited 0" : "failed");
-  printf("counter %ld of %d, rwlock counter %ld, one serial thread: %s\n", sh->counter,
-         4 * ROUNDS, sh->rw_counter, sh->serial == 1 ? "yes" : "no");
+  printf("counter %ld of %d, rwlock counter %ld, one serial thread: %s\n", sh->counter, 4 * ROUNDS,
+         sh->rw_counter, sh->serial == 1 ? "yes" : "no");
   printf("destroy: %s %s %s %s\n", code_name(pthread_mutex_destroy(&sh->m)),
          code_name(pthread_cond_destroy(&sh->c)), code_name(pthread_rwlock_destroy(&sh->rw)),
          code_name(pthread_barrier_destroy(&sh->b)));

@@ -36,8 +36,10 @@ static void *waiter(void *p) {
   sh->woken++;
   pthread_mutex_unlock(&sh->m);
   int rc = pthread_barrier_wait(&sh->b);
-  if (rc == PTHREAD_BARRIER_SERIAL_THREAD) __atomic_add_fetch(&sh->serial, 1, __ATOMIC_RELAXED);
-  else if (rc) FAIL("barrier: %s", code_name(rc));
+  if (rc == PTHREAD_BARRIER_SERIAL_THREAD)
+    __atomic_add_fetch(&sh->serial, 1, __ATOMIC_RELAXED);
+  else if (rc)
+    FAIL("barrier: %s", code_name(rc));
   if (sem_wait(&sh->s)) FAIL("sem_wait");
   __atomic_add_fetch(&sh->taken, 1, __ATOMIC_RELAXED);
   return NULL;
@@ -82,9 +84,10 @@ int main(int argc, char **argv) {
   if (rc == PTHREAD_BARRIER_SERIAL_THREAD) __atomic_add_fetch(&sh->serial, 1, __ATOMIC_RELAXED);
   for (int i = 0; i < n; i++) sem_post(&sh->s);
   for (int i = 0; i < n; i++) pthread_join(t[i], NULL);
-  printf("%d waiters: woken by the broadcast %d, one serial thread at the barrier: %s, "
-         "semaphore counts taken %d\n",
-         n, sh->woken, sh->serial == 1 ? "yes" : "no", sh->taken);
+  printf(
+      "%d waiters: woken by the broadcast %d, one serial thread at the barrier: %s, "
+      "semaphore counts taken %d\n",
+      n, sh->woken, sh->serial == 1 ? "yes" : "no", sh->taken);
   dropin_watchdog_end(dog);
   return 0;
 }

@@ -66,8 +66,10 @@ static struct objs *A, *B;
 static void *barrier_b(void *p) {
   (void)p;
   int rc = pthread_barrier_wait(&B->b);
-  if (rc == PTHREAD_BARRIER_SERIAL_THREAD) __atomic_add_fetch(&B->serial, 1, __ATOMIC_RELAXED);
-  else if (rc) FAIL("barrier through the second mapping: %s", code_name(rc));
+  if (rc == PTHREAD_BARRIER_SERIAL_THREAD)
+    __atomic_add_fetch(&B->serial, 1, __ATOMIC_RELAXED);
+  else if (rc)
+    FAIL("barrier through the second mapping: %s", code_name(rc));
   return NULL;
 }
 
@@ -96,8 +98,10 @@ static void two_mappings(const char *what) {
   pthread_t t;
   pthread_create(&t, NULL, barrier_b, NULL);
   int rc = pthread_barrier_wait(&A->b);
-  if (rc == PTHREAD_BARRIER_SERIAL_THREAD) __atomic_add_fetch(&A->serial, 1, __ATOMIC_RELAXED);
-  else if (rc) FAIL("barrier through the first mapping: %s", code_name(rc));
+  if (rc == PTHREAD_BARRIER_SERIAL_THREAD)
+    __atomic_add_fetch(&A->serial, 1, __ATOMIC_RELAXED);
+  else if (rc)
+    FAIL("barrier through the first mapping: %s", code_name(rc));
   pthread_join(t, NULL);
   printf("  barrier: one serial thread: %s\n", A->serial == 1 ? "yes" : "no");
 

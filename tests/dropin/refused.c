@@ -24,7 +24,6 @@ static void *waiter(void *p) {
   return p;
 }
 
-
 int main(void) {
   pthread_t t;
   if (pthread_create(&t, NULL, waiter, NULL)) return 1;

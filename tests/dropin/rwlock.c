@@ -80,9 +80,10 @@ static void exclusion(const char *name, pthread_rwlock_t *lock) {
   long reads = atomic_load(&s.reads), writes = atomic_load(&s.writes);
   if (reads != READERS * READS_EACH) FAIL("%s: %ld reads", name, reads);
   if (writes != WRITERS * WRITES_EACH) FAIL("%s: %ld writes", name, writes);
-  if (s.a != writes || s.b != writes) FAIL("%s: value %ld/%ld after %ld writes", name, s.a, s.b, writes);
-  printf("%s: %d readers %d writers: reads %ld writes %ld value %ld\n", name, READERS, WRITERS, reads,
-         writes, s.a);
+  if (s.a != writes || s.b != writes)
+    FAIL("%s: value %ld/%ld after %ld writes", name, s.a, s.b, writes);
+  printf("%s: %d readers %d writers: reads %ld writes %ld value %ld\n", name, READERS, WRITERS,
+         reads, writes, s.a);
 }
 
 /* ---- a holder thread keeps the lock (read or write) until released */
@@ -129,7 +130,8 @@ static void release(struct holder *h) {
   must("pthread_join holder", pthread_join(h->thread, NULL));
 }
 
-static void check_not_early(const char *what, int rc, clockid_t clock, const struct timespec *deadline) {
+static void check_not_early(const char *what, int rc, clockid_t clock,
+                            const struct timespec *deadline) {
   struct timespec now;
   clock_gettime(clock, &now);
   if (rc == ETIMEDOUT && ts_before(&now, deadline))
@@ -180,15 +182,15 @@ static void calls(const char *name, pthread_rwlock_t *l, int prefers_readers) {
   struct holder h;
 
   hold(&h, l, 0);
-#define E(what, call, want)                                            \
-  do {                                                                 \
-    snprintf(label, sizeof label, "%s: %s", name, what);               \
-    expect(label, call, want);                                         \
+#define E(what, call, want)                              \
+  do {                                                   \
+    snprintf(label, sizeof label, "%s: %s", name, what); \
+    expect(label, call, want);                           \
   } while (0)
   E("read-held by another thread: trywrlock", pthread_rwlock_trywrlock(l), EBUSY);
   E("read-held by another thread: timedwrlock (CLOCK_REALTIME)", timed(l, TIMED_WR, 0), ETIMEDOUT);
-  E("read-held by another thread: clockwrlock (CLOCK_MONOTONIC)", timed(l, CLOCK_WR, CLOCK_MONOTONIC),
-    ETIMEDOUT);
+  E("read-held by another thread: clockwrlock (CLOCK_MONOTONIC)",
+    timed(l, CLOCK_WR, CLOCK_MONOTONIC), ETIMEDOUT);
   E("read-held by another thread: tryrdlock", pthread_rwlock_tryrdlock(l), 0);
   E("read-held by another thread: unlock", pthread_rwlock_unlock(l), 0);
   E("read-held by another thread: timedrdlock (CLOCK_REALTIME)", timed(l, TIMED_RD, 0), 0);
@@ -196,10 +198,10 @@ static void calls(const char *name, pthread_rwlock_t *l, int prefers_readers) {
 
   hold(&h, l, 1);
   E("write-held by another thread: tryrdlock", pthread_rwlock_tryrdlock(l), EBUSY);
-  E("write-held by another thread: clockrdlock (CLOCK_MONOTONIC)", timed(l, CLOCK_RD, CLOCK_MONOTONIC),
-    ETIMEDOUT);
-  E("write-held by another thread: clockrdlock (CLOCK_REALTIME)", timed(l, CLOCK_RD, CLOCK_REALTIME),
-    ETIMEDOUT);
+  E("write-held by another thread: clockrdlock (CLOCK_MONOTONIC)",
+    timed(l, CLOCK_RD, CLOCK_MONOTONIC), ETIMEDOUT);
+  E("write-held by another thread: clockrdlock (CLOCK_REALTIME)",
+    timed(l, CLOCK_RD, CLOCK_REALTIME), ETIMEDOUT);
   E("write-held by another thread: timedrdlock (CLOCK_REALTIME)", timed(l, TIMED_RD, 0), ETIMEDOUT);
   E("write-held by another thread: trywrlock", pthread_rwlock_trywrlock(l), EBUSY);
   E("write-held by another thread: timedwrlock (CLOCK_REALTIME)", timed(l, TIMED_WR, 0), ETIMEDOUT);

@@ -35,10 +35,11 @@ static void *report(void *label) {
   pthread_attr_destroy(&a);
   int kpol = sched_getscheduler(0);
   int krc = sched_getparam(0, &kp);
-  printf("%s: getschedparam %s %d/%d; getattr %d/%d %s; sched_getscheduler %d, sched_getparam %d "
-         "prio %d\n",
-         (const char *)label, code_name(rc), pol, sp.sched_priority, apol, asp.sched_priority,
-         inh == PTHREAD_INHERIT_SCHED ? "inherited" : "explicit", kpol, krc, kp.sched_priority);
+  printf(
+      "%s: getschedparam %s %d/%d; getattr %d/%d %s; sched_getscheduler %d, sched_getparam %d "
+      "prio %d\n",
+      (const char *)label, code_name(rc), pol, sp.sched_priority, apol, asp.sched_priority,
+      inh == PTHREAD_INHERIT_SCHED ? "inherited" : "explicit", kpol, krc, kp.sched_priority);
   return NULL;
 }
 
@@ -46,7 +47,8 @@ static void child(const char *label, int explicit_sched, int policy, int prio) {
   pthread_attr_t a;
   pthread_t t;
   must("pthread_attr_init", pthread_attr_init(&a));
-  if (explicit_sched) must("setinheritsched", pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED));
+  if (explicit_sched)
+    must("setinheritsched", pthread_attr_setinheritsched(&a, PTHREAD_EXPLICIT_SCHED));
   /* ignored unless explicit */
   struct sched_param sp = {prio};
   must("setschedpolicy", pthread_attr_setschedpolicy(&a, policy));
@@ -70,7 +72,8 @@ static void plain_child(const char *label) {
 static void *creator(void *p) {
   (void)p;
   struct sched_param sp = {7};
-  printf("thread sets FIFO 7: %s\n", code_name(pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp)));
+  printf("thread sets FIFO 7: %s\n",
+         code_name(pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp)));
   report("thread");
   plain_child("its child, no attribute");
   child("its child, inherit (attribute RR 3 ignored)", 0, SCHED_RR, 3);
@@ -111,7 +114,8 @@ static void *kernel_calls(void *p) {
 int main(void) {
   /* before any thread exists */
   struct sched_param sp = {5};
-  printf("main sets FIFO 5: %s\n", code_name(pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp)));
+  printf("main sets FIFO 5: %s\n",
+         code_name(pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp)));
   report("main");
   plain_child("main's child, no attribute");
   child("main's child, inherit (attribute OTHER 0 ignored)", 0, SCHED_OTHER, 0);
@@ -123,7 +127,8 @@ int main(void) {
   printf("main's setschedprio 9: %s\n", code_name(pthread_setschedprio(pthread_self(), 9)));
   plain_child("main's child, no attribute");
   sp.sched_priority = 0;
-  printf("main sets OTHER 0: %s\n", code_name(pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp)));
+  printf("main sets OTHER 0: %s\n",
+         code_name(pthread_setschedparam(pthread_self(), SCHED_OTHER, &sp)));
   plain_child("main's child, no attribute");
   pthread_t t;
   must("pthread_create", pthread_create(&t, NULL, creator, NULL));

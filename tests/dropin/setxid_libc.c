@@ -130,9 +130,10 @@ static void calls(const char *who, gid_t g) {
   int bad1 = threads_differing(0, want, nwant);
   int r2 = ruserok("localhost", 0, "nobody", "nobody");
   int bad2 = threads_differing(0, want, nwant);
-  printf("%s: initgroups %d, %d OS threads without the new groups; ruserok %d, %d OS threads "
-         "with other ids after it\n",
-         who, r1, bad1, r2, bad2);
+  printf(
+      "%s: initgroups %d, %d OS threads without the new groups; ruserok %d, %d OS threads "
+      "with other ids after it\n",
+      who, r1, bad1, r2, bad2);
   fflush(stdout);
 }
 

@@ -217,8 +217,8 @@ static void one(const char *how, int sig, const char *expect) {
 }
 
 int main(void) {
-  const char *hows[] = {"read", "sleep", "cond", "mutex", "join", "sem", "barrier", "compute",
-                        "mainblocks"};
+  const char *hows[] = {"read", "sleep",   "cond",    "mutex",     "join",
+                        "sem",  "barrier", "compute", "mainblocks"};
   const int sigs[] = {SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGALRM, SIGQUIT};
   for (unsigned i = 0; i < sizeof hows / sizeof hows[0]; i++)
     for (unsigned j = 0; j < sizeof sigs / sizeof sigs[0]; j++) {
@@ -249,7 +249,8 @@ int main(void) {
     if (strcmp(got, "continued")) failures++;
     snprintf(got, sizeof got, "HANG");
     kill(pid, SIGTERM);
-    if (wait_state(pid, &st, 0)) describe(st, got, sizeof got);
+    if (wait_state(pid, &st, 0))
+      describe(st, got, sizeof got);
     else {
       kill(pid, SIGKILL);
       waitpid(pid, &st, 0);

@@ -26,8 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
-static sem_t ran;              /* posted by the handler */
-static pthread_t expect_on;    /* the thread the handler must run on */
+static sem_t ran;           /* posted by the handler */
+static pthread_t expect_on; /* the thread the handler must run on */
 static volatile int on_expected, handled;
 
 static void handler(int sig) {
@@ -176,8 +176,8 @@ static void during(const char *name, void *(*fn)(void *), int hold, int process)
   if (hold == HOLD_BARRIER) pthread_barrier_destroy(&bar);
   if (process) mask(SIG_UNBLOCK, SIGUSR1);
   printf("%s (%s): handler %s, on the waiter %d, wait gives %ld\n", name,
-         process ? "process" : "thread", ok ? "ran during the wait" : "DID NOT RUN",
-         on_expected, (long)rc);
+         process ? "process" : "thread", ok ? "ran during the wait" : "DID NOT RUN", on_expected,
+         (long)rc);
 }
 
 static volatile int stop_spin;
@@ -245,9 +245,10 @@ static void raise_blocked(void) {
   int after = handled;
   while (sem_trywait(&ran) == 0) {
   }
-  printf("raise blocked: pending here %d, in a new thread %ld, handled before unblocking %d, "
-         "after %d, on the caller %d\n",
-         mine, (long)theirs, before, after, on_expected);
+  printf(
+      "raise blocked: pending here %d, in a new thread %ld, handled before unblocking %d, "
+      "after %d, on the caller %d\n",
+      mine, (long)theirs, before, after, on_expected);
 }
 
 static sem_t never_posted, release;
@@ -302,7 +303,9 @@ static void sem_restart(int restart, int timed) {
   sem_destroy(&release);
   printf("%s with%s SA_RESTART: handler %s, result %s\n", timed ? "sem_timedwait" : "sem_wait",
          restart ? "" : "out", ran_ok ? "ran" : "DID NOT RUN",
-         rc == 0 ? "0" : (long)rc == EINTR ? "EINTR" : "other");
+         rc == 0             ? "0"
+         : (long)rc == EINTR ? "EINTR"
+                             : "other");
 }
 
 /* A process without threads of its own: its sem_timedwait ends with EINTR

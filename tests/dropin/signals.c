@@ -47,7 +47,7 @@ static void info_handler(int sig, siginfo_t *si, void *uc) {
   got_code = si->si_code;
 }
 
-static void catch(int sig, int flags) {
+static void catch (int sig, int flags) {
   struct sigaction a;
   memset(&a, 0, sizeof a);
   a.sa_handler = handler;
@@ -154,8 +154,8 @@ static void *masker(void *p) {
   while (phase != 2) usleep(1000);
   sigset_t pend;
   sigpending(&pend);
-  printf("masker: SIGUSR2 pending: %s, handled yet: %s\n", sigismember(&pend, SIGUSR2) ? "yes" : "no",
-         hits[SIGUSR2] ? "yes" : "no");
+  printf("masker: SIGUSR2 pending: %s, handled yet: %s\n",
+         sigismember(&pend, SIGUSR2) ? "yes" : "no", hits[SIGUSR2] ? "yes" : "no");
   block(SIG_UNBLOCK, SIGUSR2);
   printf("masker: after unblocking: handled %d time(s), on this thread: %s\n", (int)hits[SIGUSR2],
          pthread_equal(on_thread[SIGUSR2], pthread_self()) ? "yes" : "no");
@@ -197,7 +197,7 @@ int main(void) {
   block(SIG_UNBLOCK, SIGQUIT);
 
   /* 2. a handler on the thread it was sent to, ending its waits */
-  catch(SIGUSR2, 0);
+  catch (SIGUSR2, 0);
   pthread_t s;
   pthread_create(&s, NULL, sleeper, NULL);
   wait_ready();
@@ -216,7 +216,7 @@ int main(void) {
   interrupt(s, SIGUSR2);
   pthread_join(s, NULL);
   /* (the read goes on whether the signal comes before or in it) */
-  catch(SIGUSR2, SA_RESTART);
+  catch (SIGUSR2, SA_RESTART);
   pthread_create(&s, NULL, reader, NULL);
   wait_ready();
   pthread_kill(s, SIGUSR2);
@@ -269,7 +269,7 @@ int main(void) {
 
   /* 6. to the process, while the other threads block it: main's
    * sigsuspend, then pause */
-  catch(SIGUSR1, 0);
+  catch (SIGUSR1, 0);
   phase = 0;
   pthread_t b[4];
   for (int i = 0; i < 4; i++) pthread_create(&b[i], NULL, blocker, NULL); /* (SIGUSR1 blocked) */

@@ -42,9 +42,10 @@ static struct timespec ts_of(long long ns) {
 }
 
 enum call { NANOSLEEP, USLEEP, MONO_RELATIVE, MONO_ABSOLUTE, REAL_ABSOLUTE, CALLS };
-static const char *call_names[CALLS] = {
-    "nanosleep", "usleep", "clock_nanosleep(CLOCK_MONOTONIC, relative)",
-    "clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)", "clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME)"};
+static const char *call_names[CALLS] = {"nanosleep", "usleep",
+                                        "clock_nanosleep(CLOCK_MONOTONIC, relative)",
+                                        "clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)",
+                                        "clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME)"};
 static atomic_int done_calls[CALLS];
 
 /* Sleeps SLEEP_MS with one call; fails if it returned early or with an error. */
@@ -81,7 +82,8 @@ static void sleep_once(enum call c) {
   }
   if (rc != 0) FAIL("%s: %s", call_names[c], strerror(rc));
   long long t1 = now_ns(CLOCK_MONOTONIC);
-  if (c != REAL_ABSOLUTE && t1 - t0 < want) FAIL("%s slept %lld ns, asked for %lld", call_names[c], t1 - t0, want);
+  if (c != REAL_ABSOLUTE && t1 - t0 < want)
+    FAIL("%s slept %lld ns, asked for %lld", call_names[c], t1 - t0, want);
   if (deadline && now_ns(clock) < deadline) FAIL("%s returned before its deadline", call_names[c]);
   atomic_fetch_add(&done_calls[c], 1);
 }
@@ -135,7 +137,8 @@ static void *forever(void *arg) {
 
 int main(void) {
   pthread_t t[SLEEPERS];
-  for (int i = 0; i < SLEEPERS; i++) must("pthread_create", pthread_create(&t[i], NULL, sleeper, NULL));
+  for (int i = 0; i < SLEEPERS; i++)
+    must("pthread_create", pthread_create(&t[i], NULL, sleeper, NULL));
   for (int i = 0; i < SLEEPERS; i++) must("pthread_join", pthread_join(t[i], NULL));
   for (int c = 0; c < CALLS; c++) {
     int n = atomic_load(&done_calls[c]);

@@ -42,10 +42,10 @@
 #include "dropin.h"
 #include "loopback.h"
 
-#define NTHR 12           /* even: socketpair, odd: TCP (sections 1 and 2) */
+#define NTHR 12            /* even: socketpair, odd: TCP (sections 1 and 2) */
 #define SLACK_NS 1000000LL /* clock granularity */
-#define LATE_MS 20        /* the helper acts this long after it is asked to */
-#define LONG_S 10         /* the timeout that the helper's act must beat */
+#define LATE_MS 20         /* the helper acts this long after it is asked to */
+#define LONG_S 10          /* the timeout that the helper's act must beat */
 
 static void sleep_ms(long ms) {
   struct timespec d = {ms / 1000, (ms % 1000) * 1000000L};
@@ -59,7 +59,6 @@ static long long now_ns(void) {
   return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
-
 static int local_port(int fd) {
   struct sockaddr_in a;
   socklen_t al = sizeof a;
@@ -69,12 +68,12 @@ static int local_port(int fd) {
 
 struct task {
   int i, tcp;
-  int fd[2];           /* fd[0]: the waiter's; fd[1]: the helper's (or -1) */
+  int fd[2]; /* fd[0]: the waiter's; fd[1]: the helper's (or -1) */
   long timeout_ms;
   struct sockaddr_in addr; /* a closed port (3), the waiter's listener (4) */
-  int go;              /* the waiter asks the helper to act (atomic) */
-  int helper_port;     /* 4: the helper's socket's port */
-  int peer_port;       /* 4: the accepted connection's peer's port */
+  int go;                  /* the waiter asks the helper to act (atomic) */
+  int helper_port;         /* 4: the helper's socket's port */
+  int peer_port;           /* 4: the accepted connection's peer's port */
   pthread_t t[2];
 };
 static struct task tasks[NTHR];
@@ -171,8 +170,10 @@ static void *rcvtimeo_reader(void *arg) {
   long long t1 = now_ns();
   int e = errno_now();
   if (!(k < 0 && e == EAGAIN))
-    FAIL("%s, thread %d (%s): %s on an empty socket with a timeout of %ld ms gave %s, expected "
-         "EAGAIN", what, t->i, kind(t), use_recv ? "recv" : "read", t->timeout_ms, io_result(k, e));
+    FAIL(
+        "%s, thread %d (%s): %s on an empty socket with a timeout of %ld ms gave %s, expected "
+        "EAGAIN",
+        what, t->i, kind(t), use_recv ? "recv" : "read", t->timeout_ms, io_result(k, e));
   not_early(what, t, t0, t1);
 
   set_timeo(t->fd[0], SO_RCVTIMEO, LONG_S * 1000L);
@@ -185,8 +186,10 @@ static void rcvtimeo(void) {
   setup(1);
   run_all(rcvtimeo_reader, 1);
   close_all();
-  printf("SO_RCVTIMEO of 20-75 ms, %d socketpairs and %d TCP connections: read and recv give "
-         "EAGAIN, none before its timeout\n", NTHR / 2, NTHR / 2);
+  printf(
+      "SO_RCVTIMEO of 20-75 ms, %d socketpairs and %d TCP connections: read and recv give "
+      "EAGAIN, none before its timeout\n",
+      NTHR / 2, NTHR / 2);
   printf("SO_RCVTIMEO of %d s: a byte written %d ms later is read\n", LONG_S, LATE_MS);
 }
 
@@ -201,9 +204,11 @@ static void *poller(void *arg) {
   long long t1 = now_ns();
   int e = errno_now();
   if (r != 0 || p.revents != 0)
-    FAIL("%s, thread %d (%s): on an empty socket with a timeout of %ld ms, poll returned %d (%s), "
-         "revents 0x%x; expected 0, revents 0", what, t->i, kind(t), t->timeout_ms, r,
-         r < 0 ? code_name(e) : "no error", (unsigned)p.revents);
+    FAIL(
+        "%s, thread %d (%s): on an empty socket with a timeout of %ld ms, poll returned %d (%s), "
+        "revents 0x%x; expected 0, revents 0",
+        what, t->i, kind(t), t->timeout_ms, r, r < 0 ? code_name(e) : "no error",
+        (unsigned)p.revents);
   not_early(what, t, t0, t1);
 
   ask_helper(t);
@@ -211,9 +216,11 @@ static void *poller(void *arg) {
   r = poll(&p, 1, LONG_S * 1000);
   e = errno_now();
   if (r != 1 || !(p.revents & POLLIN))
-    FAIL("%s, thread %d (%s): with a byte written %d ms later and a timeout of %d s, poll "
-         "returned %d (%s), revents 0x%x; expected 1 with POLLIN", what, t->i, kind(t), LATE_MS,
-         LONG_S, r, r < 0 ? code_name(e) : "no error", (unsigned)p.revents);
+    FAIL(
+        "%s, thread %d (%s): with a byte written %d ms later and a timeout of %d s, poll "
+        "returned %d (%s), revents 0x%x; expected 1 with POLLIN",
+        what, t->i, kind(t), LATE_MS, LONG_S, r, r < 0 ? code_name(e) : "no error",
+        (unsigned)p.revents);
   read_late_byte("poll with a 10 s timeout", t);
   return NULL;
 }
@@ -222,10 +229,11 @@ static void polls(void) {
   setup(1);
   run_all(poller, 1);
   close_all();
-  printf("poll with 20-75 ms, %d socketpairs and %d TCP connections: 0 and revents 0, none "
-         "before its timeout\n", NTHR / 2, NTHR / 2);
-  printf("poll with %d s: a byte written %d ms later: 1, POLLIN, and the byte\n", LONG_S,
-         LATE_MS);
+  printf(
+      "poll with 20-75 ms, %d socketpairs and %d TCP connections: 0 and revents 0, none "
+      "before its timeout\n",
+      NTHR / 2, NTHR / 2);
+  printf("poll with %d s: a byte written %d ms later: 1, POLLIN, and the byte\n", LONG_S, LATE_MS);
 }
 
 /* ---- 3. connect to a closed port ------------------------------------------------------------ */
@@ -269,8 +277,10 @@ static void *timed_acceptor(void *arg) {
   long long t1 = now_ns();
   int e = errno_now();
   if (!(c < 0 && e == EAGAIN))
-    FAIL("%s, thread %d: %s with a timeout of %ld ms and nobody connecting gave %s, expected "
-         "EAGAIN", what, t->i, call, t->timeout_ms, c >= 0 ? "a connection" : code_name(e));
+    FAIL(
+        "%s, thread %d: %s with a timeout of %ld ms and nobody connecting gave %s, expected "
+        "EAGAIN",
+        what, t->i, call, t->timeout_ms, c >= 0 ? "a connection" : code_name(e));
   if (t1 - t0 < t->timeout_ms * 1000000LL - SLACK_NS)
     FAIL("%s, thread %d: %s ended after %.3f ms, before its timeout of %ld ms", what, t->i, call,
          (double)(t1 - t0) / 1e6, t->timeout_ms);
@@ -296,11 +306,15 @@ static void timed_accept(void) {
   run_all(timed_acceptor, 1);
   for (int i = 0; i < NTHR; i++)
     if (tasks[i].peer_port != tasks[i].helper_port)
-      FAIL("accept, thread %d: the connection accepted is from port %d, the helper's socket has "
-           "port %d", i, tasks[i].peer_port, tasks[i].helper_port);
+      FAIL(
+          "accept, thread %d: the connection accepted is from port %d, the helper's socket has "
+          "port %d",
+          i, tasks[i].peer_port, tasks[i].helper_port);
   close_all();
-  printf("accept and accept4 with SO_RCVTIMEO of 20-75 ms, %d listeners: EAGAIN, none before "
-         "its timeout\n", NTHR);
+  printf(
+      "accept and accept4 with SO_RCVTIMEO of 20-75 ms, %d listeners: EAGAIN, none before "
+      "its timeout\n",
+      NTHR);
   printf("accept with SO_RCVTIMEO of %d s: the connection made %d ms later\n", LONG_S, LATE_MS);
 }
 

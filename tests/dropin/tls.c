@@ -145,8 +145,8 @@ int main(int argc, char **argv) {
   void *r0, *r1;
   pthread_join(t[0], &r0);
   pthread_join(t[1], &r1);
-  printf("resolver states: %s\n", r0 && r1 && r0 != r1 && r0 != __res_state()
-                                      ? "one per thread" : "shared");
+  printf("resolver states: %s\n",
+         r0 && r1 && r0 != r1 && r0 != __res_state() ? "one per thread" : "shared");
 
   /* 128 threads at once (new TLS blocks among them) use <ctype.h>, whose
    * tables glibc points to per thread at its start */

@@ -60,7 +60,8 @@ static void slot_dtor(void *v) {
   int *slot = v;
   int k = *slot;
   if (k < 0 || k >= KEYS) FAIL("a key destructor got a value with slot %d", k);
-  if (pthread_getspecific(keys[k]) != NULL) FAIL("the key's value was not cleared before its destructor");
+  if (pthread_getspecific(keys[k]) != NULL)
+    FAIL("the key's value was not cleared before its destructor");
   atomic_fetch_add(&dtor_calls[k], 1);
 }
 
@@ -95,19 +96,23 @@ static void *key_thread(void *arg) {
   must("pthread_setspecific", pthread_setspecific(reset_always_key, p));
   pause_ms(2); /* let the other threads run and set theirs */
   for (int k = 0; k < KEYS; k++)
-    if (pthread_getspecific(keys[k]) != &p->slot[k]) FAIL("a key's value changed while the thread slept");
-  if (pthread_getspecific(reset_twice_key) != p) FAIL("a key's value changed while the thread slept");
+    if (pthread_getspecific(keys[k]) != &p->slot[k])
+      FAIL("a key's value changed while the thread slept");
+  if (pthread_getspecific(reset_twice_key) != p)
+    FAIL("a key's value changed while the thread slept");
   return NULL;
 }
 
 static void keys_test(void) {
-  for (int k = 0; k < KEYS; k++) must("pthread_key_create", pthread_key_create(&keys[k], slot_dtor));
+  for (int k = 0; k < KEYS; k++)
+    must("pthread_key_create", pthread_key_create(&keys[k], slot_dtor));
   must("pthread_key_create", pthread_key_create(&unused_key, unused_dtor));
   must("pthread_key_create", pthread_key_create(&reset_twice_key, reset_twice_dtor));
   must("pthread_key_create", pthread_key_create(&reset_always_key, reset_always_dtor));
 
   pthread_t t[KEY_THREADS];
-  for (int i = 0; i < KEY_THREADS; i++) must("pthread_create", pthread_create(&t[i], NULL, key_thread, &per[i]));
+  for (int i = 0; i < KEY_THREADS; i++)
+    must("pthread_create", pthread_create(&t[i], NULL, key_thread, &per[i]));
   for (int i = 0; i < KEY_THREADS; i++) must("pthread_join", pthread_join(t[i], NULL));
 
   int total = 0;
@@ -117,24 +122,28 @@ static void keys_test(void) {
     total += n;
   }
   if (atomic_load(&unused_calls) != 0) FAIL("a destructor ran for a NULL value");
-  int twice = atomic_load(&per[0].reset_twice_calls), always = atomic_load(&per[0].reset_always_calls);
+  int twice = atomic_load(&per[0].reset_twice_calls),
+      always = atomic_load(&per[0].reset_always_calls);
   for (int i = 0; i < KEY_THREADS; i++) {
-    if (atomic_load(&per[i].reset_twice_calls) != twice || atomic_load(&per[i].reset_always_calls) != always)
+    if (atomic_load(&per[i].reset_twice_calls) != twice ||
+        atomic_load(&per[i].reset_always_calls) != always)
       FAIL("threads 0 and %d saw different destructor rounds", i);
   }
   /* POSIX: destructors are called again while values remain, for at least
    * PTHREAD_DESTRUCTOR_ITERATIONS rounds. A destructor that sets its value
    * again twice is therefore called 3 times (3 <= 4 rounds). */
-  if (twice != RESET_TWICE_CALLS) FAIL("re-set twice: %d destructor calls, expected %d", twice, RESET_TWICE_CALLS);
+  if (twice != RESET_TWICE_CALLS)
+    FAIL("re-set twice: %d destructor calls, expected %d", twice, RESET_TWICE_CALLS);
   if (always < PTHREAD_DESTRUCTOR_ITERATIONS)
-    FAIL("re-set always: %d destructor calls, fewer than PTHREAD_DESTRUCTOR_ITERATIONS (%d)", always,
-         PTHREAD_DESTRUCTOR_ITERATIONS);
-  printf("keys: %d threads x %d keys: %d destructor calls; a key set back to NULL: %d calls\n", KEY_THREADS,
-         KEYS, total, atomic_load(&unused_calls));
-  printf("keys: a destructor that sets its value again twice: %d calls per thread\n", twice);
-  printf("keys: a destructor that always sets its value again: %d calls per thread "
-         "(PTHREAD_DESTRUCTOR_ITERATIONS %d)\n",
+    FAIL("re-set always: %d destructor calls, fewer than PTHREAD_DESTRUCTOR_ITERATIONS (%d)",
          always, PTHREAD_DESTRUCTOR_ITERATIONS);
+  printf("keys: %d threads x %d keys: %d destructor calls; a key set back to NULL: %d calls\n",
+         KEY_THREADS, KEYS, total, atomic_load(&unused_calls));
+  printf("keys: a destructor that sets its value again twice: %d calls per thread\n", twice);
+  printf(
+      "keys: a destructor that always sets its value again: %d calls per thread "
+      "(PTHREAD_DESTRUCTOR_ITERATIONS %d)\n",
+      always, PTHREAD_DESTRUCTOR_ITERATIONS);
 
   for (int k = 0; k < KEYS; k++) must("pthread_key_delete", pthread_key_delete(keys[k]));
   must("pthread_key_delete", pthread_key_delete(unused_key));
@@ -152,7 +161,8 @@ static void *big_array_thread(void *arg) {
   for (unsigned i = 0; i < BIG_ARRAY; i++) buf[i] = (unsigned char)(i * 31u + (i >> 8));
   uint32_t sum = 2166136261u; /* FNV-1a */
   for (unsigned i = 0; i < BIG_ARRAY; i++) sum = (sum ^ buf[i]) * 16777619u;
-  if (!own_stack_holds((const void *)&buf[0]) || !own_stack_holds((const void *)&buf[BIG_ARRAY - 1]))
+  if (!own_stack_holds((const void *)&buf[0]) ||
+      !own_stack_holds((const void *)&buf[BIG_ARRAY - 1]))
     FAIL("the 1 MiB array lies outside the stack pthread_getattr_np reports");
   return (void *)(uintptr_t)sum;
 }
@@ -169,7 +179,8 @@ static void stack_size_test(void) {
   must("pthread_create (2 MiB stack)", pthread_create(&t, &a, big_array_thread, NULL));
   must("pthread_join", pthread_join(t, &ret));
   must("pthread_attr_destroy", pthread_attr_destroy(&a));
-  printf("stack size %zu: a 1 MiB local array, FNV-1a %08lx\n", size, (unsigned long)(uintptr_t)ret);
+  printf("stack size %zu: a 1 MiB local array, FNV-1a %08lx\n", size,
+         (unsigned long)(uintptr_t)ret);
 }
 
 /* ---- 3. stack address: a 256 KiB malloc'd, page-aligned buffer (4 MiB
@@ -210,7 +221,8 @@ static void stack_address_test(void) {
   void *got_addr;
   size_t got_size;
   must("pthread_attr_getstack", pthread_attr_getstack(&a, &got_addr, &got_size));
-  if (got_addr != mem || got_size != OWN_STACK) FAIL("pthread_attr_getstack does not give back the buffer");
+  if (got_addr != mem || got_size != OWN_STACK)
+    FAIL("pthread_attr_getstack does not give back the buffer");
   struct range r = {(uintptr_t)mem, (uintptr_t)mem + OWN_STACK, 0, 0};
   pthread_t t;
   void *ret;
@@ -219,10 +231,13 @@ static void stack_address_test(void) {
   must("pthread_attr_destroy", pthread_attr_destroy(&a));
   if ((uintptr_t)ret != 7) FAIL("the own-stack thread returned %p", ret);
   if (!r.in_buffer) FAIL("a local of the thread with an own stack lies outside the buffer");
-  if (!r.in_getattr) FAIL("a local of the thread with an own stack lies outside pthread_getattr_np's stack");
+  if (!r.in_getattr)
+    FAIL("a local of the thread with an own stack lies outside pthread_getattr_np's stack");
   free(mem);
-  printf("stack address: a %u KiB buffer; a local inside it: yes; inside pthread_getattr_np's stack: yes\n",
-         OWN_STACK >> 10);
+  printf(
+      "stack address: a %u KiB buffer; a local inside it: yes; inside pthread_getattr_np's stack: "
+      "yes\n",
+      OWN_STACK >> 10);
 }
 
 /* ---- 4. pthread_exit from a nested call: cleanup handlers, then key
@@ -276,7 +291,8 @@ static void exit_test(void) {
   void *ret = NULL;
   must("pthread_create", pthread_create(&t, NULL, exit_thread, NULL));
   must("pthread_join", pthread_join(t, &ret));
-  if ((uintptr_t)ret != EXIT_VALUE) FAIL("pthread_exit value %p arrived at join, expected %d", ret, EXIT_VALUE);
+  if ((uintptr_t)ret != EXIT_VALUE)
+    FAIL("pthread_exit value %p arrived at join, expected %d", ret, EXIT_VALUE);
   if (strcmp(order, "inner outer destructor") != 0) FAIL("exit order \"%s\"", order);
   must("pthread_key_delete", pthread_key_delete(exit_key));
   printf("pthread_exit from depth %d: join got %lu; then ran: %s\n", nested_calls - 1,
@@ -358,7 +374,8 @@ static void self_test(void) {
   for (int i = 0; i < SELF_THREADS; i++) {
     must("pthread_join", pthread_join(ids[i], NULL));
     if (!matched[i]) FAIL("thread %d: pthread_self differs from its creator's id", i);
-    if (!pthread_equal(selves[i], ids[i])) FAIL("thread %d: pthread_self differs from its creator's id", i);
+    if (!pthread_equal(selves[i], ids[i]))
+      FAIL("thread %d: pthread_self differs from its creator's id", i);
     n++;
   }
   printf("pthread_self: %d threads equal the ids their creator got\n", n);

@@ -24,7 +24,8 @@ static int started;
  * a second, then bumps the counter. */
 static void *bump(void *p) {
   __atomic_add_fetch(&started, 1, __ATOMIC_RELAXED);
-  for (long spins = 0; __atomic_load_n(&started, __ATOMIC_RELAXED) < 2 && spins < 100000000; spins++) {
+  for (long spins = 0; __atomic_load_n(&started, __ATOMIC_RELAXED) < 2 && spins < 100000000;
+       spins++) {
   }
   for (int i = 0; i < 100000; i++) unlocked_count++;
   return p;

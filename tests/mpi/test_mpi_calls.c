@@ -41,7 +41,7 @@
 #include "../check.h"
 
 static int rank, peer;
-static atomic_long spins;  /* a computing thread's progress */
+static atomic_long spins; /* a computing thread's progress */
 static atomic_int computing;
 
 /* Computes (and yields now and then, as a long task would pass through
@@ -121,7 +121,8 @@ static void *p2p(void *arg) {
   int in[3] = {-1, -1, -1}, out[3] = {rank, rank + 100, rank + 200};
   late();
   for (int k = 0; k < 3; k++) MPI_Irecv(&in[k], 1, MPI_INT, peer, 10 + k, MPI_COMM_WORLD, &r[k]);
-  for (int k = 0; k < 3; k++) CHECK_EQ(MPI_Send(&out[k], 1, MPI_INT, peer, 10 + k, MPI_COMM_WORLD), 0);
+  for (int k = 0; k < 3; k++)
+    CHECK_EQ(MPI_Send(&out[k], 1, MPI_INT, peer, 10 + k, MPI_COMM_WORLD), 0);
   CHECK_EQ(MPI_Wait(&r[0], &st), MPI_SUCCESS);
   CHECK(r[0] == MPI_REQUEST_NULL && in[0] == peer && st.MPI_TAG == 10);
   MPI_Status sts[3];
@@ -131,7 +132,8 @@ static void *p2p(void *arg) {
   /* waitany: one at a time, in whatever order they complete */
   late();
   for (int k = 0; k < 3; k++) MPI_Irecv(&in[k], 1, MPI_INT, peer, 20 + k, MPI_COMM_WORLD, &r[k]);
-  for (int k = 2; k >= 0; k--) CHECK_EQ(MPI_Send(&out[k], 1, MPI_INT, peer, 20 + k, MPI_COMM_WORLD), 0);
+  for (int k = 2; k >= 0; k--)
+    CHECK_EQ(MPI_Send(&out[k], 1, MPI_INT, peer, 20 + k, MPI_COMM_WORLD), 0);
   int seen = 0;
   for (int k = 0; k < 3; k++) {
     int idx = -1;
@@ -146,13 +148,15 @@ static void *p2p(void *arg) {
   /* waitsome */
   late();
   for (int k = 0; k < 3; k++) MPI_Irecv(&in[k], 1, MPI_INT, peer, 30 + k, MPI_COMM_WORLD, &r[k]);
-  for (int k = 0; k < 3; k++) CHECK_EQ(MPI_Send(&out[k], 1, MPI_INT, peer, 30 + k, MPI_COMM_WORLD), 0);
+  for (int k = 0; k < 3; k++)
+    CHECK_EQ(MPI_Send(&out[k], 1, MPI_INT, peer, 30 + k, MPI_COMM_WORLD), 0);
   int done = 0;
   while (done < 3) {
     int n = 0, ids[3];
     CHECK_EQ(MPI_Waitsome(3, r, &n, ids, sts), MPI_SUCCESS);
     CHECK(n >= 1 && n <= 3 - done);
-    for (int j = 0; j < n; j++) CHECK(in[ids[j]] == peer + 100 * ids[j] && sts[j].MPI_TAG == 30 + ids[j]);
+    for (int j = 0; j < n; j++)
+      CHECK(in[ids[j]] == peer + 100 * ids[j] && sts[j].MPI_TAG == 30 + ids[j]);
     done += n;
   }
   int n = 0, ids[3];
@@ -209,7 +213,8 @@ static void *status_calls(void *arg) {
   CHECK(in[1] == peer + 100 && st.MPI_TAG == b + 1);
   /* waitany, then with null requests only; waitall of the sends */
   for (int k = 0; k < 3; k++) MPI_Irecv(&in[k], 1, MPI_INT, peer, b + 2 + k, MPI_COMM_WORLD, &r[k]);
-  for (int k = 0; k < 3; k++) MPI_Isend(&out[k], 1, MPI_INT, peer, b + 2 + k, MPI_COMM_WORLD, &s[k]);
+  for (int k = 0; k < 3; k++)
+    MPI_Isend(&out[k], 1, MPI_INT, peer, b + 2 + k, MPI_COMM_WORLD, &s[k]);
   for (int k = 0; k < 3; k++) {
     int idx = -1;
     CHECK_EQ(MPI_Waitany(3, r, &idx, marked(&st, 1)), MPI_SUCCESS);
@@ -225,14 +230,16 @@ static void *status_calls(void *arg) {
   /* waitall with a null request among them */
   for (int k = 0; k < 2; k++) MPI_Irecv(&in[k], 1, MPI_INT, peer, b + 5 + k, MPI_COMM_WORLD, &r[k]);
   r[2] = MPI_REQUEST_NULL;
-  for (int k = 0; k < 2; k++) MPI_Isend(&out[k], 1, MPI_INT, peer, b + 5 + k, MPI_COMM_WORLD, &s[k]);
+  for (int k = 0; k < 2; k++)
+    MPI_Isend(&out[k], 1, MPI_INT, peer, b + 5 + k, MPI_COMM_WORLD, &s[k]);
   CHECK_EQ(MPI_Waitall(3, r, marked(sts, 3)), MPI_SUCCESS);
   for (int k = 0; k < 3; k++) KEPT(sts[k]);
   CHECK(sts[0].MPI_TAG == b + 5 && sts[1].MPI_TAG == b + 6 && in[1] == peer + 100);
   CHECK_EQ(MPI_Waitall(2, s, MPI_STATUSES_IGNORE), MPI_SUCCESS);
   /* waitsome */
   for (int k = 0; k < 3; k++) MPI_Irecv(&in[k], 1, MPI_INT, peer, b + 7 + k, MPI_COMM_WORLD, &r[k]);
-  for (int k = 0; k < 3; k++) MPI_Isend(&out[k], 1, MPI_INT, peer, b + 7 + k, MPI_COMM_WORLD, &s[k]);
+  for (int k = 0; k < 3; k++)
+    MPI_Isend(&out[k], 1, MPI_INT, peer, b + 7 + k, MPI_COMM_WORLD, &s[k]);
   for (int done = 0; done < 3;) {
     int n = 0, ids[3];
     CHECK_EQ(MPI_Waitsome(3, r, &n, ids, marked(sts, 3)), MPI_SUCCESS);
@@ -252,7 +259,8 @@ static void *status_calls(void *arg) {
   return NULL;
 }
 
-/* ---- collectives -------------------------------------------------------------------------------- */
+/* ---- collectives --------------------------------------------------------------------------------
+ */
 
 static void *collectives(void *arg) {
   (void)arg;
@@ -288,7 +296,8 @@ static void *collectives(void *arg) {
   return NULL;
 }
 
-/* ---- errors, cancel, finalize --------------------------------------------------------------------- */
+/* ---- errors, cancel, finalize
+ * --------------------------------------------------------------------- */
 
 static int send_bad(void) {
   int x = 1;

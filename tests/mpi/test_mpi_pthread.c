@@ -34,7 +34,8 @@ int main(int argc, char **argv) {
   for (int i = 0; i < threads; i++) pthread_join(t[i], NULL);
   int all = 0, mine = atomic_load(&bad);
   MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-  if (rank == 0) printf("test_mpi_pthread: %d ranks x %d threads: %d wrong\n", nranks, threads, all);
+  if (rank == 0)
+    printf("test_mpi_pthread: %d ranks x %d threads: %d wrong\n", nranks, threads, all);
   free(t);
   MPI_Finalize();
   return all != 0;

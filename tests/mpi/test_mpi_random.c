@@ -69,9 +69,10 @@ int main(int argc, char **argv) {
   for (int k = 0; k < threads; k++) CHECK_EQ(ito_join(h[k], NULL), 0);
   CHECK_EQ(MPI_Barrier(MPI_COMM_WORLD), MPI_SUCCESS);
   if (rank == 0)
-    printf("test_mpi_random: %d ranks x %d threads, %d-word pairs: all checked (thread level "
-           "%d)\n",
-           nranks, threads, words, provided);
+    printf(
+        "test_mpi_random: %d ranks x %d threads, %d-word pairs: all checked (thread level "
+        "%d)\n",
+        nranks, threads, words, provided);
   free(order);
   free(h);
   CHECK_EQ(MPI_Finalize(), MPI_SUCCESS);

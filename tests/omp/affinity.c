@@ -9,7 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#define FMT "L%L n%n N%N a%a t%t T%T |%0.4n|%.3N|%5n|%{thread_num}|%{nesting_level}|%{num_threads}|%%"
+#define FMT \
+  "L%L n%n N%N a%a t%t T%T |%0.4n|%.3N|%5n|%{thread_num}|%{nesting_level}|%{num_threads}|%%"
 
 int main(void) {
   char buf[4][256];

@@ -71,8 +71,8 @@ static void invalid_traits(void) {
     printf("trait %s: %s\n", cases[i].what, ok ? "allocator" : "omp_null_allocator");
   }
   /* several traits, one bad: the whole call fails */
-  omp_alloctrait_t t3[] = {{omp_atk_alignment, 64}, {omp_atk_pool_size, 4096},
-                           {omp_atk_fallback, 42}};
+  omp_alloctrait_t t3[] = {
+      {omp_atk_alignment, 64}, {omp_atk_pool_size, 4096}, {omp_atk_fallback, 42}};
   omp_allocator_handle_t a3 = make(3, t3), a0 = make(0, NULL);
   printf("three traits, one bad: %s\n", a3 == omp_null_allocator ? "null" : "allocator");
   printf("no traits: %s\n", a0 == omp_null_allocator ? "null" : "allocator");
@@ -129,8 +129,8 @@ static void pools(void) {
   /* allocator_fb: a chain of two pools, the last with null_fb */
   omp_alloctrait_t t2[] = {{omp_atk_pool_size, 600}, {omp_atk_fallback, omp_atv_null_fb}};
   omp_allocator_handle_t a2 = make(2, t2);
-  omp_alloctrait_t t1[] = {{omp_atk_pool_size, 300}, {omp_atk_fallback, omp_atv_allocator_fb},
-                           {omp_atk_fb_data, a2}};
+  omp_alloctrait_t t1[] = {
+      {omp_atk_pool_size, 300}, {omp_atk_fallback, omp_atv_allocator_fb}, {omp_atk_fb_data, a2}};
   omp_allocator_handle_t a1 = make(3, t1);
   n = fill(a1, 200, keep, 64);
   printf("allocator_fb: %d blocks of 200 from pools of 300 then 600\n", n);
@@ -153,7 +153,8 @@ static void alignment(void) {
   int ok = 1;
   for (int i = 0; i < 20; i++) {
     void *p = omp_alloc(8 + i * 13, a64), *q = omp_aligned_alloc(256, 8 + i, a64),
-         *r = omp_aligned_alloc(16, 8 + i, a64), *s = omp_aligned_alloc(128, 24, omp_default_mem_alloc),
+         *r = omp_aligned_alloc(16, 8 + i, a64),
+         *s = omp_aligned_alloc(128, 24, omp_default_mem_alloc),
          *u = omp_aligned_calloc(512, 3, 8, a64);
     ok &= aligned(p, 64) && aligned(q, 256) && aligned(r, 64) && aligned(s, 128) && aligned(u, 512);
     omp_free(p, a64);
@@ -164,8 +165,8 @@ static void alignment(void) {
   }
   printf("alignment: allocator's and call's combined: %s\n", ok ? "ok" : "WRONG");
   /* padding counts in the pool: 64-aligned blocks of 64 take 64 + 32 + 56 */
-  omp_alloctrait_t tp[] = {{omp_atk_alignment, 64}, {omp_atk_pool_size, 1000},
-                           {omp_atk_fallback, omp_atv_null_fb}};
+  omp_alloctrait_t tp[] = {
+      {omp_atk_alignment, 64}, {omp_atk_pool_size, 1000}, {omp_atk_fallback, omp_atv_null_fb}};
   omp_allocator_handle_t ap = make(3, tp);
   void *keep[32];
   int n = fill(ap, 64, keep, 32);
@@ -201,7 +202,8 @@ static void calloc_zeroes(void) {
   printf("calloc: zeroed and aligned: %s\n", bad ? "WRONG" : "ok");
   printf("calloc: zero elements: %s\n", omp_calloc(0, 8, a) ? "allocated" : "NULL");
   volatile size_t huge = SIZE_MAX / 2; /* (gcc warns about a constant) */
-  printf("calloc: overflow: %s\n", omp_calloc(huge, 4, omp_default_mem_alloc) ? "allocated" : "NULL");
+  printf("calloc: overflow: %s\n",
+         omp_calloc(huge, 4, omp_default_mem_alloc) ? "allocated" : "NULL");
   omp_destroy_allocator(a);
 }
 
@@ -273,7 +275,8 @@ static void free_null(void) {
  * depends on the pool. */
 static void many_threads(void) {
   enum { POOL = 64 * 1024, SIZE = 100 };
-  omp_alloctrait_t tp[] = {{omp_atk_pool_size, POOL}, {omp_atk_fallback, omp_atv_null_fb},
+  omp_alloctrait_t tp[] = {{omp_atk_pool_size, POOL},
+                           {omp_atk_fallback, omp_atv_null_fb},
                            {omp_atk_sync_hint, omp_atv_contended}};
   omp_allocator_handle_t ap = make(3, tp);
   for (int round = 0; round < 3; round++) {
@@ -306,8 +309,8 @@ static void many_threads(void) {
 static void default_allocator(void) {
   omp_allocator_handle_t start = omp_get_default_allocator();
   printf("default allocator at start: %d\n", (int)start);
-  omp_alloctrait_t t[] = {{omp_atk_alignment, 128}, {omp_atk_pool_size, 1000},
-                          {omp_atk_fallback, omp_atv_null_fb}};
+  omp_alloctrait_t t[] = {
+      {omp_atk_alignment, 128}, {omp_atk_pool_size, 1000}, {omp_atk_fallback, omp_atv_null_fb}};
   omp_allocator_handle_t a = make(3, t);
   omp_set_default_allocator(a);
   int same = omp_get_default_allocator() == a;

@@ -54,9 +54,10 @@ int main(void) {
   /* Outside any region. */
   CHECK(omp_get_num_procs() > 0);
   printf("num_procs > 0: %d\n", omp_get_num_procs() > 0);
-  printf("outside: in_parallel %d level %d active_level %d thread_num %d num_threads %d in_final %d\n",
-         omp_in_parallel(), omp_get_level(), omp_get_active_level(), omp_get_thread_num(),
-         omp_get_num_threads(), omp_in_final());
+  printf(
+      "outside: in_parallel %d level %d active_level %d thread_num %d num_threads %d in_final %d\n",
+      omp_in_parallel(), omp_get_level(), omp_get_active_level(), omp_get_thread_num(),
+      omp_get_num_threads(), omp_in_final());
   printf("outside: ancestor(0) %d ancestor(1) %d ancestor(-1) %d team_size(0) %d team_size(1) %d\n",
          omp_get_ancestor_thread_num(0), omp_get_ancestor_thread_num(1),
          omp_get_ancestor_thread_num(-1), omp_get_team_size(0), omp_get_team_size(1));
@@ -106,7 +107,7 @@ int main(void) {
   {
     int n = -1, lvl = -1, act = -1, inpar = -1, tn = -1;
     int cond = 0;
-#pragma omp parallel if(cond) num_threads(4)
+#pragma omp parallel if (cond) num_threads(4)
     {
       n = omp_get_num_threads();
       lvl = omp_get_level();
@@ -121,7 +122,7 @@ int main(void) {
     CHECK_EQ(act, 0);
     int count = 0;
     cond = 1;
-#pragma omp parallel if(cond) num_threads(3)
+#pragma omp parallel if (cond) num_threads(3)
     AINC(&count);
     printf("if(1) num_threads(3): %d members ran\n", count);
     CHECK_EQ(count, 3);

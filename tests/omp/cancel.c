@@ -56,7 +56,7 @@ int main(void) {
        * the region's end; a leak under ASan). How many iterations the
        * others run then depends on the schedule (thread 0's are not
        * run by a static one): not printed. */
-#pragma omp for schedule(nonmonotonic: dynamic) nowait
+#pragma omp for schedule(nonmonotonic : dynamic) nowait
       for (int i = 0; i < 64; i++) AINC(&looped);
 #pragma omp barrier
       AINC(&past);
@@ -92,7 +92,7 @@ int main(void) {
       /* never true, but makes gcc use the cancellable loop and sections
        * ends (GOMP_loop_end_cancel, GOMP_sections_end_cancel) and
        * barriers (GOMP_barrier_cancel) in this region */
-#pragma omp cancel parallel if(never)
+#pragma omp cancel parallel if (never)
       /* cancellation point in a loop that nobody cancels */
 #pragma omp for
       for (int i = 0; i < N; i++) {
@@ -103,9 +103,10 @@ int main(void) {
         }
       }
     }
-    printf("cancel for: iterations past the cancel %d, members after the loop %d, "
-           "uncancelled loop %d\n",
-           past_cancel, after_loop, checks);
+    printf(
+        "cancel for: iterations past the cancel %d, members after the loop %d, "
+        "uncancelled loop %d\n",
+        past_cancel, after_loop, checks);
     CHECK_EQ(past_cancel, enabled ? 0 : N);
     CHECK(started >= 1 && started <= N);
     int marked = 0;
@@ -127,11 +128,11 @@ int main(void) {
 #pragma omp for schedule(static, 1)
       for (int i = 0; i < N; i++) {
         AINC(&ran);
-#pragma omp cancel for if(i == 10)
+#pragma omp cancel for if (i == 10)
 #pragma omp cancellation point for
       }
       AINC(&after);
-#pragma omp cancel parallel if(never)
+#pragma omp cancel parallel if (never)
     }
     printf("cancel for if(i == 10): members after the loop %d\n", after);
     CHECK(ran >= 1 && ran <= N);
@@ -170,10 +171,10 @@ int main(void) {
 #pragma omp section
         AINC(&second);
       }
-#pragma omp cancel parallel if(never)
+#pragma omp cancel parallel if (never)
     }
-    printf("cancel sections: %d past the cancel, %d members after, next sections %d\n", past,
-           after, second);
+    printf("cancel sections: %d past the cancel, %d members after, next sections %d\n", past, after,
+           second);
     CHECK_EQ(past, enabled ? 0 : 3);
     CHECK_EQ(after, n);
     CHECK_EQ(second, 2);
@@ -218,7 +219,7 @@ int main(void) {
     {
 #pragma omp taskgroup
       {
-#pragma omp task depend(out: x) shared(x)
+#pragma omp task depend(out : x) shared(x)
         {
           if (enabled)
             for (;;) {
@@ -227,12 +228,12 @@ int main(void) {
             }
           x = 1;
         }
-#pragma omp task depend(in: x) depend(out: y) shared(x, y, ran_b)
+#pragma omp task depend(in : x) depend(out : y) shared(x, y, ran_b)
         {
           AINC(&ran_b);
           y = x;
         }
-#pragma omp task depend(in: y) shared(y, ran_c)
+#pragma omp task depend(in : y) shared(y, ran_c)
         AINC(&ran_c);
 #pragma omp task
         {
@@ -253,9 +254,10 @@ int main(void) {
         }
       }
     }
-    printf("cancel taskgroup with dependences: B ran %d, C ran %d, created after %d, "
-           "ended %d, next taskgroup %d\n",
-           ran_b, ran_c, ran_e, ended, ran_next);
+    printf(
+        "cancel taskgroup with dependences: B ran %d, C ran %d, created after %d, "
+        "ended %d, next taskgroup %d\n",
+        ran_b, ran_c, ran_e, ended, ran_next);
     CHECK_EQ(ran_b, enabled ? 0 : 1);
     CHECK_EQ(ran_c, enabled ? 0 : 1);
     CHECK_EQ(ran_e, enabled ? 0 : 50);
@@ -271,7 +273,7 @@ int main(void) {
 #pragma omp parallel shared(x, y, ran_b, ran_c, past)
     {
       if (omp_get_thread_num() == 0) {
-#pragma omp task depend(out: x) shared(x)
+#pragma omp task depend(out : x) shared(x)
         {
           if (enabled) {
 #pragma omp taskgroup
@@ -285,12 +287,12 @@ int main(void) {
           }
           x = 1;
         }
-#pragma omp task depend(in: x) depend(out: y) shared(x, y, ran_b)
+#pragma omp task depend(in : x) depend(out : y) shared(x, y, ran_b)
         {
           AINC(&ran_b);
           y = x;
         }
-#pragma omp task depend(in: y) shared(ran_c)
+#pragma omp task depend(in : y) shared(ran_c)
         AINC(&ran_c);
 #pragma omp cancel parallel
       }
@@ -298,8 +300,8 @@ int main(void) {
       AINC(&past);
     }
     if (r == 0)
-      printf("cancel parallel with waiting tasks: B ran %d, C ran %d, %d past the barrier\n",
-             ran_b, ran_c, past);
+      printf("cancel parallel with waiting tasks: B ran %d, C ran %d, %d past the barrier\n", ran_b,
+             ran_c, past);
     CHECK_EQ(ran_b, enabled ? 0 : 1);
     CHECK_EQ(ran_c, enabled ? 0 : 1);
     CHECK_EQ(past, enabled ? 0 : n);
@@ -335,7 +337,7 @@ int main(void) {
       }
 #pragma omp barrier
       AINC(&outer_past);
-#pragma omp cancel parallel if(never)
+#pragma omp cancel parallel if (never)
     }
     printf("nested: %d past the inner cancel, %d members of the outer region after it\n",
            inner_past, outer_past);
@@ -366,15 +368,16 @@ int main(void) {
 #pragma omp cancellation point parallel
         }
         for (int k = 0; k < 12; k++) {
-#pragma omp for schedule(monotonic: dynamic, 5) nowait
+#pragma omp for schedule(monotonic : dynamic, 5) nowait
           for (int i = 0; i < 100; i++) AINC(&iters);
           if (id == last) AINC(&loops);
         }
       }
       if (r == 0)
-        printf("cancel parallel, the last member through 12 nowait loops: %d loops, %d "
-               "iterations\n",
-               loops, iters);
+        printf(
+            "cancel parallel, the last member through 12 nowait loops: %d loops, %d "
+            "iterations\n",
+            loops, iters);
       CHECK_EQ(loops, 12);
       CHECK_EQ(iters, 1200);
     }

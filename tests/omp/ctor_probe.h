@@ -17,14 +17,15 @@ static void ctor_probe(const char *who, int nthreads) {
   omp_get_schedule((omp_sched_t *)&kind, &chunk);
   char fmt[128];
   omp_get_affinity_format(fmt, sizeof fmt);
-  printf("%s: procs %d max %d dynamic %d nested %d levels %d limit %d priority %d cancel %d "
-         "bind %d teams %d teams_limit %d schedule %d,%d format '%s' in_parallel %d level %d "
-         "thread %d/%d\n",
-         who, omp_get_num_procs(), omp_get_max_threads(), omp_get_dynamic(), omp_get_nested(),
-         omp_get_max_active_levels(), omp_get_thread_limit(), omp_get_max_task_priority(),
-         omp_get_cancellation(), (int)omp_get_proc_bind(), omp_get_max_teams(),
-         omp_get_teams_thread_limit(), kind, chunk, fmt, omp_in_parallel(), omp_get_level(),
-         omp_get_thread_num(), omp_get_num_threads());
+  printf(
+      "%s: procs %d max %d dynamic %d nested %d levels %d limit %d priority %d cancel %d "
+      "bind %d teams %d teams_limit %d schedule %d,%d format '%s' in_parallel %d level %d "
+      "thread %d/%d\n",
+      who, omp_get_num_procs(), omp_get_max_threads(), omp_get_dynamic(), omp_get_nested(),
+      omp_get_max_active_levels(), omp_get_thread_limit(), omp_get_max_task_priority(),
+      omp_get_cancellation(), (int)omp_get_proc_bind(), omp_get_max_teams(),
+      omp_get_teams_thread_limit(), kind, chunk, fmt, omp_in_parallel(), omp_get_level(),
+      omp_get_thread_num(), omp_get_num_threads());
   fflush(stdout);
   omp_set_num_threads(nthreads);
   int members = 0, tasks = 0, crit = 0, locked = 0;

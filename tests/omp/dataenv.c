@@ -14,26 +14,25 @@ struct big {
   char name[24];
 };
 
-#define LASTPRIV(SCHED)                                                     \
-  do {                                                                      \
-    int last = -1, lasti = -1;                                              \
-    long lastsq = -1;                                                       \
-    _Pragma("omp parallel") {                                               \
-      PRAGMA(omp for SCHED lastprivate(last, lastsq))                       \
-      for (int i = 0; i < 1000; i++) {                                      \
-        last = i;                                                           \
-        lastsq = (long)i * i;                                               \
-      }                                                                     \
-    }                                                                       \
-    int i;                                                                  \
-    PRAGMA(omp parallel for SCHED lastprivate(i))                           \
-    for (i = 3; i < 700; i += 7) lasti = 0;                                 \
-    printf("lastprivate %-22s %d %ld, loop variable after %d\n", #SCHED,    \
-           last, lastsq, i);                                                \
-    CHECK_EQ(last, 999);                                                    \
-    CHECK_EQ(lastsq, 999L * 999);                                           \
-    CHECK_EQ(i, 703);                                                       \
-    (void)lasti;                                                            \
+#define LASTPRIV(SCHED)                                                                    \
+  do {                                                                                     \
+    int last = -1, lasti = -1;                                                             \
+    long lastsq = -1;                                                                      \
+    _Pragma("omp parallel") {                                                              \
+      PRAGMA(omp for SCHED lastprivate(last, lastsq))                                      \
+      for (int i = 0; i < 1000; i++) {                                                     \
+        last = i;                                                                          \
+        lastsq = (long)i * i;                                                              \
+      }                                                                                    \
+    }                                                                                      \
+    int i;                                                                                 \
+    PRAGMA(omp parallel for SCHED lastprivate(i))                                          \
+    for (i = 3; i < 700; i += 7) lasti = 0;                                                \
+    printf("lastprivate %-22s %d %ld, loop variable after %d\n", #SCHED, last, lastsq, i); \
+    CHECK_EQ(last, 999);                                                                   \
+    CHECK_EQ(lastsq, 999L * 999);                                                          \
+    CHECK_EQ(i, 703);                                                                      \
+    (void)lasti;                                                                           \
   } while (0)
 #define PRAGMA(x) _Pragma(#x)
 
@@ -168,8 +167,8 @@ int main(void) {
         }
         char want[24];
         snprintf(want, sizeof want, "round %d", r);
-        if (x != r * 3 || d != r * 0.5 || b.a[15] != r + 15 || b.d != -r ||
-            strcmp(b.name, want) || arr[4] != 4 * r)
+        if (x != r * 3 || d != r * 0.5 || b.a[15] != r + 15 || b.d != -r || strcmp(b.name, want) ||
+            arr[4] != 4 * r)
           AINC(&bad);
       }
     }

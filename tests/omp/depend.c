@@ -190,12 +190,12 @@ int main(void) {
 #pragma omp parallel
 #pragma omp single
     for (int r = 0; r < 200; r++) {
-#pragma omp task depend(out : a[0:8]) shared(a)
+#pragma omp task depend(out : a [0:8]) shared(a)
       {
         busy(100);
         for (int k = 0; k < 8; k++) a[k] = r + k;
       }
-#pragma omp task depend(in : a[0:8]) shared(a, sum, bad)
+#pragma omp task depend(in : a [0:8]) shared(a, sum, bad)
       {
         long s = 0;
         for (int k = 0; k < 8; k++) s += a[k];
@@ -220,7 +220,7 @@ int main(void) {
         busy(2000);
         x = r + 1;
       }
-#pragma omp task if(0) depend(in : x) shared(x, bad)
+#pragma omp task if (0) depend(in : x) shared(x, bad)
       {
         if (x != r + 1) bad++;
       }

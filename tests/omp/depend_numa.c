@@ -43,11 +43,11 @@ static int (*numa_num_nodes)(void);
 #include <ito/ito.h>
 static int (*profile_get)(const char *, struct ito_profile *);
 
-#define FAIL(...)                                                   \
-  do {                                                              \
-    fprintf(stderr, "depend_numa: " __VA_ARGS__);                   \
-    fputc('\n', stderr);                                            \
-    exit(1);                                                        \
+#define FAIL(...)                                 \
+  do {                                            \
+    fprintf(stderr, "depend_numa: " __VA_ARGS__); \
+    fputc('\n', stderr);                          \
+    exit(1);                                      \
   } while (0)
 
 static int ran[2][PER_NODE], ran_on[2][PER_NODE];
@@ -141,11 +141,14 @@ int main(void) {
       if (mixed_ran[i] != 1) FAIL("mixed task %d ran %d times", i, mixed_ran[i]);
       mw += mixed_on[i] == i % 2;
     }
-    printf("depend_numa: %d of %d mixed tasks (in on one node, inout on the other) ran on the "
-           "inout's node\n", mw, MIXED);
+    printf(
+        "depend_numa: %d of %d mixed tasks (in on one node, inout on the other) ran on the "
+        "inout's node\n",
+        mw, MIXED);
     printf("depend_numa: parent on node %d, its child without data on node %d\n", parent_on,
            child_on);
-    if (child_on != parent_on) FAIL("the child ran on node %d, its parent on %d", child_on, parent_on);
+    if (child_on != parent_on)
+      FAIL("the child ran on node %d, its parent on %d", child_on, parent_on);
     local_all += local + mw + (parent_on == 1);
     with_data += total + MIXED + 1;
     ok = local * 4 >= total * 3 && mw * 4 >= MIXED * 3;

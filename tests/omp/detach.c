@@ -9,7 +9,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
-static int step;         /* the order of events, under the atomic helpers */
+static int step; /* the order of events, under the atomic helpers */
 static int order[8];
 
 static void mark(int what) { order[AINC(&step)] = what; }

@@ -8,11 +8,10 @@
  * the sequential ones, and the counts of cells found not done must be 0.
  * Schedules static, static with chunks, dynamic, guided and runtime;
  * 1-D, 2-D and ordered(3) collapse(2); ascending and descending loops with
- * strides other than 1; unsigned long long loops (ascending: see ull_loops); sinks several iterations
- * back and diagonal ones; more members than workers (num_threads(5) under
- * 1 or 2 workers); loops back to back with nowait (more than the ring of
- * work shares); orphaned loops; lastprivate(conditional:) (the generic
- * GOMP_loop_doacross_start with shared scratch memory). */
+ * strides other than 1; unsigned long long loops (ascending: see ull_loops); sinks several
+ * iterations back and diagonal ones; more members than workers (num_threads(5) under 1 or 2
+ * workers); loops back to back with nowait (more than the ring of work shares); orphaned loops;
+ * lastprivate(conditional:) (the generic GOMP_loop_doacross_start with shared scratch memory). */
 #include "omptest.h"
 
 #define PRAGMA(x) _Pragma(#x)
@@ -54,22 +53,22 @@ static long at1(long i, int *bad) {
   return v1[i];
 }
 
-#define ONE_D(CLAUSES)                                                             \
-  do {                                                                             \
-    int bad = 0;                                                                   \
-    reset1();                                                                      \
-    PRAGMA(omp parallel for ordered(1) CLAUSES)                                    \
-    for (long i = 0; i < N1; i++) {                                                \
-      PRAGMA(omp ordered depend(sink : i - 1) depend(sink : i - 3))                \
-      v1[i] = mix(at1(i - 1, &bad), at1(i - 3, &bad), i);                          \
-      spin(i);                                                                     \
-      ASTORE(&d1[i], 1);                                                           \
-      PRAGMA(omp ordered depend(source))                                           \
-    }                                                                              \
-    long s = sum1();                                                               \
-    printf("1-D %-28s checksum %ld, %d not done\n", #CLAUSES, s, bad);             \
-    CHECK_EQ(s, want1);                                                            \
-    CHECK_EQ(bad, 0);                                                              \
+#define ONE_D(CLAUSES)                                                 \
+  do {                                                                 \
+    int bad = 0;                                                       \
+    reset1();                                                          \
+    PRAGMA(omp parallel for ordered(1) CLAUSES)                        \
+    for (long i = 0; i < N1; i++) {                                    \
+      PRAGMA(omp ordered depend(sink : i - 1) depend(sink : i - 3))    \
+      v1[i] = mix(at1(i - 1, &bad), at1(i - 3, &bad), i);              \
+      spin(i);                                                         \
+      ASTORE(&d1[i], 1);                                               \
+      PRAGMA(omp ordered depend(source))                               \
+    }                                                                  \
+    long s = sum1();                                                   \
+    printf("1-D %-28s checksum %ld, %d not done\n", #CLAUSES, s, bad); \
+    CHECK_EQ(s, want1);                                                \
+    CHECK_EQ(bad, 0);                                                  \
   } while (0)
 
 /* ---- 2-D wavefront: g[i][j] = mix(g[i-1][j], g[i][j-1]) ------------------------------ */
@@ -97,43 +96,43 @@ static long at2(int i, int j, int *bad) {
 }
 
 /* sinks (i - 1, j) and (i, j - 1) */
-#define TWO_D(CLAUSES)                                                             \
-  do {                                                                             \
-    int bad = 0;                                                                   \
-    reset2();                                                                      \
-    PRAGMA(omp parallel for ordered(2) CLAUSES)                                    \
-    for (int i = 0; i < NI; i++)                                                   \
-      for (int j = 0; j < NJ; j++) {                                               \
-        PRAGMA(omp ordered depend(sink : i - 1, j) depend(sink : i, j - 1))        \
-        g[i][j] = mix(at2(i - 1, j, &bad), at2(i, j - 1, &bad), i * NJ + j);       \
-        spin(j);                                                                   \
-        ASTORE(&gd[i][j], 1);                                                      \
-        PRAGMA(omp ordered depend(source))                                         \
-      }                                                                            \
-    long s = sum2();                                                               \
-    printf("2-D %-28s checksum %ld, %d not done\n", #CLAUSES, s, bad);             \
-    CHECK_EQ(s, want2);                                                            \
-    CHECK_EQ(bad, 0);                                                              \
+#define TWO_D(CLAUSES)                                                       \
+  do {                                                                       \
+    int bad = 0;                                                             \
+    reset2();                                                                \
+    PRAGMA(omp parallel for ordered(2) CLAUSES)                              \
+    for (int i = 0; i < NI; i++)                                             \
+      for (int j = 0; j < NJ; j++) {                                         \
+        PRAGMA(omp ordered depend(sink : i - 1, j) depend(sink : i, j - 1))  \
+        g[i][j] = mix(at2(i - 1, j, &bad), at2(i, j - 1, &bad), i * NJ + j); \
+        spin(j);                                                             \
+        ASTORE(&gd[i][j], 1);                                                \
+        PRAGMA(omp ordered depend(source))                                   \
+      }                                                                      \
+    long s = sum2();                                                         \
+    printf("2-D %-28s checksum %ld, %d not done\n", #CLAUSES, s, bad);       \
+    CHECK_EQ(s, want2);                                                      \
+    CHECK_EQ(bad, 0);                                                        \
   } while (0)
 
 /* a diagonal sink: (i - 1, j + 1), which implies (i - 1, j) */
-#define TWO_D_DIAG(CLAUSES)                                                        \
-  do {                                                                             \
-    int bad = 0;                                                                   \
-    reset2();                                                                      \
-    PRAGMA(omp parallel for ordered(2) CLAUSES)                                    \
-    for (int i = 0; i < NI; i++)                                                   \
-      for (int j = 0; j < NJ; j++) {                                               \
-        PRAGMA(omp ordered depend(sink : i - 1, j + 1))                            \
-        long d = j + 1 < NJ ? at2(i - 1, j + 1, &bad) : 5;                         \
-        g[i][j] = mix(mix(at2(i - 1, j, &bad), d, j), at2(i, j - 1, &bad), i);     \
-        ASTORE(&gd[i][j], 1);                                                      \
-        PRAGMA(omp ordered depend(source))                                         \
-      }                                                                            \
-    long s = sum2();                                                               \
-    printf("2-D diagonal %-19s checksum %ld, %d not done\n", #CLAUSES, s, bad);    \
-    CHECK_EQ(s, want2d);                                                           \
-    CHECK_EQ(bad, 0);                                                              \
+#define TWO_D_DIAG(CLAUSES)                                                     \
+  do {                                                                          \
+    int bad = 0;                                                                \
+    reset2();                                                                   \
+    PRAGMA(omp parallel for ordered(2) CLAUSES)                                 \
+    for (int i = 0; i < NI; i++)                                                \
+      for (int j = 0; j < NJ; j++) {                                            \
+        PRAGMA(omp ordered depend(sink : i - 1, j + 1))                         \
+        long d = j + 1 < NJ ? at2(i - 1, j + 1, &bad) : 5;                      \
+        g[i][j] = mix(mix(at2(i - 1, j, &bad), d, j), at2(i, j - 1, &bad), i);  \
+        ASTORE(&gd[i][j], 1);                                                   \
+        PRAGMA(omp ordered depend(source))                                      \
+      }                                                                         \
+    long s = sum2();                                                            \
+    printf("2-D diagonal %-19s checksum %ld, %d not done\n", #CLAUSES, s, bad); \
+    CHECK_EQ(s, want2d);                                                        \
+    CHECK_EQ(bad, 0);                                                           \
   } while (0)
 
 static void seq(void) {
@@ -288,8 +287,11 @@ static void collapsed(void) {
   for (int i = 0; i < NI / C3; i++)
     for (int k = 0; k < C3; k++)
       for (int j = 0; j < NJ; j++) {
-#pragma omp ordered depend(sink : i, k - 1, j) depend(sink : i - 1, k + 5, j) /* k + C3 - 1 */ \
-    depend(sink : i, k, j - 1)
+#pragma omp ordered depend(sink                                                      \
+                           : i, k - 1, j) depend(sink                                \
+                                                 : i - 1, k + 5, j) /* k + C3 - 1 */ \
+    depend(sink                                                                      \
+           : i, k, j - 1)
         int r = i * C3 + k;
         g[r][j] = mix(at2(r - 1, j, &bad), at2(r, j - 1, &bad), r * NJ + j);
         ASTORE(&gd[r][j], 1);
@@ -338,7 +340,7 @@ static void many(void) {
   }
   long s = 0, w = 0;
   for (int r = 0; r < 12; r++) s = mix(s, sums[r], r);
-  for (int r = 0; r < 12; r++) { /* sequentially */
+  for (int r = 0; r < 12; r++) {  /* sequentially */
     long h[3] = {7, 7, 7}, t = 0; /* v[i - 3], v[i - 2], v[i - 1] */
     for (long i = 0; i < N1 / 4; i++) {
       long x = mix(h[2], h[0], i + r);

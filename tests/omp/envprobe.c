@@ -11,8 +11,7 @@ int main(void) {
 #pragma omp for schedule(runtime)
     for (int i = 0; i < 100; i++) sum += i;
 #pragma omp parallel num_threads(2)
-    {
-    }
+    {}
   }
   printf("probe ran: %ld (max_threads %d)\n", sum, omp_get_max_threads());
   return sum == 4950 ? 0 : 1;

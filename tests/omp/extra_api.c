@@ -13,11 +13,16 @@
 
 static const char *kind_name(omp_sched_t k) {
   switch ((int)k & ~(int)omp_sched_monotonic) {
-    case omp_sched_static: return "static";
-    case omp_sched_dynamic: return "dynamic";
-    case omp_sched_guided: return "guided";
-    case omp_sched_auto: return "auto";
-    default: return "other";
+    case omp_sched_static:
+      return "static";
+    case omp_sched_dynamic:
+      return "dynamic";
+    case omp_sched_guided:
+      return "guided";
+    case omp_sched_auto:
+      return "auto";
+    default:
+      return "other";
   }
 }
 
@@ -58,8 +63,9 @@ int main(void) {
     }
     int bad = 0;
     for (int i = 0; i < 60; i++) bad += owner[i] != (i / 3) % nthr;
-    printf("schedule(runtime) after omp_set_schedule(static, 3): %d iterations in the wrong thread\n",
-           bad);
+    printf(
+        "schedule(runtime) after omp_set_schedule(static, 3): %d iterations in the wrong thread\n",
+        bad);
     CHECK_EQ(bad, 0);
   }
   omp_set_schedule(omp_sched_auto, 0);

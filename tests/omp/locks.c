@@ -78,8 +78,10 @@ int main(void) {
       }
 #pragma omp barrier
       if (t != 0) {
-        if (omp_test_lock(&l)) AINC(&held_ok);
-        else AINC(&held_fail);
+        if (omp_test_lock(&l))
+          AINC(&held_ok);
+        else
+          AINC(&held_fail);
         if (omp_test_nest_lock(&nl)) AINC(&nest_other);
       }
 #pragma omp barrier

@@ -58,8 +58,10 @@ static void verify(const char *sched, const char *shape, long n, int nthr, int c
     for (long k = 0; k < n; k++) {
       int t = owner[k];
       if (t < 0 || t >= MAXT) continue;
-      if (first[t] < 0) first[t] = k;
-      else if (last[t] != k - 1) CHECK(!"static: a thread got two blocks");
+      if (first[t] < 0)
+        first[t] = k;
+      else if (last[t] != k - 1)
+        CHECK(!"static: a thread got two blocks");
       last[t] = k;
       size[t]++;
     }
@@ -76,74 +78,74 @@ static void verify(const char *sched, const char *shape, long n, int nthr, int c
   printf("%-32s %-18s %ld iterations: ok\n", sched, shape, n);
 }
 
-#define SHAPES(NAME, SCHED, CHUNK)                                                        \
-  static void NAME(void) {                                                               \
-    const char *s = #SCHED;                                                              \
-    int nthr = 0;                                                                        \
-    reset();                                                                             \
-    _Pragma("omp parallel shared(nthr)") {                                               \
-      _Pragma("omp single") nthr = omp_get_num_threads();                                \
-      PRAGMA(omp for SCHED)                                                              \
-      for (int i = 0; i < N; i++) hit(i, N);                                             \
-    }                                                                                    \
-    verify(s, "int up", N, nthr, CHUNK);                                                 \
-    reset();                                                                             \
-    PRAGMA(omp parallel for SCHED)                                                       \
-    for (int i = 0; i < N; i++) hit(i, N);                                               \
-    verify(s, "parallel for", N, nthr, CHUNK);                                           \
-    reset();                                                                             \
-    _Pragma("omp parallel") {                                                            \
-      PRAGMA(omp for SCHED)                                                              \
-      for (int i = 2 * N; i > -N / 2; i -= 3) hit((2 * N - i) / 3, 1667);                 \
-    }                                                                                    \
-    verify(s, "int down -3", 1667, nthr, CHUNK);                                          \
-    reset();                                                                             \
-    _Pragma("omp parallel") {                                                            \
-      PRAGMA(omp for SCHED)                                                              \
-      for (long i = -5000000000L; i < -5000000000L + 5L * 1500; i += 5)                  \
-        hit((i + 5000000000L) / 5, 1500);                                                \
-    }                                                                                    \
-    verify(s, "long step 5", 1500, nthr, CHUNK);                                         \
-    reset();                                                                             \
-    _Pragma("omp parallel") {                                                            \
-      const unsigned long long base = (1ULL << 63) - 7ULL * 600;                         \
-      PRAGMA(omp for SCHED)                                                              \
-      for (unsigned long long u = base; u < base + 7ULL * 1234; u += 7)                  \
-        hit((long)((u - base) / 7), 1234);                                               \
-    }                                                                                    \
-    verify(s, "ull up across 2^63", 1234, nthr, CHUNK);                                  \
-    reset();                                                                             \
-    PRAGMA(omp parallel for SCHED)                                                       \
+#define SHAPES(NAME, SCHED, CHUNK)                                                            \
+  static void NAME(void) {                                                                    \
+    const char *s = #SCHED;                                                                   \
+    int nthr = 0;                                                                             \
+    reset();                                                                                  \
+    _Pragma("omp parallel shared(nthr)") {                                                    \
+      _Pragma("omp single") nthr = omp_get_num_threads();                                     \
+      PRAGMA(omp for SCHED)                                                                   \
+      for (int i = 0; i < N; i++) hit(i, N);                                                  \
+    }                                                                                         \
+    verify(s, "int up", N, nthr, CHUNK);                                                      \
+    reset();                                                                                  \
+    PRAGMA(omp parallel for SCHED)                                                            \
+    for (int i = 0; i < N; i++) hit(i, N);                                                    \
+    verify(s, "parallel for", N, nthr, CHUNK);                                                \
+    reset();                                                                                  \
+    _Pragma("omp parallel") {                                                                 \
+      PRAGMA(omp for SCHED)                                                                   \
+      for (int i = 2 * N; i > -N / 2; i -= 3) hit((2 * N - i) / 3, 1667);                     \
+    }                                                                                         \
+    verify(s, "int down -3", 1667, nthr, CHUNK);                                              \
+    reset();                                                                                  \
+    _Pragma("omp parallel") {                                                                 \
+      PRAGMA(omp for SCHED)                                                                   \
+      for (long i = -5000000000L; i < -5000000000L + 5L * 1500; i += 5)                       \
+        hit((i + 5000000000L) / 5, 1500);                                                     \
+    }                                                                                         \
+    verify(s, "long step 5", 1500, nthr, CHUNK);                                              \
+    reset();                                                                                  \
+    _Pragma("omp parallel") {                                                                 \
+      const unsigned long long base = (1ULL << 63) - 7ULL * 600;                              \
+      PRAGMA(omp for SCHED)                                                                   \
+      for (unsigned long long u = base; u < base + 7ULL * 1234; u += 7)                       \
+        hit((long)((u - base) / 7), 1234);                                                    \
+    }                                                                                         \
+    verify(s, "ull up across 2^63", 1234, nthr, CHUNK);                                       \
+    reset();                                                                                  \
+    PRAGMA(omp parallel for SCHED)                                                            \
     for (unsigned long long u = (1ULL << 40) + 3; u > (1ULL << 40) + 3 - 4ULL * 1777; u -= 4) \
-      hit((long)(((1ULL << 40) + 3 - u) / 4), 1777);                                     \
-    verify(s, "ull down", 1777, nthr, CHUNK);                                            \
-    reset();                                                                             \
-    _Pragma("omp parallel") {                                                            \
-      PRAGMA(omp for SCHED)                                                              \
-      for (long i = 1000; i > -3000; i += runtime_step) hit((1000 - i) / 7, 572);        \
-    }                                                                                    \
-    verify(s, "runtime step -7", 572, nthr, CHUNK);                                      \
-    reset();                                                                             \
-    _Pragma("omp parallel") {                                                            \
-      PRAGMA(omp for SCHED collapse(2))                                                  \
-      for (int i = 0; i < 37; i++)                                                       \
-        for (int j = -5; j < 22; j++) hit(i * 27 + (j + 5), 999);                        \
-    }                                                                                    \
-    verify(s, "collapse(2)", 999, nthr, CHUNK);                                          \
-    reset();                                                                             \
-    _Pragma("omp parallel") {                                                            \
-      PRAGMA(omp for SCHED)                                                              \
-      for (int i = 0; i < runtime_zero; i++) hit(i, 0);                                  \
-      PRAGMA(omp for SCHED)                                                              \
-      for (unsigned long long u = 10; u < 10ULL + runtime_zero; u++) hit(0, 0);          \
-    }                                                                                    \
-    verify(s, "zero trip", 0, nthr, CHUNK);                                              \
-    reset();                                                                             \
-    _Pragma("omp parallel") {                                                            \
-      PRAGMA(omp for SCHED)                                                              \
-      for (int i = 0; i < runtime_three; i++) hit(i, 3);                                 \
-    }                                                                                    \
-    verify(s, "3 iterations", 3, nthr, CHUNK);                                           \
+      hit((long)(((1ULL << 40) + 3 - u) / 4), 1777);                                          \
+    verify(s, "ull down", 1777, nthr, CHUNK);                                                 \
+    reset();                                                                                  \
+    _Pragma("omp parallel") {                                                                 \
+      PRAGMA(omp for SCHED)                                                                   \
+      for (long i = 1000; i > -3000; i += runtime_step) hit((1000 - i) / 7, 572);             \
+    }                                                                                         \
+    verify(s, "runtime step -7", 572, nthr, CHUNK);                                           \
+    reset();                                                                                  \
+    _Pragma("omp parallel") {                                                                 \
+      PRAGMA(omp for SCHED collapse(2))                                                       \
+      for (int i = 0; i < 37; i++)                                                            \
+        for (int j = -5; j < 22; j++) hit(i * 27 + (j + 5), 999);                             \
+    }                                                                                         \
+    verify(s, "collapse(2)", 999, nthr, CHUNK);                                               \
+    reset();                                                                                  \
+    _Pragma("omp parallel") {                                                                 \
+      PRAGMA(omp for SCHED)                                                                   \
+      for (int i = 0; i < runtime_zero; i++) hit(i, 0);                                       \
+      PRAGMA(omp for SCHED)                                                                   \
+      for (unsigned long long u = 10; u < 10ULL + runtime_zero; u++) hit(0, 0);               \
+    }                                                                                         \
+    verify(s, "zero trip", 0, nthr, CHUNK);                                                   \
+    reset();                                                                                  \
+    _Pragma("omp parallel") {                                                                 \
+      PRAGMA(omp for SCHED)                                                                   \
+      for (int i = 0; i < runtime_three; i++) hit(i, 3);                                      \
+    }                                                                                         \
+    verify(s, "3 iterations", 3, nthr, CHUNK);                                                \
   }
 
 SHAPES(s_static, schedule(static), 0)
@@ -243,7 +245,7 @@ int main(void) {
   {
     reset();
     int zero = 0;
-#pragma omp parallel if(zero)
+#pragma omp parallel if (zero)
     {
 #pragma omp for schedule(dynamic, 5)
       for (int i = 0; i < 100; i++) hit(i, 100);

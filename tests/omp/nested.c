@@ -26,7 +26,7 @@ static void level(int d, int act, const int *anc, const int *sz) {
   int active = ifc[d] && req[d] > 1 && act < mal;
   int want = active ? req[d] : 1;
   int seen[MAXT] = {0};
-#pragma omp parallel num_threads(req[d]) if(ifc[d]) shared(seen)
+#pragma omp parallel num_threads(req[d]) if (ifc[d]) shared(seen)
   {
     int t = omp_get_thread_num(), n = omp_get_num_threads();
     int myact = act + active;
@@ -117,11 +117,12 @@ int main(void) {
         }
       }
     }
-    printf("environment: outer team %d (active level %d), max_threads at level 1 %d, "
-           "level-2 teams %d..%d (active level %d), max_threads at level 2 %d, "
-           "level-3 teams %d..%d (active level %d), %ld innermost members\n",
-           outer, outer_act, max2, inner_min, inner_max, inner_act, max3, third_min, third_max,
-           third_act, members);
+    printf(
+        "environment: outer team %d (active level %d), max_threads at level 1 %d, "
+        "level-2 teams %d..%d (active level %d), max_threads at level 2 %d, "
+        "level-3 teams %d..%d (active level %d), %ld innermost members\n",
+        outer, outer_act, max2, inner_min, inner_max, inner_act, max3, third_min, third_max,
+        third_act, members);
     CHECK_EQ(inner_min, inner_max);
     CHECK_EQ(third_min, third_max);
     CHECK_EQ(members, (long)outer * inner_max * third_max);

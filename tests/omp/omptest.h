@@ -17,8 +17,8 @@
 
 static int omptest_failures;
 
-__attribute__((unused)) static void omptest_fail(const char *file, int line, const char *what, long long a,
-                         long long b, int have_values) {
+__attribute__((unused)) static void omptest_fail(const char *file, int line, const char *what,
+                                                 long long a, long long b, int have_values) {
   int n = __atomic_fetch_add(&omptest_failures, 1, __ATOMIC_RELAXED);
   if (n < 20) {
     if (have_values)
@@ -29,15 +29,15 @@ __attribute__((unused)) static void omptest_fail(const char *file, int line, con
   }
 }
 
-#define CHECK(expr)                                                          \
-  do {                                                                       \
-    if (!(expr)) omptest_fail(__FILE__, __LINE__, #expr, 0, 0, 0);           \
+#define CHECK(expr)                                                \
+  do {                                                             \
+    if (!(expr)) omptest_fail(__FILE__, __LINE__, #expr, 0, 0, 0); \
   } while (0)
 
-#define CHECK_EQ(a, b)                                                       \
-  do {                                                                       \
-    long long omptest_a_ = (long long)(a), omptest_b_ = (long long)(b);      \
-    if (omptest_a_ != omptest_b_)                                            \
+#define CHECK_EQ(a, b)                                                           \
+  do {                                                                           \
+    long long omptest_a_ = (long long)(a), omptest_b_ = (long long)(b);          \
+    if (omptest_a_ != omptest_b_)                                                \
       omptest_fail(__FILE__, __LINE__, #a " == " #b, omptest_a_, omptest_b_, 1); \
   } while (0)
 

@@ -11,36 +11,36 @@
 #define PRAGMA(x) _Pragma(#x)
 
 /* Prints iterations in order (the output is the check). */
-#define PRINTED(SCHED, FROM, CMP, TO, STEP)                                          \
-  do {                                                                         \
-    printf("ordered %s from %d to %d step %d:", #SCHED, FROM, TO, STEP);       \
-    PRAGMA(omp parallel for ordered SCHED)                                     \
-    for (int i = FROM; i CMP TO; i += STEP) {              \
-      _Pragma("omp ordered") printf(" %d", i);                                 \
-    }                                                                          \
-    printf("\n");                                                              \
+#define PRINTED(SCHED, FROM, CMP, TO, STEP)                              \
+  do {                                                                   \
+    printf("ordered %s from %d to %d step %d:", #SCHED, FROM, TO, STEP); \
+    PRAGMA(omp parallel for ordered SCHED)                               \
+    for (int i = FROM; i CMP TO; i += STEP) {                            \
+      _Pragma("omp ordered") printf(" %d", i);                           \
+    }                                                                    \
+    printf("\n");                                                        \
   } while (0)
 
 #define BIG 20000
 static int seq[BIG];
 
 /* Records the order of BIG ordered regions, with unordered work before. */
-#define RECORDED(SCHED)                                                        \
-  do {                                                                         \
-    int next = 0, bad = 0;                                                     \
-    long outside = 0;                                                          \
-    _Pragma("omp parallel") {                                                  \
-      PRAGMA(omp for ordered SCHED reduction(+ : outside))                     \
-      for (int i = 0; i < BIG; i++) {                                          \
-        outside += i % 7;                                                      \
-        _Pragma("omp ordered") seq[next++] = i;                                \
-      }                                                                        \
-    }                                                                          \
-    for (int i = 0; i < BIG; i++) bad += seq[i] != i;                          \
-    printf("ordered %-22s %d regions, %d out of order, unordered sum %ld\n",   \
-           #SCHED, next, bad, outside);                                        \
-    CHECK_EQ(next, BIG);                                                       \
-    CHECK_EQ(bad, 0);                                                          \
+#define RECORDED(SCHED)                                                                         \
+  do {                                                                                          \
+    int next = 0, bad = 0;                                                                      \
+    long outside = 0;                                                                           \
+    _Pragma("omp parallel") {                                                                   \
+      PRAGMA(omp for ordered SCHED reduction(+ : outside))                                      \
+      for (int i = 0; i < BIG; i++) {                                                           \
+        outside += i % 7;                                                                       \
+        _Pragma("omp ordered") seq[next++] = i;                                                 \
+      }                                                                                         \
+    }                                                                                           \
+    for (int i = 0; i < BIG; i++) bad += seq[i] != i;                                           \
+    printf("ordered %-22s %d regions, %d out of order, unordered sum %ld\n", #SCHED, next, bad, \
+           outside);                                                                            \
+    CHECK_EQ(next, BIG);                                                                        \
+    CHECK_EQ(bad, 0);                                                                           \
   } while (0)
 
 int main(void) {

@@ -103,9 +103,8 @@ int main(void) {
   pthread_join(th, NULL);
   check(&m);
   omp_destroy_lock(&lock);
-  printf("main thread: %d rounds, sum %ld, OS thread changed %d times\n", ROUNDS, m.sum,
-         m.changes);
-  printf("other thread: %d rounds, sum %ld, OS thread changed %d times\n", ROUNDS,
-         thread_who.sum, thread_who.changes);
+  printf("main thread: %d rounds, sum %ld, OS thread changed %d times\n", ROUNDS, m.sum, m.changes);
+  printf("other thread: %d rounds, sum %ld, OS thread changed %d times\n", ROUNDS, thread_who.sum,
+         thread_who.changes);
   return 0;
 }

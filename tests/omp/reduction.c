@@ -11,58 +11,59 @@
 static long tri(long n) { return n * (n - 1) / 2; }
 
 /* One loop with every operator over i in [0, N). */
-#define ALL_OPS_LOOP(SCHED)                                                              \
-  do {                                                                                   \
-    int isum = 0, iprod = 1, imin = 1 << 30, imax = -(1 << 30), iand = 1, ior = 0;       \
-    int ixor = 0, ibitand = -1, ibitor = 0, inone = 1;                                   \
-    long lsum = 0, lprod = 1, lmin = 1L << 60, lmax = -(1L << 60), lxor = 0;             \
-    double dsum = 0, dprod = 1, dmin = 1e300, dmax = -1e300;                             \
+#define ALL_OPS_LOOP(SCHED)                                                                        \
+  do {                                                                                             \
+    int isum = 0, iprod = 1, imin = 1 << 30, imax = -(1 << 30), iand = 1, ior = 0;                 \
+    int ixor = 0, ibitand = -1, ibitor = 0, inone = 1;                                             \
+    long lsum = 0, lprod = 1, lmin = 1L << 60, lmax = -(1L << 60), lxor = 0;                       \
+    double dsum = 0, dprod = 1, dmin = 1e300, dmax = -1e300;                                       \
     PRAGMA(omp parallel for SCHED reduction(+ : isum, lsum, dsum)                       \
            reduction(* : iprod, lprod, dprod) reduction(min : imin, lmin, dmin)          \
            reduction(max : imax, lmax, dmax) reduction(&& : iand, inone) reduction(|| : ior)\
-           reduction(^ : ixor, lxor) reduction(& : ibitand) reduction(| : ibitor))       \
-    for (int i = 0; i < N; i++) {                                                        \
-      isum += i;                                                                         \
-      lsum += (long)i * i * i;                                                           \
-      dsum += (double)i * 0.5;                                                           \
-      if (i % 500 == 7) iprod *= 2;                                                      \
-      if (i % 300 == 1) lprod *= 3;                                                      \
-      if (i % 1000 == 3) dprod *= (i % 2000 == 3) ? 4.0 : 0.5;                           \
-      if (i - 5000 < imin) imin = i - 5000;                                              \
-      if ((long)i * 1000003 % 99991 > lmax) lmax = (long)i * 1000003 % 99991;            \
-      if ((long)i * 7919 % 10007 < lmin) lmin = (long)i * 7919 % 10007;                  \
-      if (i * 3 > imax) imax = i * 3;                                                    \
-      if ((double)i / 4 - 17.25 < dmin) dmin = (double)i / 4 - 17.25;                    \
-      if ((double)(i % 777) * 1.5 > dmax) dmax = (double)(i % 777) * 1.5;                \
-      iand = iand && (i != 9999 || 1);                                                   \
-      inone = inone && (i != 4321);                                                      \
-      ior = ior || (i == 6543);                                                          \
-      ixor ^= i * 2654435761u;                                                           \
-      lxor ^= (long)i << (i % 40);                                                       \
-      ibitand &= ~(1 << (i % 29)) | (i < 9000 ? -1 : 0);                                 \
-      ibitor |= (i % 1000 == 0) ? (1 << (i / 1000)) : 0;                                 \
-    }                                                                                    \
-    printf("%-28s isum %d lsum %ld dsum %.1f iprod %d lprod %ld dprod %g imin %d lmin %ld " \
-           "dmin %.2f imax %d lmax %ld dmax %.1f and %d or %d ixor %d lxor %ld bitand %d bitor %d\n", \
-           #SCHED, isum, lsum, dsum, iprod, lprod, dprod, imin, lmin, dmin, imax, lmax, dmax, \
-           iand, ior, ixor, lxor, ibitand, ibitor);                                      \
-    CHECK_EQ(isum, tri(N));                                                              \
-    CHECK_EQ(dsum, tri(N) * 0.5);                                                        \
-    CHECK_EQ(imin, -5000);                                                               \
-    CHECK_EQ(imax, 3 * (N - 1));                                                         \
-    CHECK_EQ(iprod, 1 << 20);                                                            \
-    CHECK(dmin == -17.25 && dmax == 776 * 1.5);                                          \
-    CHECK(iand == 1 && ior == 1);                                                        \
-    CHECK_EQ(lmin, 0);                                                                   \
-    CHECK_EQ(ibitor, (1 << 10) - 1);                                                     \
-    CHECK_EQ(lsum, lsum_ref);                                                            \
-    CHECK_EQ(lprod, lprod_ref);                                                          \
-    CHECK(dprod == dprod_ref);                                                           \
-    CHECK_EQ(lmax, lmax_ref);                                                            \
-    CHECK_EQ(ixor, ixor_ref);                                                            \
-    CHECK_EQ(lxor, lxor_ref);                                                            \
-    CHECK_EQ(ibitand, ibitand_ref);                                                      \
-    CHECK_EQ(inone, 0);                                                                  \
+           reduction(^ : ixor, lxor) reduction(& : ibitand) reduction(| : ibitor))                 \
+    for (int i = 0; i < N; i++) {                                                                  \
+      isum += i;                                                                                   \
+      lsum += (long)i * i * i;                                                                     \
+      dsum += (double)i * 0.5;                                                                     \
+      if (i % 500 == 7) iprod *= 2;                                                                \
+      if (i % 300 == 1) lprod *= 3;                                                                \
+      if (i % 1000 == 3) dprod *= (i % 2000 == 3) ? 4.0 : 0.5;                                     \
+      if (i - 5000 < imin) imin = i - 5000;                                                        \
+      if ((long)i * 1000003 % 99991 > lmax) lmax = (long)i * 1000003 % 99991;                      \
+      if ((long)i * 7919 % 10007 < lmin) lmin = (long)i * 7919 % 10007;                            \
+      if (i * 3 > imax) imax = i * 3;                                                              \
+      if ((double)i / 4 - 17.25 < dmin) dmin = (double)i / 4 - 17.25;                              \
+      if ((double)(i % 777) * 1.5 > dmax) dmax = (double)(i % 777) * 1.5;                          \
+      iand = iand && (i != 9999 || 1);                                                             \
+      inone = inone && (i != 4321);                                                                \
+      ior = ior || (i == 6543);                                                                    \
+      ixor ^= i * 2654435761u;                                                                     \
+      lxor ^= (long)i << (i % 40);                                                                 \
+      ibitand &= ~(1 << (i % 29)) | (i < 9000 ? -1 : 0);                                           \
+      ibitor |= (i % 1000 == 0) ? (1 << (i / 1000)) : 0;                                           \
+    }                                                                                              \
+    printf(                                                                                        \
+        "%-28s isum %d lsum %ld dsum %.1f iprod %d lprod %ld dprod %g imin %d lmin %ld "           \
+        "dmin %.2f imax %d lmax %ld dmax %.1f and %d or %d ixor %d lxor %ld bitand %d bitor %d\n", \
+        #SCHED, isum, lsum, dsum, iprod, lprod, dprod, imin, lmin, dmin, imax, lmax, dmax, iand,   \
+        ior, ixor, lxor, ibitand, ibitor);                                                         \
+    CHECK_EQ(isum, tri(N));                                                                        \
+    CHECK_EQ(dsum, tri(N) * 0.5);                                                                  \
+    CHECK_EQ(imin, -5000);                                                                         \
+    CHECK_EQ(imax, 3 * (N - 1));                                                                   \
+    CHECK_EQ(iprod, 1 << 20);                                                                      \
+    CHECK(dmin == -17.25 && dmax == 776 * 1.5);                                                    \
+    CHECK(iand == 1 && ior == 1);                                                                  \
+    CHECK_EQ(lmin, 0);                                                                             \
+    CHECK_EQ(ibitor, (1 << 10) - 1);                                                               \
+    CHECK_EQ(lsum, lsum_ref);                                                                      \
+    CHECK_EQ(lprod, lprod_ref);                                                                    \
+    CHECK(dprod == dprod_ref);                                                                     \
+    CHECK_EQ(lmax, lmax_ref);                                                                      \
+    CHECK_EQ(ixor, ixor_ref);                                                                      \
+    CHECK_EQ(lxor, lxor_ref);                                                                      \
+    CHECK_EQ(ibitand, ibitand_ref);                                                                \
+    CHECK_EQ(inone, 0);                                                                            \
   } while (0)
 
 int main(void) {
@@ -111,8 +112,9 @@ int main(void) {
     }
     long fact = 1;
     for (int i = 2; i <= k; i++) fact *= i;
-    printf("parallel num_threads(%d): sum %ld dsum %.2f prod %ld min %d max %d and %d or %d xor %d\n",
-           k, s, d, p, mn, mx, all, any, x);
+    printf(
+        "parallel num_threads(%d): sum %ld dsum %.2f prod %ld min %d max %d and %d or %d xor %d\n",
+        k, s, d, p, mn, mx, all, any, x);
     CHECK_EQ(s, k * (k + 1) / 2);
     CHECK_EQ(p, fact);
     CHECK_EQ(mn, 0);
@@ -149,13 +151,25 @@ int main(void) {
 #pragma omp parallel sections reduction(+ : s) reduction(* : p)
     {
 #pragma omp section
-      { s += 1; p *= 2; }
+      {
+        s += 1;
+        p *= 2;
+      }
 #pragma omp section
-      { s += 10; p *= 3; }
+      {
+        s += 10;
+        p *= 3;
+      }
 #pragma omp section
-      { s += 100; p *= 5; }
+      {
+        s += 100;
+        p *= 5;
+      }
 #pragma omp section
-      { s += 1000; p *= 7; }
+      {
+        s += 1000;
+        p *= 7;
+      }
     }
     printf("sections: %d %ld\n", s, p);
     CHECK_EQ(s, 1111);
@@ -165,7 +179,7 @@ int main(void) {
   /* Array section reduction. */
   {
     long hist[8] = {0};
-#pragma omp parallel for reduction(+ : hist[0:8]) schedule(static, 5)
+#pragma omp parallel for reduction(+ : hist [0:8]) schedule(static, 5)
     for (int i = 0; i < N; i++) hist[(i * 7) % 8] += i;
     long tot = 0;
     printf("array reduction:");

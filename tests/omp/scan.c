@@ -64,7 +64,7 @@ static double bd[N];
 /* int, inclusive, parallel for */
 static int incl_int(int nt, int n) {
   int x = 0, bad = 0;
-#pragma omp parallel for num_threads(nt) reduction(inscan, +: x)
+#pragma omp parallel for num_threads(nt) reduction(inscan, + : x)
   for (int i = 0; i < n; i++) {
     x += a[i];
 #pragma omp scan inclusive(x)
@@ -79,7 +79,7 @@ static int excl_long(int nt, int n) {
   long x = 0;
   int bad = 0;
 #pragma omp parallel num_threads(nt)
-#pragma omp for reduction(inscan, +: x)
+#pragma omp for reduction(inscan, + : x)
   for (int i = 0; i < n; i++) {
     bl[i] = x;
 #pragma omp scan exclusive(x)
@@ -94,7 +94,7 @@ static int incl_double(int nt, int n) {
   double x = 0.5;
   int bad = 0;
 #pragma omp parallel num_threads(nt)
-#pragma omp for simd reduction(inscan, +: x)
+#pragma omp for simd reduction(inscan, + : x)
   for (int i = 0; i < n; i++) {
     x += a[i] * 0.25;
 #pragma omp scan inclusive(x)
@@ -108,7 +108,7 @@ static int incl_double(int nt, int n) {
 static int excl_double(int nt, int n) {
   double x = 0;
   int bad = 0;
-#pragma omp parallel for simd num_threads(nt) reduction(inscan, +: x)
+#pragma omp parallel for simd num_threads(nt) reduction(inscan, + : x)
   for (int i = 0; i < n; i++) {
     bd[i] = x;
 #pragma omp scan exclusive(x)
@@ -121,7 +121,7 @@ static int excl_double(int nt, int n) {
 /* max, inclusive: the running maximum */
 static int incl_max(int nt, int n) {
   int x = -1000, bad = 0, m = -1000;
-#pragma omp parallel for num_threads(nt) reduction(inscan, max: x)
+#pragma omp parallel for num_threads(nt) reduction(inscan, max : x)
   for (int i = 0; i < n; i++) {
     x = x > a[i] ? x : a[i];
 #pragma omp scan inclusive(x)
@@ -138,9 +138,10 @@ static int incl_max(int nt, int n) {
 struct range {
   int lo, hi;
 };
-#pragma omp declare reduction(rng : struct range : \
-    omp_out.lo = omp_in.lo < omp_out.lo ? omp_in.lo : omp_out.lo, \
-    omp_out.hi = omp_in.hi > omp_out.hi ? omp_in.hi : omp_out.hi) \
+#pragma omp declare reduction(rng                                                             \
+                              : struct range                                                  \
+                              : omp_out.lo = omp_in.lo < omp_out.lo ? omp_in.lo : omp_out.lo, \
+                                omp_out.hi = omp_in.hi > omp_out.hi ? omp_in.hi : omp_out.hi) \
     initializer(omp_priv = (struct range){1000, -1000})
 static struct range br[N];
 
@@ -152,7 +153,7 @@ static void rng_add(struct range *r, int v) {
 static int excl_udr(int nt, int n) {
   struct range x = {1000, -1000}, s = {1000, -1000};
   int bad = 0;
-#pragma omp parallel for num_threads(nt) reduction(inscan, rng: x)
+#pragma omp parallel for num_threads(nt) reduction(inscan, rng : x)
   for (int i = 0; i < n; i++) {
     br[i] = x;
 #pragma omp scan exclusive(x)
@@ -170,7 +171,7 @@ static int incl_two(int nt, int n) {
   long x = 0;
   double y = 0;
   int bad = 0;
-#pragma omp parallel for num_threads(nt) reduction(inscan, +: x, y)
+#pragma omp parallel for num_threads(nt) reduction(inscan, + : x, y)
   for (int i = 0; i < n; i++) {
     x += a[i];
     y += a[i] * 0.5;
@@ -190,7 +191,7 @@ static int excl_ull(int nt, int n) {
   long x = 0;
   int bad = 0;
   if (n == 0) return 0;
-#pragma omp parallel for num_threads(nt) reduction(inscan, +: x)
+#pragma omp parallel for num_threads(nt) reduction(inscan, + : x)
   for (unsigned long long i = 0; i < (unsigned long long)n; i++) {
     bl[i] = x;
 #pragma omp scan exclusive(x)
@@ -205,7 +206,7 @@ static int excl_ull(int nt, int n) {
 static long ox;
 
 static void orphan_scan(int n) {
-#pragma omp for reduction(inscan, +: ox)
+#pragma omp for reduction(inscan, + : ox)
   for (int i = 0; i < n; i++) {
     ox += a[i];
 #pragma omp scan inclusive(ox)
@@ -241,14 +242,14 @@ static int ten_loops(int nt, int n) {
 #pragma omp single
     x = 0;
     if (k % 2) {
-#pragma omp for reduction(inscan, +: x)
+#pragma omp for reduction(inscan, + : x)
       for (int i = 0; i < m; i++) {
         x += a[i + k];
 #pragma omp scan inclusive(x)
         many[k][i] = x;
       }
     } else {
-#pragma omp for reduction(inscan, +: x)
+#pragma omp for reduction(inscan, + : x)
       for (int i = 0; i < m; i++) {
         many[k][i] = x;
 #pragma omp scan exclusive(x)
@@ -272,7 +273,7 @@ static int nested(int nt, int n) {
   {
     int h = omp_get_thread_num(), lo = h * (n / 2), len = h ? n - n / 2 : n / 2;
     long x = 0;
-#pragma omp parallel for num_threads(nt) reduction(inscan, +: x)
+#pragma omp parallel for num_threads(nt) reduction(inscan, + : x)
     for (int i = 0; i < len; i++) {
       x += a[lo + i];
 #pragma omp scan inclusive(x)
@@ -298,10 +299,10 @@ static void run_scan(const char *what, int (*fn)(int, int)) {
 
 /* ---- lastprivate(conditional:) ------------------------------------------------------ */
 
-static long g;          /* the variable of the orphaned loops */
-static long gs;         /* a task reduction */
-static long gord;       /* an ordered region's sequence */
-static int round_;      /* changes which iterations assign */
+static long g;     /* the variable of the orphaned loops */
+static long gs;    /* a task reduction */
+static long gord;  /* an ordered region's sequence */
+static int round_; /* changes which iterations assign */
 
 static int cond(long i) { return (a[i % N] + round_ + i / N) % 7 == 0; }
 static long val(long i) { return i * 3 + round_; }
@@ -330,11 +331,11 @@ static long expect(long n, long g0) {
 }
 
 #define PRAGMA(x) _Pragma(#x)
-#define LPC_LOOP(name, CLAUSES)                                            \
-  static void name(int n) {                                                \
-    PRAGMA(omp for lastprivate(conditional: g) CLAUSES)                    \
-    for (int i = 0; i < n; i++)                                            \
-      if (hit(i, n)) g = val(i);                                           \
+#define LPC_LOOP(name, CLAUSES)                         \
+  static void name(int n) {                             \
+    PRAGMA(omp for lastprivate(conditional: g) CLAUSES) \
+    for (int i = 0; i < n; i++)                         \
+      if (hit(i, n)) g = val(i);                        \
   }
 LPC_LOOP(lpc_static, )
 LPC_LOOP(lpc_static3, schedule(static, 3) nowait)
@@ -343,7 +344,7 @@ LPC_LOOP(lpc_guided, schedule(guided))
 LPC_LOOP(lpc_runtime, schedule(runtime))
 
 static void lpc_ordered(int n) {
-#pragma omp for lastprivate(conditional: g) ordered schedule(dynamic, 3)
+#pragma omp for lastprivate(conditional : g) ordered schedule(dynamic, 3)
   for (int i = 0; i < n; i++) {
     if (hit(i, n)) g = val(i);
 #pragma omp ordered
@@ -352,23 +353,23 @@ static void lpc_ordered(int n) {
 }
 
 static void lpc_ull(int n) {
-#pragma omp for lastprivate(conditional: g) ordered schedule(guided, 2)
+#pragma omp for lastprivate(conditional : g) ordered schedule(guided, 2)
   for (unsigned long long i = 0; i < (unsigned long long)n; i++)
     if (hit((long)i, n)) g = val((long)i);
 }
 
 /* collapse(2): iteration (i, j) is number i * 10 + j */
 static void lpc_collapse(int n) {
-#pragma omp for lastprivate(conditional: g) collapse(2) schedule(dynamic, 4)
+#pragma omp for lastprivate(conditional : g) collapse(2) schedule(dynamic, 4)
   for (int i = 0; i < n / 10; i++)
     for (int j = 0; j < 10; j++)
       if (hit(i * 10 + j, n)) g = val(i * 10 + j);
 }
 
 static void lpc_task_red(int n) {
-#pragma omp for reduction(task, +: gs) lastprivate(conditional: g) schedule(dynamic, 5)
+#pragma omp for reduction(task, + : gs) lastprivate(conditional : g) schedule(dynamic, 5)
   for (int i = 0; i < n; i++) {
-#pragma omp task in_reduction(+: gs)
+#pragma omp task in_reduction(+ : gs)
     gs += a[i];
     if (hit(i, n)) g = val(i);
   }
@@ -409,15 +410,26 @@ static void run_lpc(const char *what, void (*fn)(int)) {
 /* 12 loops back to back with nowait (more than the ring of work shares),
  * each with its own variable */
 static long gk[12];
-#define LPC_K(k)                                                           \
-  static long g##k;                                                        \
-  static void lpc_k##k(int n) {                                            \
+#define LPC_K(k)                                                               \
+  static long g##k;                                                            \
+  static void lpc_k##k(int n) {                                                \
     PRAGMA(omp for lastprivate(conditional: g##k) schedule(dynamic, 3) nowait) \
-    for (int i = 0; i < n; i++)                                            \
-      if (hit(i + k, n)) g##k = val(i + k);                                \
-  }
-LPC_K(0) LPC_K(1) LPC_K(2) LPC_K(3) LPC_K(4) LPC_K(5)
-LPC_K(6) LPC_K(7) LPC_K(8) LPC_K(9) LPC_K(10) LPC_K(11)
+    for (int i = 0; i < n; i++)                                                \
+      if (hit(i + k, n)) g##k = val(i + k);                                    \
+  }                                                                            \
+  static void lpc_k##k(int n) /* (declared again: a use ends with ;) */
+LPC_K(0);
+LPC_K(1);
+LPC_K(2);
+LPC_K(3);
+LPC_K(4);
+LPC_K(5);
+LPC_K(6);
+LPC_K(7);
+LPC_K(8);
+LPC_K(9);
+LPC_K(10);
+LPC_K(11);
 
 static void lpc_nowait(void) {
   int bad = 0;
@@ -427,8 +439,18 @@ static void lpc_nowait(void) {
       g0 = g1 = g2 = g3 = g4 = g5 = g6 = g7 = g8 = g9 = g10 = g11 = -1;
 #pragma omp parallel num_threads(teams[t])
       {
-        lpc_k0(N); lpc_k1(N); lpc_k2(N); lpc_k3(N); lpc_k4(N); lpc_k5(N);
-        lpc_k6(N); lpc_k7(N); lpc_k8(N); lpc_k9(N); lpc_k10(N); lpc_k11(N);
+        lpc_k0(N);
+        lpc_k1(N);
+        lpc_k2(N);
+        lpc_k3(N);
+        lpc_k4(N);
+        lpc_k5(N);
+        lpc_k6(N);
+        lpc_k7(N);
+        lpc_k8(N);
+        lpc_k9(N);
+        lpc_k10(N);
+        lpc_k11(N);
       }
       long got[12] = {g0, g1, g2, g3, g4, g5, g6, g7, g8, g9, g10, g11};
       for (int k = 0; k < 12; k++) {
@@ -449,7 +471,7 @@ static void lpc_nowait(void) {
 static long gsec;
 
 static void sec_orphan(int mask) {
-#pragma omp sections lastprivate(conditional: gsec)
+#pragma omp sections lastprivate(conditional : gsec)
   {
 #pragma omp section
     {
@@ -481,7 +503,7 @@ static void lpc_sections(void) {
       bad += gsec != want;
       sum += gsec;
       long x = -1;
-#pragma omp parallel sections num_threads(teams[t]) lastprivate(conditional: x)
+#pragma omp parallel sections num_threads(teams[t]) lastprivate(conditional : x)
       {
 #pragma omp section
         {

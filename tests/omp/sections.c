@@ -7,8 +7,7 @@
 
 static int ran[32];
 
-#define S(k) \
-  _Pragma("omp section") AINC(&ran[k]);
+#define S(k) _Pragma("omp section") AINC(&ran[k]);
 
 static void check_ran(const char *what, int n, int times) {
   long bad = omptest_all_eq(ran, n, times);
@@ -23,32 +22,23 @@ int main(void) {
 #pragma omp parallel
   {
 #pragma omp sections
-    {
-      AINC(&ran[0]);
-    }
+    { AINC(&ran[0]); }
   }
   check_ran("one section", 1, 1);
 
 #pragma omp parallel
   {
 #pragma omp sections
-    {
-      S(0) S(1)
-    }
+    { S(0) S(1) }
   }
   check_ran("two sections", 2, 1);
 
 #pragma omp parallel sections
-  {
-    S(0) S(1) S(2) S(3) S(4)
-  }
-  check_ran("parallel sections", 5, 1);
+  {S(0) S(1) S(2) S(3) S(4)} check_ran("parallel sections", 5, 1);
 
 #pragma omp parallel sections num_threads(3)
-  {
-    S(0) S(1) S(2) S(3) S(4) S(5) S(6) S(7) S(8) S(9) S(10) S(11) S(12) S(13) S(14) S(15) S(16)
-  }
-  check_ran("parallel sections num_threads(3)", 17, 1);
+  {S(0) S(1) S(2) S(3) S(4) S(5) S(6) S(7) S(8) S(9) S(10) S(11) S(12) S(13) S(14) S(15)
+       S(16)} check_ran("parallel sections num_threads(3)", 17, 1);
 
   /* 500 rounds of sections in one region, half of them nowait. */
 #pragma omp parallel
@@ -60,9 +50,7 @@ int main(void) {
       }
     } else {
 #pragma omp sections
-      {
-        S(0) S(1) S(2)
-      }
+      { S(0) S(1) S(2) }
     }
   }
   {
@@ -130,17 +118,11 @@ int main(void) {
   /* In a region of one thread and orphaned. */
   {
     int zero = 0;
-#pragma omp parallel if(zero)
+#pragma omp parallel if (zero)
 #pragma omp sections
-    {
-      S(0) S(1) S(2) S(3)
-    }
-    check_ran("sections in an if(0) region", 4, 1);
+    {S(0) S(1) S(2) S(3)} check_ran("sections in an if(0) region", 4, 1);
 #pragma omp sections
-    {
-      S(0) S(1)
-    }
-    check_ran("orphaned sections", 2, 1);
+    {S(0) S(1)} check_ran("orphaned sections", 2, 1);
   }
   return omptest_finish("sections");
 }

@@ -53,11 +53,12 @@ int main(void) {
       if (v != r * 7 + 1) AINC(&copy_bad);
     }
   }
-  printf("team %d: single %d, single nowait %d, master %d (not thread 0: %d), masked %d (not "
-         "thread 0: %d), masked filter(1) %d (wrong thread %d), masked filter(n+5) %d, past %d, "
-         "copyprivate wrong %d\n",
-         n, singles, singles_nowait, masters, master_not0, masked, masked_not0, masked1,
-         masked1_wrong, masked_big, after, copy_bad);
+  printf(
+      "team %d: single %d, single nowait %d, master %d (not thread 0: %d), masked %d (not "
+      "thread 0: %d), masked filter(1) %d (wrong thread %d), masked filter(n+5) %d, past %d, "
+      "copyprivate wrong %d\n",
+      n, singles, singles_nowait, masters, master_not0, masked, masked_not0, masked1, masked1_wrong,
+      masked_big, after, copy_bad);
   CHECK_EQ(singles, 1000);
   CHECK_EQ(singles_nowait, 1000);
   CHECK_EQ(masters, 100);

@@ -12,10 +12,9 @@
  * A sleep goes on in pieces of 10 ms until 3 sleeps have begun (or as
  * many as the team has members; 30 s at most), so that a busy machine
  * that is late to start the others does not end the first ones before:
- * the overlap then shows only whether sleeps park. No wall time is asserted: on 1 or 2 workers, sleeps that held their
- * worker would overlap at most 2 at a time (run with ITO_EXTRA_WORKERS=0,
- * so that no extra worker stands in for a blocked one: tests/omp/
- * CMakeLists.txt). */
+ * the overlap then shows only whether sleeps park. No wall time is asserted: on 1 or 2 workers,
+ * sleeps that held their worker would overlap at most 2 at a time (run with ITO_EXTRA_WORKERS=0, so
+ * that no extra worker stands in for a blocked one: tests/omp/ CMakeLists.txt). */
 #define _GNU_SOURCE
 #include "omptest.h"
 

@@ -132,7 +132,7 @@ int main(void) {
   pthread_spin_destroy(&sl);
 
   pthread_mutex_t mx = PTHREAD_MUTEX_INITIALIZER;
-  contend("pthread mutex held across a time slice", mutex_lock, mutex_unlock, &mx,
-          compute_holding, 6);
+  contend("pthread mutex held across a time slice", mutex_lock, mutex_unlock, &mx, compute_holding,
+          6);
   return omptest_finish("spin");
 }

@@ -102,9 +102,10 @@ int main(void) {
       axor ^= i * 7 + 3;
       (void)amin;
     }
-    printf("atomic update: int %d long %ld ull %llu float %.1f double %.2f long double %.1Lf "
-           "and %d or %d xor %d\n",
-           ai, al, au, af, ad, ald, aand, aor, axor);
+    printf(
+        "atomic update: int %d long %ld ull %llu float %.1f double %.2f long double %.1Lf "
+        "and %d or %d xor %d\n",
+        ai, al, au, af, ad, ald, aand, aor, axor);
     CHECK_EQ(ai, ITERS * nthr);
     CHECK_EQ(al, (long)nthr * ITERS * (ITERS - 1) / 2);
     CHECK(au == (unsigned long long)nthr * ITERS << 33);

@@ -52,9 +52,10 @@ static void host_teams(void) {
       if (omp_get_team_num() != omp_get_team_num() || omp_get_num_teams() != 2) teamnum_ok = 0;
     }
   }
-  printf("teams thread_limit(2): limit %d, %d members in 2 regions of num_threads(4), team "
-         "numbers in the regions %d\n",
-         limit, members, teamnum_ok);
+  printf(
+      "teams thread_limit(2): limit %d, %d members in 2 regions of num_threads(4), team "
+      "numbers in the regions %d\n",
+      limit, members, teamnum_ok);
   printf("after teams: thread limit %d\n", omp_get_thread_limit());
 
   /* each team's parallel region answers omp_get_team_num for its team */
@@ -84,9 +85,10 @@ static void host_teams(void) {
     limit = thread_limit();
     mt = max_threads();
   }
-  printf("after omp_set_num_teams(5), omp_set_teams_thread_limit(3): %d teams, limit %d, "
-         "max threads %d\n",
-         count, limit, mt);
+  printf(
+      "after omp_set_num_teams(5), omp_set_teams_thread_limit(3): %d teams, limit %d, "
+      "max threads %d\n",
+      count, limit, mt);
   omp_set_num_teams(old_teams);
   omp_set_teams_thread_limit(old_tl);
 
@@ -147,9 +149,10 @@ static void target_regions(void) {
   }
   omp_set_dynamic(0);
   omp_set_default_allocator(omp_default_mem_alloc);
-  printf("target ICVs: level %d, in parallel %d, thread %d of %d, dynamic %d, max threads "
-         "the environment's %d, default allocator %d\n",
-         lvl, inpar, tnum, nthr, dyn, maxthr == saved_threads, alloc_env);
+  printf(
+      "target ICVs: level %d, in parallel %d, thread %d of %d, dynamic %d, max threads "
+      "the environment's %d, default allocator %d\n",
+      lvl, inpar, tnum, nthr, dyn, maxthr == saved_threads, alloc_env);
 
   /* from every member of a team: each region on its own, at level 0, and a
    * parallel region inside it is an outermost one */
@@ -170,8 +173,8 @@ static void target_regions(void) {
     at_level0 += l == 0;
     inner_ok += inner_level == 1;
   }
-  printf("target in parallel: %d regions, at level 0 %d, inner parallel at level 1 %d\n",
-         regions, at_level0, inner_ok);
+  printf("target in parallel: %d regions, at level 0 %d, inner parallel at level 1 %d\n", regions,
+         at_level0, inner_ok);
   omp_set_num_threads(saved_threads);
 
   /* target teams: the teams run one after another */
@@ -183,9 +186,10 @@ static void target_regions(void) {
     team_sum += omp_get_team_num();
     tl = thread_limit();
   }
-  printf("target teams num_teams(3) thread_limit(2): %d ran, %d teams, team numbers sum %d, "
-         "limit %d\n",
-         teams_ran, teams_n, team_sum, tl);
+  printf(
+      "target teams num_teams(3) thread_limit(2): %d ran, %d teams, team numbers sum %d, "
+      "limit %d\n",
+      teams_ran, teams_n, team_sum, tl);
   printf("after target teams: team %d of %d, thread limit %d\n", omp_get_team_num(),
          omp_get_num_teams(), omp_get_thread_limit());
 
@@ -270,7 +274,7 @@ static void depends(void) {
     }
 #pragma omp target exit data map(from : w) depend(inout : w)
     if (w != 2) order_ok = 0;
-    /* nowait: an empty task between the writer and the reader */
+      /* nowait: an empty task between the writer and the reader */
 #pragma omp task depend(out : v) shared(v)
     {
       usleep(20000);
@@ -303,8 +307,8 @@ static void device_api(void) {
   int src[10];
   for (int i = 0; i < 10; i++) src[i] = i * i;
   int rc = omp_target_memcpy(p, src, 5 * sizeof(int), sizeof(int), 2 * sizeof(int), host, host);
-  printf("target_memcpy: %d, p[1..5] %d %d %d %d %d; to device 1: %s\n", rc, p[1], p[2], p[3],
-         p[4], p[5], omp_target_memcpy(p, src, 4, 0, 0, 1, host) == EINVAL ? "EINVAL" : "?");
+  printf("target_memcpy: %d, p[1..5] %d %d %d %d %d; to device 1: %s\n", rc, p[1], p[2], p[3], p[4],
+         p[5], omp_target_memcpy(p, src, 4, 0, 0, 1, host) == EINVAL ? "EINVAL" : "?");
   printf("target_is_present: host %d, device 1 %d, NULL %d\n", omp_target_is_present(p, host),
          omp_target_is_present(p, 1), omp_target_is_present(NULL, 1));
   omp_target_free(p, host);
@@ -329,7 +333,8 @@ static void device_api(void) {
          omp_target_disassociate_ptr(&a, host) == EINVAL ? "EINVAL" : "?");
 }
 
-/* ---- scope ------------------------------------------------------------------------------------- */
+/* ---- scope -------------------------------------------------------------------------------------
+ */
 
 static void scope(void) {
   int s = 0, n = 0;

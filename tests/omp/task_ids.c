@@ -163,7 +163,6 @@ static void reset(void) {
   overlaps = moved = out_of_range = tp_wrong = 0;
 }
 
-
 int main(void) {
   for (int depth = 0; depth < 2; depth++) {
     reset();
@@ -177,14 +176,14 @@ int main(void) {
     CHECK_EQ(out_of_range, 0);
     int d = distinct();
     CHECK(d >= 1 && d <= n);
-    const char *enough = d >= (n > 1 ? 2 : 1) ? "enough numbers ran tasks" : "too few numbers ran tasks";
+    const char *enough =
+        d >= (n > 1 ? 2 : 1) ? "enough numbers ran tasks" : "too few numbers ran tasks";
     if (tp_per_member(n)) CHECK_EQ(tp_wrong, 0);
     if (!getenv("TP_BOUND_ONLY")) {
       printf("flat team, depth %d: overlaps %ld, moved %ld, wrong threadprivate %ld, %s\n", depth,
              overlaps, moved, tp_wrong, enough);
     } else {
-      printf("flat team, depth %d: overlaps %ld, moved %ld, %s\n", depth, overlaps, moved,
-             enough);
+      printf("flat team, depth %d: overlaps %ld, moved %ld, %s\n", depth, overlaps, moved, enough);
     }
   }
 

@@ -40,8 +40,8 @@ int main(void) {
       }
     }
     CHECK_EQ(tasks, 100 * n);
-    printf("tasks: %d, out of range %d, team %d, undeferred %d\n", tasks / n, bad_range,
-           bad_team, bad_inline);
+    printf("tasks: %d, out of range %d, team %d, undeferred %d\n", tasks / n, bad_range, bad_team,
+           bad_inline);
   }
 
   /* 2. Children of a final task run undeferred in it. */

@@ -96,7 +96,7 @@ int main(void) {
 #pragma omp single
 #pragma omp taskgroup task_reduction(+ : tree_sum)
     tree(4, 0);
-    long want = 3 + 9 + 27 + 81; /* the inner tasks' ones */
+    long want = 3 + 9 + 27 + 81;                         /* the inner tasks' ones */
     for (long leaf = 0; leaf < 81; leaf++) want += leaf; /* one leaf task per depth-1 task */
     CHECK_EQ(tree_sum, want);
     printf("tree: %ld\n", tree_sum);
@@ -250,7 +250,8 @@ int main(void) {
 #pragma omp task in_reduction(+ : s)
         {
           s++;
-          if (use_lock) omp_set_lock(&lk);
+          if (use_lock)
+            omp_set_lock(&lk);
           else {
 #pragma omp critical(tsc2)
             {

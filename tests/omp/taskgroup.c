@@ -142,9 +142,7 @@ int main(void) {
 #pragma omp parallel
     {
 #pragma omp taskgroup
-      {
-      }
-    }
+        {}}
 #pragma omp taskgroup
     {
 #pragma omp task shared(x)

@@ -192,7 +192,7 @@ int main(void) {
 #pragma omp parallel
 #pragma omp single
     {
-#pragma omp taskloop if(zero) num_tasks(4) shared(sum)
+#pragma omp taskloop if (zero) num_tasks(4) shared(sum)
       for (int i = 0; i < 1000; i++) {
 #pragma omp atomic
         sum += i;

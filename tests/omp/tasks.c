@@ -30,8 +30,10 @@ static void final_tree(int depth, int cut, int maxd) {
 #pragma omp task final(depth + 1 >= cut) mergeable
     {
       int f = omp_in_final();
-      if (f) AINC(&finals_seen);
-      else AINC(&nonfinals_seen);
+      if (f)
+        AINC(&finals_seen);
+      else
+        AINC(&nonfinals_seen);
       if (f != (depth + 1 >= cut)) AINC(&final_wrong);
       final_tree(depth + 1, cut, maxd);
     }
@@ -68,7 +70,7 @@ int main(void) {
     for (int i = 0; i < 500; i++) {
       int x = 0;
       int cond = i < 0;
-#pragma omp task if(cond) shared(x)
+#pragma omp task if (cond) shared(x)
       {
         x = i + 1;
         AINC(&ran);

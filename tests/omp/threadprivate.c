@@ -59,7 +59,8 @@ int main(void) {
       tp_int += 0; /* keep the accesses in the loop */
     }
   }
-  printf("threadprivate: wrong initial copies %d, copies changed by others %d\n", bad_init, bad_own);
+  printf("threadprivate: wrong initial copies %d, copies changed by others %d\n", bad_init,
+         bad_own);
   printf("master's copy after the region: %d\n", tp_int);
   CHECK_EQ(bad_init, 0);
   CHECK_EQ(bad_own, 0);
@@ -71,8 +72,7 @@ int main(void) {
     int t = omp_get_thread_num();
     char want[16];
     snprintf(want, sizeof want, "t%d", t);
-    if (tp_int != 1000 + t || tp_dbl != t * 0.5 || strcmp(tp_s.tag, want) ||
-        tp_arr[0] != t * 10)
+    if (tp_int != 1000 + t || tp_dbl != t * 0.5 || strcmp(tp_s.tag, want) || tp_arr[0] != t * 10)
       AINC(&bad_persist);
   }
   printf("threadprivate: copies that did not persist %d\n", bad_persist);
@@ -201,7 +201,7 @@ int main(void) {
 #pragma omp task shared(bad_task)
   if (tp_int != 99) AINC(&bad_task);
 #pragma omp taskwait
-  /* undeferred tasks run by their creator see its copy */
+    /* undeferred tasks run by their creator see its copy */
 #pragma omp parallel shared(bad_task)
   {
     int t = omp_get_thread_num();

@@ -31,7 +31,11 @@ static const struct ito_cfg_choice words[] = {{"red", 1}, {"green", 2}, {"blue",
 static const struct ito_cfg rows[] = {
     {.name = "T_INT", .kind = ITO_CFG_INT, .dst = &n, .lo = -3, .hi = 7},
     {.name = "T_SIZE", .kind = ITO_CFG_SIZE, .dst = &sz, .lo = 16 << 10, .hi = 1L << 30},
-    {.name = "T_OMPSIZE", .kind = ITO_CFG_SIZE, .dst = &omp_sz, .lo = 1, .hi = 1L << 30,
+    {.name = "T_OMPSIZE",
+     .kind = ITO_CFG_SIZE,
+     .dst = &omp_sz,
+     .lo = 1,
+     .hi = 1L << 30,
      .flags = ITO_CFG_SIZE_OMP},
     {.name = "T_WORD", .kind = ITO_CFG_CHOICE, .dst = &word, .choices = words},
     {.name = "T_PARSE", .kind = ITO_CFG_PARSE, .parse = parse_even},
@@ -122,8 +126,8 @@ int main(void) {
   CHECK_EQ(sz, 3L << 20);
   good("T_SIZE", "65536");
   CHECK_EQ(sz, 65536);
-  static const char *bad_sizes[] = {"64KB", "64KiB", "1GiB", "15K", "2G", "-1", "K", "+-1M", "1 M B",
-                                    "0x10000", "1T"};
+  static const char *bad_sizes[] = {"64KB", "64KiB", "1GiB",  "15K",     "2G", "-1",
+                                    "K",    "+-1M",  "1 M B", "0x10000", "1T"};
   for (size_t i = 0; i < sizeof bad_sizes / sizeof bad_sizes[0]; i++)
     bad("T_SIZE", bad_sizes[i], "a size in bytes from 16K to 1G, optionally with a B, K, M or G");
 
@@ -175,4 +179,3 @@ int main(void) {
   puts("test_config: OK");
   return 0;
 }
-

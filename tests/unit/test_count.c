@@ -39,15 +39,15 @@ static void on_fault(int sig, siginfo_t *si, void *uc) {
 
 int main(void) {
   for (int i = 0; i < 2; i++) {
-    fake[i] = mmap(NULL, sizeof(worker) + 4096, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    fake[i] = mmap(NULL, sizeof(worker) + 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
     CHECK(fake[i] != MAP_FAILED);
   }
   ito__workers = fake;
   ito__nworkers = 2;
   ito__nslots = 2;
   ito__slots_counted = 2; /* (the counts sum every slot ever used) */
-  fake[1]->created = 1; /* T, alive */
+  fake[1]->created = 1;   /* T, alive */
   CHECK_EQ(ito__live_threads(), 1);
 
   struct sigaction sa;

@@ -34,17 +34,17 @@ enum { TPC_LOOK = 0, TPC_CLAIM, TPC_CHECK, TPC_FINISH, TPC_DONE };
 struct world {
   struct ito_deque d;
   uintptr_t slots[SLOTS];
-  int taken[MAXE + 1];       /* times entry k was taken */
-  int cleared_ok;            /* 0 once a taken slot was found not cleared */
+  int taken[MAXE + 1]; /* times entry k was taken */
+  int cleared_ok;      /* 0 once a taken slot was found not cleared */
   /* the owner: a list of operations */
   int ops[4], nops, op, pc;
   uint64_t t;
-  uintptr_t back;            /* OP_TAKE_BACK: the entry it takes back */
+  uintptr_t back; /* OP_TAKE_BACK: the entry it takes back */
   /* thieves: each makes one steal attempt; undo: gives what it took back */
   int nthieves, tpc[2], undo[2];
   uint64_t h[2];
   uintptr_t *slot[2], e[2];
-  size_t slot_idx[2];      /* (slot[] points into the copy it was taken in) */
+  size_t slot_idx[2]; /* (slot[] points into the copy it was taken in) */
 };
 
 static uintptr_t entry(int k) { return (uintptr_t)k << 3; } /* tag-free, nonzero */
@@ -140,8 +140,7 @@ static void check_end(struct world *w) {
   for (uint64_t i = h; i < t; i++) left[entry_no(w->slots[i & w->d.mask])]++;
   for (int k = 1; k <= nentries; k++) {
     if (w->taken[k] + left[k] != 1) {
-      fprintf(stderr, "entry %d: taken %d times, %d left in the deque\n", k, w->taken[k],
-              left[k]);
+      fprintf(stderr, "entry %d: taken %d times, %d left in the deque\n", k, w->taken[k], left[k]);
       CHECK(w->taken[k] + left[k] == 1);
     }
   }

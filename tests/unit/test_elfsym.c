@@ -11,10 +11,24 @@
 #include "../check.h"
 
 static const char *const names[] = {
-    "pthread_create", "pthread_join",  "pthread_mutex_lock", "pthread_cond_wait", "read",
-    "write",          "syscall",       "sigaction",          "epoll_wait",        "sched_yield",
-    "nanosleep",      "clock_nanosleep", "memcpy",           "strlen",            "gettimeofday",
-    "environ",        "dlsym",         "__cxa_finalize",
+    "pthread_create",
+    "pthread_join",
+    "pthread_mutex_lock",
+    "pthread_cond_wait",
+    "read",
+    "write",
+    "syscall",
+    "sigaction",
+    "epoll_wait",
+    "sched_yield",
+    "nanosleep",
+    "clock_nanosleep",
+    "memcpy",
+    "strlen",
+    "gettimeofday",
+    "environ",
+    "dlsym",
+    "__cxa_finalize",
 };
 
 int main(void) {

@@ -56,8 +56,8 @@ int main(void) {
   /* the kernel must have guard regions for the first part */
   char *probe = mmap(NULL, 2 * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   CHECK(probe != MAP_FAILED);
-  int regions = madvise(probe, PAGE, 102 /* MADV_GUARD_INSTALL */) == 0 &&
-                guarded_page(fds[1], probe);
+  int regions =
+      madvise(probe, PAGE, 102 /* MADV_GUARD_INSTALL */) == 0 && guarded_page(fds[1], probe);
   munmap(probe, 2 * PAGE);
 
   ito__fiber_setup(16UL << 10, GUARD_AUTO, 8UL << 20);
@@ -138,8 +138,8 @@ int main(void) {
   long freed = resident_pages();
   /* 56 MiB or more went back (14336 pages); allow for the process's noise */
   if (touched - freed < 13000) {
-    fprintf(stderr, "resident pages: %ld with the stacks touched, %ld after freeing them\n", touched,
-            freed);
+    fprintf(stderr, "resident pages: %ld with the stacks touched, %ld after freeing them\n",
+            touched, freed);
     CHECK(touched - freed >= 13000);
   }
   /* and a stack taken again is usable (the pages come back as zero) */

@@ -16,8 +16,8 @@
 static struct idler w[3];
 static struct idler *all[3] = {&w[0], &w[1], &w[2]};
 
-static int scan_result;     /* what G3 finds */
-static int events_waits;    /* calls of wait_events (the poll sleeper) */
+static int scan_result;  /* what G3 finds */
+static int events_waits; /* calls of wait_events (the poll sleeper) */
 static int kicked;
 
 static int scan(int self) {

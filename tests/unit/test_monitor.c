@@ -113,9 +113,10 @@ static void block_and_release(int k) {
   }
   unsigned long started;
   int extras = ito__monitor_extras(&started);
-  printf("unit_monitor: %d threads blocked in read(2); main ran again %.1f ms after the last "
-         "block, %d extra worker(s) running, %lu started\n",
-         k, last ? (resumed - last) / 1e6 : 0.0, extras, started);
+  printf(
+      "unit_monitor: %d threads blocked in read(2); main ran again %.1f ms after the last "
+      "block, %d extra worker(s) running, %lu started\n",
+      k, last ? (resumed - last) / 1e6 : 0.0, extras, started);
   for (int i = 0; i < k; i++) CHECK_EQ(write(pipes[i][1], "x", 1), 1);
   for (int i = 0; i < k; i++) {
     void *r = NULL;
@@ -196,8 +197,8 @@ int main(void) {
     close(pipes[i][0]);
     close(pipes[i][1]);
   }
-  printf("unit_monitor: main signalled on worker %d; the waiting thread ended on worker %d\n",
-         on7, __atomic_load_n(&ended_on7, __ATOMIC_RELAXED));
+  printf("unit_monitor: main signalled on worker %d; the waiting thread ended on worker %d\n", on7,
+         __atomic_load_n(&ended_on7, __ATOMIC_RELAXED));
   CHECK(on7 >= 2);
   wait_for_retirement();
   CHECK_EQ(ito_finalize(), 0);
@@ -217,9 +218,10 @@ int main(void) {
     CHECK_EQ((long)res, 75025);
   }
   ito__preempt_counts(&done1, &refused1);
-  printf("unit_monitor: two native threads computed fib for 0.5 s: %lu preemptions, %lu "
-         "signals declined\n",
-         done1 - done0, refused1 - refused0);
+  printf(
+      "unit_monitor: two native threads computed fib for 0.5 s: %lu preemptions, %lu "
+      "signals declined\n",
+      done1 - done0, refused1 - refused0);
   CHECK_EQ(done1 - done0, 0);
   CHECK_EQ(refused1 - refused0, 0);
 
@@ -241,9 +243,10 @@ int main(void) {
   for (int i = 0; i < 2; i++) CHECK_EQ(ito_join(st[i], NULL), 0);
   ito__preempt_counts(&done1, &refused1);
   ito__monitor_extras(&xs1);
-  printf("unit_monitor: %s TLS: two spinning threads were preempted %lu times (%lu declined) "
-         "and %lu extra workers started for main (on worker %d) to set their flag\n",
-         ito__tls_mode ? "thread" : "worker", done1 - done0, refused1 - refused0, xs1 - xs0, on6);
+  printf(
+      "unit_monitor: %s TLS: two spinning threads were preempted %lu times (%lu declined) "
+      "and %lu extra workers started for main (on worker %d) to set their flag\n",
+      ito__tls_mode ? "thread" : "worker", done1 - done0, refused1 - refused0, xs1 - xs0, on6);
   if (ito__tls_mode) {
     CHECK(done1 > done0);
   } else { /* a preemption would keep a spinner on its worker: an extra runs main */

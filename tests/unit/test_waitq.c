@@ -51,7 +51,8 @@ static void wait_queued(int n) {
 }
 
 static void fifo_and_tags(void) {
-  struct arg a[3] = {{1, 0, CLOCK_MONOTONIC, -1, 0}, {1, 0, CLOCK_MONOTONIC, -1, 0},
+  struct arg a[3] = {{1, 0, CLOCK_MONOTONIC, -1, 0},
+                     {1, 0, CLOCK_MONOTONIC, -1, 0},
                      {2, 0, CLOCK_MONOTONIC, -1, 0}};
   pthread_t th[3];
   for (int i = 0; i < 3; i++) {
@@ -111,11 +112,13 @@ static void timeout_races_wake(void) {
     CHECK_EQ(pthread_join(th, NULL), 0);
     CHECK(a.rc == 0 || a.rc == ETIMEDOUT);
     CHECK(a.rc == 0 || !w); /* taken by a wake: woken, never "timed out" */
-    if (a.rc == 0) zero++; else timedout++;
+    if (a.rc == 0)
+      zero++;
+    else
+      timedout++;
     CHECK_EQ(queued(), 0);
   }
-  printf("waitq: a timeout racing a wake, 200 runs (%d woken, %d timed out): OK\n", zero,
-         timedout);
+  printf("waitq: a timeout racing a wake, 200 runs (%d woken, %d timed out): OK\n", zero, timedout);
 }
 
 static int locked_calls;

@@ -10,6 +10,6 @@ int main(void) {
   void *r;
   ito_create(work, (void *)21, &t);
   ito_join(t, &r);
-  printf("%ld\n", (long)r);  /* 42 */
+  printf("%ld\n", (long)r); /* 42 */
   return 0;
 }
