@@ -115,12 +115,12 @@ static ssize_t plain(struct op *o) {
 }
 
 /* An OS thread that may not park (an outside thread, a pinned one) accepts
- * on a listener ito made non-blocking (shim_nb): the program sees a
+ * on a listener ito made non-blocking (ito_nb): the program sees a
  * blocking listener, so it gets libc's blocking accept, as poll and retry. */
 static ssize_t accept_outside(struct fdrec *r, struct op *o) {
   for (;;) {
     ssize_t k = plain(o);
-    if (k >= 0 || errno != EAGAIN || !LOAD_RLX(&r->shim_nb) || LOAD_RLX(&r->user_nb)) return k;
+    if (k >= 0 || errno != EAGAIN || !LOAD_RLX(&r->ito_nb) || LOAD_RLX(&r->user_nb)) return k;
     struct pollfd p = {o->fd, POLLIN, 0};
     ito__io_sys_poll(&p, 1, -1); /* EINTR too: try again, as under SA_RESTART */
   }
@@ -154,7 +154,7 @@ static ssize_t io_call(struct op *o) {
   if (UNLIKELY(!ito__io_setup())) return blocking(r, o);
   int dir = is_write(o->kind) ? WR : RD;
   struct timespec deadline, *dl = NULL;
-  if (o->kind == OP_ACCEPT && !LOAD_RLX(&r->shim_nb)) {
+  if (o->kind == OP_ACCEPT && !LOAD_RLX(&r->ito_nb)) {
     /* accept has no per-call flag: the listener itself becomes
      * non-blocking, unless the program made it so (then libc's behaviour);
      * user_nb keeps the program's view from now on */
@@ -162,9 +162,9 @@ static ssize_t io_call(struct op *o) {
     long fl = SYS(SYS_fcntl, o->fd, F_GETFL);
     if (fl < 0) return plain(o);
     spin_lock(&r->lock);
-    if (r->gen == gen && !r->shim_nb) {
+    if (r->gen == gen && !r->ito_nb) {
       STORE_RLX(&r->user_nb, 0);
-      STORE_RLX(&r->shim_nb, 1);
+      STORE_RLX(&r->ito_nb, 1);
       SYS(SYS_fcntl, o->fd, F_SETFL, fl | O_NONBLOCK);
     }
     spin_unlock(&r->lock);

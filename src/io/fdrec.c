@@ -85,7 +85,7 @@ void ito__io_view_changed(void) {
 
 /* Learns the program's view of fd's file into r, for generation gen;
  * returns whether the program made the file non-blocking. Where ito holds
- * O_NONBLOCK itself (shim_nb) the kernel's flag says nothing, and user_nb,
+ * O_NONBLOCK itself (ito_nb) the kernel's flag says nothing, and user_nb,
  * kept by ito__io_setfl and ito__io_fionbio, stays. The epoch is read
  * before the calls: a change made meanwhile bumps it again, and the next
  * wait learns once more. */
@@ -102,12 +102,12 @@ static bool learn_view(struct fdrec *r, int fd, uint32_t gen, int type) {
   }
   spin_lock(&r->lock);
   if (r->gen == gen) {
-    if (!r->shim_nb) STORE_RLX(&r->user_nb, fl >= 0 && (fl & O_NONBLOCK));
+    if (!r->ito_nb) STORE_RLX(&r->user_nb, fl >= 0 && (fl & O_NONBLOCK));
     STORE_RLX(&r->timeo_ns[0], ns[0]);
     STORE_RLX(&r->timeo_ns[1], ns[1]);
     __atomic_store_n(&r->view, e, __ATOMIC_RELEASE);
   }
-  bool nb = r->shim_nb ? r->user_nb : fl >= 0 && (fl & O_NONBLOCK);
+  bool nb = r->ito_nb ? r->user_nb : fl >= 0 && (fl & O_NONBLOCK);
   spin_unlock(&r->lock);
   return nb;
 }
@@ -118,7 +118,7 @@ static bool learn_view(struct fdrec *r, int fd, uint32_t gen, int type) {
  * not see, so there the flag is asked for at every wait (one F_GETFL). */
 bool ito__io_view_nonblocking(struct fdrec *r, int fd, uint32_t gen, int type) {
   if (LOAD_ACQ(&r->view) != LOAD_ACQ(&view_epoch)) return learn_view(r, fd, gen, type);
-  if (LOAD_RLX(&ito__io_view_tracked) || LOAD_RLX(&r->shim_nb)) return LOAD_RLX(&r->user_nb);
+  if (LOAD_RLX(&ito__io_view_tracked) || LOAD_RLX(&r->ito_nb)) return LOAD_RLX(&r->user_nb);
   long fl = SYS(SYS_fcntl, fd, F_GETFL);
   return fl >= 0 && (fl & O_NONBLOCK);
 }
@@ -160,7 +160,7 @@ void ito__io_forget_locked(struct fdrec *r, waiter *lists[2]) {
   __atomic_store_n(&r->gen, r->gen + 1, __ATOMIC_RELEASE);
   r->type = FD_UNKNOWN;
   r->registered = 0;
-  STORE_RLX(&r->shim_nb, 0);
+  STORE_RLX(&r->ito_nb, 0);
   STORE_RLX(&r->user_nb, 0);
   __atomic_store_n(&r->view, 0, __ATOMIC_RELEASE);
   STORE_RLX(&r->timeo_ns[0], 0);

@@ -55,7 +55,7 @@ struct fdrec {
   uint32_t gen;
   int type;        /* FD_*, found with fstat once per generation */
   int registered;  /* in the epoll set (EPOLLET, both directions) */
-  int shim_nb;     /* ito set O_NONBLOCK on the file (a listener): the kernel's flag is
+  int ito_nb;      /* ito set O_NONBLOCK on the file (a listener): the kernel's flag is
                     * then not the program's, and user_nb is the only record of it */
   int user_nb;     /* the program's O_NONBLOCK (its view of the file) */
   unsigned view;   /* the view epoch when user_nb and timeo_ns were learned; 0: never */

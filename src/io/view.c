@@ -42,7 +42,7 @@ int ito_close(int fd) {
  * interposers never see it. */
 
 /* Copies the O_NONBLOCK view of oldfd's record to newfd's (a new number for
- * the same file): where ito holds the flag (a listener, shim_nb), the
+ * the same file): where ito holds the flag (a listener, ito_nb), the
  * kernel's flag would tell the new number "non-blocking", and its accept
  * would give EAGAIN to a program that never asked for it. newfd's record
  * starts a new generation if reset (dup and F_DUPFD: the number was free,
@@ -51,18 +51,18 @@ int ito_close(int fd) {
 static void dup_view(int oldfd, int newfd, int reset) {
   struct fdrec *o = ito__io_rec_peek(oldfd), *n = ito__io_rec(newfd);
   if (!n) return;
-  int shim_nb = 0, user_nb = 0;
+  int ito_nb = 0, user_nb = 0;
   if (o) {
     spin_lock(&o->lock);
-    shim_nb = o->shim_nb;
+    ito_nb = o->ito_nb;
     user_nb = o->user_nb;
     spin_unlock(&o->lock);
   }
   waiter *lists[2] = {NULL, NULL};
   spin_lock(&n->lock);
   if (reset) ito__io_forget_locked(n, lists);
-  if (shim_nb) {
-    STORE_RLX(&n->shim_nb, 1);
+  if (ito_nb) {
+    STORE_RLX(&n->ito_nb, 1);
     STORE_RLX(&n->user_nb, user_nb);
   }
   spin_unlock(&n->lock);
@@ -74,9 +74,9 @@ static void dup_view(int oldfd, int newfd, int reset) {
 int ito__io_getfl(int fd) {
   long fl = SYS(SYS_fcntl, fd, F_GETFL);
   struct fdrec *r = ito__io_rec_peek(fd);
-  if (fl < 0 || !r || !LOAD_RLX(&r->shim_nb)) return (int)fl;
+  if (fl < 0 || !r || !LOAD_RLX(&r->ito_nb)) return (int)fl;
   spin_lock(&r->lock);
-  if (r->shim_nb) fl = r->user_nb ? fl | O_NONBLOCK : fl & ~O_NONBLOCK;
+  if (r->ito_nb) fl = r->user_nb ? fl | O_NONBLOCK : fl & ~O_NONBLOCK;
   spin_unlock(&r->lock);
   return (int)fl;
 }
@@ -86,8 +86,8 @@ int ito__io_getfl(int fd) {
  * the records learn the flag again before their next park. */
 int ito__io_setfl(int fd, int flags) {
   struct fdrec *r = ito__io_rec_peek(fd);
-  if (r) spin_lock(&r->lock); /* against accept's taking of the flag (shim_nb) */
-  int held = r && r->shim_nb;
+  if (r) spin_lock(&r->lock); /* against accept's taking of the flag (ito_nb) */
+  int held = r && r->ito_nb;
   long rc = SYS(SYS_fcntl, fd, F_SETFL, held ? flags | O_NONBLOCK : flags);
   if (rc == 0 && held) STORE_RLX(&r->user_nb, (flags & O_NONBLOCK) != 0);
   if (r) spin_unlock(&r->lock);
@@ -100,7 +100,7 @@ int ito__io_fionbio(int fd, const int *on) {
   static const int one = 1;
   struct fdrec *r = ito__io_rec_peek(fd);
   if (r) spin_lock(&r->lock);
-  int held = r && r->shim_nb;
+  int held = r && r->ito_nb;
   long rc = SYS(SYS_ioctl, fd, FIONBIO, held ? &one : on);
   if (rc == 0 && held) STORE_RLX(&r->user_nb, *on != 0);
   if (r) spin_unlock(&r->lock);

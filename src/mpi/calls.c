@@ -23,7 +23,7 @@ static void status_out(MPI_Status *to, const MPI_Status *from) {
 /* One request, started by the caller: waits for it (MPI_Wait's result). */
 static int wait1(MPI_Request *req, MPI_Status *status) {
   MPI_Status st;
-  int rc = itompi_park_all(1, req, &st);
+  int rc = ito__mpi_park_all(1, req, &st);
   if (rc == MPI_ERR_IN_STATUS) rc = st.MPI_ERROR;
   status_out(status, &st);
   return rc;
@@ -34,10 +34,10 @@ static int wait1(MPI_Request *req, MPI_Status *status) {
 #define PARKED_CALL(start, status)                      \
   do {                                                  \
     MPI_Request r_;                                     \
-    itompi_enter();                                     \
+    ito__mpi_enter();                                   \
     int rc_ = (start);                                  \
     if (rc_ == MPI_SUCCESS) rc_ = wait1(&r_, (status)); \
-    itompi_leave();                                     \
+    ito__mpi_leave();                                   \
     return rc_;                                         \
   } while (0)
 
@@ -45,29 +45,29 @@ static int wait1(MPI_Request *req, MPI_Status *status) {
 
 int MPI_Recv(void *buf, int count, MPI_Datatype type, int src, int tag, MPI_Comm comm,
              MPI_Status *status) {
-  if (!itompi_parks()) return PMPI_Recv(buf, count, type, src, tag, comm, status);
+  if (!ito__mpi_parks()) return PMPI_Recv(buf, count, type, src, tag, comm, status);
   PARKED_CALL(PMPI_Irecv(buf, count, type, src, tag, comm, &r_), status);
 }
 
 int MPI_Send(const void *buf, int count, MPI_Datatype type, int dst, int tag, MPI_Comm comm) {
-  if (!itompi_parks()) return PMPI_Send(buf, count, type, dst, tag, comm);
+  if (!ito__mpi_parks()) return PMPI_Send(buf, count, type, dst, tag, comm);
   PARKED_CALL(PMPI_Isend(buf, count, type, dst, tag, comm, &r_), MPI_STATUS_IGNORE);
 }
 
 int MPI_Ssend(const void *buf, int count, MPI_Datatype type, int dst, int tag, MPI_Comm comm) {
-  if (!itompi_parks()) return PMPI_Ssend(buf, count, type, dst, tag, comm);
+  if (!ito__mpi_parks()) return PMPI_Ssend(buf, count, type, dst, tag, comm);
   PARKED_CALL(PMPI_Issend(buf, count, type, dst, tag, comm, &r_), MPI_STATUS_IGNORE);
 }
 
 int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dst, int stag, void *rbuf,
                  int rcount, MPI_Datatype rtype, int src, int rtag, MPI_Comm comm,
                  MPI_Status *status) {
-  if (!itompi_parks())
+  if (!ito__mpi_parks())
     return PMPI_Sendrecv(sbuf, scount, stype, dst, stag, rbuf, rcount, rtype, src, rtag, comm,
                          status);
   MPI_Request r[2];
   MPI_Status st[2];
-  itompi_enter();
+  ito__mpi_enter();
   int rc = PMPI_Irecv(rbuf, rcount, rtype, src, rtag, comm, &r[0]);
   if (rc == MPI_SUCCESS) {
     rc = PMPI_Isend(sbuf, scount, stype, dst, stag, comm, &r[1]);
@@ -75,22 +75,22 @@ int MPI_Sendrecv(const void *sbuf, int scount, MPI_Datatype stype, int dst, int 
       PMPI_Cancel(&r[0]);
       PMPI_Request_free(&r[0]);
     } else {
-      rc = itompi_park_all(2, r, st);
+      rc = ito__mpi_park_all(2, r, st);
       if (rc == MPI_ERR_IN_STATUS)
         rc = st[0].MPI_ERROR != MPI_SUCCESS ? st[0].MPI_ERROR : st[1].MPI_ERROR;
       status_out(status, &st[0]);
     }
   }
-  itompi_leave();
+  ito__mpi_leave();
   return rc;
 }
 
 int MPI_Probe(int src, int tag, MPI_Comm comm, MPI_Status *status) {
-  if (!itompi_parks()) return PMPI_Probe(src, tag, comm, status);
+  if (!ito__mpi_parks()) return PMPI_Probe(src, tag, comm, status);
   MPI_Status st;
-  itompi_enter();
-  int rc = itompi_park_probe(src, tag, comm, &st);
-  itompi_leave();
+  ito__mpi_enter();
+  int rc = ito__mpi_park_probe(src, tag, comm, &st);
+  ito__mpi_leave();
   status_out(status, &st);
   return rc;
 }
@@ -98,17 +98,17 @@ int MPI_Probe(int src, int tag, MPI_Comm comm, MPI_Status *status) {
 /* ---- waits ---------------------------------------------------------------------------------- */
 
 static int wait_impl(MPI_Request *req, MPI_Status *status) {
-  if (!itompi_parks() || *req == MPI_REQUEST_NULL) return PMPI_Wait(req, status);
+  if (!ito__mpi_parks() || *req == MPI_REQUEST_NULL) return PMPI_Wait(req, status);
   MPI_Request r = *req;
-  itompi_enter();
+  ito__mpi_enter();
   int rc = wait1(&r, status);
-  itompi_leave();
+  ito__mpi_leave();
   *req = r; /* null, or inactive for a persistent request, as MPI_Wait leaves it */
   return rc;
 }
 
 static int waitall_impl(int n, MPI_Request reqs[], MPI_Status statuses[]) {
-  if (!itompi_parks() || n <= 0) return PMPI_Waitall(n, reqs, statuses);
+  if (!ito__mpi_parks() || n <= 0) return PMPI_Waitall(n, reqs, statuses);
   /* the active requests, parked on together; the null ones get MPI's empty status */
   int small_i[32];
   MPI_Request small_r[32];
@@ -130,9 +130,9 @@ static int waitall_impl(int n, MPI_Request reqs[], MPI_Status statuses[]) {
     }
   int rc = MPI_SUCCESS;
   if (m) {
-    itompi_enter();
-    rc = itompi_park_all(m, r, st);
-    itompi_leave();
+    ito__mpi_enter();
+    rc = ito__mpi_park_all(m, r, st);
+    ito__mpi_leave();
   }
   for (int k = 0; k < m; k++) reqs[at[k]] = r[k];
   if (statuses != MPI_STATUSES_IGNORE) {
@@ -162,17 +162,17 @@ int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status statuses[]) {
 }
 
 int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *status) {
-  if (!itompi_parks()) return PMPI_Waitany(n, reqs, index, status);
+  if (!ito__mpi_parks()) return PMPI_Waitany(n, reqs, index, status);
   MPI_Status st;
-  itompi_enter();
-  int rc = itompi_park_any(n, reqs, index, &st);
-  itompi_leave();
+  ito__mpi_enter();
+  int rc = ito__mpi_park_any(n, reqs, index, &st);
+  ito__mpi_leave();
   status_out(status, &st);
   return rc;
 }
 
 int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_Status statuses[]) {
-  if (!itompi_parks()) return PMPI_Waitsome(n, reqs, outcount, indices, statuses);
+  if (!ito__mpi_parks()) return PMPI_Waitsome(n, reqs, outcount, indices, statuses);
   /* MPI_Testsome sets MPI_ERROR of the statuses it fills: they get the
    * caller's back unless the wait returns MPI_ERR_IN_STATUS */
   int small[32];
@@ -180,9 +180,9 @@ int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indices[], MPI_St
              : n <= 32                                 ? small
                                                        : malloc(sizeof(int) * (size_t)n);
   for (int i = 0; err && i < n; i++) err[i] = statuses[i].MPI_ERROR;
-  itompi_enter();
-  int rc = itompi_park_some(n, reqs, outcount, indices, statuses);
-  itompi_leave();
+  ito__mpi_enter();
+  int rc = ito__mpi_park_some(n, reqs, outcount, indices, statuses);
+  ito__mpi_leave();
   if (err && rc != MPI_ERR_IN_STATUS)
     for (int i = 0; i < n; i++) statuses[i].MPI_ERROR = err[i];
   if (err != small) free(err);
@@ -201,51 +201,51 @@ ITO_MPI_API int ito_mpi_waitall(int count, MPI_Request reqs[], MPI_Status status
  */
 
 int MPI_Barrier(MPI_Comm comm) {
-  if (!itompi_parks()) return PMPI_Barrier(comm);
+  if (!ito__mpi_parks()) return PMPI_Barrier(comm);
   PARKED_CALL(PMPI_Ibarrier(comm, &r_), MPI_STATUS_IGNORE);
 }
 
 int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root, MPI_Comm comm) {
-  if (!itompi_parks()) return PMPI_Bcast(buf, count, type, root, comm);
+  if (!ito__mpi_parks()) return PMPI_Bcast(buf, count, type, root, comm);
   PARKED_CALL(PMPI_Ibcast(buf, count, type, root, comm, &r_), MPI_STATUS_IGNORE);
 }
 
 int MPI_Reduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op, int root,
                MPI_Comm comm) {
-  if (!itompi_parks()) return PMPI_Reduce(sbuf, rbuf, count, type, op, root, comm);
+  if (!ito__mpi_parks()) return PMPI_Reduce(sbuf, rbuf, count, type, op, root, comm);
   PARKED_CALL(PMPI_Ireduce(sbuf, rbuf, count, type, op, root, comm, &r_), MPI_STATUS_IGNORE);
 }
 
 int MPI_Allreduce(const void *sbuf, void *rbuf, int count, MPI_Datatype type, MPI_Op op,
                   MPI_Comm comm) {
-  if (!itompi_parks()) return PMPI_Allreduce(sbuf, rbuf, count, type, op, comm);
+  if (!ito__mpi_parks()) return PMPI_Allreduce(sbuf, rbuf, count, type, op, comm);
   PARKED_CALL(PMPI_Iallreduce(sbuf, rbuf, count, type, op, comm, &r_), MPI_STATUS_IGNORE);
 }
 
 int MPI_Gather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
                MPI_Datatype rtype, int root, MPI_Comm comm) {
-  if (!itompi_parks()) return PMPI_Gather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);
+  if (!ito__mpi_parks()) return PMPI_Gather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);
   PARKED_CALL(PMPI_Igather(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, &r_),
               MPI_STATUS_IGNORE);
 }
 
 int MPI_Scatter(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
                 MPI_Datatype rtype, int root, MPI_Comm comm) {
-  if (!itompi_parks()) return PMPI_Scatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);
+  if (!ito__mpi_parks()) return PMPI_Scatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);
   PARKED_CALL(PMPI_Iscatter(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, &r_),
               MPI_STATUS_IGNORE);
 }
 
 int MPI_Allgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
                   MPI_Datatype rtype, MPI_Comm comm) {
-  if (!itompi_parks()) return PMPI_Allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm);
+  if (!ito__mpi_parks()) return PMPI_Allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm);
   PARKED_CALL(PMPI_Iallgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, &r_),
               MPI_STATUS_IGNORE);
 }
 
 int MPI_Alltoall(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
                  MPI_Datatype rtype, MPI_Comm comm) {
-  if (!itompi_parks()) return PMPI_Alltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm);
+  if (!ito__mpi_parks()) return PMPI_Alltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm);
   PARKED_CALL(PMPI_Ialltoall(sbuf, scount, stype, rbuf, rcount, rtype, comm, &r_),
               MPI_STATUS_IGNORE);
 }

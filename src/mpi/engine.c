@@ -83,7 +83,7 @@ static void ensure_registered(void) {
   ito__dropin_unlock(&tlock);
 }
 
-int itompi_parked(void) { return __atomic_load_n(&parked, __ATOMIC_RELAXED); }
+int ito__mpi_parked(void) { return __atomic_load_n(&parked, __ATOMIC_RELAXED); }
 
 /* ---- parking ----------------------------------------------------------------------------- */
 
@@ -106,7 +106,7 @@ static int park(struct rec *r) {
     list = r;
   }
   __atomic_store_n(&parked, parked + 1, __ATOMIC_RELAXED);
-  bool start = itompi_mode() == MODE_FUNNEL && !progress_on;
+  bool start = ito__mpi_mode() == MODE_FUNNEL && !progress_on;
   if (start) progress_on = 1;
   ito__dropin_unlock(&tlock);
   if (start) start_progress();
@@ -141,7 +141,7 @@ static struct rec rec_of(int kind, int n, MPI_Request *reqs, MPI_Status *st) {
   return r;
 }
 
-int itompi_park_all(int n, MPI_Request *reqs, MPI_Status *st) {
+int ito__mpi_park_all(int n, MPI_Request *reqs, MPI_Status *st) {
   int flag = 0;
   int rc = PMPI_Testall(n, reqs, &flag, st);
   if (rc != MPI_SUCCESS || flag) return rc;
@@ -151,7 +151,7 @@ int itompi_park_all(int n, MPI_Request *reqs, MPI_Status *st) {
   return park(&r);
 }
 
-int itompi_park_any(int n, MPI_Request *reqs, int *index, MPI_Status *st) {
+int ito__mpi_park_any(int n, MPI_Request *reqs, int *index, MPI_Status *st) {
   int flag = 0;
   int rc = PMPI_Testany(n, reqs, index, &flag, st);
   if (rc != MPI_SUCCESS || flag) return rc;
@@ -160,7 +160,7 @@ int itompi_park_any(int n, MPI_Request *reqs, int *index, MPI_Status *st) {
   return park(&r);
 }
 
-int itompi_park_some(int n, MPI_Request *reqs, int *outcount, int *indices, MPI_Status *sts) {
+int ito__mpi_park_some(int n, MPI_Request *reqs, int *outcount, int *indices, MPI_Status *sts) {
   int rc = PMPI_Testsome(n, reqs, outcount, indices, sts);
   if (rc != MPI_SUCCESS || *outcount != 0) return rc;
   struct rec r = rec_of(K_SOME, n, reqs, sts);
@@ -169,7 +169,7 @@ int itompi_park_some(int n, MPI_Request *reqs, int *outcount, int *indices, MPI_
   return park(&r);
 }
 
-int itompi_park_probe(int src, int tag, MPI_Comm comm, MPI_Status *st) {
+int ito__mpi_park_probe(int src, int tag, MPI_Comm comm, MPI_Status *st) {
   int flag = 0;
   int rc = PMPI_Iprobe(src, tag, comm, &flag, st);
   if (rc != MPI_SUCCESS || flag) return rc;
@@ -303,7 +303,7 @@ static int poll_once(void) {
  * worker 0 may be asleep without the poll role. */
 static int poll_fn(void *arg) {
   (void)arg;
-  if (itompi_mode() == MODE_FUNNEL) return 0;
+  if (ito__mpi_mode() == MODE_FUNNEL) return 0;
   return poll_once();
 }
 

@@ -22,7 +22,7 @@ static const char *level_name(int l) {
   }
 }
 
-void itompi_set_level(int got) {
+void ito__mpi_set_level(int got) {
   int m = got >= MPI_THREAD_MULTIPLE ? MODE_DIRECT : MODE_FUNNEL;
   int expect = MODE_UNSET;
   if (!__atomic_compare_exchange_n(&mode, &expect, m, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
@@ -36,7 +36,7 @@ void itompi_set_level(int got) {
             level_name(got));
 }
 
-int itompi_mode(void) {
+int ito__mpi_mode(void) {
   int m = __atomic_load_n(&mode, __ATOMIC_ACQUIRE);
   if (m != MODE_UNSET) return m;
   /* MPI initialised by a path this library did not see (PMPI_Init_thread
@@ -46,18 +46,18 @@ int itompi_mode(void) {
   if (PMPI_Finalized(&fin) != MPI_SUCCESS || fin) return MODE_UNSET;
   int got = MPI_THREAD_SINGLE;
   if (PMPI_Query_thread(&got) != MPI_SUCCESS) return MODE_UNSET;
-  itompi_set_level(got);
+  ito__mpi_set_level(got);
   return __atomic_load_n(&mode, __ATOMIC_ACQUIRE);
 }
 
-bool itompi_parks(void) { return ito__dropin_can_park() && itompi_mode() != MODE_UNSET; }
+bool ito__mpi_parks(void) { return ito__dropin_can_park() && ito__mpi_mode() != MODE_UNSET; }
 
-void itompi_enter(void) {
-  if (itompi_mode() == MODE_FUNNEL) ito__dropin_home(0);
+void ito__mpi_enter(void) {
+  if (ito__mpi_mode() == MODE_FUNNEL) ito__dropin_home(0);
 }
 
-void itompi_leave(void) {
-  if (itompi_mode() == MODE_FUNNEL) ito__dropin_home(-1);
+void ito__mpi_leave(void) {
+  if (ito__mpi_mode() == MODE_FUNNEL) ito__dropin_home(-1);
 }
 
 /* Asks for MPI_THREAD_MULTIPLE whatever the program asked: any of ito's
@@ -69,7 +69,7 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
   int got = MPI_THREAD_SINGLE;
   int rc = PMPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &got);
   if (rc != MPI_SUCCESS) return rc;
-  itompi_set_level(got);
+  ito__mpi_set_level(got);
   if (provided) *provided = got;
   return rc;
 }
@@ -82,7 +82,7 @@ int MPI_Init(int *argc, char ***argv) {
 /* Threads still parked in MPI calls would never be woken once MPI is
  * finalized: refused with a message, MPI left running. */
 int MPI_Finalize(void) {
-  int n = itompi_parked();
+  int n = ito__mpi_parked();
   if (n > 0) {
     fprintf(stderr,
             "ito-mpi: MPI_Finalize while %d lightweight thread%s wait%s in MPI calls: they would "

@@ -19,7 +19,7 @@
 
 #include "../dropin/ito_dropin.h"
 
-#define ITOMPI_HIDDEN __attribute__((visibility("hidden")))
+#define ITO_MPI_HIDDEN __attribute__((visibility("hidden")))
 
 /* How the library calls MPI. */
 enum { MODE_UNSET = 0, MODE_DIRECT, MODE_FUNNEL };
@@ -27,33 +27,33 @@ enum { MODE_UNSET = 0, MODE_DIRECT, MODE_FUNNEL };
 /* The mode, deciding it if MPI runs and it is not decided yet (MPI
  * initialised by a path this library did not see). MODE_UNSET while MPI
  * does not run. */
-ITOMPI_HIDDEN int itompi_mode(void);
+ITO_MPI_HIDDEN int ito__mpi_mode(void);
 /* After PMPI_Init_thread gave `got`: the mode, and the one-line note when
  * it is less than MPI_THREAD_MULTIPLE. */
-ITOMPI_HIDDEN void itompi_set_level(int got);
+ITO_MPI_HIDDEN void ito__mpi_set_level(int got);
 
 /* Should this call park (an ito thread that may park, MPI running)? */
-ITOMPI_HIDDEN bool itompi_parks(void);
+ITO_MPI_HIDDEN bool ito__mpi_parks(void);
 
 /* Funnel mode (invariant 3): the calling thread moves to worker 0 for the
  * call and back to any worker after. */
-ITOMPI_HIDDEN void itompi_enter(void);
-ITOMPI_HIDDEN void itompi_leave(void);
+ITO_MPI_HIDDEN void ito__mpi_enter(void);
+ITO_MPI_HIDDEN void ito__mpi_leave(void);
 
 /* The waits of a lightweight thread (invariants 1, 2). Each first tests
  * once and parks only if it must; the workers' poll completes it.
- * itompi_park_all: reqs are n >= 1 active requests (no null), st n
+ * ito__mpi_park_all: reqs are n >= 1 active requests (no null), st n
  * statuses; returns MPI_SUCCESS or MPI_ERR_IN_STATUS (each st's MPI_ERROR
  * then says), reqs updated as MPI_Testsome leaves them.
- * itompi_park_any / _some: MPI_Waitany's and MPI_Waitsome's arguments (null
+ * ito__mpi_park_any / _some: MPI_Waitany's and MPI_Waitsome's arguments (null
  * requests allowed); they return what MPI_Testany / MPI_Testsome returned.
- * itompi_park_probe: MPI_Probe's. */
-ITOMPI_HIDDEN int itompi_park_all(int n, MPI_Request *reqs, MPI_Status *st);
-ITOMPI_HIDDEN int itompi_park_any(int n, MPI_Request *reqs, int *index, MPI_Status *st);
-ITOMPI_HIDDEN int itompi_park_some(int n, MPI_Request *reqs, int *outcount, int *indices,
-                                   MPI_Status *sts);
-ITOMPI_HIDDEN int itompi_park_probe(int src, int tag, MPI_Comm comm, MPI_Status *st);
+ * ito__mpi_park_probe: MPI_Probe's. */
+ITO_MPI_HIDDEN int ito__mpi_park_all(int n, MPI_Request *reqs, MPI_Status *st);
+ITO_MPI_HIDDEN int ito__mpi_park_any(int n, MPI_Request *reqs, int *index, MPI_Status *st);
+ITO_MPI_HIDDEN int ito__mpi_park_some(int n, MPI_Request *reqs, int *outcount, int *indices,
+                                      MPI_Status *sts);
+ITO_MPI_HIDDEN int ito__mpi_park_probe(int src, int tag, MPI_Comm comm, MPI_Status *st);
 /* Threads parked in a wait now. */
-ITOMPI_HIDDEN int itompi_parked(void);
+ITO_MPI_HIDDEN int ito__mpi_parked(void);
 
 #endif

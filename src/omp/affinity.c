@@ -143,16 +143,16 @@ static size_t expand(char *out, size_t size, const char *fmt) {
 
 OMP_API size_t omp_capture_affinity(char *buffer, size_t size, const char *format) {
   OMP_SETUP();
-  if (!format || !*format) format = omp_g.affinity_format;
+  if (!format || !*format) format = ito__omp_g.affinity_format;
   return expand(buffer, buffer ? size : 0, format);
 }
 
 OMP_API void omp_display_affinity(const char *format) {
   OMP_SETUP();
-  if (!format || !*format) format = omp_g.affinity_format;
+  if (!format || !*format) format = ito__omp_g.affinity_format;
   size_t n = expand(NULL, 0, format);
   char *b = malloc(n + 2);
-  if (!b) ito_omp_fatal("omp_display_affinity: out of memory");
+  if (!b) ito__omp_fatal("omp_display_affinity: out of memory");
   expand(b, n + 1, format);
   b[n] = '\n';
   fwrite(b, 1, n + 1, stderr);
@@ -166,7 +166,7 @@ OMP_API void omp_display_affinity(const char *format) {
 static struct { int level, num, size; } seen[SEEN];
 static int nseen, seen_lock;
 
-void ito_omp_display_affinity_member(void) {
+void ito__omp_display_affinity_member(void) {
   int level = omp_get_level(), num = omp_get_thread_num(), size = omp_get_num_threads();
   bool show = true;
   ito__dropin_lock(&seen_lock);

@@ -153,7 +153,7 @@ OMP_API uintptr_t omp_init_allocator(uintptr_t memspace, int ntraits, const stru
   /* as gcc 12's runtime: no pinned memory and no high-bandwidth space */
   if (d.pinned || d.memspace == MS_HIGH_BW) return ALLOC_NULL;
   struct allocator *a = malloc(sizeof *a);
-  if (!a) ito_omp_fatal("omp_init_allocator: out of memory");
+  if (!a) ito__omp_fatal("omp_init_allocator: out of memory");
   *a = d;
   return (uintptr_t)a;
 }
@@ -164,9 +164,9 @@ OMP_API void omp_destroy_allocator(uintptr_t a) {
 
 /* ---- the default allocator: def-allocator-var, a task's ICV ---------------------------- */
 OMP_API void omp_set_default_allocator(uintptr_t a) {
-  ito_omp_cur()->icv.def_allocator = a == ALLOC_NULL ? ALLOC_DEFAULT : a;
+  ito__omp_cur()->icv.def_allocator = a == ALLOC_NULL ? ALLOC_DEFAULT : a;
 }
-OMP_API uintptr_t omp_get_default_allocator(void) { return ito_omp_cur()->icv.def_allocator; }
+OMP_API uintptr_t omp_get_default_allocator(void) { return ito__omp_cur()->icv.def_allocator; }
 
 /* ---- allocation -------------------------------------------------------------------------- */
 
@@ -213,7 +213,7 @@ static uintptr_t fallback(struct allocator *a, bool retry_default, unsigned long
     case ATV_ALLOCATOR_FB:
       return a->fb_data;
     default:
-      ito_omp_fatal("Out of memory allocating %lu bytes", what);
+      ito__omp_fatal("Out of memory allocating %lu bytes", what);
   }
 }
 
@@ -223,7 +223,7 @@ static uintptr_t fallback(struct allocator *a, bool retry_default, unsigned long
 static void *allocate(size_t align, size_t size, uintptr_t allocator, bool zero,
                       unsigned long what) {
   for (;;) {
-    if (allocator == ALLOC_NULL) allocator = ito_omp_cur()->icv.def_allocator;
+    if (allocator == ALLOC_NULL) allocator = ito__omp_cur()->icv.def_allocator;
     struct allocator *a = user_allocator(allocator);
     size_t al = align;
     if (a && al < a->alignment) al = a->alignment;
@@ -256,7 +256,7 @@ OMP_API void *omp_aligned_calloc(size_t align, size_t n, size_t size, uintptr_t 
   if (__builtin_mul_overflow(n, size, &total)) {
     /* no allocation can hold it: straight to the fallback */
     struct allocator *a =
-        user_allocator(allocator == ALLOC_NULL ? ito_omp_cur()->icv.def_allocator : allocator);
+        user_allocator(allocator == ALLOC_NULL ? ito__omp_cur()->icv.def_allocator : allocator);
     uintptr_t fb = fallback(a, false, (unsigned long)(n * size));
     return fb == ALLOC_NULL ? NULL : omp_aligned_calloc(align, n, size, fb);
   }
@@ -333,7 +333,7 @@ OMP_API void *omp_realloc(void *p, size_t size, uintptr_t allocator, uintptr_t f
 OMP_API void *GOMP_alloc(size_t align, size_t size, uintptr_t allocator) {
   void *p = omp_aligned_alloc(align, size, allocator);
   if (UNLIKELY(!p && size))
-    ito_omp_fatal("Out of memory allocating %lu bytes", (unsigned long)size);
+    ito__omp_fatal("Out of memory allocating %lu bytes", (unsigned long)size);
   return p;
 }
 OMP_API void GOMP_free(void *p, uintptr_t allocator) { omp_free(p, allocator); }

@@ -26,21 +26,21 @@ static inline bool group_cancelled(struct taskgroup *g) {
   return g->workshare && g->prev && set(&g->prev->cancelled);
 }
 
-bool ito_omp_create_cancelled(task *parent) {
+bool ito__omp_create_cancelled(task *parent) {
   if (parent->team && set(&parent->team->cancelled)) return true;
   struct taskgroup *g = group_of(parent); /* the new task's cgroup (task.c) */
   return g && group_cancelled(g);
 }
 
-bool ito_omp_task_cancelled(task *t) {
+bool ito__omp_task_cancelled(task *t) {
   ITO_OMP_ASSERT(t->kind == TASK_EXPLICIT || t->kind == TASK_INLINE);
   if (t->team && set(&t->team->cancelled)) return true;
   return t->cgroup && group_cancelled(t->cgroup);
 }
 
 OMP_API bool GOMP_cancellation_point(int which) {
-  if (!ito_omp_cancellation) return false;
-  task *t = ito_omp_cur();
+  if (!ito__omp_cancellation) return false;
+  task *t = ito__omp_cur();
   if (which & (CANCEL_LOOP | CANCEL_SECTIONS)) {
     /* the member's current work share (an explicit task has none) */
     return t->ws && set(&t->ws->cancelled);
@@ -56,12 +56,12 @@ OMP_API bool GOMP_cancellation_point(int which) {
 /* True: the construct which names is cancelled, and gcc's code goes to its
  * end. With cancel-var false it does nothing (false), as libgomp. */
 OMP_API bool GOMP_cancel(int which, bool do_cancel) {
-  if (!ito_omp_cancellation) return false;
+  if (!ito__omp_cancellation) return false;
   /* cancel ... if(false) is a cancellation point */
   if (!do_cancel) return GOMP_cancellation_point(which);
   ITO_OMP_ASSERT(which == CANCEL_PARALLEL || which == CANCEL_LOOP || which == CANCEL_SECTIONS ||
                  which == CANCEL_TASKGROUP);
-  task *t = ito_omp_cur();
+  task *t = ito__omp_cur();
   if (which & (CANCEL_LOOP | CANCEL_SECTIONS)) {
     /* the other members stop at their next cancellation point, or when
      * they ask for more work; with no work share (an orphaned cancel)
@@ -81,6 +81,6 @@ OMP_API bool GOMP_cancel(int which, bool do_cancel) {
   if (!tm) return false; /* outside any region there is nothing to cancel */
   /* the flag first, then the wake under each member's queue lock: a member
    * about to park in a cancellable barrier tests it under that lock (team.c) */
-  if (!atomic_exchange_explicit(&tm->cancelled, 1, memory_order_acq_rel)) ito_omp_barrier_wake(tm);
+  if (!atomic_exchange_explicit(&tm->cancelled, 1, memory_order_acq_rel)) ito__omp_barrier_wake(tm);
   return true;
 }

@@ -48,7 +48,7 @@ static struct dentry *lookup(struct deptab *tab, void *addr) {
   if (2 * (tab->used + 1) > tab->cap) {
     size_t cap = tab->cap ? 2 * tab->cap : 64;
     struct dentry *e = calloc(cap, sizeof *e);
-    if (!e) ito_omp_fatal("out of memory for task dependences");
+    if (!e) ito__omp_fatal("out of memory for task dependences");
     for (size_t i = 0; i < tab->cap; i++) {
       if (!tab->e[i].addr) continue;
       size_t h = ((uintptr_t)tab->e[i].addr >> 3) * 0x9E3779B97F4A7C15ULL >> 20;
@@ -83,7 +83,7 @@ static void deptab_free(struct deptab *tab) {
   free(tab);
 }
 
-void ito_omp_deptab_free(task *t) {
+void ito__omp_deptab_free(task *t) {
   deptab_free(t->deps);
   t->deps = NULL;
 }
@@ -95,7 +95,7 @@ static void add_edge(struct dnode *p, struct dnode *n) {
     if (p->nsucc == p->csucc) {
       p->csucc = p->csucc ? 2 * p->csucc : 4;
       p->succ = realloc(p->succ, p->csucc * sizeof *p->succ);
-      if (!p->succ) ito_omp_fatal("out of memory for task dependences");
+      if (!p->succ) ito__omp_fatal("out of memory for task dependences");
     }
     p->succ[p->nsucc++] = n;
     atomic_fetch_add_explicit(&n->npred, KID_ALIVE, memory_order_relaxed);
@@ -110,7 +110,7 @@ static void reader_add(struct dentry *d, struct dnode *n) {
   if (d->nreaders == d->creaders) {
     d->creaders = d->creaders ? 2 * d->creaders : 4;
     d->readers = realloc(d->readers, d->creaders * sizeof *d->readers);
-    if (!d->readers) ito_omp_fatal("out of memory for task dependences");
+    if (!d->readers) ito__omp_fatal("out of memory for task dependences");
   }
   atomic_fetch_add_explicit(&n->refs, 1, memory_order_relaxed);
   d->readers[d->nreaders++] = n;
@@ -146,15 +146,15 @@ static size_t dep_count(void **depend) {
   return (size_t)(uintptr_t)(depend[0] ? depend[0] : depend[1]);
 }
 
-struct dnode *ito_omp_dep_register(task *parent, void **depend, int prio) {
+struct dnode *ito__omp_dep_register(task *parent, void **depend, int prio) {
   struct dnode *n = calloc(1, sizeof *n);
-  if (!n) ito_omp_fatal("out of memory for task dependences");
+  if (!n) ito__omp_fatal("out of memory for task dependences");
   n->prio = prio;
   atomic_store_explicit(&n->refs, 1, memory_order_relaxed);
   atomic_store_explicit(&n->npred, KID_ALIVE, memory_order_relaxed);
   if (!parent->deps) {
     parent->deps = calloc(1, sizeof *parent->deps);
-    if (!parent->deps) ito_omp_fatal("out of memory for task dependences");
+    if (!parent->deps) ito__omp_fatal("out of memory for task dependences");
   }
   size_t cnt = dep_count(depend);
   for (size_t i = 0; i < cnt; i++) {
@@ -185,7 +185,7 @@ struct dnode *ito_omp_dep_register(task *parent, void **depend, int prio) {
 
 /* (each dependence counts as one unit, out and inout and mutexinoutset
  * double: OpenMP gives their addresses, not their sizes) */
-int ito_omp_dep_numa(void **depend) {
+int ito__omp_dep_numa(void **depend) {
   if (!ito__dropin_numa_on()) return -2;
   size_t cnt = dep_count(depend);
   struct ito_access small[16];
@@ -208,17 +208,17 @@ int ito_omp_dep_numa(void **depend) {
  * earlier may find it unset yet still be the one to bring the count to
  * zero. An undeferred task's creator (n->t NULL) is woken by the count. */
 static void dep_release(struct dnode *n) {
-  if (ito_omp_kids_sub(&n->npred, KID_ALIVE, &n->qlock, &n->qhead, &n->qtail) && n->t)
-    ito_omp_make_ready(n->t);
+  if (ito__omp_kids_sub(&n->npred, KID_ALIVE, &n->qlock, &n->qhead, &n->qtail) && n->t)
+    ito__omp_make_ready(n->t);
 }
 
-void ito_omp_dep_defer(struct dnode *n, task *t) {
+void ito__omp_dep_defer(struct dnode *n, task *t) {
   n->t = t;
   dep_release(n); /* the creator's unit: ready if nothing comes before */
 }
 
 /* The task completed: its successors lose a predecessor. */
-void ito_omp_dep_complete(struct dnode *n) {
+void ito__omp_dep_complete(struct dnode *n) {
   ito__dropin_lock(&n->lock);
   n->done = 1;
   struct dnode **succ = n->succ;
@@ -241,7 +241,7 @@ void ito_omp_dep_complete(struct dnode *n) {
   node_unref(n);
 }
 
-void ito_omp_dep_wait(struct dnode *n, task *waiter) {
-  ito_omp_kids_sub(&n->npred, KID_ALIVE, &n->qlock, &n->qhead, &n->qtail);
-  ito_omp_word_wait(&n->npred, KID_WAIT_ALIVE, &n->qlock, &n->qhead, &n->qtail, waiter, false);
+void ito__omp_dep_wait(struct dnode *n, task *waiter) {
+  ito__omp_kids_sub(&n->npred, KID_ALIVE, &n->qlock, &n->qhead, &n->qtail);
+  ito__omp_word_wait(&n->npred, KID_WAIT_ALIVE, &n->qlock, &n->qhead, &n->qtail, waiter, false);
 }

@@ -21,7 +21,7 @@ static int (*next_dlclose)(void *);
 
 static void *next_of(const char *name) {
   void *p = ito__dropin_sym((const void *)&next_of, name, NULL);
-  if (!p) ito_omp_fatal("cannot find libc's %s (is libito-omp.so loaded before libc?)", name);
+  if (!p) ito__omp_fatal("cannot find libc's %s (is libito-omp.so loaded before libc?)", name);
   return p;
 }
 

@@ -54,7 +54,7 @@ enum { PAUSE_SOFT = 1, PAUSE_HARD = 2 }; /* omp_pause_soft, omp_pause_hard */
 
 static int pause_host(int kind) {
   if (kind != PAUSE_SOFT && kind != PAUSE_HARD) return -1;
-  task *t = ito_omp_cur();
+  task *t = ito__omp_cur();
   if (t->team && t->team->level > 0) return -1;
   ito__dropin_release_stacks();
   return 0;
@@ -69,7 +69,7 @@ OMP_API int omp_pause_resource_all(int kind) { return pause_host(kind); }
 
 /* ---- not supported ----------------------------------------------------------------------- */
 static void unsupported(const char *name) {
-  ito_omp_fatal("%s: not supported by ito's OpenMP runtime (docs/openmp.md)", name);
+  ito__omp_fatal("%s: not supported by ito's OpenMP runtime (docs/openmp.md)", name);
 }
 
 #define UNSUPPORTED(name) \

@@ -100,12 +100,12 @@ OMP_API int32_t omp_test_lock_(int32_t *l) { return omp_test_lock((lock_t *)l) !
 
 static nest_lock_t *nest_new(void) {
   nest_lock_t *n = malloc(sizeof *n);
-  if (!n) ito_omp_fatal("omp_init_nest_lock: out of memory");
+  if (!n) ito__omp_fatal("omp_init_nest_lock: out of memory");
   return n;
 }
 static nest_lock_t *nest_of(nest_lock_t **l, const char *fn) {
   if (UNLIKELY(!*l))
-    ito_omp_fatal(
+    ito__omp_fatal(
         "%s on a lock that omp_init_nest_lock did not initialise (or that was "
         "destroyed)",
         fn);
@@ -212,7 +212,7 @@ OMP_API void omp_get_place_proc_ids_8_(const int64_t *place, int64_t *ids) {
   int n = omp_get_place_num_procs(p);
   if (n <= 0) return;
   int *tmp = malloc((size_t)n * sizeof *tmp);
-  if (!tmp) ito_omp_fatal("omp_get_place_proc_ids: out of memory");
+  if (!tmp) ito__omp_fatal("omp_get_place_proc_ids: out of memory");
   omp_get_place_proc_ids(p, tmp);
   for (int i = 0; i < n; i++) ids[i] = tmp[i];
   free(tmp);
@@ -224,7 +224,7 @@ OMP_API void omp_get_partition_place_nums_8_(int64_t *nums) {
   int n = omp_get_partition_num_places();
   if (n <= 0) return;
   int *tmp = malloc((size_t)n * sizeof *tmp);
-  if (!tmp) ito_omp_fatal("omp_get_partition_place_nums: out of memory");
+  if (!tmp) ito__omp_fatal("omp_get_partition_place_nums: out of memory");
   omp_get_partition_place_nums(tmp);
   for (int i = 0; i < n; i++) nums[i] = tmp[i];
   free(tmp);
@@ -286,14 +286,14 @@ static void to_fortran(char *buf, size_t buflen, const char *s, size_t len) {
 
 OMP_API void omp_set_affinity_format_(const char *format, size_t len) {
   char *c = c_string(format, len);
-  if (!c) ito_omp_fatal("omp_set_affinity_format: out of memory");
+  if (!c) ito__omp_fatal("omp_set_affinity_format: out of memory");
   omp_set_affinity_format(c);
   free(c);
 }
 OMP_API int32_t omp_get_affinity_format_(char *buffer, size_t len) {
   size_t n = omp_get_affinity_format(NULL, 0);
   char *c = malloc(n + 1);
-  if (!c) ito_omp_fatal("omp_get_affinity_format: out of memory");
+  if (!c) ito__omp_fatal("omp_get_affinity_format: out of memory");
   omp_get_affinity_format(c, n + 1);
   to_fortran(buffer, len, c, n);
   free(c);
@@ -301,17 +301,17 @@ OMP_API int32_t omp_get_affinity_format_(char *buffer, size_t len) {
 }
 OMP_API void omp_display_affinity_(const char *format, size_t len) {
   char *c = c_string(format, len);
-  if (!c) ito_omp_fatal("omp_display_affinity: out of memory");
+  if (!c) ito__omp_fatal("omp_display_affinity: out of memory");
   omp_display_affinity(len ? c : NULL);
   free(c);
 }
 OMP_API int32_t omp_capture_affinity_(char *buffer, const char *format, size_t buflen,
                                       size_t fmtlen) {
   char *f = c_string(format, fmtlen);
-  if (!f) ito_omp_fatal("omp_capture_affinity: out of memory");
+  if (!f) ito__omp_fatal("omp_capture_affinity: out of memory");
   size_t n = omp_capture_affinity(NULL, 0, fmtlen ? f : NULL);
   char *c = malloc(n + 1);
-  if (!c) ito_omp_fatal("omp_capture_affinity: out of memory");
+  if (!c) ito__omp_fatal("omp_capture_affinity: out of memory");
   omp_capture_affinity(c, n + 1, fmtlen ? f : NULL);
   to_fortran(buffer, buflen, c, n);
   free(c);

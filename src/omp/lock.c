@@ -33,13 +33,13 @@ static unsigned entry_new(void) {
     idx = nentries;
     if (idx / CHUNK >= MAX_CHUNKS) {
       ito__dropin_unlock(&table_lock);
-      ito_omp_fatal("too many OpenMP locks alive at once (%u)", idx);
+      ito__omp_fatal("too many OpenMP locks alive at once (%u)", idx);
     }
     if (!chunks[idx / CHUNK]) {
       struct entry *c = calloc(CHUNK, sizeof *c);
       if (!c) {
         ito__dropin_unlock(&table_lock);
-        ito_omp_fatal("out of memory for an OpenMP lock");
+        ito__omp_fatal("out of memory for an OpenMP lock");
       }
       __atomic_store_n(&chunks[idx / CHUNK], c, __ATOMIC_RELEASE);
     }
@@ -60,7 +60,8 @@ static void entry_free(unsigned id) {
 
 static ito_mutex_t *mutex_of(unsigned id, const char *fn) {
   if (UNLIKELY(id == 0 || id > __atomic_load_n(&nentries, __ATOMIC_ACQUIRE)))
-    ito_omp_fatal("%s on a lock that omp_init_lock did not initialise (or that was destroyed)", fn);
+    ito__omp_fatal("%s on a lock that omp_init_lock did not initialise (or that was destroyed)",
+                   fn);
   struct entry *c = __atomic_load_n(&chunks[(id - 1) / CHUNK], __ATOMIC_ACQUIRE);
   return &c[(id - 1) % CHUNK].m;
 }
@@ -101,7 +102,7 @@ OMP_API void omp_destroy_nest_lock(nest_lock_t *l) {
 }
 OMP_API void omp_set_nest_lock(nest_lock_t *l) {
   ito_mutex_t *m = mutex_of(l->id, "omp_set_nest_lock");
-  task *me = ito_omp_cur();
+  task *me = ito__omp_cur();
   if (__atomic_load_n(&l->owner, __ATOMIC_RELAXED) == me) {
     l->depth++;
     return;
@@ -112,8 +113,8 @@ OMP_API void omp_set_nest_lock(nest_lock_t *l) {
 }
 OMP_API void omp_unset_nest_lock(nest_lock_t *l) {
   ito_mutex_t *m = mutex_of(l->id, "omp_unset_nest_lock");
-  if (__atomic_load_n(&l->owner, __ATOMIC_RELAXED) != ito_omp_cur())
-    ito_omp_fatal("omp_unset_nest_lock by a task that does not hold the lock");
+  if (__atomic_load_n(&l->owner, __ATOMIC_RELAXED) != ito__omp_cur())
+    ito__omp_fatal("omp_unset_nest_lock by a task that does not hold the lock");
   if (--l->depth == 0) {
     __atomic_store_n(&l->owner, NULL, __ATOMIC_RELAXED);
     ito_mutex_unlock(m);
@@ -121,7 +122,7 @@ OMP_API void omp_unset_nest_lock(nest_lock_t *l) {
 }
 OMP_API int omp_test_nest_lock(nest_lock_t *l) {
   ito_mutex_t *m = mutex_of(l->id, "omp_test_nest_lock");
-  task *me = ito_omp_cur();
+  task *me = ito__omp_cur();
   if (__atomic_load_n(&l->owner, __ATOMIC_RELAXED) == me) return ++l->depth;
   if (ito_mutex_trylock(m)) return 0;
   __atomic_store_n(&l->owner, me, __ATOMIC_RELAXED);

@@ -20,12 +20,12 @@ static unsigned long count(bool up, ull start, ull end, ull incr, bool is_signed
     d = start - end;
     a = -incr;
   }
-  if (a == 0) ito_omp_fatal("a work-sharing loop with a step of 0");
+  if (a == 0) ito__omp_fatal("a work-sharing loop with a step of 0");
   return (unsigned long)(d / a + (d % a != 0));
 }
 
-void ito_omp_runtime_sched(int *kind, unsigned long *chunk) {
-  task *t = ito_omp_cur();
+void ito__omp_runtime_sched(int *kind, unsigned long *chunk) {
+  task *t = ito__omp_cur();
   int k = t->icv.sched & ~(int)SCHED_MONOTONIC;
   *kind = k == SCHED_AUTO ? SCHED_STATIC : k;
   *chunk = (unsigned long)t->icv.chunk;
@@ -55,7 +55,7 @@ static void loop_init(struct ws *w, void *p, unsigned nth) {
      * chunks: chunk k is [k * chunk, (k + 1) * chunk), as a dynamic
      * schedule's chunks are (only the loop's last may be shorter) */
     w->ranges = aligned_alloc(64, nth * sizeof *w->ranges);
-    if (!w->ranges) ito_omp_fatal("out of memory for a work-sharing loop");
+    if (!w->ranges) ito__omp_fatal("out of memory for a work-sharing loop");
     unsigned long c = w->chunk, nch = (w->niter + c - 1) / c;
     unsigned long q = nch / nth, r = nch % nth;
     for (unsigned i = 0; i < nth; i++) {
@@ -118,7 +118,7 @@ static bool take_split(struct ws *w, unsigned nth, unsigned id, unsigned long *i
 /* The member's next chunk [*i0, *i1) of iteration indices. */
 static bool take(task *me, struct ws *w, unsigned long *i0, unsigned long *i1) {
   unsigned long n = w->niter;
-  team *tm = ito_omp_ws_team(me);
+  team *tm = ito__omp_ws_team(me);
   unsigned nth = tm->n, id = me->id;
   switch (w->kind) {
     case SCHED_SPLIT:
@@ -175,8 +175,8 @@ static bool take(task *me, struct ws *w, unsigned long *i0, unsigned long *i1) {
 
 static bool next(task *me, ull *istart, ull *iend) {
   struct ws *w = me->ws;
-  if (!w) ito_omp_fatal("GOMP_loop_*_next called outside a work-sharing loop");
-  if (w->ordered) ito_omp_ordered_pass(me);
+  if (!w) ito__omp_fatal("GOMP_loop_*_next called outside a work-sharing loop");
+  if (w->ordered) ito__omp_ordered_pass(me);
   /* cancel for: no more chunks are handed out (an ordered or doacross
    * loop, which may not be cancelled, hands all out: every chunk must pass
    * its turn on, every iteration be posted) */
@@ -191,17 +191,17 @@ static bool next(task *me, ull *istart, ull *iend) {
   return true;
 }
 
-/* mem: gcc's request for shared scratch memory (ito_omp_ws_mem_init), or
+/* mem: gcc's request for shared scratch memory (ito__omp_ws_mem_init), or
  * NULL. istart NULL: gcc computes a static schedule itself (scan loops,
  * static lastprivate(conditional:) loops) and wants only the work share. */
 static bool start(struct loop_args *a, void **mem, ull *istart, ull *iend) {
-  task *me = ito_omp_cur();
+  task *me = ito__omp_cur();
   int first;
-  struct ws *w = ito_omp_ws_enter(me, &first);
+  struct ws *w = ito__omp_ws_enter(me, &first);
   if (first) {
-    loop_init(w, a, ito_omp_ws_team(me)->n);
-    if (mem) ito_omp_ws_mem_init(w, (size_t)(uintptr_t)*mem);
-    ito_omp_ws_publish(me, w);
+    loop_init(w, a, ito__omp_ws_team(me)->n);
+    if (mem) ito__omp_ws_mem_init(w, (size_t)(uintptr_t)*mem);
+    ito__omp_ws_publish(me, w);
   }
   if (mem) *mem = w->mem;
   if (!istart) return true;
@@ -217,7 +217,7 @@ static bool start_l(long s, long e, long incr, int kind, long chunk, int ordered
   return start(&a, mem, (ull *)istart, (ull *)iend);
 }
 static bool next_l(long *istart, long *iend) {
-  return next(ito_omp_cur(), (ull *)istart, (ull *)iend);
+  return next(ito__omp_cur(), (ull *)istart, (ull *)iend);
 }
 
 #define LOOP_L(name, kind, ordered)                                                          \
@@ -240,7 +240,7 @@ LOOP_L(ordered_guided, SCHED_GUIDED, 1)
   OMP_API bool GOMP_loop_##name##_start(long s, long e, long incr, long *istart, long *iend) { \
     int kind;                                                                                  \
     unsigned long chunk;                                                                       \
-    ito_omp_runtime_sched(&kind, &chunk);                                                      \
+    ito__omp_runtime_sched(&kind, &chunk);                                                     \
     return start_l(s, e, incr, kind, (long)chunk, ordered, NULL, istart, iend);                \
   }                                                                                            \
   OMP_API bool GOMP_loop_##name##_next(long *istart, long *iend) { return next_l(istart, iend); }
@@ -252,13 +252,13 @@ LOOP_L_RUNTIME(ordered_runtime, 1)
 
 /* gcc 9's generic entries: sched is a GOMP schedule kind, maybe with the
  * monotonic bit; reductions: task reductions (reduction.c); mem: a request
- * for shared scratch memory (ito_omp_ws_mem_init), as for scan and
+ * for shared scratch memory (ito__omp_ws_mem_init), as for scan and
  * lastprivate(conditional:). */
 static int sched_kind(long sched, long *chunk) {
   int k = (int)(sched & ~(long)SCHED_MONOTONIC);
   if (k == SCHED_RUNTIME) {
     unsigned long c;
-    ito_omp_runtime_sched(&k, &c);
+    ito__omp_runtime_sched(&k, &c);
     *chunk = (long)c;
   }
   return k == SCHED_AUTO ? SCHED_STATIC : k;
@@ -266,13 +266,13 @@ static int sched_kind(long sched, long *chunk) {
 
 OMP_API bool GOMP_loop_start(long s, long e, long incr, long sched, long chunk, long *istart,
                              long *iend, uintptr_t *reductions, void **mem) {
-  if (reductions) ito_omp_ws_reductions(ito_omp_cur(), reductions);
+  if (reductions) ito__omp_ws_reductions(ito__omp_cur(), reductions);
   int k = sched_kind(sched, &chunk);
   return start_l(s, e, incr, k, chunk, 0, mem, istart, iend);
 }
 OMP_API bool GOMP_loop_ordered_start(long s, long e, long incr, long sched, long chunk,
                                      long *istart, long *iend, uintptr_t *reductions, void **mem) {
-  if (reductions) ito_omp_ws_reductions(ito_omp_cur(), reductions);
+  if (reductions) ito__omp_ws_reductions(ito__omp_cur(), reductions);
   int k = sched_kind(sched, &chunk);
   return start_l(s, e, incr, k, chunk, 1, mem, istart, iend);
 }
@@ -291,7 +291,7 @@ static bool start_u(bool up, ull s, ull e, ull incr, int kind, ull chunk, int or
     return start_u(up, s, e, incr, kind, chunk, ordered, NULL, istart, iend);           \
   }                                                                                     \
   OMP_API bool GOMP_loop_ull_##name##_next(ull *istart, ull *iend) {                    \
-    return next(ito_omp_cur(), istart, iend);                                           \
+    return next(ito__omp_cur(), istart, iend);                                          \
   }
 
 LOOP_U(static, SCHED_STATIC, 0)
@@ -308,11 +308,11 @@ LOOP_U(ordered_guided, SCHED_GUIDED, 1)
                                             ull *iend) {                                  \
     int kind;                                                                             \
     unsigned long chunk;                                                                  \
-    ito_omp_runtime_sched(&kind, &chunk);                                                 \
+    ito__omp_runtime_sched(&kind, &chunk);                                                \
     return start_u(up, s, e, incr, kind, chunk, ordered, NULL, istart, iend);             \
   }                                                                                       \
   OMP_API bool GOMP_loop_ull_##name##_next(ull *istart, ull *iend) {                      \
-    return next(ito_omp_cur(), istart, iend);                                             \
+    return next(ito__omp_cur(), istart, iend);                                            \
   }
 
 LOOP_U_RUNTIME(runtime, 0)
@@ -322,7 +322,7 @@ LOOP_U_RUNTIME(ordered_runtime, 1)
 
 OMP_API bool GOMP_loop_ull_start(bool up, ull s, ull e, ull incr, long sched, ull chunk,
                                  ull *istart, ull *iend, uintptr_t *reductions, void **mem) {
-  if (reductions) ito_omp_ws_reductions(ito_omp_cur(), reductions);
+  if (reductions) ito__omp_ws_reductions(ito__omp_cur(), reductions);
   long c = (long)chunk;
   int k = sched_kind(sched, &c);
   return start_u(up, s, e, incr, k, (ull)c, 0, mem, istart, iend);
@@ -330,7 +330,7 @@ OMP_API bool GOMP_loop_ull_start(bool up, ull s, ull e, ull incr, long sched, ul
 OMP_API bool GOMP_loop_ull_ordered_start(bool up, ull s, ull e, ull incr, long sched, ull chunk,
                                          ull *istart, ull *iend, uintptr_t *reductions,
                                          void **mem) {
-  if (reductions) ito_omp_ws_reductions(ito_omp_cur(), reductions);
+  if (reductions) ito__omp_ws_reductions(ito__omp_cur(), reductions);
   long c = (long)chunk;
   int k = sched_kind(sched, &c);
   return start_u(up, s, e, incr, k, (ull)c, 1, mem, istart, iend);
@@ -372,14 +372,14 @@ struct doacross {
 /* Sets up the doacross state of w (the first member in it, under its lock,
  * after loop_init). */
 static void da_init(struct ws *w, unsigned ncounts, const ull *counts, unsigned nth) {
-  if (ncounts == 0) ito_omp_fatal("a doacross loop with no loops");
+  if (ncounts == 0) ito__omp_fatal("a doacross loop with no loops");
   bool order = nth > 1;
   ull total = 1;
   for (unsigned i = 0; i < ncounts; i++) {
     if (counts[i] == 0)
       order = false; /* no iteration runs: no post, no wait */
     else if (__builtin_mul_overflow(total, counts[i], &total) || total > DA_MAX_ITER)
-      ito_omp_fatal("a doacross loop of more than 2^62 iterations");
+      ito__omp_fatal("a doacross loop of more than 2^62 iterations");
   }
   unsigned long nent = 0, stride = 8; /* a cache line per entry */
   if (order) {
@@ -396,7 +396,7 @@ static void da_init(struct ws *w, unsigned ncounts, const ull *counts, unsigned 
   size_t qsz = order ? nq * sizeof(struct da_queue) : 0;
   size_t psz = ((nent * stride * sizeof(uint64_t)) + 63) & ~(size_t)63;
   char *m = aligned_alloc(64, head + qsz + psz);
-  if (!m) ito_omp_fatal("out of memory for a doacross loop");
+  if (!m) ito__omp_fatal("out of memory for a doacross loop");
   memset(m, 0, head + qsz + psz); /* queues empty, entries 0 (nothing posted) */
   struct doacross *d = (struct doacross *)m;
   d->queues = order ? (struct da_queue *)(m + head) : NULL;
@@ -435,18 +435,18 @@ static unsigned long da_entry(const struct doacross *d, ull i0) {
 static uint64_t da_index(const struct doacross *d, uint64_t lin, unsigned i, ull v,
                          const char *who) {
   if (v >= d->counts[i])
-    ito_omp_fatal("%s: iteration %llu of loop %u of a doacross loop of %llu", who, v, i + 1,
-                  d->counts[i]);
+    ito__omp_fatal("%s: iteration %llu of loop %u of a doacross loop of %llu", who, v, i + 1,
+                   d->counts[i]);
   return lin * d->counts[i] + v;
 }
 
 /* The doacross state of the caller's loop, or NULL when there is nothing
  * to order (a team of one, a loop with no iteration). */
 static struct doacross *da_cur(const char *who) {
-  struct ws *w = ito_omp_cur()->ws;
+  struct ws *w = ito__omp_cur()->ws;
   struct doacross *d = w ? w->da : NULL;
   if (!d) {
-    if (!w) ito_omp_fatal("%s called outside a doacross loop", who);
+    if (!w) ito__omp_fatal("%s called outside a doacross loop", who);
     return NULL; /* (a loop without ordered(n) reaches here only by a compiler bug) */
   }
   return d->posted ? d : NULL;
@@ -460,8 +460,8 @@ static void da_post(struct doacross *d, unsigned long e, uint64_t lin) {
   uint64_t old = atomic_exchange_explicit(p, lin + 1, memory_order_release);
   /* an entry's iterations run, and post, in increasing order */
   if (UNLIKELY((old & ~DA_WAITING) > lin + 1))
-    ito_omp_fatal("doacross post out of order (iteration index %llu after %llu)", (ull)lin,
-                  (ull)((old & ~DA_WAITING) - 1));
+    ito__omp_fatal("doacross post out of order (iteration index %llu after %llu)", (ull)lin,
+                   (ull)((old & ~DA_WAITING) - 1));
   if (LIKELY(!(old & DA_WAITING))) return;
   /* a waiter set the bit under the queue's lock and parks before it lets
    * the lock go: it is on the queue now, or it saw the new value */
@@ -538,17 +538,17 @@ OMP_API void GOMP_doacross_ull_wait(ull first, ...) {
  * are), with the doacross state made by the first member in. */
 static bool doacross_start(unsigned ncounts, const ull *counts, int kind, ull chunk, void **mem,
                            ull *istart, ull *iend) {
-  task *me = ito_omp_cur();
+  task *me = ito__omp_cur();
   if (kind == SCHED_SPLIT) kind = SCHED_DYNAMIC;
   struct loop_args a = {true, false, 0, ncounts ? counts[0] : 0, 1, kind, (unsigned long)chunk, 0};
   int first;
-  struct ws *w = ito_omp_ws_enter(me, &first);
+  struct ws *w = ito__omp_ws_enter(me, &first);
   if (first) {
-    unsigned nth = ito_omp_ws_team(me)->n;
+    unsigned nth = ito__omp_ws_team(me)->n;
     loop_init(w, &a, nth);
     da_init(w, ncounts, counts, nth);
-    if (mem) ito_omp_ws_mem_init(w, (size_t)(uintptr_t)*mem);
-    ito_omp_ws_publish(me, w);
+    if (mem) ito__omp_ws_mem_init(w, (size_t)(uintptr_t)*mem);
+    ito__omp_ws_publish(me, w);
   }
   if (mem) *mem = w->mem;
   return next(me, istart, iend);
@@ -574,13 +574,13 @@ OMP_API bool GOMP_loop_doacross_runtime_start(unsigned ncounts, long *counts, lo
                                               long *iend) {
   int kind;
   unsigned long chunk;
-  ito_omp_runtime_sched(&kind, &chunk);
+  ito__omp_runtime_sched(&kind, &chunk);
   return doacross_start_l(ncounts, counts, kind, (long)chunk, NULL, istart, iend);
 }
 
 OMP_API bool GOMP_loop_doacross_start(unsigned ncounts, long *counts, long sched, long chunk,
                                       long *istart, long *iend, uintptr_t *reductions, void **mem) {
-  if (reductions) ito_omp_ws_reductions(ito_omp_cur(), reductions);
+  if (reductions) ito__omp_ws_reductions(ito__omp_cur(), reductions);
   int k = sched_kind(sched, &chunk);
   return doacross_start_l(ncounts, counts, k, chunk, mem, istart, iend);
 }
@@ -598,14 +598,14 @@ OMP_API bool GOMP_loop_ull_doacross_runtime_start(unsigned ncounts, ull *counts,
                                                   ull *iend) {
   int kind;
   unsigned long chunk;
-  ito_omp_runtime_sched(&kind, &chunk);
+  ito__omp_runtime_sched(&kind, &chunk);
   return doacross_start(ncounts, counts, kind, chunk, NULL, istart, iend);
 }
 
 OMP_API bool GOMP_loop_ull_doacross_start(unsigned ncounts, ull *counts, long sched, ull chunk,
                                           ull *istart, ull *iend, uintptr_t *reductions,
                                           void **mem) {
-  if (reductions) ito_omp_ws_reductions(ito_omp_cur(), reductions);
+  if (reductions) ito__omp_ws_reductions(ito__omp_cur(), reductions);
   long c = (long)chunk;
   int k = sched_kind(sched, &c);
   return doacross_start(ncounts, counts, k, (ull)c, mem, istart, iend);
@@ -614,9 +614,9 @@ OMP_API bool GOMP_loop_ull_doacross_start(unsigned ncounts, ull *counts, long sc
 /* ---- the end of a loop ----------------------------------------------------------- */
 
 OMP_API void GOMP_loop_end_nowait(void) {
-  task *me = ito_omp_cur();
-  if (me->ws && me->ws->ordered) ito_omp_ordered_pass(me);
-  ito_omp_ws_leave(me);
+  task *me = ito__omp_cur();
+  if (me->ws && me->ws->ordered) ito__omp_ordered_pass(me);
+  ito__omp_ws_leave(me);
 }
 OMP_API void GOMP_loop_end(void) {
   GOMP_loop_end_nowait();
@@ -626,7 +626,7 @@ OMP_API void GOMP_loop_end(void) {
  * cancelled loop alone ends like any other */
 OMP_API bool GOMP_loop_end_cancel(void) {
   GOMP_loop_end_nowait();
-  return ito_omp_barrier_cancel(ito_omp_cur());
+  return ito__omp_barrier_cancel(ito__omp_cur());
 }
 
 /* ---- combined parallel loops --------------------------------------------------------- */
@@ -634,7 +634,7 @@ OMP_API bool GOMP_loop_end_cancel(void) {
 static void parallel_loop(void (*fn)(void *), void *data, unsigned nthreads, long s, long e,
                           long incr, int kind, long chunk, unsigned flags) {
   struct loop_args a = {incr > 0, true, (ull)s, (ull)e, (ull)incr, kind, (unsigned long)chunk, 0};
-  ito_omp_parallel(fn, data, nthreads, flags, loop_init, &a);
+  ito__omp_parallel(fn, data, nthreads, flags, loop_init, &a);
 }
 
 #define PARALLEL_LOOP(name, kind)                                                                 \
@@ -653,7 +653,7 @@ PARALLEL_LOOP(nonmonotonic_guided, SCHED_GUIDED)
                                          long s, long e, long incr, unsigned flags) {       \
     int kind;                                                                               \
     unsigned long chunk;                                                                    \
-    ito_omp_runtime_sched(&kind, &chunk);                                                   \
+    ito__omp_runtime_sched(&kind, &chunk);                                                  \
     parallel_loop(fn, data, nthreads, s, e, incr, kind, (long)chunk, flags);                \
   }
 PARALLEL_LOOP_RUNTIME(runtime)
@@ -666,7 +666,7 @@ PARALLEL_LOOP_RUNTIME(maybe_nonmonotonic_runtime)
       void (*fn)(void *), void *data, unsigned nthreads, long s, long e, long incr, long chunk) { \
     struct loop_args a = {                                                                        \
         incr > 0, true, (ull)s, (ull)e, (ull)incr, kind, (unsigned long)chunk, 0};                \
-    ito_omp_parallel_start_ws(fn, data, nthreads, loop_init, &a);                                 \
+    ito__omp_parallel_start_ws(fn, data, nthreads, loop_init, &a);                                \
   }
 PARALLEL_LOOP_START(static, SCHED_STATIC)
 PARALLEL_LOOP_START(dynamic, SCHED_DYNAMIC)
@@ -676,7 +676,7 @@ OMP_API void GOMP_parallel_loop_runtime_start(void (*fn)(void *), void *data, un
                                               long s, long e, long incr) {
   int kind;
   unsigned long chunk;
-  ito_omp_runtime_sched(&kind, &chunk);
+  ito__omp_runtime_sched(&kind, &chunk);
   struct loop_args a = {incr > 0, true, (ull)s, (ull)e, (ull)incr, kind, chunk, 0};
-  ito_omp_parallel_start_ws(fn, data, nthreads, loop_init, &a);
+  ito__omp_parallel_start_ws(fn, data, nthreads, loop_init, &a);
 }

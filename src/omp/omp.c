@@ -16,11 +16,11 @@
 #include <time.h>
 #include <unistd.h>
 
-struct omp_global omp_g;
+struct omp_global ito__omp_g;
 /* read on every task: a line of its own, away from anything written */
-int ito_omp_cancellation __attribute__((aligned(64)));
+int ito__omp_cancellation __attribute__((aligned(64)));
 
-void ito_omp_fatal(const char *fmt, ...) {
+void ito__omp_fatal(const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   fputs("ito-omp: ", stderr);
@@ -49,14 +49,14 @@ static int parse_long(const char *s, const char **rest, long lo, long hi, long *
 static const char *parse_num_threads(const char *v, void *dst) {
   (void)dst;
   const char *p = v;
-  omp_g.nlist = 0;
+  ito__omp_g.nlist = 0;
   for (;;) {
     long n;
     const char *rest;
-    if (!parse_long(p, &rest, 1, INT_MAX, &n) || omp_g.nlist == 16)
+    if (!parse_long(p, &rest, 1, INT_MAX, &n) || ito__omp_g.nlist == 16)
       return "a positive number of threads, or a comma-separated list of at most 16 of them "
              "(one per nesting level)";
-    omp_g.list[omp_g.nlist++] = (int)n;
+    ito__omp_g.list[ito__omp_g.nlist++] = (int)n;
     if (*rest == 0) return NULL;
     if (*rest != ',') return "positive numbers separated by commas";
     p = rest + 1;
@@ -106,8 +106,8 @@ static const char *parse_schedule(const char *v, void *dst) {
   /* a static schedule is monotonic unless it says otherwise; gcc's runtime
    * reports OMP_SCHEDULE=static so, and nonmonotonic:static without the bit */
   if (kind == SCHED_STATIC && !nonmono) mono = 1;
-  omp_g.init.sched = kind | (mono ? (int)SCHED_MONOTONIC : 0);
-  omp_g.init.chunk = chunk;
+  ito__omp_g.init.sched = kind | (mono ? (int)SCHED_MONOTONIC : 0);
+  ito__omp_g.init.chunk = chunk;
   return NULL;
 }
 
@@ -115,8 +115,8 @@ static const char *parse_schedule(const char *v, void *dst) {
  * when affinity is displayed). */
 static const char *parse_affinity_format(const char *v, void *dst) {
   (void)dst;
-  if (strlen(v) >= sizeof omp_g.affinity_format) return "a format of at most 255 characters";
-  strcpy(omp_g.affinity_format, v);
+  if (strlen(v) >= sizeof ito__omp_g.affinity_format) return "a format of at most 255 characters";
+  strcpy(ito__omp_g.affinity_format, v);
   return NULL;
 }
 
@@ -196,7 +196,7 @@ static const struct ito_cfg_choice allocator_words[] = {
 /* (a table: one row per variable, packed) */
 /* clang-format off */
 static const struct ito_cfg rows[] = {
-    {.name = "OMP_DISPLAY_AFFINITY", .kind = ITO_CFG_CHOICE, .dst = &omp_g.display_affinity,
+    {.name = "OMP_DISPLAY_AFFINITY", .kind = ITO_CFG_CHOICE, .dst = &ito__omp_g.display_affinity,
      .choices = bool_words, .dflt = "false",
      .what = "each thread of a parallel region shows its affinity (OMP_AFFINITY_FORMAT)"},
     {.name = "OMP_PLACES", .kind = ITO_CFG_PARSE, .parse = parse_places, .dflt = "",
@@ -267,9 +267,9 @@ static size_t default_stack_size(void) {
   return s;
 }
 
-struct ito_dropin_where ito_omp_where __attribute__((aligned(64)));
+struct ito_dropin_where ito__omp_where __attribute__((aligned(64)));
 
-int ito_omp_ready;
+int ito__omp_ready;
 static int setup_lock, setup_tid;
 
 static void read_env(void);
@@ -281,26 +281,26 @@ static void read_env(void);
  * runtime for OMP_DISPLAY_ENV, whose start calls it again) returns at once;
  * another thread waits for the end, with the raw system call (as
  * libito-pthread.so's set-up, docs/dropin.md section 2). */
-void ito_omp_setup(void) {
-  if (__atomic_load_n(&ito_omp_ready, __ATOMIC_ACQUIRE)) return;
+void ito__omp_setup(void) {
+  if (__atomic_load_n(&ito__omp_ready, __ATOMIC_ACQUIRE)) return;
   int me = (int)syscall(SYS_gettid);
   if (__atomic_exchange_n(&setup_lock, 1, __ATOMIC_ACQUIRE)) {
     if (__atomic_load_n(&setup_tid, __ATOMIC_RELAXED) == me) return;
-    while (!__atomic_load_n(&ito_omp_ready, __ATOMIC_ACQUIRE)) syscall(SYS_sched_yield);
+    while (!__atomic_load_n(&ito__omp_ready, __ATOMIC_ACQUIRE)) syscall(SYS_sched_yield);
     return;
   }
   __atomic_store_n(&setup_tid, me, __ATOMIC_RELAXED);
   read_env();
   __atomic_store_n(&setup_tid, 0, __ATOMIC_RELAXED);
-  __atomic_store_n(&ito_omp_ready, 1, __ATOMIC_RELEASE);
+  __atomic_store_n(&ito__omp_ready, 1, __ATOMIC_RELEASE);
   /* (it starts the runtime: the places) */
-  if (env_display > 0) ito_omp_display_env(env_display == 2);
+  if (env_display > 0) ito__omp_display_env(env_display == 2);
 }
 
-__attribute__((constructor)) static void omp_ctor(void) { ito_omp_setup(); }
+__attribute__((constructor)) static void omp_ctor(void) { ito__omp_setup(); }
 
 /* The runtime calls it before it starts (src/dropin/ito_dropin.h). */
-OMP_API void __ito_dropin_setup(void) { ito_omp_setup(); }
+OMP_API void __ito_dropin_setup(void) { ito__omp_setup(); }
 
 /* A stack overflow's report names the member or task and the function it
  * runs (the region's or the task's outlined function). */
@@ -320,15 +320,15 @@ static int describe_overflow(void *ctx, char *out, size_t len, void **start) {
 }
 
 static void read_env(void) {
-  ito__dropin_ctx_where(&ito_omp_where);
+  ito__dropin_ctx_where(&ito__omp_where);
   ito__dropin_overflow_describe(describe_overflow);
-  ito_omp_sleep_setup(); /* first: the runtime's own sleeps go to libc */
-  omp_g.nprocs = usable_cpus();
-  omp_g.init.nthreads = omp_g.nprocs;
-  omp_g.init.sched = SCHED_DYNAMIC;
-  omp_g.init.chunk = 1;
-  omp_g.init.dyn = 0;
-  strcpy(omp_g.affinity_format, "level %L thread %i affinity %A");
+  ito__omp_sleep_setup(); /* first: the runtime's own sleeps go to libc */
+  ito__omp_g.nprocs = usable_cpus();
+  ito__omp_g.init.nthreads = ito__omp_g.nprocs;
+  ito__omp_g.init.sched = SCHED_DYNAMIC;
+  ito__omp_g.init.chunk = 1;
+  ito__omp_g.init.dyn = 0;
+  strcpy(ito__omp_g.affinity_format, "level %L thread %i affinity %A");
   ito__dropin_config_read(rows, (int)(sizeof rows / sizeof rows[0]));
   /* team members are threads: preempted after a time slice while others
    * wait (docs/monitor.md); tasks are not */
@@ -338,20 +338,20 @@ static void read_env(void) {
    * tells its main thread by pthread_self (docs/openmp.md, "The initial
    * thread's OS thread") */
   ito__dropin_root_stay();
-  if (omp_g.nlist) omp_g.init.nthreads = omp_g.list[0];
-  if (env_dynamic >= 0) omp_g.init.dyn = env_dynamic;
+  if (ito__omp_g.nlist) ito__omp_g.init.nthreads = ito__omp_g.list[0];
+  if (env_dynamic >= 0) ito__omp_g.init.dyn = env_dynamic;
   /* Nesting: off unless asked for (OMP_NESTED, OMP_MAX_ACTIVE_LEVELS, or a
    * list of team sizes), as gcc 12's runtime does. */
-  omp_g.max_active_levels = omp_g.nlist > 1 ? MAX_LEVELS : 1;
-  if (env_nested >= 0) omp_g.max_active_levels = env_nested ? MAX_LEVELS : 1;
-  if (env_levels >= 0) omp_g.max_active_levels = (int)env_levels;
-  if (omp_g.max_active_levels > MAX_LEVELS) omp_g.max_active_levels = MAX_LEVELS;
-  omp_g.init.thread_limit = env_limit > 0 ? (int)env_limit : INT_MAX;
-  omp_g.init.def_allocator = env_allocator > 0 ? (uintptr_t)env_allocator : ALLOC_DEFAULT;
-  omp_g.nteams = env_teams > 0 ? (int)env_teams : 0;
-  omp_g.teams_thread_limit = env_teams_limit > 0 ? (int)env_teams_limit : 0;
-  omp_g.max_task_priority = env_priority > 0 ? (int)env_priority : 0;
-  ito_omp_cancellation = env_cancellation == 1;
+  ito__omp_g.max_active_levels = ito__omp_g.nlist > 1 ? MAX_LEVELS : 1;
+  if (env_nested >= 0) ito__omp_g.max_active_levels = env_nested ? MAX_LEVELS : 1;
+  if (env_levels >= 0) ito__omp_g.max_active_levels = (int)env_levels;
+  if (ito__omp_g.max_active_levels > MAX_LEVELS) ito__omp_g.max_active_levels = MAX_LEVELS;
+  ito__omp_g.init.thread_limit = env_limit > 0 ? (int)env_limit : INT_MAX;
+  ito__omp_g.init.def_allocator = env_allocator > 0 ? (uintptr_t)env_allocator : ALLOC_DEFAULT;
+  ito__omp_g.nteams = env_teams > 0 ? (int)env_teams : 0;
+  ito__omp_g.teams_thread_limit = env_teams_limit > 0 ? (int)env_teams_limit : 0;
+  ito__omp_g.max_task_priority = env_priority > 0 ? (int)env_priority : 0;
+  ito__omp_cancellation = env_cancellation == 1;
   /* OMP_STACKSIZE (else GOMP_STACKSIZE, else libgomp's default) and
    * OMP_WAIT_POLICY are the runtime's own variables' defaults */
   static char stack_text[32]; /* kept: the runtime reads it at each start */
@@ -374,22 +374,22 @@ static void read_env(void) {
      * affinity says one place's CPUs, not the process's. The CPUs online
      * count instead. */
     long on = sysconf(_SC_NPROCESSORS_ONLN);
-    omp_g.nprocs = on > 0 ? (int)on : 1;
-    if (!omp_g.nlist) omp_g.init.nthreads = omp_g.nprocs;
+    ito__omp_g.nprocs = on > 0 ? (int)on : 1;
+    if (!ito__omp_g.nlist) ito__omp_g.init.nthreads = ito__omp_g.nprocs;
   }
-  omp_g.proc_bind = env_bind > 0 ? env_bind : 0;
+  ito__omp_g.proc_bind = env_bind > 0 ? env_bind : 0;
   if (env_bind > 0)
     ito__dropin_config_default("ITO_PLACES", env_places ? env_places : "cores",
                                env_places ? "OMP_PLACES" : "OMP_PROC_BIND");
   /* as many workers as the outermost team wants, at most the usable CPUs
    * (ITO_NUM_WORKERS overrides) */
-  if (omp_g.nlist) ito__dropin_default_workers(omp_g.list[0]);
+  if (ito__omp_g.nlist) ito__dropin_default_workers(ito__omp_g.list[0]);
   /* threadprivate variables live in thread-local storage: a program with
    * TLS of its own gets a block per team member (docs/openmp.md,
    * "threadprivate"); ITO_TLS=worker asks for the workers' */
-  atomic_store_explicit(&omp_g.member_tls, -1, memory_order_relaxed);
-  omp_g.program_tls = ito__dropin_tls_program();
-  if (omp_g.program_tls)
+  atomic_store_explicit(&ito__omp_g.member_tls, -1, memory_order_relaxed);
+  ito__omp_g.program_tls = ito__dropin_tls_program();
+  if (ito__omp_g.program_tls)
     ito__dropin_config_default("ITO_TLS", "thread", "libito-omp.so (threadprivate)");
   init_root(); /* the program's initial task starts with these ICVs */
 }
@@ -422,15 +422,15 @@ static void display_places(FILE *f) {
 }
 
 static void display_schedule(FILE *f) {
-  int kind = omp_g.init.sched & ~(int)SCHED_MONOTONIC;
-  int mono = (omp_g.init.sched & (int)SCHED_MONOTONIC) != 0;
+  int kind = ito__omp_g.init.sched & ~(int)SCHED_MONOTONIC;
+  int mono = (ito__omp_g.init.sched & (int)SCHED_MONOTONIC) != 0;
   /* static is monotonic, and said so only when it is not */
   if (mono && kind != SCHED_STATIC) fputs("MONOTONIC:", f);
   if (!mono && kind == SCHED_STATIC) fputs("NONMONOTONIC:", f);
   static const char *const names[] = {"RUNTIME", "STATIC", "DYNAMIC", "GUIDED", "AUTO"};
   fputs(kind >= 0 && kind <= SCHED_AUTO ? names[kind] : "?", f);
   /* the chunk, unless it is the kind's default (static: none; others: 1) */
-  long chunk = omp_g.init.chunk;
+  long chunk = ito__omp_g.init.chunk;
   if (kind == SCHED_STATIC && chunk > 0) fprintf(f, ",%ld", chunk);
   if ((kind == SCHED_DYNAMIC || kind == SCHED_GUIDED) && chunk > 1) fprintf(f, ",%ld", chunk);
 }
@@ -456,7 +456,7 @@ OMP_API int omp_get_teams_thread_limit(void);
 OMP_API int omp_get_cancellation(void);
 OMP_API int omp_get_default_device(void);
 
-void ito_omp_display_env(int verbose) {
+void ito__omp_display_env(int verbose) {
   FILE *f = stderr;
   char stack[64], wait[64];
   if (ito__dropin_config_value("ITO_STACK_SIZE", stack, sizeof stack)) strcpy(stack, "?");
@@ -466,32 +466,32 @@ void ito_omp_display_env(int verbose) {
   flockfile(f);
   fputs("\nOPENMP DISPLAY ENVIRONMENT BEGIN\n", f);
   fprintf(f, "  _OPENMP = '%d'\n", 201511);
-  fprintf(f, "  OMP_DYNAMIC = '%s'\n", omp_g.init.dyn ? "TRUE" : "FALSE");
-  fprintf(f, "  OMP_NESTED = '%s'\n", omp_g.max_active_levels > 1 ? "TRUE" : "FALSE");
+  fprintf(f, "  OMP_DYNAMIC = '%s'\n", ito__omp_g.init.dyn ? "TRUE" : "FALSE");
+  fprintf(f, "  OMP_NESTED = '%s'\n", ito__omp_g.max_active_levels > 1 ? "TRUE" : "FALSE");
   fputs("  OMP_NUM_THREADS = '", f);
-  if (omp_g.nlist)
-    for (int i = 0; i < omp_g.nlist; i++) fprintf(f, "%s%d", i ? "," : "", omp_g.list[i]);
+  if (ito__omp_g.nlist)
+    for (int i = 0; i < ito__omp_g.nlist; i++) fprintf(f, "%s%d", i ? "," : "", ito__omp_g.list[i]);
   else
-    fprintf(f, "%d", omp_g.init.nthreads);
+    fprintf(f, "%d", ito__omp_g.init.nthreads);
   fputs("'\n  OMP_SCHEDULE = '", f);
   display_schedule(f);
   fputs("'\n", f);
   static const char *const binds[] = {"FALSE", "TRUE", "PRIMARY", "CLOSE", "SPREAD"};
-  fprintf(f, "  OMP_PROC_BIND = '%s'\n", binds[omp_g.proc_bind]);
+  fprintf(f, "  OMP_PROC_BIND = '%s'\n", binds[ito__omp_g.proc_bind]);
   fputs("  OMP_PLACES = '", f);
   display_places(f);
   fputs("'\n", f);
   fprintf(f, "  OMP_STACKSIZE = '%s'\n", stack);
   fprintf(f, "  OMP_WAIT_POLICY = '%s'\n", wait);
-  fprintf(f, "  OMP_THREAD_LIMIT = '%d'\n", omp_g.init.thread_limit);
-  fprintf(f, "  OMP_MAX_ACTIVE_LEVELS = '%d'\n", omp_g.max_active_levels);
+  fprintf(f, "  OMP_THREAD_LIMIT = '%d'\n", ito__omp_g.init.thread_limit);
+  fprintf(f, "  OMP_MAX_ACTIVE_LEVELS = '%d'\n", ito__omp_g.max_active_levels);
   fprintf(f, "  OMP_NUM_TEAMS = '%d'\n", omp_get_max_teams());
   fprintf(f, "  OMP_TEAMS_THREAD_LIMIT = '%d'\n", omp_get_teams_thread_limit());
   fprintf(f, "  OMP_CANCELLATION = '%s'\n", omp_get_cancellation() ? "TRUE" : "FALSE");
   fprintf(f, "  OMP_DEFAULT_DEVICE = '%d'\n", omp_get_default_device());
-  fprintf(f, "  OMP_MAX_TASK_PRIORITY = '%d'\n", omp_g.max_task_priority);
-  fprintf(f, "  OMP_DISPLAY_AFFINITY = '%s'\n", omp_g.display_affinity ? "TRUE" : "FALSE");
-  fprintf(f, "  OMP_AFFINITY_FORMAT = '%s'\n", omp_g.affinity_format);
+  fprintf(f, "  OMP_MAX_TASK_PRIORITY = '%d'\n", ito__omp_g.max_task_priority);
+  fprintf(f, "  OMP_DISPLAY_AFFINITY = '%s'\n", ito__omp_g.display_affinity ? "TRUE" : "FALSE");
+  fprintf(f, "  OMP_AFFINITY_FORMAT = '%s'\n", ito__omp_g.affinity_format);
   const char *alloc = allocator_name(omp_get_default_allocator());
   if (alloc)
     fprintf(f, "  OMP_ALLOCATOR = '%s'\n", alloc);
@@ -507,7 +507,7 @@ void ito_omp_display_env(int verbose) {
 
 OMP_API void omp_display_env(int verbose) {
   OMP_SETUP();
-  ito_omp_display_env(verbose != 0);
+  ito__omp_display_env(verbose != 0);
 }
 
 /* ---- the current task ---------------------------------------------------------------
@@ -515,8 +515,8 @@ OMP_API void omp_display_env(int verbose) {
  * runtime in a thread-local. Code with no task yet is an initial task: the
  * program's (one for all ito threads that have none) or, on other OS
  * threads, one per thread. */
-task ito_omp_root_initial;
-#define root_initial ito_omp_root_initial
+task ito__omp_root_initial;
+#define root_initial ito__omp_root_initial
 static __thread task *os_cur;
 static __thread task os_initial;
 static _Atomic int started;
@@ -525,31 +525,31 @@ static void init_initial(task *t) {
   memset(t, 0, sizeof *t);
   t->kind = TASK_INITIAL;
   t->imp = t;
-  t->icv = omp_g.init;
+  t->icv = ito__omp_g.init;
 }
 
 static void init_root(void) { init_initial(&root_initial); }
 
-void ito_omp_start(void) {
+void ito__omp_start(void) {
   if (atomic_load_explicit(&started, memory_order_acquire)) return;
   OMP_SETUP();
   int rc = ito_init();
-  if (rc) ito_omp_fatal("cannot start the runtime (%s)", strerror(rc));
+  if (rc) ito__omp_fatal("cannot start the runtime (%s)", strerror(rc));
   atomic_store_explicit(&started, 1, memory_order_release);
 }
 
-int ito_omp_member_tls_resolve(void) {
+int ito__omp_member_tls_resolve(void) {
   int on = ito__dropin_tls_on(); /* (starts the runtime) */
-  atomic_store_explicit(&omp_g.member_tls, on, memory_order_relaxed);
+  atomic_store_explicit(&ito__omp_g.member_tls, on, memory_order_relaxed);
   return on;
 }
 
-task *ito_omp_cur(void) {
-  void **slot = ito_omp_ctx();
+task *ito__omp_cur(void) {
+  void **slot = ito__omp_ctx();
   if (LIKELY(slot)) return *slot ? (task *)*slot : &root_initial;
   if (!atomic_load_explicit(&started, memory_order_acquire)) {
-    ito_omp_start(); /* on the main thread this makes it the root ito thread */
-    slot = ito_omp_ctx();
+    ito__omp_start(); /* on the main thread this makes it the root ito thread */
+    slot = ito__omp_ctx();
     if (slot) return *slot ? (task *)*slot : &root_initial;
   }
   if (os_cur) return os_cur;
@@ -557,8 +557,8 @@ task *ito_omp_cur(void) {
   return &os_initial;
 }
 
-void ito_omp_set_cur(task *t) {
-  void **slot = ito_omp_ctx();
+void ito__omp_set_cur(task *t) {
+  void **slot = ito__omp_ctx();
   if (slot)
     *slot = t == &root_initial ? NULL : t;
   else
@@ -579,9 +579,9 @@ struct word_arg {
   bool stale; /* the last arming set the bit on a zero half: no waker saw it */
 };
 
-/* ito_omp_lend_wait's test: the half is zero. Armed, the waiter bit is set
+/* ito__omp_lend_wait's test: the half is zero. Armed, the waiter bit is set
  * in the word: whoever brings the half to zero sees it and, under qlock,
- * wakes the queue and clears the bit (ito_omp_kids_sub). A woken or poked
+ * wakes the queue and clears the bit (ito__omp_kids_sub). A woken or poked
  * waiter may see the half zero before that waker has taken qlock; the
  * waker then still has the word and the queue to touch, in memory the
  * waiter frees or reuses once its wait ends. So the disarming (under
@@ -616,15 +616,15 @@ static int word_done(void *p, int how) {
   return 1;
 }
 
-void ito_omp_word_wait(_Atomic uint64_t *word, uint64_t wait_bit, int *qlock, void **head,
-                       void **tail, task *lendfor, bool any) {
+void ito__omp_word_wait(_Atomic uint64_t *word, uint64_t wait_bit, int *qlock, void **head,
+                        void **tail, task *lendfor, bool any) {
   uint64_t mask = half_of(wait_bit);
   if (!(atomic_load_explicit(word, memory_order_acquire) & mask)) return;
   struct word_arg w = {word, wait_bit, mask, qlock, false, false};
-  ito_omp_lend_wait(ito_omp_cur(), lendfor, any, qlock, head, tail, word_done, &w);
+  ito__omp_lend_wait(ito__omp_cur(), lendfor, any, qlock, head, tail, word_done, &w);
 }
 
-int ito_omp_kids_sub(_Atomic uint64_t *word, uint64_t d, int *qlock, void **head, void **tail) {
+int ito__omp_kids_sub(_Atomic uint64_t *word, uint64_t d, int *qlock, void **head, void **tail) {
   uint64_t old = atomic_fetch_sub_explicit(word, d, memory_order_acq_rel);
   uint64_t v = old - d;
   int zero = ((d & KID_RUN_MASK) && !(v & KID_RUN_MASK) ? KIDS_RUN_ZERO : 0) |
@@ -643,11 +643,11 @@ int ito_omp_kids_sub(_Atomic uint64_t *word, uint64_t d, int *qlock, void **head
   return zero;
 }
 
-void ito_omp_wait_kids(task *t, uint64_t wait_bit, bool any) {
-  ito_omp_word_wait(&t->kids, wait_bit, &t->qlock, &t->qhead, &t->qtail, t, any);
+void ito__omp_wait_kids(task *t, uint64_t wait_bit, bool any) {
+  ito__omp_word_wait(&t->kids, wait_bit, &t->qlock, &t->qhead, &t->qtail, t, any);
 }
 
-void ito_omp_team_wait(team *tm, int (*pred)(void *), void *arg) {
+void ito__omp_team_wait(team *tm, int (*pred)(void *), void *arg) {
   if (pred(arg)) return;
   ito__dropin_lock(&tm->cq_lock);
   atomic_fetch_add_explicit(&tm->cq_waiters, 1, memory_order_seq_cst);
@@ -660,7 +660,7 @@ void ito_omp_team_wait(team *tm, int (*pred)(void *), void *arg) {
   ito__dropin_unlock(&tm->cq_lock);
 }
 
-void ito_omp_team_notify(team *tm) {
+void ito__omp_team_notify(team *tm) {
   /* A waiter counts itself (a locked read-modify-write) before it tests its
    * predicate; the fence orders the caller's change before this read, so a
    * zero here means no waiter can miss the change. */
@@ -676,23 +676,23 @@ void ito_omp_team_notify(team *tm) {
 
 /* Every task runs on a member's strand as that member (pending.c): one
  * load, for every kind of task. */
-OMP_API int omp_get_thread_num(void) { return (int)ito_omp_cur()->id; }
+OMP_API int omp_get_thread_num(void) { return (int)ito__omp_cur()->id; }
 OMP_API int omp_get_num_threads(void) {
-  team *tm = ito_omp_cur()->team;
+  team *tm = ito__omp_cur()->team;
   return tm ? (int)tm->n : 1;
 }
-OMP_API int omp_get_max_threads(void) { return ito_omp_cur()->icv.nthreads; }
-OMP_API void omp_set_num_threads(int n) { ito_omp_cur()->icv.nthreads = n > 0 ? n : 1; }
+OMP_API int omp_get_max_threads(void) { return ito__omp_cur()->icv.nthreads; }
+OMP_API void omp_set_num_threads(int n) { ito__omp_cur()->icv.nthreads = n > 0 ? n : 1; }
 OMP_API int omp_in_parallel(void) {
-  team *tm = ito_omp_cur()->team;
+  team *tm = ito__omp_cur()->team;
   return tm && tm->active_level > 0;
 }
 OMP_API int omp_get_level(void) {
-  team *tm = ito_omp_cur()->team;
+  team *tm = ito__omp_cur()->team;
   return tm ? tm->level : 0;
 }
 OMP_API int omp_get_active_level(void) {
-  team *tm = ito_omp_cur()->team;
+  team *tm = ito__omp_cur()->team;
   return tm ? tm->active_level : 0;
 }
 
@@ -705,47 +705,47 @@ static task *ancestor(task *t, int level) {
   return t;
 }
 OMP_API int omp_get_ancestor_thread_num(int level) {
-  task *t = ancestor(ito_omp_cur(), level);
+  task *t = ancestor(ito__omp_cur(), level);
   return t ? (int)t->id : -1;
 }
 OMP_API int omp_get_team_size(int level) {
-  task *t = ancestor(ito_omp_cur(), level);
+  task *t = ancestor(ito__omp_cur(), level);
   return t ? (t->team ? (int)t->team->n : 1) : -1;
 }
 
-OMP_API void omp_set_dynamic(int v) { ito_omp_cur()->icv.dyn = v != 0; }
-OMP_API int omp_get_dynamic(void) { return ito_omp_cur()->icv.dyn; }
+OMP_API void omp_set_dynamic(int v) { ito__omp_cur()->icv.dyn = v != 0; }
+OMP_API int omp_get_dynamic(void) { return ito__omp_cur()->icv.dyn; }
 OMP_API void omp_set_nested(int v) {
   OMP_SETUP();
-  if (v && omp_g.max_active_levels == 1) omp_g.max_active_levels = MAX_LEVELS;
-  if (!v) omp_g.max_active_levels = 1;
+  if (v && ito__omp_g.max_active_levels == 1) ito__omp_g.max_active_levels = MAX_LEVELS;
+  if (!v) ito__omp_g.max_active_levels = 1;
 }
 OMP_API int omp_get_nested(void) {
   OMP_SETUP();
-  return omp_g.max_active_levels > 1;
+  return ito__omp_g.max_active_levels > 1;
 }
 OMP_API void omp_set_max_active_levels(int n) {
   OMP_SETUP();
-  if (n >= 0) omp_g.max_active_levels = n > MAX_LEVELS ? MAX_LEVELS : n;
+  if (n >= 0) ito__omp_g.max_active_levels = n > MAX_LEVELS ? MAX_LEVELS : n;
 }
 OMP_API int omp_get_max_active_levels(void) {
   OMP_SETUP();
-  return omp_g.max_active_levels;
+  return ito__omp_g.max_active_levels;
 }
 OMP_API int omp_get_supported_active_levels(void) { return MAX_LEVELS; }
-OMP_API int omp_get_thread_limit(void) { return ito_omp_cur()->icv.thread_limit; }
+OMP_API int omp_get_thread_limit(void) { return ito__omp_cur()->icv.thread_limit; }
 OMP_API int omp_get_num_procs(void) {
   OMP_SETUP();
-  return omp_g.nprocs;
+  return ito__omp_g.nprocs;
 }
-OMP_API int omp_in_final(void) { return ito_omp_cur()->final_; }
+OMP_API int omp_in_final(void) { return ito__omp_cur()->final_; }
 OMP_API int omp_get_cancellation(void) {
   OMP_SETUP();
-  return ito_omp_cancellation;
+  return ito__omp_cancellation;
 }
 OMP_API int omp_get_proc_bind(void) {
   OMP_SETUP();
-  return omp_g.proc_bind;
+  return ito__omp_g.proc_bind;
 }
 OMP_API int omp_get_num_places(void) { return ito__dropin_place_count(); }
 /* the place of the worker running the thread now (a member may move between
@@ -756,20 +756,20 @@ OMP_API int omp_get_place_num(void) {
 OMP_API int omp_get_partition_num_places(void) { return ito__dropin_place_count(); }
 OMP_API int omp_get_max_task_priority(void) {
   OMP_SETUP();
-  return omp_g.max_task_priority;
+  return ito__omp_g.max_task_priority;
 }
-OMP_API int omp_get_num_teams(void) { return (int)ito_omp_cur()->num_teams + 1; }
-OMP_API int omp_get_team_num(void) { return (int)ito_omp_cur()->team_num; }
+OMP_API int omp_get_num_teams(void) { return (int)ito__omp_cur()->num_teams + 1; }
+OMP_API int omp_get_team_num(void) { return (int)ito__omp_cur()->team_num; }
 
 OMP_API void omp_set_schedule(int kind, int chunk) {
-  task *t = ito_omp_cur();
+  task *t = ito__omp_cur();
   int k = kind & ~(int)SCHED_MONOTONIC;
   if (k < SCHED_STATIC || k > SCHED_AUTO) return; /* not a schedule kind: ignored */
   t->icv.sched = kind;
   t->icv.chunk = chunk > 0 ? chunk : 0;
 }
 OMP_API void omp_get_schedule(int *kind, int *chunk) {
-  task *t = ito_omp_cur();
+  task *t = ito__omp_cur();
   *kind = t->icv.sched;
   long c = t->icv.chunk;
   if (!c) c = (t->icv.sched & ~(int)SCHED_MONOTONIC) == SCHED_STATIC ? 0 : 1;
@@ -779,12 +779,12 @@ OMP_API void omp_get_schedule(int *kind, int *chunk) {
 /* affinity-format-var (its expansion: affinity.c) */
 OMP_API void omp_set_affinity_format(const char *format) {
   OMP_SETUP();
-  snprintf(omp_g.affinity_format, sizeof omp_g.affinity_format, "%s", format);
+  snprintf(ito__omp_g.affinity_format, sizeof ito__omp_g.affinity_format, "%s", format);
 }
 OMP_API size_t omp_get_affinity_format(char *buffer, size_t size) {
   OMP_SETUP();
-  size_t len = strlen(omp_g.affinity_format);
-  if (size) snprintf(buffer, size, "%s", omp_g.affinity_format);
+  size_t len = strlen(ito__omp_g.affinity_format);
+  if (size) snprintf(buffer, size, "%s", ito__omp_g.affinity_format);
   return len;
 }
 

@@ -23,7 +23,8 @@
  * compiled out of Release (no side effects in cond). */
 #if !defined(NDEBUG) || ITO_ASAN || ITO_TSAN
 #define ITO_OMP_ASSERT(cond) \
-  (LIKELY(cond) ? (void)0 : ito_omp_fatal("%s:%d: invariant broken: %s", __FILE__, __LINE__, #cond))
+  (LIKELY(cond) ? (void)0    \
+                : ito__omp_fatal("%s:%d: invariant broken: %s", __FILE__, __LINE__, #cond))
 #else
 #define ITO_OMP_ASSERT(cond) ((void)0)
 #endif
@@ -73,27 +74,28 @@ struct omp_global {
   _Atomic int member_tls;    /* threadprivate per member: ITO_TLS=thread is in force, so each
                               * member has a TLS block, which the tasks it runs use
                               * (docs/openmp.md, "threadprivate"); -1 until the runtime has
-                              * started (ito_omp_member_tls) */
+                              * started (ito__omp_member_tls) */
   int program_tls;           /* the program's modules had TLS of their own at load: where
                               * threadprivate variables can be (team.c binds teams for them
                               * when members have no TLS of their own) */
 };
-extern struct omp_global omp_g;
-/* The library's set-up (omp.c): the environment read into omp_g, the
+extern struct omp_global ito__omp_g;
+/* The library's set-up (omp.c): the environment read into ito__omp_g, the
  * initial task's ICVs, libc's sleeps and the runtime's defaults. From the
  * constructor, from the runtime before it starts (__ito_dropin_setup), and
  * from every entry point that may come first (a constructor of another
  * library) and reads what it sets: OMP_SETUP() (docs/openmp.md, "Set-up").
  * Once done, omp_ready is 1; the runtime never runs without it. */
-extern int ito_omp_ready;
-void ito_omp_setup(void);
-#define OMP_SETUP()                                                                               \
-  do {                                                                                            \
-    if (__builtin_expect(!__atomic_load_n(&ito_omp_ready, __ATOMIC_ACQUIRE), 0)) ito_omp_setup(); \
+extern int ito__omp_ready;
+void ito__omp_setup(void);
+#define OMP_SETUP()                                                               \
+  do {                                                                            \
+    if (__builtin_expect(!__atomic_load_n(&ito__omp_ready, __ATOMIC_ACQUIRE), 0)) \
+      ito__omp_setup();                                                           \
   } while (0)
 /* cancel-var (OMP_CANCELLATION): cancel constructs act. A variable of its
  * own: GOMP_task's fast path reads it from assembly (task.c). */
-extern int ito_omp_cancellation;
+extern int ito__omp_cancellation;
 
 #define MAX_LEVELS 255 /* omp_get_supported_active_levels */
 
@@ -282,99 +284,99 @@ typedef struct team {
 } team;
 
 /* ---- omp.c: current task, waits ------------------------------------------------ */
-task *ito_omp_cur(void);
+task *ito__omp_cur(void);
 /* Where the running stack's context word is (ito_dropin_where), filled by
  * the library's constructor; ctx_off stays 0 until then. */
-extern struct ito_dropin_where ito_omp_where;
+extern struct ito_dropin_where ito__omp_where;
 /* ito__dropin_ctx() without the call into libito.so (a call that comes
  * before the constructor takes the call). */
-static inline void **ito_omp_ctx(void) {
-  if (__builtin_expect(ito_omp_where.ctx_off == 0, 0)) return ito__dropin_ctx();
-  return ito_dropin_ctx_at(&ito_omp_where);
+static inline void **ito__omp_ctx(void) {
+  if (__builtin_expect(ito__omp_where.ctx_off == 0, 0)) return ito__dropin_ctx();
+  return ito_dropin_ctx_at(&ito__omp_where);
 }
-void ito_omp_set_cur(task *t);
-void ito_omp_start(void);
-void ito_omp_fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+void ito__omp_set_cur(task *t);
+void ito__omp_start(void);
+void ito__omp_fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 /* OMP_DISPLAY_AFFINITY: the calling thread of a region shows its affinity
  * if its place in a team is new (affinity.c). */
-void ito_omp_display_affinity_member(void);
+void ito__omp_display_affinity_member(void);
 /* sleep.c: the next definitions of the sleeps it interposes, and libc's in
  * the runtime's table; from the constructor. */
-void ito_omp_sleep_setup(void);
+void ito__omp_sleep_setup(void);
 /* Waits until the kids half selected by wait_bit (KID_WAIT_RUN or
  * KID_WAIT_ALIVE) is zero. Meanwhile the strand runs pending tasks of its
  * team (task.c): any of them with any set (a barrier, the end of a
  * region), else only descendants of t (task scheduling constraint 2). */
-void ito_omp_wait_kids(task *t, uint64_t wait_bit, bool any);
+void ito__omp_wait_kids(task *t, uint64_t wait_bit, bool any);
 /* The program's initial task (the root ito thread's, whose context word is
  * NULL). */
-extern task ito_omp_root_initial;
+extern task ito__omp_root_initial;
 /* The current task when the caller has the running stack's context word
  * (slot, from ito__dropin_ctx: NULL outside ito threads). */
-static inline task *ito_omp_cur_at(void **slot) {
-  if (LIKELY(slot != NULL)) return *slot ? (task *)*slot : &ito_omp_root_initial;
-  return ito_omp_cur();
+static inline task *ito__omp_cur_at(void **slot) {
+  if (LIKELY(slot != NULL)) return *slot ? (task *)*slot : &ito__omp_root_initial;
+  return ito__omp_cur();
 }
 /* subtracts d from *word (a kids-style word of owner's queue) and wakes the
  * owner if it waits on that half and the half became zero; returns which
  * halves d touched became zero (this caller brought them there):
  * KIDS_RUN_ZERO, KIDS_ALIVE_ZERO, or 0 */
 enum { KIDS_RUN_ZERO = 1, KIDS_ALIVE_ZERO = 2 };
-int ito_omp_kids_sub(_Atomic uint64_t *word, uint64_t d, int *qlock, void **head, void **tail);
+int ito__omp_kids_sub(_Atomic uint64_t *word, uint64_t d, int *qlock, void **head, void **tail);
 /* Waits until the half of *word selected by wait_bit is zero, running
- * pending tasks meanwhile as ito_omp_wait_kids: those lendfor descends
+ * pending tasks meanwhile as ito__omp_wait_kids: those lendfor descends
  * from, or any (lendfor NULL, any set); with neither, none. */
-void ito_omp_word_wait(_Atomic uint64_t *word, uint64_t wait_bit, int *qlock, void **head,
-                       void **tail, task *lendfor, bool any);
+void ito__omp_word_wait(_Atomic uint64_t *word, uint64_t wait_bit, int *qlock, void **head,
+                        void **tail, task *lendfor, bool any);
 /* the team's condition queue: wait until pred(arg), and wake all waiters */
-void ito_omp_team_wait(team *tm, int (*pred)(void *), void *arg);
-void ito_omp_team_notify(team *tm);
+void ito__omp_team_wait(team *tm, int (*pred)(void *), void *arg);
+void ito__omp_team_notify(team *tm);
 /* OMP_DISPLAY_ENV's report, on stderr: verbose adds ito's own variables */
-void ito_omp_display_env(int verbose);
+void ito__omp_display_env(int verbose);
 
-/* Is member TLS in force (omp_g.member_tls, resolved on first use)? */
-int ito_omp_member_tls_resolve(void);
-static inline int ito_omp_member_tls(void) {
-  int v = atomic_load_explicit(&omp_g.member_tls, memory_order_relaxed);
-  return LIKELY(v >= 0) ? v : ito_omp_member_tls_resolve();
+/* Is member TLS in force (ito__omp_g.member_tls, resolved on first use)? */
+int ito__omp_member_tls_resolve(void);
+static inline int ito__omp_member_tls(void) {
+  int v = atomic_load_explicit(&ito__omp_g.member_tls, memory_order_relaxed);
+  return LIKELY(v >= 0) ? v : ito__omp_member_tls_resolve();
 }
 
 /* ---- team.c ---------------------------------------------------------------------- */
-void ito_omp_barrier(task *me);
+void ito__omp_barrier(task *me);
 /* a barrier that returns true, without waiting for the others, once the
  * region is cancelled (GOMP_barrier_cancel and the cancellable ends) */
-bool ito_omp_barrier_cancel(task *me);
+bool ito__omp_barrier_cancel(task *me);
 /* wakes the members waiting at the team's barrier (they test again) */
-void ito_omp_barrier_wake(team *tm);
+void ito__omp_barrier_wake(team *tm);
 /* work shares: enter the next one (returns it; *first: the caller must
- * initialise it, then call ito_omp_ws_publish) and leave it */
-team *ito_omp_ws_team(task *me);
-struct ws *ito_omp_ws_enter(task *me, int *first);
-void ito_omp_ws_publish(task *me, struct ws *w);
+ * initialise it, then call ito__omp_ws_publish) and leave it */
+team *ito__omp_ws_team(task *me);
+struct ws *ito__omp_ws_enter(task *me, int *first);
+void ito__omp_ws_publish(task *me, struct ws *w);
 /* the first member in, after initialising w and before publishing it:
  * w->mem = size bytes of zeroed memory for gcc's scan and
  * lastprivate(conditional:) code; every member then hands w->mem back */
-void ito_omp_ws_mem_init(struct ws *w, size_t size);
-void ito_omp_ws_leave(task *me);
+void ito__omp_ws_mem_init(struct ws *w, size_t size);
+void ito__omp_ws_leave(task *me);
 /* a parallel region: fn(data) run by a team; init(ws, arg) prepares the
  * first work share before any member runs (combined constructs) */
-void ito_omp_parallel(void (*fn)(void *), void *data, unsigned nthreads, unsigned flags,
-                      void (*init)(struct ws *, void *, unsigned), void *init_arg);
+void ito__omp_parallel(void (*fn)(void *), void *data, unsigned nthreads, unsigned flags,
+                       void (*init)(struct ws *, void *, unsigned), void *init_arg);
 
-void ito_omp_ordered_wait(task *me);
-void ito_omp_ordered_pass(task *me);
+void ito__omp_ordered_wait(task *me);
+void ito__omp_ordered_pass(task *me);
 
-void ito_omp_parallel_start_ws(void (*fn)(void *), void *data, unsigned nthreads,
-                               void (*init)(struct ws *, void *, unsigned), void *arg);
+void ito__omp_parallel_start_ws(void (*fn)(void *), void *data, unsigned nthreads,
+                                void (*init)(struct ws *, void *, unsigned), void *arg);
 
 OMP_API void GOMP_barrier(void);
 
 /* ---- loop.c ---------------------------------------------------------------------- */
-void ito_omp_loop_init(struct ws *w, bool up, unsigned long long start, unsigned long long end,
-                       unsigned long long incr, int kind, unsigned long chunk, int ordered,
-                       unsigned n);
+void ito__omp_loop_init(struct ws *w, bool up, unsigned long long start, unsigned long long end,
+                        unsigned long long incr, int kind, unsigned long chunk, int ordered,
+                        unsigned n);
 /* the runtime schedule of the current task, resolved */
-void ito_omp_runtime_sched(int *kind, unsigned long *chunk);
+void ito__omp_runtime_sched(int *kind, unsigned long *chunk);
 
 /* ---- lock.c: omp_lock_t and omp_nest_lock_t as this library lays them out
  * in gcc's 4 and 16 bytes ------------------------------------------------------------ */
@@ -399,38 +401,38 @@ OMP_API void omp_set_nest_lock(nest_lock_t *l);
 OMP_API void omp_unset_nest_lock(nest_lock_t *l);
 OMP_API int omp_test_nest_lock(nest_lock_t *l);
 
-/* ---- cancel.c: cancellation (only with cancel-var set: ito_omp_cancellation) ---------- */
+/* ---- cancel.c: cancellation (only with cancel-var set: ito__omp_cancellation) ---------- */
 /* a task created now by parent would be discarded: its team is cancelled, or
  * the taskgroup it would be in */
-bool ito_omp_create_cancelled(task *parent);
+bool ito__omp_create_cancelled(task *parent);
 /* task t, not yet begun, is to be discarded (its team or its taskgroup is
  * cancelled) */
-bool ito_omp_task_cancelled(task *t);
+bool ito__omp_task_cancelled(task *t);
 
 /* ---- depend.c -------------------------------------------------------------------- */
 /* frees the dependence table of a task whose children are all over */
-void ito_omp_deptab_free(task *t);
+void ito__omp_deptab_free(task *t);
 /* A node for a task of parent with these dependences (gcc's depend array),
  * its edges from the tasks before it added: returned with the creator's
  * unit still counted, so it cannot start yet. prio orders successors
  * released together. */
-struct dnode *ito_omp_dep_register(task *parent, void **depend, int prio);
+struct dnode *ito__omp_dep_register(task *parent, void **depend, int prio);
 /* A deferred task t of node n: the creator's unit goes, and whoever brings
- * the count to zero (maybe this call) makes t ready (ito_omp_make_ready). */
-void ito_omp_dep_defer(struct dnode *n, task *t);
+ * the count to zero (maybe this call) makes t ready (ito__omp_make_ready). */
+void ito__omp_dep_defer(struct dnode *n, task *t);
 /* An undeferred node: the creator's unit goes and waiter waits for the
  * predecessors, running its own descendants meanwhile. */
-void ito_omp_dep_wait(struct dnode *n, task *waiter);
+void ito__omp_dep_wait(struct dnode *n, task *waiter);
 /* n's task completed: its successors lose a predecessor; n's reference
  * goes. */
-void ito_omp_dep_complete(struct dnode *n);
+void ito__omp_dep_complete(struct dnode *n);
 /* The node holding most of the dependences (docs/numa.md), -1 if unknown,
  * -2 while placement by node is off. */
-int ito_omp_dep_numa(void **depend);
+int ito__omp_dep_numa(void **depend);
 
 /* ---- task.c ---------------------------------------------------------------------- */
 /* A deferred task whose predecessors are done becomes pending. */
-void ito_omp_make_ready(task *t);
+void ito__omp_make_ready(task *t);
 OMP_API void GOMP_task(void (*fn)(void *), void *data, void (*cpyfn)(void *, void *), long arg_size,
                        long arg_align, bool if_clause, unsigned flags, void **depend, int priority,
                        void *detach);
@@ -438,8 +440,8 @@ OMP_API void GOMP_taskwait_depend(void **depend);
 
 /* ---- pending.c: pending tasks --------------------------------------------------- */
 /* A team's lists (team_init) and their end (team_end). */
-void ito_omp_ids_init(team *tm);
-void ito_omp_ids_free(team *tm);
+void ito__omp_ids_init(team *tm);
+void ito__omp_ids_free(team *tm);
 /* The strand of cur waits until done(arg, ...) is true, running pending
  * tasks of cur's team that lendfor admits meanwhile (lendfor NULL: any,
  * with any set; neither: none), and parking when there are none.
@@ -449,39 +451,39 @@ void ito_omp_ids_free(team *tm);
  * what WAIT_ARM did and returns only once no waker will touch the waiter's
  * memory (it may release *qlock meanwhile, and holds it again on return). */
 enum { WAIT_CHECK, WAIT_ARM, WAIT_DISARM };
-void ito_omp_lend_wait(task *cur, task *lendfor, bool any, int *qlock, void **head, void **tail,
-                       int (*done)(void *, int), void *arg);
+void ito__omp_lend_wait(task *cur, task *lendfor, bool any, int *qlock, void **head, void **tail,
+                        int (*done)(void *, int), void *arg);
 /* Makes t pending in member k's list of tm (waking a strand that may run
  * it). t's parent must stay alive until it returns (its creator is running,
  * or t is pinned): t itself may be over by then. */
-void ito_omp_push_pending(team *tm, unsigned k, task *t);
+void ito__omp_push_pending(team *tm, unsigned k, task *t);
 /* The cut-off: tm's members' strands made at least cap deferred tasks each
  * not yet begun, pending or waiting for predecessors (member k at least
  * cap: the others are summed only then). */
-bool ito_omp_pending_sum(team *tm, unsigned cap);
-static inline bool ito_omp_pending_many(team *tm, unsigned k, unsigned cap) {
+bool ito__omp_pending_sum(team *tm, unsigned cap);
+static inline bool ito__omp_pending_many(team *tm, unsigned k, unsigned cap) {
   struct ident *me = &tm->ids[k];
   if (LIKELY(atomic_load_explicit(&me->n, memory_order_relaxed) +
                  atomic_load_explicit(&me->waiting, memory_order_relaxed) <
              cap))
     return false;
-  return ito_omp_pending_sum(tm, cap);
+  return ito__omp_pending_sum(tm, cap);
 }
 /* Runs one pending task of tm that x admits (NULL: any) on cur's strand,
  * if there is one. */
-bool ito_omp_run_pending(task *cur, team *tm, const task *x);
+bool ito__omp_run_pending(task *cur, team *tm, const task *x);
 /* Runs the explicit task t, taken from a list or made by cur, as a call on
  * cur's strand, as cur's member (task.c). */
-void ito_omp_run_task(task *cur, task *t);
+void ito__omp_run_task(task *cur, task *t);
 /* The team whose lists hold cur's pending tasks: its team, or outside any
  * region its initial task's team of one (NULL if none was made). */
-team *ito_omp_pend_team(task *cur);
+team *ito__omp_pend_team(task *cur);
 
 /* ---- reduction.c ----------------------------------------------------------------- */
 /* a work-sharing construct's reductions with the task modifier */
-void ito_omp_ws_reductions(task *me, uintptr_t *data);
+void ito__omp_ws_reductions(task *me, uintptr_t *data);
 /* parallel with the task modifier: before the members start */
-void ito_omp_parallel_reductions(team *tm, uintptr_t *data);
+void ito__omp_parallel_reductions(team *tm, uintptr_t *data);
 OMP_API void GOMP_taskgroup_start(void);
 OMP_API void GOMP_taskgroup_end(void);
 OMP_API void GOMP_taskgroup_reduction_register(uintptr_t *data);

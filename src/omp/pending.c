@@ -61,18 +61,18 @@ static inline void id_lock(int *l) {
 }
 static inline void id_unlock(int *l) { __atomic_store_n(l, 0, __ATOMIC_RELEASE); }
 
-void ito_omp_ids_init(team *tm) {
+void ito__omp_ids_init(team *tm) {
   if (tm->n <= TEAM_IDS_INLINE) {
     tm->ids = tm->ids_in; /* (zeroed with the team) */
     return;
   }
   size_t sz = (size_t)tm->n * sizeof *tm->ids;
   tm->ids = aligned_alloc(_Alignof(struct ident), sz);
-  if (!tm->ids) ito_omp_fatal("out of memory for a team of %u threads", tm->n);
+  if (!tm->ids) ito__omp_fatal("out of memory for a team of %u threads", tm->n);
   memset(tm->ids, 0, sz);
 }
 
-void ito_omp_ids_free(team *tm) {
+void ito__omp_ids_free(team *tm) {
 #if !defined(NDEBUG) || ITO_ASAN || ITO_TSAN
   for (unsigned k = 0; k < tm->n; k++) ITO_OMP_ASSERT(!atomic_load(&tm->ids[k].n));
 #endif
@@ -88,7 +88,7 @@ void ito_omp_ids_free(team *tm) {
   tm->ids = NULL;
 }
 
-team *ito_omp_pend_team(task *cur) {
+team *ito__omp_pend_team(task *cur) {
   if (LIKELY(cur->team != NULL)) return cur->team;
   while (cur->kind != TASK_INITIAL && cur->parent) cur = cur->parent;
   return cur->solo;
@@ -150,7 +150,7 @@ static void poke(team *tm, unsigned k, const task *par) {
   }
 }
 
-void ito_omp_push_pending(team *tm, unsigned k, task *t) {
+void ito__omp_push_pending(team *tm, unsigned k, task *t) {
   ITO_OMP_ASSERT(k < tm->n && !t->pnext && !t->pprev && t->kind == TASK_EXPLICIT);
   ITO_OMP_ASSERT(t->imp == t->parent->imp && t->depth == t->parent->depth + 1);
   const task *par = t->parent; /* invariant 5 */
@@ -169,7 +169,7 @@ void ito_omp_push_pending(team *tm, unsigned k, task *t) {
   if (atomic_load_explicit(&tm->nparked, memory_order_relaxed)) poke(tm, k, par);
 }
 
-bool ito_omp_pending_sum(team *tm, unsigned cap) {
+bool ito__omp_pending_sum(team *tm, unsigned cap) {
   unsigned long sum = 0;
   for (unsigned j = 0; j < tm->n; j++)
     sum += atomic_load_explicit(&tm->ids[j].n, memory_order_relaxed) +
@@ -204,10 +204,10 @@ static task *take(team *tm, unsigned k, const task *x) {
   return NULL;
 }
 
-bool ito_omp_run_pending(task *cur, team *tm, const task *x) {
+bool ito__omp_run_pending(task *cur, team *tm, const task *x) {
   task *t = take(tm, cur->id, x);
   if (!t) return false;
-  ito_omp_run_task(cur, t);
+  ito__omp_run_task(cur, t);
   return true;
 }
 
@@ -231,9 +231,9 @@ static void unannounce(team *tm, struct ident *me) {
   atomic_fetch_sub_explicit(&tm->nparked, 1, memory_order_relaxed);
 }
 
-void ito_omp_lend_wait(task *cur, task *lendfor, bool any, int *qlock, void **head, void **tail,
-                       int (*done)(void *, int), void *arg) {
-  team *tm = lendfor || any ? ito_omp_pend_team(cur) : NULL;
+void ito__omp_lend_wait(task *cur, task *lendfor, bool any, int *qlock, void **head, void **tail,
+                        int (*done)(void *, int), void *arg) {
+  team *tm = lendfor || any ? ito__omp_pend_team(cur) : NULL;
   struct ident *me = NULL;
   if (tm) {
     ITO_OMP_ASSERT(cur->id < tm->n);
@@ -243,10 +243,10 @@ void ito_omp_lend_wait(task *cur, task *lendfor, bool any, int *qlock, void **he
   bool armed = false;
   for (;;) {
     if (done(arg, WAIT_CHECK)) break;
-    if (me && ito_omp_run_pending(cur, tm, x)) continue;
+    if (me && ito__omp_run_pending(cur, tm, x)) continue;
     if (me) {
       announce(tm, me, (task *)x, qlock, head, tail);
-      if (ito_omp_run_pending(cur, tm, x)) { /* one made pending before it saw us */
+      if (ito__omp_run_pending(cur, tm, x)) { /* one made pending before it saw us */
         unannounce(tm, me);
         continue;
       }

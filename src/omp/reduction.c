@@ -41,11 +41,11 @@ static void reg(uintptr_t *data, uintptr_t *old, uintptr_t *orig, team *tm, unsi
     } else {
       size_t align = d[2] < sizeof(void *) ? sizeof(void *) : (size_t)d[2];
       if (align & (align - 1))
-        ito_omp_fatal("task reductions: alignment %zu is not a power of 2", align);
-      if (d[1] && n > SIZE_MAX / d[1]) ito_omp_fatal("task reductions: copies too large");
+        ito__omp_fatal("task reductions: alignment %zu is not a power of 2", align);
+      if (d[1] && n > SIZE_MAX / d[1]) ito__omp_fatal("task reductions: copies too large");
       size_t sz = (size_t)d[1] * n;
       void *p = aligned_alloc(align, ((sz ? sz : 1) + align - 1) & ~(align - 1));
-      if (!p) ito_omp_fatal("out of memory for task reductions (%zu bytes)", sz);
+      if (!p) ito__omp_fatal("out of memory for task reductions (%zu bytes)", sz);
       memset(p, 0, sz);
       d[2] = (uintptr_t)p;
       d[6] = d[2] + sz;
@@ -63,9 +63,9 @@ static void reg(uintptr_t *data, uintptr_t *old, uintptr_t *orig, team *tm, unsi
 static inline uintptr_t *visible(task *t) { return t->tg ? t->tg->red : t->red0; }
 
 OMP_API void GOMP_taskgroup_reduction_register(uintptr_t *data) {
-  task *me = ito_omp_cur();
-  if (!me->tg) ito_omp_fatal("GOMP_taskgroup_reduction_register outside a taskgroup");
-  team *tm = ito_omp_ws_team(me);
+  task *me = ito__omp_cur();
+  if (!me->tg) ito__omp_fatal("GOMP_taskgroup_reduction_register outside a taskgroup");
+  team *tm = ito__omp_ws_team(me);
   reg(data, me->tg->red, NULL, tm, tm->n);
   me->tg->red = data;
 }
@@ -81,27 +81,27 @@ OMP_API void GOMP_taskgroup_reduction_unregister(uintptr_t *data) {
 /* Work-sharing constructs with the task modifier: the member that enters
  * first makes the copies, the others share them (through a work share of
  * their own, so that each member registers in the same order). */
-void ito_omp_ws_reductions(task *me, uintptr_t *data) {
-  team *tm = ito_omp_ws_team(me);
+void ito__omp_ws_reductions(task *me, uintptr_t *data) {
+  team *tm = ito__omp_ws_team(me);
   GOMP_taskgroup_start();
   me->tg->workshare = 1; /* a cancel taskgroup in it is for the one around it (cancel.c) */
   int first;
-  struct ws *w = ito_omp_ws_enter(me, &first);
+  struct ws *w = ito__omp_ws_enter(me, &first);
   if (first) {
     reg(data, me->tg->red, NULL, tm, tm->n);
     atomic_store_explicit(&w->copy, data, memory_order_relaxed);
-    ito_omp_ws_publish(me, w);
+    ito__omp_ws_publish(me, w);
   } else {
     reg(data, me->tg->red, atomic_load_explicit(&w->copy, memory_order_relaxed), tm, tm->n);
   }
-  ito_omp_ws_leave(me);
+  ito__omp_ws_leave(me);
   me->tg->red = data;
 }
 
 OMP_API void GOMP_workshare_task_reduction_unregister(bool cancelled) {
-  task *me = ito_omp_cur();
+  task *me = ito__omp_cur();
   if (!me->tg || !me->tg->red)
-    ito_omp_fatal("GOMP_workshare_task_reduction_unregister without task reductions");
+    ito__omp_fatal("GOMP_workshare_task_reduction_unregister without task reductions");
   uintptr_t *data = me->tg->red;
   GOMP_taskgroup_end();
   if (me->id == 0) GOMP_taskgroup_reduction_unregister(data);
@@ -110,7 +110,7 @@ OMP_API void GOMP_workshare_task_reduction_unregister(bool cancelled) {
 
 /* parallel with the task modifier: registered for the team's size before
  * the members start. */
-void ito_omp_parallel_reductions(team *tm, uintptr_t *data) {
+void ito__omp_parallel_reductions(team *tm, uintptr_t *data) {
   reg(data, NULL, NULL, tm, tm->n);
   tm->red = data;
 }
@@ -118,18 +118,18 @@ void ito_omp_parallel_reductions(team *tm, uintptr_t *data) {
 /* ---- remapping ------------------------------------------------------------------------ */
 
 static void not_found(void *p) {
-  ito_omp_fatal("couldn't find matching task_reduction or reduction with task modifier for %p", p);
+  ito__omp_fatal("couldn't find matching task_reduction or reduction with task modifier for %p", p);
 }
 
 OMP_API void GOMP_task_reduction_remap(size_t cnt, size_t cntorig, void **ptrs) {
-  task *me = ito_omp_cur();
+  task *me = ito__omp_cur();
   uintptr_t *data = visible(me);
   if (!data) not_found(cnt ? ptrs[0] : NULL);
   team *tm = (team *)data[5];
   /* (a region's tasks see only their team's registrations: implicit
    * tasks start from the region's; outside any region, a team of one's) */
   if (me->team ? tm != me->team : tm->n != 1)
-    ito_omp_fatal("task reductions: a task uses the copies of another team's reduction");
+    ito__omp_fatal("task reductions: a task uses the copies of another team's reduction");
   unsigned k = me->id;
   for (size_t i = 0; i < cnt; i++) {
     uintptr_t p = (uintptr_t)ptrs[i], *hit = NULL, *in = NULL;

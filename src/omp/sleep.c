@@ -34,14 +34,14 @@ static struct {
 } next;
 
 static void *next_of(const char *name) {
-  void *p = ito__dropin_sym((const void *)&ito_omp_sleep_setup, name, NULL);
-  if (!p) ito_omp_fatal("cannot find libc's %s (is libito-omp.so loaded before libc?)", name);
+  void *p = ito__dropin_sym((const void *)&ito__omp_sleep_setup, name, NULL);
+  if (!p) ito__omp_fatal("cannot find libc's %s (is libito-omp.so loaded before libc?)", name);
   return p;
 }
 
 /* From the library's constructor (omp.c), before the runtime starts: the
  * runtime's own sleeps must not come back here. */
-void ito_omp_sleep_setup(void) {
+void ito__omp_sleep_setup(void) {
   next.nanosleep = (int (*)(const struct timespec *, struct timespec *))next_of("nanosleep");
   next.clock_nanosleep = (int (*)(clockid_t, int, const struct timespec *,
                                   struct timespec *))next_of("clock_nanosleep");
@@ -68,7 +68,7 @@ static inline void testcancel(void) {
 
 /* A call that comes before the constructor (another library's) */
 static inline void ensure(void) {
-  if (UNLIKELY(!__atomic_load_n(&next.sleep, __ATOMIC_ACQUIRE))) ito_omp_sleep_setup();
+  if (UNLIKELY(!__atomic_load_n(&next.sleep, __ATOMIC_ACQUIRE))) ito__omp_sleep_setup();
 }
 
 OMP_API int nanosleep(const struct timespec *req, struct timespec *rem) {

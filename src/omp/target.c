@@ -19,11 +19,11 @@ static inline int limit_of(unsigned v) { return v > INT_MAX ? INT_MAX : (int)v; 
 OMP_API void GOMP_teams_reg(void (*fn)(void *), void *data, unsigned num_teams,
                             unsigned thread_limit, unsigned flags) {
   (void)flags;
-  task *t = ito_omp_cur();
-  if (!thread_limit) thread_limit = (unsigned)omp_g.teams_thread_limit;
+  task *t = ito__omp_cur();
+  if (!thread_limit) thread_limit = (unsigned)ito__omp_g.teams_thread_limit;
   int old_limit = t->icv.thread_limit;
   if (thread_limit) t->icv.thread_limit = limit_of(thread_limit);
-  if (!num_teams) num_teams = omp_g.nteams ? (unsigned)omp_g.nteams : 3;
+  if (!num_teams) num_teams = ito__omp_g.nteams ? (unsigned)ito__omp_g.nteams : 3;
   t->num_teams = num_teams - 1;
   for (t->team_num = 0; t->team_num < num_teams; t->team_num++) fn(data);
   t->num_teams = t->team_num = 0;
@@ -35,7 +35,7 @@ OMP_API void GOMP_teams_reg(void (*fn)(void *), void *data, unsigned num_teams,
 OMP_API bool GOMP_teams4(unsigned num_teams_low, unsigned num_teams_high, unsigned thread_limit,
                          bool first) {
   (void)num_teams_high;
-  task *t = ito_omp_cur();
+  task *t = ito__omp_cur();
   if (first) {
     if (thread_limit) t->icv.thread_limit = limit_of(thread_limit);
     t->num_teams = (num_teams_low ? num_teams_low : 1) - 1;
@@ -50,25 +50,25 @@ OMP_API bool GOMP_teams4(unsigned num_teams_low, unsigned num_teams_high, unsign
 /* The ABI before gcc 12: only the thread limit; the body runs once. */
 OMP_API void GOMP_teams(unsigned num_teams, unsigned thread_limit) {
   (void)num_teams;
-  if (thread_limit) ito_omp_cur()->icv.thread_limit = limit_of(thread_limit);
+  if (thread_limit) ito__omp_cur()->icv.thread_limit = limit_of(thread_limit);
 }
 
 /* nteams-var and teams-thread-limit-var: device-wide; negative values are ignored */
 OMP_API void omp_set_num_teams(int n) {
   OMP_SETUP();
-  if (n >= 0) omp_g.nteams = n;
+  if (n >= 0) ito__omp_g.nteams = n;
 }
 OMP_API int omp_get_max_teams(void) {
   OMP_SETUP();
-  return omp_g.nteams;
+  return ito__omp_g.nteams;
 }
 OMP_API void omp_set_teams_thread_limit(int n) {
   OMP_SETUP();
-  if (n >= 0) omp_g.teams_thread_limit = n;
+  if (n >= 0) ito__omp_g.teams_thread_limit = n;
 }
 OMP_API int omp_get_teams_thread_limit(void) {
   OMP_SETUP();
-  return omp_g.teams_thread_limit;
+  return ito__omp_g.teams_thread_limit;
 }
 
 /* ---- target regions ------------------------------------------------------------------
@@ -104,21 +104,21 @@ static int args_thread_limit(void **args) {
 
 /* Runs fn(hostaddrs) as a new initial task. */
 static void target_run(void (*fn)(void *), void *hostaddrs, int thread_limit) {
-  task *enc = ito_omp_cur();
+  task *enc = ito__omp_cur();
   task t;
   memset(&t, 0, sizeof t);
   t.kind = TASK_INITIAL;
   t.imp = &t;
   t.parent = enc; /* not the program's initial task: its teams are not bound (team.c) */
-  t.icv = omp_g.init;
+  t.icv = ito__omp_g.init;
   if (thread_limit) t.icv.thread_limit = thread_limit;
-  ito_omp_set_cur(&t);
+  ito__omp_set_cur(&t);
   fn(hostaddrs);
   /* the region ends when its tasks are over */
-  ito_omp_wait_kids(&t, KID_WAIT_ALIVE, true);
-  if (t.deps) ito_omp_deptab_free(&t);
+  ito__omp_wait_kids(&t, KID_WAIT_ALIVE, true);
+  if (t.deps) ito__omp_deptab_free(&t);
   free(t.solo);
-  ito_omp_set_cur(enc);
+  ito__omp_set_cur(enc);
 }
 
 /* The room the firstprivate copies need: bytes and alignment. */
@@ -255,8 +255,8 @@ OMP_API int omp_get_num_devices(void) { return 0; }
 OMP_API int omp_get_initial_device(void) { return HOST_DEVICE; }
 OMP_API int omp_get_device_num(void) { return HOST_DEVICE; }
 OMP_API int omp_is_initial_device(void) { return 1; }
-OMP_API int omp_get_default_device(void) { return ito_omp_cur()->icv.default_device; }
-OMP_API void omp_set_default_device(int d) { ito_omp_cur()->icv.default_device = d >= 0 ? d : 0; }
+OMP_API int omp_get_default_device(void) { return ito__omp_cur()->icv.default_device; }
+OMP_API void omp_set_default_device(int d) { ito__omp_cur()->icv.default_device = d >= 0 ? d : 0; }
 
 OMP_API void *omp_target_alloc(size_t size, int device) {
   return device == HOST_DEVICE ? malloc(size) : NULL;

@@ -34,12 +34,12 @@ static void complete_unit(task *t, task *by);
 
 OMP_API void omp_fulfill_event(uintptr_t event) {
   struct tevent *e = (struct tevent *)event;
-  if (!e) ito_omp_fatal("omp_fulfill_event: not an event of a task with detach");
+  if (!e) ito__omp_fatal("omp_fulfill_event: not an event of a task with detach");
   ito__dropin_lock(&e->lock);
   int s = e->state;
   if (s != EV_PENDING) {
     ito__dropin_unlock(&e->lock);
-    ito_omp_fatal(
+    ito__omp_fatal(
         "omp_fulfill_event: the event %p was fulfilled already or is not an event "
         "of a task with detach",
         (void *)e);
@@ -52,7 +52,7 @@ OMP_API void omp_fulfill_event(uintptr_t event) {
 /* ---- the life of a task ----------------------------------------------------------
  * A deferred task is a block on the heap (its record, then its data),
  * counted in its parent (KID_BOTH) and taskgroup from its creation. It
- * runs on a member's strand (ito_omp_run_task) and is complete once its
+ * runs on a member's strand (ito__omp_run_task) and is complete once its
  * code has ended and, with detach, its event is fulfilled (pendc); then its
  * dependences are released and the parent's taskwait no longer waits for
  * it. It is over once it is complete and its children are over: its kids'
@@ -104,11 +104,11 @@ static void task_over(task *t) {
   for (;;) {
     task *p = t->parent;
     struct taskgroup *g = t->ingroup;
-    if (t->deps) ito_omp_deptab_free(t);
+    if (t->deps) ito__omp_deptab_free(t);
     free(t->heap);
     /* the group first: p, which frees it, waits for its own unit too */
-    if (g) ito_omp_kids_sub(&g->count, KID_ALIVE, &p->qlock, &p->qhead, &p->qtail);
-    int zero = ito_omp_kids_sub(&p->kids, KID_ALIVE, &p->qlock, &p->qhead, &p->qtail);
+    if (g) ito__omp_kids_sub(&g->count, KID_ALIVE, &p->qlock, &p->qhead, &p->qtail);
+    int zero = ito__omp_kids_sub(&p->kids, KID_ALIVE, &p->qlock, &p->qhead, &p->qtail);
     if (!(zero & KIDS_ALIVE_ZERO) || p->kind != TASK_EXPLICIT) return;
     t = p;
   }
@@ -123,11 +123,11 @@ static void complete_unit(task *t, task *by) {
   if (UNLIKELY(t->ev.state != EV_NONE) &&
       atomic_fetch_sub_explicit(&t->pendc, 1, memory_order_acq_rel) != 1)
     return;
-  if (t->node) ito_omp_dep_complete(t->node);
+  if (t->node) ito__omp_dep_complete(t->node);
   task *p = t->parent;
   if ((atomic_load_explicit(&t->kids, memory_order_acquire) & KID_ALIVE_MASK) == KID_ALIVE) {
     struct taskgroup *g = t->ingroup;
-    if (t->deps) ito_omp_deptab_free(t);
+    if (t->deps) ito__omp_deptab_free(t);
     struct ident *d = by && t->block && t->team ? &t->team->ids[by->id] : NULL;
     if (d && d->nblocks < TASK_BLOCKS_KEPT) { /* kept for the next task this strand makes */
       *(void **)t->heap = d->blocks;
@@ -136,39 +136,39 @@ static void complete_unit(task *t, task *by) {
     } else {
       free(t->heap);
     }
-    if (g) ito_omp_kids_sub(&g->count, KID_ALIVE, &p->qlock, &p->qhead, &p->qtail);
-    int zero = ito_omp_kids_sub(&p->kids, KID_BOTH, &p->qlock, &p->qhead, &p->qtail);
+    if (g) ito__omp_kids_sub(&g->count, KID_ALIVE, &p->qlock, &p->qhead, &p->qtail);
+    int zero = ito__omp_kids_sub(&p->kids, KID_BOTH, &p->qlock, &p->qhead, &p->qtail);
     if ((zero & KIDS_ALIVE_ZERO) && p->kind == TASK_EXPLICIT) task_over(p);
     return;
   }
-  ito_omp_kids_sub(&p->kids, KID_RUN, &p->qlock, &p->qhead, &p->qtail);
-  if (ito_omp_kids_sub(&t->kids, KID_ALIVE, &t->qlock, &t->qhead, &t->qtail)) task_over(t);
+  ito__omp_kids_sub(&p->kids, KID_RUN, &p->qlock, &p->qhead, &p->qtail);
+  if (ito__omp_kids_sub(&t->kids, KID_ALIVE, &t->qlock, &t->qhead, &t->qtail)) task_over(t);
 }
 
 /* A task whose team or taskgroup was cancelled before its code began is
  * discarded: it ends at once (its dependences released, counted out). */
 static inline bool discarded(task *t) {
-  return UNLIKELY(ito_omp_cancellation) && ito_omp_task_cancelled(t);
+  return UNLIKELY(ito__omp_cancellation) && ito__omp_task_cancelled(t);
 }
 
-void ito_omp_run_task(task *cur, task *t) {
+void ito__omp_run_task(task *cur, task *t) {
   ITO_OMP_ASSERT(t->kind == TASK_EXPLICIT && t->team == cur->team);
   t->id = cur->id; /* invariant 2 of pending.c */
   /* placed by its data: the strand moves to the data's node to run it */
   if (UNLIKELY(t->numa != -2)) ito__dropin_run_on_node(t->numa, t->numa_own);
-  void **slot = ito_omp_ctx();
+  void **slot = ito__omp_ctx();
   void *saved = NULL;
   if (LIKELY(slot != NULL)) {
     saved = *slot;
     *slot = t;
   } else {
-    ito_omp_set_cur(t);
+    ito__omp_set_cur(t);
   }
   if (!discarded(t)) t->fn(t->data);
   if (LIKELY(slot != NULL))
     *slot = saved;
   else
-    ito_omp_set_cur(cur);
+    ito__omp_set_cur(cur);
   complete_unit(t, cur); /* (on cur's strand) */
 }
 
@@ -176,25 +176,25 @@ void ito_omp_run_task(task *cur, task *t) {
  * region: its initial task's (made here, by the creator). */
 static team *solo_team(task *parent) {
   while (parent->kind != TASK_INITIAL && parent->parent) parent = parent->parent;
-  return ito_omp_ws_team(parent);
+  return ito__omp_ws_team(parent);
 }
 
 /* A deferred task whose predecessors are done: pending in the list of the
  * member whose strand released it (or, outside the team, its creator's). */
-void ito_omp_make_ready(task *t) {
+void ito__omp_make_ready(task *t) {
   /* Whoever releases t need not be its parent, which may be over once t is:
    * an alive unit of t's own, held across the push, keeps both (the push
    * reads t's parent, pending.c's invariant 5). */
   atomic_fetch_add_explicit(&t->kids, KID_ALIVE, memory_order_relaxed); /* (not yet shared) */
   if (!t->team) {
-    ito_omp_push_pending(solo_team(t->parent), 0, t);
+    ito__omp_push_pending(solo_team(t->parent), 0, t);
   } else {
     atomic_fetch_sub_explicit(&t->team->ids[t->maker].waiting, 1, memory_order_relaxed);
-    task *by = ito_omp_cur();
+    task *by = ito__omp_cur();
     unsigned k = by->team == t->team ? by->id : t->parent->id;
-    ito_omp_push_pending(t->team, k, t);
+    ito__omp_push_pending(t->team, k, t);
   }
-  if (ito_omp_kids_sub(&t->kids, KID_ALIVE, &t->qlock, &t->qhead, &t->qtail) & KIDS_ALIVE_ZERO)
+  if (ito__omp_kids_sub(&t->kids, KID_ALIVE, &t->qlock, &t->qhead, &t->qtail) & KIDS_ALIVE_ZERO)
     task_over(t);
 }
 
@@ -210,7 +210,7 @@ struct create {
   unsigned long long lo, hi;
   uintptr_t *detach; /* detach: where the creator wants the event's handle */
   int prio;          /* priority, within [0, max-task-priority-var] */
-  int numa;          /* with dependences: their node (ito_omp_dep_numa), else -2 */
+  int numa;          /* with dependences: their node (ito__omp_dep_numa), else -2 */
 };
 
 static inline void copy_data(void *dst, struct create *c) {
@@ -233,7 +233,7 @@ static inline size_t data_off(size_t align) {
 static task *build_child(struct create *c, size_t align) {
   size_t off = data_off(align), a = align > _Alignof(task) ? align : _Alignof(task);
   if (c->size > SIZE_MAX - off - 63)
-    ito_omp_fatal("a task's data is too large (%zu bytes)", c->size);
+    ito__omp_fatal("a task's data is too large (%zu bytes)", c->size);
   /* (malloc's alignment, 16 on the targets, is the common case) */
   size_t sz = off + c->size;
   team *tm = c->parent->team;
@@ -249,7 +249,7 @@ static task *build_child(struct create *c, size_t align) {
           : a <= _Alignof(max_align_t) ? malloc(sz)
                                        : aligned_alloc(a, (sz + a - 1) & ~(a - 1));
   }
-  if (!blk) ito_omp_fatal("out of memory for a task (%zu bytes of data)", c->size);
+  if (!blk) ito__omp_fatal("out of memory for a task (%zu bytes of data)", c->size);
   task *t = (task *)blk;
   task_init(t, c->parent, c->final_, TASK_EXPLICIT);
   t->fn = c->fn;
@@ -283,40 +283,40 @@ static void run_inline(struct create *c, size_t align, struct dnode *node, void 
     data = (void *)(((uintptr_t)buf + align - 1) & ~(uintptr_t)(align - 1));
     copy_data(data, c);
   }
-  if (node) ito_omp_dep_wait(node, c->parent);
+  if (node) ito__omp_dep_wait(node, c->parent);
   if (UNLIKELY(c->numa != -2)) { /* placed by its data: the strand moves there */
     t.numa = (short)c->numa;
     t.numa_own = 1;
     ito__dropin_run_on_node(c->numa, 1);
   }
   /* the task runs on this stack, so its context word stays this one */
-  if (!slot) slot = ito_omp_ctx();
+  if (!slot) slot = ito__omp_ctx();
   void *saved = NULL;
   if (slot) {
     saved = *slot;
     *slot = &t;
   } else {
-    ito_omp_set_cur(&t);
+    ito__omp_set_cur(&t);
   }
   if (!discarded(&t)) c->fn(data); /* (cancelled while it waited for dependences) */
-  if (node) ito_omp_dep_complete(node);
+  if (node) ito__omp_dep_complete(node);
   if (atomic_load_explicit(&t.kids, memory_order_relaxed))
-    ito_omp_wait_kids(&t, KID_WAIT_ALIVE, false);
-  if (t.deps) ito_omp_deptab_free(&t);
+    ito__omp_wait_kids(&t, KID_WAIT_ALIVE, false);
+  if (t.deps) ito__omp_deptab_free(&t);
   if (slot)
     *slot = saved;
   else
-    ito_omp_set_cur(c->parent);
+    ito__omp_set_cur(c->parent);
 }
 
 /* The common undeferred task, if(0) with gcc's data used in place (no
  * cpyfn), on an ito thread: run_inline's work without what such a task
  * never has (a copy, dependences, detach). */
 /* (Hidden, not static: GOMP_task's x86-64 entry jumps to it by name.) */
-__attribute__((noinline, noclone, used)) void ito_omp_undeferred(void (*fn)(void *), void *data,
-                                                                 int final_) {
-  void **slot = ito_omp_ctx();
-  task *parent = ito_omp_cur_at(slot);
+__attribute__((noinline, noclone, used)) void ito__omp_undeferred(void (*fn)(void *), void *data,
+                                                                  int final_) {
+  void **slot = ito__omp_ctx();
+  task *parent = ito__omp_cur_at(slot);
   if (UNLIKELY(!slot)) { /* not an ito thread */
     struct create c = {parent, final_, fn, data, NULL, 0, 0, 0, 0, 0, NULL, 0, -2};
     run_inline(&c, 1, NULL, NULL);
@@ -328,8 +328,8 @@ __attribute__((noinline, noclone, used)) void ito_omp_undeferred(void (*fn)(void
   *slot = &t;
   if (!discarded(&t)) fn(data);
   if (UNLIKELY(atomic_load_explicit(&t.kids, memory_order_relaxed)))
-    ito_omp_wait_kids(&t, KID_WAIT_ALIVE, false);
-  if (UNLIKELY(t.deps != NULL)) ito_omp_deptab_free(&t);
+    ito__omp_wait_kids(&t, KID_WAIT_ALIVE, false);
+  if (UNLIKELY(t.deps != NULL)) ito__omp_deptab_free(&t);
   *slot = saved;
 }
 
@@ -341,14 +341,14 @@ static void create_task(struct create *c, size_t align, bool deferred, void **de
   task *parent = c->parent;
   team *tm = parent->team;
   bool now = !deferred || parent->final_;
-  if (depend) c->numa = ito_omp_dep_numa(depend);
+  if (depend) c->numa = ito__omp_dep_numa(depend);
   if (!c->detach) {
     if (now && !depend) {
       run_inline(c, align, NULL, NULL);
       return;
     }
     if (now) {
-      run_inline(c, align, ito_omp_dep_register(parent, depend, 0), NULL);
+      run_inline(c, align, ito__omp_dep_register(parent, depend, 0), NULL);
       return;
     }
     if (!depend && !tm) {
@@ -369,8 +369,8 @@ static void create_task(struct create *c, size_t align, bool deferred, void **de
         return;
       }
     }
-    if (tm && ito_omp_pending_many(tm, parent->id, PENDING_CUTOFF)) {
-      run_inline(c, align, depend ? ito_omp_dep_register(parent, depend, 0) : NULL, NULL);
+    if (tm && ito__omp_pending_many(tm, parent->id, PENDING_CUTOFF)) {
+      run_inline(c, align, depend ? ito__omp_dep_register(parent, depend, 0) : NULL, NULL);
       return;
     }
   }
@@ -378,34 +378,34 @@ static void create_task(struct create *c, size_t align, bool deferred, void **de
   if (!tm && depend) solo_team(parent); /* (made by the creator, before anyone else may need it) */
   task *t = build_child(c, align);
   if (depend) {
-    struct dnode *n = ito_omp_dep_register(parent, depend, c->prio);
+    struct dnode *n = ito__omp_dep_register(parent, depend, c->prio);
     t->node = n;
     if (now) { /* undeferred with detach: its code runs once its predecessors are done */
-      ito_omp_dep_wait(n, parent);
-      ito_omp_run_task(parent, t);
+      ito__omp_dep_wait(n, parent);
+      ito__omp_run_task(parent, t);
       return;
     }
     if (tm) {
       t->maker = parent->id;
       atomic_fetch_add_explicit(&tm->ids[parent->id].waiting, 1, memory_order_relaxed);
     }
-    ito_omp_dep_defer(n, t);
+    ito__omp_dep_defer(n, t);
     return;
   }
   if (now || !tm)
-    ito_omp_run_task(parent, t);
+    ito__omp_run_task(parent, t);
   else
-    ito_omp_push_pending(tm, parent->id, t);
+    ito__omp_push_pending(tm, parent->id, t);
 }
 
 /* Every task but the common undeferred one (GOMP_task's arguments). Hidden,
  * not static: the x86-64 entry below jumps to it by name. */
-__attribute__((noinline, noclone, used)) void ito_omp_task_slow(
+__attribute__((noinline, noclone, used)) void ito__omp_task_slow(
     void (*fn)(void *), void *data, void (*cpyfn)(void *, void *), long arg_size, long arg_align,
     bool if_clause, unsigned flags, void **depend, int priority, void *detach);
 /* GOMP_task: undeferred (if(0)) without dependences, detach or a copy
  * function, cancellation off, goes to undeferred; everything else to
- * ito_omp_task_slow, both by a jump. In C, gcc loaded the four arguments
+ * ito__omp_task_slow, both by a jump. In C, gcc loaded the four arguments
  * on the stack at entry and stored them back before the jump to the slow
  * path, on the fast path too (23 instructions where 11 do): on x86-64 the
  * test is written out, reading only flags from the stack (flags & 8:
@@ -430,14 +430,14 @@ __asm__(
     "movl 8(%rsp), %eax\n\t" /* flags */
     "testl $0x2008, %eax\n\t"
     "jne 1f\n\t"
-    "cmpl $0, ito_omp_cancellation(%rip)\n\t"
+    "cmpl $0, ito__omp_cancellation(%rip)\n\t"
     "jne 1f\n\t"
     "shrl %eax\n\t"
     "andl $1, %eax\n\t"
     "movl %eax, %edx\n\t" /* final_ */
-    "jmp ito_omp_undeferred\n"
+    "jmp ito__omp_undeferred\n"
     "1:\n\t"
-    "jmp ito_omp_task_slow\n\t"
+    "jmp ito__omp_task_slow\n\t"
     ".size GOMP_task, .-GOMP_task");
 #undef ENDBR
 #else
@@ -445,22 +445,22 @@ OMP_API void GOMP_task(void (*fn)(void *), void *data, void (*cpyfn)(void *, voi
                        long arg_align, bool if_clause, unsigned flags, void **depend, int priority,
                        void *detach) {
   if (!if_clause && !(flags & (8 | TASK_FLAG_DETACH)) && LIKELY(!cpyfn) &&
-      !UNLIKELY(ito_omp_cancellation)) {
-    ito_omp_undeferred(fn, data, (flags & TASK_FLAG_FINAL) != 0);
+      !UNLIKELY(ito__omp_cancellation)) {
+    ito__omp_undeferred(fn, data, (flags & TASK_FLAG_FINAL) != 0);
     return;
   }
-  ito_omp_task_slow(fn, data, cpyfn, arg_size, arg_align, if_clause, flags, depend, priority,
-                    detach);
+  ito__omp_task_slow(fn, data, cpyfn, arg_size, arg_align, if_clause, flags, depend, priority,
+                     detach);
 }
 #endif
 
-void ito_omp_task_slow(void (*fn)(void *), void *data, void (*cpyfn)(void *, void *), long arg_size,
-                       long arg_align, bool if_clause, unsigned flags, void **depend, int priority,
-                       void *detach) {
-  void **slot = ito_omp_ctx();
-  task *parent = ito_omp_cur_at(slot);
+void ito__omp_task_slow(void (*fn)(void *), void *data, void (*cpyfn)(void *, void *),
+                        long arg_size, long arg_align, bool if_clause, unsigned flags,
+                        void **depend, int priority, void *detach) {
+  void **slot = ito__omp_ctx();
+  task *parent = ito__omp_cur_at(slot);
   /* in a cancelled region or taskgroup a new task is discarded at once */
-  if (UNLIKELY(ito_omp_cancellation) && ito_omp_create_cancelled(parent)) return;
+  if (UNLIKELY(ito__omp_cancellation) && ito__omp_create_cancelled(parent)) return;
   size_t align = arg_align > 0 ? (size_t)arg_align : 1;
   struct create c = {parent, (flags & TASK_FLAG_FINAL) != 0,
                      fn,     data,
@@ -475,37 +475,37 @@ void ito_omp_task_slow(void (*fn)(void *), void *data, void (*cpyfn)(void *, voi
   }
   if (UNLIKELY((flags & TASK_FLAG_DETACH) && detach)) c.detach = (uintptr_t *)detach;
   if (UNLIKELY((flags & TASK_FLAG_PRIORITY) && priority > 0))
-    c.prio = priority < omp_g.max_task_priority ? priority : omp_g.max_task_priority;
+    c.prio = priority < ito__omp_g.max_task_priority ? priority : ito__omp_g.max_task_priority;
   create_task(&c, align, if_clause, (flags & 8) ? depend : NULL);
 }
 
 OMP_API void GOMP_taskwait(void) {
-  task *t = ito_omp_cur_at(ito_omp_ctx());
+  task *t = ito__omp_cur_at(ito__omp_ctx());
   if (atomic_load_explicit(&t->kids, memory_order_acquire) & KID_RUN_MASK)
-    ito_omp_wait_kids(t, KID_WAIT_RUN, false);
+    ito__omp_wait_kids(t, KID_WAIT_RUN, false);
 }
 
 OMP_API void GOMP_taskwait_depend(void **depend) {
-  task *t = ito_omp_cur();
-  struct dnode *n = ito_omp_dep_register(t, depend, 0);
-  ito_omp_dep_wait(n, t);
-  ito_omp_dep_complete(n);
+  task *t = ito__omp_cur();
+  struct dnode *n = ito__omp_dep_register(t, depend, 0);
+  ito__omp_dep_wait(n, t);
+  ito__omp_dep_complete(n);
 }
 
 /* A task scheduling point: one pending descendant of the task runs here
  * (task scheduling constraint 2), if there is one; else the strand lets
  * its worker run something else for a while. */
 OMP_API void GOMP_taskyield(void) {
-  task *t = ito_omp_cur();
-  team *tm = ito_omp_pend_team(t);
-  if (tm && ito_omp_run_pending(t, tm, t)) return;
+  task *t = ito__omp_cur();
+  team *tm = ito__omp_pend_team(t);
+  if (tm && ito__omp_run_pending(t, tm, t)) return;
   ito_yield();
 }
 
 OMP_API void GOMP_taskgroup_start(void) {
-  task *t = ito_omp_cur();
+  task *t = ito__omp_cur();
   struct taskgroup *g = malloc(sizeof *g);
-  if (!g) ito_omp_fatal("out of memory for a taskgroup");
+  if (!g) ito__omp_fatal("out of memory for a taskgroup");
   g->prev = t->tg;
   g->red = t->tg ? t->tg->red : t->red0;
   atomic_store_explicit(&g->count, 0, memory_order_relaxed);
@@ -515,10 +515,10 @@ OMP_API void GOMP_taskgroup_start(void) {
 }
 
 OMP_API void GOMP_taskgroup_end(void) {
-  task *t = ito_omp_cur();
+  task *t = ito__omp_cur();
   struct taskgroup *g = t->tg;
-  if (!g) ito_omp_fatal("GOMP_taskgroup_end without GOMP_taskgroup_start");
-  ito_omp_word_wait(&g->count, KID_WAIT_ALIVE, &t->qlock, &t->qhead, &t->qtail, t, false);
+  if (!g) ito__omp_fatal("GOMP_taskgroup_end without GOMP_taskgroup_start");
+  ito__omp_word_wait(&g->count, KID_WAIT_ALIVE, &t->qlock, &t->qhead, &t->qtail, t, false);
   t->tg = g->prev;
   free(g);
 }
@@ -535,12 +535,12 @@ static void taskloop(void (*fn)(void *), void *data, void (*cpyfn)(void *, void 
   unsigned long long a = up ? step : -step;
   d = up ? end - start : start - end;
   unsigned long long niter = empty ? 0 : d / a + (d % a != 0);
-  task *parent = ito_omp_cur();
+  task *parent = ito__omp_cur();
   bool group = !(flags & TASK_FLAG_NOGROUP);
   /* reductions: the array gcc registers is the third word of the data (after
    * the bounds); its d[2] left 0 tells the caller nothing was registered */
   uintptr_t *red = (flags & TASK_FLAG_REDUCTION) && group ? ((uintptr_t **)data)[2] : NULL;
-  if (red && (!niter || (UNLIKELY(ito_omp_cancellation) && ito_omp_create_cancelled(parent)))) {
+  if (red && (!niter || (UNLIKELY(ito__omp_cancellation) && ito__omp_create_cancelled(parent)))) {
     red[2] = 0;
     return;
   }
@@ -560,7 +560,7 @@ static void taskloop(void (*fn)(void *), void *data, void (*cpyfn)(void *, void 
     unsigned long long q = niter / ntasks, r = niter % ntasks, at = 0;
     for (unsigned long long i = 0; i < ntasks; i++) {
       /* cancelled (by one of its own tasks, say): the rest are discarded */
-      if (UNLIKELY(ito_omp_cancellation) && ito_omp_create_cancelled(parent)) break;
+      if (UNLIKELY(ito__omp_cancellation) && ito__omp_create_cancelled(parent)) break;
       unsigned long long len = q + (i < r);
       struct create c = {parent,
                          (flags & TASK_FLAG_FINAL) != 0,

@@ -21,7 +21,7 @@ static void split(team *tm, unsigned lo, unsigned hi) {
     unsigned mid = lo + (hi - lo) / 2;
     struct mstart s = {tm, mid, hi};
     int rc = ito__dropin_spawn(member_entry, &s, sizeof s, _Alignof(struct mstart), NULL, NULL);
-    if (rc) ito_omp_fatal("cannot start a member of a team of %u threads (out of memory)", tm->n);
+    if (rc) ito__omp_fatal("cannot start a member of a team of %u threads (out of memory)", tm->n);
     hi = mid;
   }
 }
@@ -38,12 +38,12 @@ static void implicit_init(task *t, team *tm, unsigned id) {
   t->icv = enc->icv;
   t->team_num = enc->team_num; /* a region inside a host teams region is in its team */
   t->num_teams = enc->num_teams;
-  if (tm->level < omp_g.nlist) t->icv.nthreads = omp_g.list[tm->level];
+  if (tm->level < ito__omp_g.nlist) t->icv.nthreads = ito__omp_g.list[tm->level];
   t->red0 = tm->red;
 }
 
 /* ---- threadprivate: a TLS block per member ------------------------------------------
- * With member TLS (ITO_TLS=thread in force: omp_g.member_tls) member i > 0
+ * With member TLS (ITO_TLS=thread in force: ito__omp_g.member_tls) member i > 0
  * runs on a TLS block of its own, where gcc's code finds its threadprivate
  * variables; member 0 keeps the encountering thread's. The outermost
  * team of the program's initial thread keeps member i's block between
@@ -66,7 +66,7 @@ static void team_tls(team *tm) {
     return; /* tm->tls NULL: spare blocks */
   if (outer_tls.n < tm->n) {
     void **v = realloc(outer_tls.v, tm->n * sizeof *v);
-    if (!v) ito_omp_fatal("out of memory for the TLS of a team of %u threads", tm->n);
+    if (!v) ito__omp_fatal("out of memory for the TLS of a team of %u threads", tm->n);
     memset(v + outer_tls.n, 0, (tm->n - outer_tls.n) * sizeof *v);
     outer_tls.v = v;
     outer_tls.n = tm->n;
@@ -79,7 +79,7 @@ static void *member_tls_begin(team *tm, unsigned id) {
   void *b = tm->tls ? tm->tls[id] : NULL;
   if (!b) {
     b = ito__dropin_tls_block();
-    if (!b) ito_omp_fatal("out of memory for the thread-local storage of a team member");
+    if (!b) ito__omp_fatal("out of memory for the thread-local storage of a team member");
     if (tm->tls) tm->tls[id] = b; /* (member id's own slot) */
   }
   ito__dropin_tls_use(b);
@@ -102,10 +102,10 @@ static void ring_gone(team *tm, task *me);
  * block back and counts itself out. */
 static void member_done(team *tm, task *t, void *tls) {
   ring_gone(tm, t);
-  ito_omp_wait_kids(t, KID_WAIT_ALIVE, true);
-  if (t->deps) ito_omp_deptab_free(t);
+  ito__omp_wait_kids(t, KID_WAIT_ALIVE, true);
+  if (t->deps) ito__omp_deptab_free(t);
   if (UNLIKELY(tls != NULL)) member_tls_end(tm, tls);
-  ito_omp_kids_sub(&tm->left, KID_ALIVE, &tm->qlock, &tm->qhead, &tm->qtail);
+  ito__omp_kids_sub(&tm->left, KID_ALIVE, &tm->qlock, &tm->qhead, &tm->qtail);
 }
 
 static void member_entry(void *p) {
@@ -115,9 +115,9 @@ static void member_entry(void *p) {
   task t;
   implicit_init(&t, s.tm, s.lo);
   if (s.tm->combined) t.ws_seq = 1, t.ws = &s.tm->ws[0]; /* made with the team */
-  ito_omp_set_cur(&t);
+  ito__omp_set_cur(&t);
   ito__dropin_preemptible(1); /* members are threads: preempted (docs/openmp.md) */
-  if (UNLIKELY(omp_g.display_affinity)) ito_omp_display_affinity_member();
+  if (UNLIKELY(ito__omp_g.display_affinity)) ito__omp_display_affinity_member();
   s.tm->fn(s.tm->data);
   member_done(s.tm, &t, tls);
   ito__dropin_preemptible(0); /* (the stack's descriptor is fresh for the next spawn) */
@@ -125,7 +125,7 @@ static void member_entry(void *p) {
 
 static unsigned team_size(task *enc, unsigned nthreads) {
   int active = enc->team ? enc->team->active_level : 0;
-  if (active >= omp_g.max_active_levels) return 1;
+  if (active >= ito__omp_g.max_active_levels) return 1;
   long n = nthreads ? (long)nthreads : enc->icv.nthreads;
   if (n > enc->icv.thread_limit) n = enc->icv.thread_limit;
   if (n > 65536) n = 65536;
@@ -144,7 +144,7 @@ static void team_init(team *tm, task *enc, unsigned n, void (*fn)(void *), void 
   atomic_store_explicit(&tm->left, (uint64_t)(n - 1) * KID_ALIVE, memory_order_relaxed);
   for (unsigned k = 0; k < NWS; k++)
     atomic_store_explicit(&tm->ws[k].avail, k, memory_order_relaxed);
-  ito_omp_ids_init(tm);
+  ito__omp_ids_init(tm);
 }
 
 /* An outermost team on ito threads with no more members than workers is
@@ -159,11 +159,11 @@ static void team_init(team *tm, task *enc, unsigned n, void (*fn)(void *), void 
  * threadprivate variables). */
 static int bind_team(team *tm) {
   /* (an initial task with a parent is a target region's, target.c) */
-  if (tm->tls_on || !omp_g.program_tls || tm->level != 1 || tm->n < 2 ||
+  if (tm->tls_on || !ito__omp_g.program_tls || tm->level != 1 || tm->n < 2 ||
       tm->encountering->kind != TASK_INITIAL || tm->encountering->parent)
     return -1;
   int w = ito_worker_id();
-  if (w < 0 || !ito_omp_ctx() || (int)tm->n > ito_num_workers()) return -1;
+  if (w < 0 || !ito__omp_ctx() || (int)tm->n > ito_num_workers()) return -1;
   static _Atomic int home0 = -1; /* the initial thread's worker, kept from the first region */
   int h = atomic_load_explicit(&home0, memory_order_relaxed);
   if (h < 0 || h != w) {
@@ -185,13 +185,13 @@ static void team_begin(team *tm, task *t, void (*init)(struct ws *, void *, unsi
     t->ws_seq = 1;
     t->ws = &tm->ws[0];
   }
-  if (UNLIKELY(tm->n > 1 && ito_omp_member_tls())) team_tls(tm);
+  if (UNLIKELY(tm->n > 1 && ito__omp_member_tls())) team_tls(tm);
   int h = bind_team(tm);
   tm->home = h;
   /* The program's initial thread keeps its OS thread outside its regions
    * (ito__dropin_root_stay, omp.c), and in a team of one: inside a larger
    * one, member 0 may move like any member, and team_end brings it back. */
-  tm->root_left = h < 0 && tm->n > 1 && tm->encountering == &ito_omp_root_initial &&
+  tm->root_left = h < 0 && tm->n > 1 && tm->encountering == &ito__omp_root_initial &&
                   ito__dropin_root_stays() && ito__dropin_home(-1) == 0;
   if (h >= 0) {
     int nw = ito_num_workers();
@@ -199,22 +199,22 @@ static void team_begin(team *tm, task *t, void (*init)(struct ws *, void *, unsi
       struct mstart s = {tm, i, i + 1};
       if (ito__dropin_spawn_home((h + (int)i) % nw, member_entry, &s, sizeof s,
                                  _Alignof(struct mstart), NULL, NULL))
-        ito_omp_fatal("cannot start a member of a team of %u threads (out of memory)", tm->n);
+        ito__omp_fatal("cannot start a member of a team of %u threads (out of memory)", tm->n);
     }
   } else {
     split(tm, 0, tm->n);
   }
-  ito_omp_set_cur(t);
+  ito__omp_set_cur(t);
   tm->enc_preempt = ito__dropin_preemptible(1); /* member 0 */
 }
 
 static void team_end(team *tm, task *t) {
   ring_gone(tm, t);
   ito__dropin_preemptible(tm->enc_preempt);
-  ito_omp_wait_kids(t, KID_WAIT_ALIVE, true);
-  if (t->deps) ito_omp_deptab_free(t);
-  ito_omp_word_wait(&tm->left, KID_WAIT_ALIVE, &tm->qlock, &tm->qhead, &tm->qtail, t, true);
-  ito_omp_ids_free(tm);
+  ito__omp_wait_kids(t, KID_WAIT_ALIVE, true);
+  if (t->deps) ito__omp_deptab_free(t);
+  ito__omp_word_wait(&tm->left, KID_WAIT_ALIVE, &tm->qlock, &tm->qhead, &tm->qtail, t, true);
+  ito__omp_ids_free(tm);
   /* members of a cancelled region skip the work shares after their
    * cancellation, so a work share some entered may never be left by all:
    * what its last member would have freed is freed here (free(NULL) for
@@ -229,18 +229,18 @@ static void team_end(team *tm, task *t) {
   }
   if (tm->tls) atomic_store_explicit(&outer_busy, 0, memory_order_release); /* members are out */
   if (tm->root_left) ito__dropin_home(0); /* back on the main OS thread (moves there now) */
-  ito_omp_set_cur(tm->encountering);
+  ito__omp_set_cur(tm->encountering);
 }
 
-void ito_omp_parallel(void (*fn)(void *), void *data, unsigned nthreads, unsigned flags,
-                      void (*init)(struct ws *, void *, unsigned), void *init_arg) {
+void ito__omp_parallel(void (*fn)(void *), void *data, unsigned nthreads, unsigned flags,
+                       void (*init)(struct ws *, void *, unsigned), void *init_arg) {
   (void)flags; /* proc_bind: workers are not bound to places (docs/openmp.md) */
-  task *enc = ito_omp_cur();
+  task *enc = ito__omp_cur();
   team tm;
   task t;
   team_init(&tm, enc, team_size(enc, nthreads), fn, data);
   team_begin(&tm, &t, init, init_arg);
-  if (UNLIKELY(omp_g.display_affinity)) ito_omp_display_affinity_member();
+  if (UNLIKELY(ito__omp_g.display_affinity)) ito__omp_display_affinity_member();
   fn(data);
   team_end(&tm, &t);
 }
@@ -250,20 +250,20 @@ void ito_omp_parallel(void (*fn)(void *), void *data, unsigned nthreads, unsigne
 OMP_API unsigned GOMP_parallel_reductions(void (*fn)(void *), void *data, unsigned nthreads,
                                           unsigned flags) {
   (void)flags;
-  task *enc = ito_omp_cur();
+  task *enc = ito__omp_cur();
   team tm;
   task t;
   team_init(&tm, enc, team_size(enc, nthreads), fn, data);
-  ito_omp_parallel_reductions(&tm, *(uintptr_t **)data);
+  ito__omp_parallel_reductions(&tm, *(uintptr_t **)data);
   team_begin(&tm, &t, NULL, NULL);
-  if (UNLIKELY(omp_g.display_affinity)) ito_omp_display_affinity_member();
+  if (UNLIKELY(ito__omp_g.display_affinity)) ito__omp_display_affinity_member();
   fn(data);
   team_end(&tm, &t);
   return tm.n;
 }
 
 OMP_API void GOMP_parallel(void (*fn)(void *), void *data, unsigned nthreads, unsigned flags) {
-  ito_omp_parallel(fn, data, nthreads, flags, NULL, NULL);
+  ito__omp_parallel(fn, data, nthreads, flags, NULL, NULL);
 }
 
 /* The ABI before gcc 4.9: the master calls fn itself between the two. The
@@ -273,23 +273,23 @@ struct old_region {
   task t;
 };
 
-void ito_omp_parallel_start_ws(void (*fn)(void *), void *data, unsigned nthreads,
-                               void (*init)(struct ws *, void *, unsigned), void *arg) {
-  task *enc = ito_omp_cur();
+void ito__omp_parallel_start_ws(void (*fn)(void *), void *data, unsigned nthreads,
+                                void (*init)(struct ws *, void *, unsigned), void *arg) {
+  task *enc = ito__omp_cur();
   struct old_region *r = aligned_alloc(64, sizeof *r);
-  if (!r) ito_omp_fatal("out of memory starting a parallel region");
+  if (!r) ito__omp_fatal("out of memory starting a parallel region");
   team_init(&r->tm, enc, team_size(enc, nthreads), fn, data);
   team_begin(&r->tm, &r->t, init, arg);
 }
 
 OMP_API void GOMP_parallel_start(void (*fn)(void *), void *data, unsigned nthreads) {
-  ito_omp_parallel_start_ws(fn, data, nthreads, NULL, NULL);
+  ito__omp_parallel_start_ws(fn, data, nthreads, NULL, NULL);
 }
 
 OMP_API void GOMP_parallel_end(void) {
-  task *t = ito_omp_cur();
+  task *t = ito__omp_cur();
   if (t->kind != TASK_IMPLICIT || t->id != 0)
-    ito_omp_fatal("GOMP_parallel_end called outside a region started by GOMP_parallel_start");
+    ito__omp_fatal("GOMP_parallel_end called outside a region started by GOMP_parallel_start");
   struct old_region *r = (struct old_region *)((char *)t - offsetof(struct old_region, t));
   team_end(&r->tm, &r->t);
   free(r);
@@ -327,7 +327,7 @@ static bool barrier(task *me, bool cancellable) {
   team *tm = me->team;
   /* the tasks this member made are over first: together, all of the team's
    * (in a cancelled region those not yet begun are discarded, task.c) */
-  ito_omp_wait_kids(me, KID_WAIT_ALIVE, true);
+  ito__omp_wait_kids(me, KID_WAIT_ALIVE, true);
   if (!tm) return false;
   if (cancellable && atomic_load_explicit(&tm->cancelled, memory_order_acquire)) return true;
   if (tm->n == 1) return false;
@@ -335,19 +335,19 @@ static bool barrier(task *me, bool cancellable) {
   if (atomic_fetch_add_explicit(&tm->bar_arrived, 1, memory_order_acq_rel) == tm->n - 1) {
     atomic_store_explicit(&tm->bar_arrived, 0, memory_order_relaxed);
     atomic_store_explicit(&tm->bar_phase, phase + 1, memory_order_release);
-    ito_omp_barrier_wake(tm);
+    ito__omp_barrier_wake(tm);
     return false;
   }
   struct ident *d = &tm->ids[me->id];
   struct bar_arg a = {tm, phase, cancellable, false};
-  ito_omp_lend_wait(me, NULL, true, &d->plock, &d->phead, &d->ptail, bar_done, &a);
+  ito__omp_lend_wait(me, NULL, true, &d->plock, &d->phead, &d->ptail, bar_done, &a);
   return a.cancelled;
 }
 
-void ito_omp_barrier(task *me) { barrier(me, false); }
-bool ito_omp_barrier_cancel(task *me) { return barrier(me, true); }
+void ito__omp_barrier(task *me) { barrier(me, false); }
+bool ito__omp_barrier_cancel(task *me) { return barrier(me, true); }
 
-void ito_omp_barrier_wake(team *tm) {
+void ito__omp_barrier_wake(team *tm) {
   for (unsigned k = 0; k < tm->n; k++) {
     struct ident *d = &tm->ids[k];
     ito__dropin_lock(&d->plock);
@@ -357,8 +357,8 @@ void ito_omp_barrier_wake(team *tm) {
   }
 }
 
-OMP_API void GOMP_barrier(void) { ito_omp_barrier(ito_omp_cur()); }
-OMP_API bool GOMP_barrier_cancel(void) { return ito_omp_barrier_cancel(ito_omp_cur()); }
+OMP_API void GOMP_barrier(void) { ito__omp_barrier(ito__omp_cur()); }
+OMP_API bool GOMP_barrier_cancel(void) { return ito__omp_barrier_cancel(ito__omp_cur()); }
 
 /* ---- work shares -----------------------------------------------------------------
  * Slot k of the team's ring holds work shares k, k + NWS, ...: a member
@@ -374,11 +374,11 @@ static int slot_free(void *p) {
 }
 
 /* Work shares outside any region bind to a team of one, kept per initial task. */
-team *ito_omp_ws_team(task *me) {
+team *ito__omp_ws_team(task *me) {
   if (LIKELY(me->team)) return me->team;
   if (!me->solo) {
     team *tm = aligned_alloc(64, sizeof *tm);
-    if (!tm) ito_omp_fatal("out of memory for a work share");
+    if (!tm) ito__omp_fatal("out of memory for a work share");
     team_init(tm, me, 1, NULL, NULL);
     tm->level = tm->active_level = 0;
     me->solo = tm;
@@ -386,8 +386,8 @@ team *ito_omp_ws_team(task *me) {
   return me->solo;
 }
 
-struct ws *ito_omp_ws_enter(task *me, int *first) {
-  team *tm = ito_omp_ws_team(me);
+struct ws *ito__omp_ws_enter(task *me, int *first) {
+  team *tm = ito__omp_ws_team(me);
   unsigned long s = me->ws_seq++;
   struct ws *w = &tm->ws[s % NWS];
   me->ws = w;
@@ -395,7 +395,7 @@ struct ws *ito_omp_ws_enter(task *me, int *first) {
   me->ord_lo = me->ord_hi = 0;
   if (UNLIKELY(atomic_load_explicit(&w->avail, memory_order_acquire) != s)) {
     struct slot_wait sw = {w, s};
-    ito_omp_team_wait(tm, slot_free, &sw);
+    ito__omp_team_wait(tm, slot_free, &sw);
   }
   *first = 0;
   if (atomic_load_explicit(&w->ready, memory_order_acquire) == s + 1) return w;
@@ -408,7 +408,7 @@ struct ws *ito_omp_ws_enter(task *me, int *first) {
   return w;
 }
 
-void ito_omp_ws_publish(task *me, struct ws *w) {
+void ito__omp_ws_publish(task *me, struct ws *w) {
   atomic_store_explicit(&w->ready, me->ws_seq, memory_order_release); /* s + 1 */
   ito__dropin_unlock(&w->lock);
 }
@@ -422,10 +422,10 @@ void ito_omp_ws_publish(task *me, struct ws *w) {
  * iteration number that assigned (compared with 0 at first). Aligned to
  * a cache line (libgomp promises long long's alignment), at least one
  * line even for 0 bytes. */
-void ito_omp_ws_mem_init(struct ws *w, size_t size) {
+void ito__omp_ws_mem_init(struct ws *w, size_t size) {
   size_t sz = size ? (size + 63) & ~(size_t)63 : 64;
   void *m = sz >= size ? aligned_alloc(64, sz) : NULL;
-  if (!m) ito_omp_fatal("out of memory for %zu bytes of a work share's scratch memory", size);
+  if (!m) ito__omp_fatal("out of memory for %zu bytes of a work share's scratch memory", size);
   w->mem = memset(m, 0, sz);
 }
 
@@ -437,11 +437,11 @@ static void ws_recycle(team *tm, struct ws *w, unsigned long s) {
   w->ranges = NULL;
   free(w->da); /* a doacross loop's (loop.c) */
   w->da = NULL;
-  free(w->mem); /* gcc's scratch memory (ito_omp_ws_mem_init) */
+  free(w->mem); /* gcc's scratch memory (ito__omp_ws_mem_init) */
   w->mem = NULL;
   atomic_store_explicit(&w->copy_set, 0, memory_order_relaxed);
   atomic_store_explicit(&w->avail, s + NWS, memory_order_release);
-  ito_omp_team_notify(tm);
+  ito__omp_team_notify(tm);
 }
 
 /* A cancelled region: members that left it at a cancellation point never
@@ -449,7 +449,7 @@ static void ws_recycle(team *tm, struct ws *w, unsigned long s) {
  * members still in it have left it and the others are gone (left the
  * region before entering it). Under ring_lock, for each slot holding a
  * work share that some member entered: over only thanks to a departure
- * (so that the last leaver's own recycle in ito_omp_ws_leave, which needs
+ * (so that the last leaver's own recycle in ito__omp_ws_leave, which needs
  * every member, cannot also happen), it is recycled. Without this a member
  * that goes on through NWS nowait work shares after the others left waits
  * for a slot for ever. */
@@ -472,7 +472,7 @@ static void ring_gone(team *tm, task *me) {
   if (LIKELY(!atomic_load_explicit(&tm->cancelled, memory_order_acquire)) || tm->n < 2) return;
   ito__dropin_lock(&tm->ring_lock);
   if (!tm->gone && !(tm->gone = calloc(tm->n, sizeof *tm->gone)))
-    ito_omp_fatal("out of memory leaving a cancelled region");
+    ito__omp_fatal("out of memory leaving a cancelled region");
   ITO_OMP_ASSERT(tm->ngone < tm->n);
   tm->gone[tm->ngone++] = me->ws ? me->ws_seq - 1 : me->ws_seq;
   me->ws = NULL;
@@ -480,8 +480,8 @@ static void ring_gone(team *tm, task *me) {
   ito__dropin_unlock(&tm->ring_lock);
 }
 
-void ito_omp_ws_leave(task *me) {
-  team *tm = ito_omp_ws_team(me);
+void ito__omp_ws_leave(task *me) {
+  team *tm = ito__omp_ws_team(me);
   struct ws *w = me->ws;
   if (!w) return;
   me->ws = NULL;
@@ -502,26 +502,26 @@ void ito_omp_ws_leave(task *me) {
  * GOMP_workshare_task_reduction_unregister follow in the program's code).
  * Without them the call is a work share with no work. */
 OMP_API void GOMP_scope_start(uintptr_t *reductions) {
-  task *me = ito_omp_cur();
+  task *me = ito__omp_cur();
   if (reductions) {
-    ito_omp_ws_reductions(me, reductions);
+    ito__omp_ws_reductions(me, reductions);
     return;
   }
   int first;
-  struct ws *w = ito_omp_ws_enter(me, &first);
-  if (first) ito_omp_ws_publish(me, w);
-  ito_omp_ws_leave(me);
+  struct ws *w = ito__omp_ws_enter(me, &first);
+  if (first) ito__omp_ws_publish(me, w);
+  ito__omp_ws_leave(me);
 }
 
 /* ---- single ---------------------------------------------------------------------- */
 
 OMP_API bool GOMP_single_start(void) {
-  task *me = ito_omp_cur();
+  task *me = ito__omp_cur();
   if (!me->team || me->team->n == 1) return true;
   int first;
-  struct ws *w = ito_omp_ws_enter(me, &first);
-  if (first) ito_omp_ws_publish(me, w);
-  ito_omp_ws_leave(me);
+  struct ws *w = ito__omp_ws_enter(me, &first);
+  if (first) ito__omp_ws_publish(me, w);
+  ito__omp_ws_leave(me);
   return first;
 }
 
@@ -530,28 +530,28 @@ static int copy_ready(void *p) {
 }
 
 OMP_API void *GOMP_single_copy_start(void) {
-  task *me = ito_omp_cur();
+  task *me = ito__omp_cur();
   if (!me->team || me->team->n == 1) return NULL;
   int first;
-  struct ws *w = ito_omp_ws_enter(me, &first);
+  struct ws *w = ito__omp_ws_enter(me, &first);
   if (first) {
-    ito_omp_ws_publish(me, w);
+    ito__omp_ws_publish(me, w);
     return NULL; /* runs the single, then GOMP_single_copy_end */
   }
-  ito_omp_team_wait(me->team, copy_ready, w);
+  ito__omp_team_wait(me->team, copy_ready, w);
   void *data = atomic_load_explicit(&w->copy, memory_order_acquire);
-  ito_omp_ws_leave(me);
+  ito__omp_ws_leave(me);
   return data;
 }
 
 OMP_API void GOMP_single_copy_end(void *data) {
-  task *me = ito_omp_cur();
+  task *me = ito__omp_cur();
   if (!me->team || me->team->n == 1) return;
   struct ws *w = me->ws;
   atomic_store_explicit(&w->copy, data, memory_order_relaxed);
   atomic_store_explicit(&w->copy_set, 1, memory_order_release);
-  ito_omp_team_notify(me->team);
-  ito_omp_ws_leave(me);
+  ito__omp_team_notify(me->team);
+  ito__omp_ws_leave(me);
   /* gcc follows this with a barrier, so data outlives every reader */
 }
 
@@ -571,7 +571,7 @@ static ito_mutex_t *named_mutex(void **pptr) {
   ito_mutex_t *m = __atomic_load_n((ito_mutex_t **)pptr, __ATOMIC_ACQUIRE);
   if (LIKELY(m)) return m;
   ito_mutex_t *fresh = malloc(sizeof *fresh);
-  if (!fresh) ito_omp_fatal("out of memory for a named critical section");
+  if (!fresh) ito__omp_fatal("out of memory for a named critical section");
   ito_mutex_init(fresh);
   if (__atomic_compare_exchange_n((ito_mutex_t **)pptr, &m, fresh, 0, __ATOMIC_ACQ_REL,
                                   __ATOMIC_ACQUIRE))
@@ -602,13 +602,13 @@ static unsigned sections_take(task *me) {
 }
 
 static unsigned sections_start(unsigned count, void **mem) {
-  task *me = ito_omp_cur();
+  task *me = ito__omp_cur();
   int first;
-  struct ws *w = ito_omp_ws_enter(me, &first);
+  struct ws *w = ito__omp_ws_enter(me, &first);
   if (first) {
     sections_init(w, &count, me->team ? me->team->n : 1);
-    if (mem) ito_omp_ws_mem_init(w, (size_t)(uintptr_t)*mem);
-    ito_omp_ws_publish(me, w);
+    if (mem) ito__omp_ws_mem_init(w, (size_t)(uintptr_t)*mem);
+    ito__omp_ws_publish(me, w);
   }
   if (mem) *mem = w->mem;
   return sections_take(me);
@@ -619,13 +619,13 @@ OMP_API unsigned GOMP_sections_start(unsigned count) { return sections_start(cou
 /* gcc 9's entry: task reductions, and scratch memory for
  * lastprivate(conditional:) */
 OMP_API unsigned GOMP_sections2_start(unsigned count, uintptr_t *reductions, void **mem) {
-  if (reductions) ito_omp_ws_reductions(ito_omp_cur(), reductions);
+  if (reductions) ito__omp_ws_reductions(ito__omp_cur(), reductions);
   return sections_start(count, mem);
 }
 
-OMP_API unsigned GOMP_sections_next(void) { return sections_take(ito_omp_cur()); }
+OMP_API unsigned GOMP_sections_next(void) { return sections_take(ito__omp_cur()); }
 
-OMP_API void GOMP_sections_end_nowait(void) { ito_omp_ws_leave(ito_omp_cur()); }
+OMP_API void GOMP_sections_end_nowait(void) { ito__omp_ws_leave(ito__omp_cur()); }
 OMP_API void GOMP_sections_end(void) {
   GOMP_sections_end_nowait();
   GOMP_barrier();
@@ -634,17 +634,17 @@ OMP_API void GOMP_sections_end(void) {
  * cancelled sections construct alone ends like any other */
 OMP_API bool GOMP_sections_end_cancel(void) {
   GOMP_sections_end_nowait();
-  return ito_omp_barrier_cancel(ito_omp_cur());
+  return ito__omp_barrier_cancel(ito__omp_cur());
 }
 
 OMP_API void GOMP_parallel_sections(void (*fn)(void *), void *data, unsigned nthreads,
                                     unsigned count, unsigned flags) {
-  ito_omp_parallel(fn, data, nthreads, flags, sections_init, &count);
+  ito__omp_parallel(fn, data, nthreads, flags, sections_init, &count);
 }
 
 OMP_API void GOMP_parallel_sections_start(void (*fn)(void *), void *data, unsigned nthreads,
                                           unsigned count) {
-  ito_omp_parallel_start_ws(fn, data, nthreads, sections_init, &count);
+  ito__omp_parallel_start_ws(fn, data, nthreads, sections_init, &count);
 }
 
 /* ---- ordered ------------------------------------------------------------------------ */
@@ -660,22 +660,22 @@ static int my_turn(void *p) {
 
 /* Waits until the chunk [ord_lo, ord_hi) the member holds is the next in
  * order (every chunk before it has passed its turn on). */
-void ito_omp_ordered_wait(task *me) {
+void ito__omp_ordered_wait(task *me) {
   struct ws *w = me->ws;
   if (!w || !me->team || me->team->n == 1) return; /* alone: always its turn */
   struct turn_wait tw = {w, me->ord_lo};
-  ito_omp_team_wait(me->team, my_turn, &tw);
+  ito__omp_team_wait(me->team, my_turn, &tw);
 }
 
 /* The chunk is done: pass the turn on (after its own turn came). */
-void ito_omp_ordered_pass(task *me) {
+void ito__omp_ordered_pass(task *me) {
   struct ws *w = me->ws;
   if (!w || !w->ordered || me->ord_lo == me->ord_hi || !me->team || me->team->n == 1) return;
-  ito_omp_ordered_wait(me);
+  ito__omp_ordered_wait(me);
   atomic_store_explicit(&w->ord_turn, me->ord_hi, memory_order_release);
   me->ord_lo = me->ord_hi;
-  ito_omp_team_notify(me->team);
+  ito__omp_team_notify(me->team);
 }
 
-OMP_API void GOMP_ordered_start(void) { ito_omp_ordered_wait(ito_omp_cur()); }
+OMP_API void GOMP_ordered_start(void) { ito__omp_ordered_wait(ito__omp_cur()); }
 OMP_API void GOMP_ordered_end(void) {}

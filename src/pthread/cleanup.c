@@ -14,8 +14,8 @@
 /* libc's longjmp, taking the buffer untyped: a cleanup buffer is a jmp_buf
  * without the saved signal mask, which longjmp reads only when
  * __mask_was_saved is set (the macros save with a mask flag of 0). */
-static void __attribute__((noreturn)) shim_longjmp(void *env, int val) {
-  shim_real.longjmp(env, val);
+static void __attribute__((noreturn)) ito__pt_longjmp(void *env, int val) {
+  ito__pt_real.longjmp(env, val);
   __builtin_unreachable();
 }
 
@@ -24,23 +24,23 @@ static void __attribute__((noreturn)) shim_longjmp(void *env, int val) {
 
 static int ito_thread(void) { return ito_self() != 0; }
 
-SHIM_EXPORT void __pthread_register_cancel(__pthread_unwind_buf_t *b) {
-  SHIM_ENTER_VOID(__pthread_register_cancel, b);
-  if (!ito_thread()) return shim_real.__pthread_register_cancel(b);
-  PREV(b) = ito__dropin_key_get(shim_cleanup_key);
-  ito__dropin_key_set(shim_cleanup_key, b);
+ITO_PT_EXPORT void __pthread_register_cancel(__pthread_unwind_buf_t *b) {
+  ITO_PT_ENTER_VOID(__pthread_register_cancel, b);
+  if (!ito_thread()) return ito__pt_real.__pthread_register_cancel(b);
+  PREV(b) = ito__dropin_key_get(ito__pt_cleanup_key);
+  ito__dropin_key_set(ito__pt_cleanup_key, b);
 }
 
-SHIM_EXPORT void __pthread_unregister_cancel(__pthread_unwind_buf_t *b) {
-  SHIM_ENTER_VOID(__pthread_unregister_cancel, b);
+ITO_PT_EXPORT void __pthread_unregister_cancel(__pthread_unwind_buf_t *b) {
+  ITO_PT_ENTER_VOID(__pthread_unregister_cancel, b);
   /* a buffer pushed before the thread became an ito thread (main, before
    * the runtime started) is in libc's chain */
-  if (!ito_thread() || ito__dropin_key_get(shim_cleanup_key) != b)
-    return shim_real.__pthread_unregister_cancel(b);
-  ito__dropin_key_set(shim_cleanup_key, PREV(b));
+  if (!ito_thread() || ito__dropin_key_get(ito__pt_cleanup_key) != b)
+    return ito__pt_real.__pthread_unregister_cancel(b);
+  ito__dropin_key_set(ito__pt_cleanup_key, PREV(b));
 }
 
-SHIM_HIDDEN void shim_exit_thread(void *value) __attribute__((noreturn));
+ITO_PT_HIDDEN void ito__pt_exit_thread(void *value) __attribute__((noreturn));
 
 /* ---- the thread's exit: a forced unwind, as glibc's ----------------------------------------
  * pthread_exit (and a cancellation acted on) unwinds the thread's stack
@@ -80,17 +80,17 @@ static void exit_caught(_Unwind_Reason_Code r, struct _Unwind_Exception *e) {
   static const char m[] =
       "ito-pthread: a thread's exit or cancellation was caught and not "
       "rethrown (a catch (...) must rethrow)\n";
-  shim_real.write(2, m, sizeof m - 1);
+  ito__pt_real.write(2, m, sizeof m - 1);
   abort();
 }
 
 /* Jumps to the innermost buffer left, or ends the thread. */
 static void __attribute__((noreturn)) unwind_to(__pthread_unwind_buf_t *b, void *value) {
   if (b) {
-    ito__dropin_key_set(shim_cleanup_key, PREV(b));
-    shim_longjmp(b->__cancel_jmp_buf, 1);
+    ito__dropin_key_set(ito__pt_cleanup_key, PREV(b));
+    ito__pt_longjmp(b->__cancel_jmp_buf, 1);
   }
-  shim_exit_thread(value);
+  ito__pt_exit_thread(value);
 }
 
 static _Unwind_Reason_Code exit_stop(int version, _Unwind_Action actions,
@@ -101,10 +101,10 @@ static _Unwind_Reason_Code exit_stop(int version, _Unwind_Action actions,
   uintptr_t ip = (actions & _UA_END_OF_STACK) ? 0 : _Unwind_GetIP(ctx);
   int end = (actions & _UA_END_OF_STACK) || (ip >= core_lo && ip < core_hi);
   uintptr_t cfa = end ? UINTPTR_MAX : _Unwind_GetCFA(ctx);
-  __pthread_unwind_buf_t *b = ito__dropin_key_get(shim_cleanup_key);
+  __pthread_unwind_buf_t *b = ito__dropin_key_get(ito__pt_cleanup_key);
   /* a C cleanup buffer lies in the frame now left (above the callee's CFA) */
   if (b && (uintptr_t)b < cfa) unwind_to(b, x->value);
-  if (end) shim_exit_thread(x->value);
+  if (end) ito__pt_exit_thread(x->value);
   return _URC_NO_REASON;
 }
 
@@ -112,27 +112,27 @@ static _Unwind_Reason_Code exit_stop(int version, _Unwind_Action actions,
  * information): the C buffers then run by jumps alone. */
 static void __attribute__((noreturn)) unwind_on(struct exit_unwind *x) {
   _Unwind_ForcedUnwind(&x->exc, exit_stop, x);
-  unwind_to(ito__dropin_key_get(shim_cleanup_key), x->value);
+  unwind_to(ito__dropin_key_get(ito__pt_cleanup_key), x->value);
 }
 
-SHIM_EXPORT void __pthread_unwind_next(__pthread_unwind_buf_t *b) {
-  if (UNLIKELY(shim_state == 2) || !ito_thread()) shim_real.__pthread_unwind_next(b);
-  struct exit_unwind *x = ito__dropin_key_get(shim_exit_key);
+ITO_PT_EXPORT void __pthread_unwind_next(__pthread_unwind_buf_t *b) {
+  if (UNLIKELY(ito__pt_state == 2) || !ito_thread()) ito__pt_real.__pthread_unwind_next(b);
+  struct exit_unwind *x = ito__dropin_key_get(ito__pt_exit_key);
   if (!x) /* (a buffer jumped to by hand: nothing to unwind for) */
-    unwind_to(ito__dropin_key_get(shim_cleanup_key), NULL);
+    unwind_to(ito__dropin_key_get(ito__pt_cleanup_key), NULL);
   unwind_on(x);
 }
 
-SHIM_HIDDEN void shim_exit_cleanup(void *value) __attribute__((noreturn));
-void shim_exit_cleanup(void *value) {
+ITO_PT_HIDDEN void ito__pt_exit_cleanup(void *value) __attribute__((noreturn));
+void ito__pt_exit_cleanup(void *value) {
   if (!__atomic_load_n(&core_hi, __ATOMIC_ACQUIRE))
     dl_iterate_phdr(find_core, (void *)(uintptr_t)&ito_create);
-  struct exit_unwind *x = ito__dropin_key_get(shim_exit_key);
-  if (!x && !(x = calloc(1, sizeof *x))) unwind_to(ito__dropin_key_get(shim_cleanup_key), value);
+  struct exit_unwind *x = ito__dropin_key_get(ito__pt_exit_key);
+  if (!x && !(x = calloc(1, sizeof *x))) unwind_to(ito__dropin_key_get(ito__pt_cleanup_key), value);
   memset(&x->exc, 0, sizeof x->exc);
   memcpy(&x->exc.exception_class, "ITO\0PTHR", sizeof x->exc.exception_class);
   x->exc.exception_cleanup = exit_caught;
   x->value = value;
-  ito__dropin_key_set(shim_exit_key, x); /* freed at the thread's end (the key's destructor) */
+  ito__dropin_key_set(ito__pt_exit_key, x); /* freed at the thread's end (the key's destructor) */
   unwind_on(x);
 }

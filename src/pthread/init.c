@@ -8,18 +8,18 @@
 #include <string.h>
 #include <sys/syscall.h>
 
-struct shim_real shim_real;
-int shim_state;
-pthread_t shim_main_id;
-ito_key_t shim_cleanup_key, shim_exit_key;
+struct ito__pt_real ito__pt_real;
+int ito__pt_state;
+pthread_t ito__pt_main_id;
+ito_key_t ito__pt_cleanup_key, ito__pt_exit_key;
 static int init_lock;
 static int verify;
 
 /* Through libc's write, once resolved: the shim's own write would come
  * back here while the set-up is not finished. */
 static void die(const char *msg) {
-  ssize_t r = shim_real.write ? shim_real.write(2, msg, strlen(msg))
-                              : (ssize_t)syscall(SYS_write, 2, msg, strlen(msg));
+  ssize_t r = ito__pt_real.write ? ito__pt_real.write(2, msg, strlen(msg))
+                                 : (ssize_t)syscall(SYS_write, 2, msg, strlen(msg));
   (void)r;
   _exit(2);
 }
@@ -53,8 +53,8 @@ static const struct ito_cfg rows[] = {
 static void *resolve(const char *name) {
   void *p = NULL;
   if (COND_VERSION && !strncmp(name, "pthread_cond_", 13) && strcmp(name, "pthread_cond_clockwait"))
-    p = ito__dropin_sym((const void *)&shim_init, name, COND_VERSION);
-  if (!p) p = ito__dropin_sym((const void *)&shim_init, name, NULL);
+    p = ito__dropin_sym((const void *)&ito__pt_init, name, COND_VERSION);
+  if (!p) p = ito__dropin_sym((const void *)&ito__pt_init, name, NULL);
   return p;
 }
 
@@ -71,35 +71,35 @@ static void verify_report(void) {
 /* The OS thread that runs the set-up, while it does. */
 static int setup_tid;
 
-void shim_init(void) {
-  if (__atomic_load_n(&shim_state, __ATOMIC_ACQUIRE)) return;
+void ito__pt_init(void) {
+  if (__atomic_load_n(&ito__pt_state, __ATOMIC_ACQUIRE)) return;
   int me = (int)syscall(SYS_gettid);
   if (__atomic_exchange_n(&init_lock, 1, __ATOMIC_ACQUIRE)) {
     /* a call the set-up made itself (a program's allocator taking its
      * lock inside a libc call): state stays 0 and the caller goes to libc,
      * resolved first, before anything the set-up calls can come back */
     if (__atomic_load_n(&setup_tid, __ATOMIC_RELAXED) == me) return;
-    while (!__atomic_load_n(&shim_state, __ATOMIC_ACQUIRE)) syscall(SYS_sched_yield);
+    while (!__atomic_load_n(&ito__pt_state, __ATOMIC_ACQUIRE)) syscall(SYS_sched_yield);
     return;
   }
   __atomic_store_n(&setup_tid, me, __ATOMIC_RELAXED);
-#define SHIM_RESOLVE(name, ret, args) shim_real.name = (ret(*) args)resolve(#name);
-  SHIM_REAL_LIST(SHIM_RESOLVE)
-#undef SHIM_RESOLVE
-  if (!shim_real.pthread_create || !shim_real.pthread_join || !shim_real.pthread_self ||
-      !shim_real.nanosleep || !shim_real.clock_nanosleep || !shim_real.sched_yield)
+#define ITO_PT_RESOLVE(name, ret, args) ito__pt_real.name = (ret(*) args)resolve(#name);
+  ITO_PT_REAL_LIST(ITO_PT_RESOLVE)
+#undef ITO_PT_RESOLVE
+  if (!ito__pt_real.pthread_create || !ito__pt_real.pthread_join || !ito__pt_real.pthread_self ||
+      !ito__pt_real.nanosleep || !ito__pt_real.clock_nanosleep || !ito__pt_real.sched_yield)
     die("ito-pthread: cannot find libc's pthread functions (is libito-pthread.so loaded before "
         "libc? use LD_PRELOAD or link it first)\n");
   struct ito_os os = {
-      .pthread_create = shim_real.pthread_create,
-      .pthread_join = shim_real.pthread_join,
-      .pthread_self = shim_real.pthread_self,
-      .pthread_getattr_np = shim_real.pthread_getattr_np,
-      .pthread_setaffinity_np = shim_real.pthread_setaffinity_np,
-      .sched_yield = shim_real.sched_yield,
-      .nanosleep = shim_real.nanosleep,
-      .clock_nanosleep = shim_real.clock_nanosleep,
-      .write = shim_real.write,
+      .pthread_create = ito__pt_real.pthread_create,
+      .pthread_join = ito__pt_real.pthread_join,
+      .pthread_self = ito__pt_real.pthread_self,
+      .pthread_getattr_np = ito__pt_real.pthread_getattr_np,
+      .pthread_setaffinity_np = ito__pt_real.pthread_setaffinity_np,
+      .sched_yield = ito__pt_real.sched_yield,
+      .nanosleep = ito__pt_real.nanosleep,
+      .clock_nanosleep = ito__pt_real.clock_nanosleep,
+      .write = ito__pt_real.write,
       .syscall = (long (*)(long, ...))resolve("syscall"),
       .sigaction = (int (*)(int, const struct sigaction *, struct sigaction *))resolve("sigaction"),
   };
@@ -115,39 +115,39 @@ void shim_init(void) {
     ito__dropin_sig_enable(); /* masks and signals per thread (docs/signals.md) */
     /* pthreads are preempted, and cancelled asynchronously wherever they
      * compute (docs/monitor.md) */
-    ito__dropin_preempt_enable(1, shim_cancel_async);
+    ito__dropin_preempt_enable(1, ito__pt_cancel_async);
     /* libito-omp.so's sleeps are cancellation points too */
-    __atomic_store_n(&ito__dropin_cancel_check, shim_cancel_check, __ATOMIC_RELEASE);
+    __atomic_store_n(&ito__dropin_cancel_check, ito__pt_cancel_check, __ATOMIC_RELEASE);
     /* fork: first registered, so that ito's prepare runs after the
      * program's and its child and parent handlers before (atfork.h) */
     pthread_atfork(ito__dropin_atfork_prepare, ito__dropin_atfork_parent, ito__dropin_atfork_child);
-    if (ito__dropin_key_create(&shim_cleanup_key, NULL) ||
-        ito__dropin_key_create(&shim_exit_key, free))
+    if (ito__dropin_key_create(&ito__pt_cleanup_key, NULL) ||
+        ito__dropin_key_create(&ito__pt_exit_key, free))
       die("ito-pthread: cannot create its thread-specific keys\n");
     ito__dropin_fd_view_tracked();
     ito__dropin_io_early(); /* its descriptors made while the table has room */
     /* the program's main thread keeps its own id when the runtime adopts
      * it as the root thread */
-    if (syscall(SYS_gettid) == getpid()) shim_main_id = shim_real.pthread_self();
+    if (syscall(SYS_gettid) == getpid()) ito__pt_main_id = ito__pt_real.pthread_self();
     if (verify) atexit(verify_report);
   }
   __atomic_store_n(&setup_tid, 0, __ATOMIC_RELAXED);
-  __atomic_store_n(&shim_state, off ? 2 : 1, __ATOMIC_RELEASE);
+  __atomic_store_n(&ito__pt_state, off ? 2 : 1, __ATOMIC_RELEASE);
 }
 
-__attribute__((constructor)) static void shim_ctor(void) { shim_init(); }
+__attribute__((constructor)) static void ito__pt_ctor(void) { ito__pt_init(); }
 
 /* The runtime calls it before it starts (src/dropin/ito_dropin.h). */
-SHIM_EXPORT void __ito_dropin_setup(void) { shim_init(); }
+ITO_PT_EXPORT void __ito_dropin_setup(void) { ito__pt_init(); }
 
-pthread_t shim_self(void) {
+pthread_t ito__pt_self(void) {
   ito_thread_t h = ito_self();
-  if (!h) return shim_real.pthread_self();
-  if (ito__dropin_is_root() && shim_main_id) return shim_main_id;
+  if (!h) return ito__pt_real.pthread_self();
+  if (ito__dropin_is_root() && ito__pt_main_id) return ito__pt_main_id;
   return (pthread_t)h;
 }
 
-int shim_refuse(int *once, const char *call, const char *what, const char *hint, int err) {
+int ito__pt_refuse(int *once, const char *call, const char *what, const char *hint, int err) {
   if (!__atomic_exchange_n(once, 1, __ATOMIC_RELAXED)) {
     char buf[512];
     int n = snprintf(buf, sizeof buf,
@@ -162,6 +162,6 @@ int shim_refuse(int *once, const char *call, const char *what, const char *hint,
   return err;
 }
 
-int shim_null(const void *p) { return p == NULL; }
+int ito__pt_null(const void *p) { return p == NULL; }
 
-int shim_bad_time(const struct timespec *ts) { return !ts || !ts_valid(ts); }
+int ito__pt_bad_time(const struct timespec *ts) { return !ts || !ts_valid(ts); }

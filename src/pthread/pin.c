@@ -14,32 +14,32 @@ static int pin_if_ito(void) {
   return 1;
 }
 
-SHIM_EXPORT void flockfile(FILE *f) {
-  SHIM_ENTER_VOID(flockfile, f);
+ITO_PT_EXPORT void flockfile(FILE *f) {
+  ITO_PT_ENTER_VOID(flockfile, f);
   pin_if_ito(); /* held until funlockfile */
-  shim_real.flockfile(f);
+  ito__pt_real.flockfile(f);
 }
 
-SHIM_EXPORT int ftrylockfile(FILE *f) {
-  SHIM_ENTER(ftrylockfile, f);
+ITO_PT_EXPORT int ftrylockfile(FILE *f) {
+  ITO_PT_ENTER(ftrylockfile, f);
   int pinned = pin_if_ito();
-  int rc = shim_real.ftrylockfile(f);
+  int rc = ito__pt_real.ftrylockfile(f);
   if (rc != 0 && pinned) ito__dropin_unpin();
   return rc;
 }
 
-SHIM_EXPORT void funlockfile(FILE *f) {
-  SHIM_ENTER_VOID(funlockfile, f);
-  shim_real.funlockfile(f);
+ITO_PT_EXPORT void funlockfile(FILE *f) {
+  ITO_PT_ENTER_VOID(funlockfile, f);
+  ito__pt_real.funlockfile(f);
   if (ito_self()) ito__dropin_unpin();
 }
 
 /* A library's constructors run under the loader's lock; they may create
  * threads and wait for them. */
-SHIM_EXPORT void *dlopen(const char *file, int mode) {
-  SHIM_ENTER(dlopen, file, mode);
+ITO_PT_EXPORT void *dlopen(const char *file, int mode) {
+  ITO_PT_ENTER(dlopen, file, mode);
   int pinned = pin_if_ito();
-  void *h = shim_real.dlopen(file, mode);
+  void *h = ito__pt_real.dlopen(file, mode);
   if (pinned) ito__dropin_unpin();
   /* the C++ runtime may have come with it: its exception globals follow
    * lightweight threads from now on */
@@ -53,19 +53,19 @@ SHIM_EXPORT void *dlopen(const char *file, int mode) {
   return h;
 }
 
-SHIM_EXPORT int dlclose(void *h) {
-  SHIM_ENTER(dlclose, h);
+ITO_PT_EXPORT int dlclose(void *h) {
+  ITO_PT_ENTER(dlclose, h);
   int pinned = pin_if_ito();
-  int rc = shim_real.dlclose(h);
+  int rc = ito__pt_real.dlclose(h);
   if (pinned) ito__dropin_unpin();
   if (rc == 0) ito__dropin_modules_changed(); /* (a module's static TLS may be gone) */
   return rc;
 }
 
-SHIM_EXPORT int dl_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void *arg) {
-  SHIM_ENTER(dl_iterate_phdr, cb, arg);
+ITO_PT_EXPORT int dl_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void *arg) {
+  ITO_PT_ENTER(dl_iterate_phdr, cb, arg);
   int pinned = pin_if_ito();
-  int rc = shim_real.dl_iterate_phdr(cb, arg);
+  int rc = ito__pt_real.dl_iterate_phdr(cb, arg);
   if (pinned) ito__dropin_unpin();
   return rc;
 }

@@ -64,7 +64,7 @@ static int rw_rdlock(struct pt_rwlock *l, int try, clockid_t clock, const struct
     rc = EAGAIN;
   else if (try)
     rc = EBUSY;
-  else if (abs && shim_bad_time(abs))
+  else if (abs && ito__pt_bad_time(abs))
     rc = EINVAL;
   if (rc) {
     ito__dropin_unlock(&l->qlock);
@@ -74,7 +74,7 @@ static int rw_rdlock(struct pt_rwlock *l, int try, clockid_t clock, const struct
   rc = ito__dropin_wq_wait(&l->qlock, &l->head, &l->tail, TAG_READ | ITO_DROPIN_WQ_INTR, clock, abs,
                            NULL, NULL);
   if (rc != EINTR) return rc;
-  shim_cancel_async_check(); /* no cancellation point, but the asynchronous type acts anywhere */
+  ito__pt_cancel_async_check(); /* no cancellation point, but the asynchronous type acts anywhere */
   return rw_rdlock(l, 0, clock, abs);
 }
 
@@ -92,7 +92,7 @@ static int rw_wrlock(struct pt_rwlock *l, int try, clockid_t clock, const struct
     rc = EDEADLK;
   else if (try)
     rc = EBUSY;
-  else if (abs && shim_bad_time(abs))
+  else if (abs && ito__pt_bad_time(abs))
     rc = EINVAL;
   if (rc) {
     ito__dropin_unlock(&l->qlock);
@@ -113,17 +113,17 @@ static int rw_wrlock(struct pt_rwlock *l, int try, clockid_t clock, const struct
   ito__dropin_unlock(&l->qlock);
   ito__dropin_wq_wake(w);
   if (rc != EINTR) return rc;
-  shim_cancel_async_check();
+  ito__pt_cancel_async_check();
   return rw_wrlock(l, 0, clock, abs);
 }
 
-SHIM_EXPORT int pthread_rwlock_init(pthread_rwlock_t *pl, const pthread_rwlockattr_t *attr) {
-  SHIM_ENTER(pthread_rwlock_init, pl, attr);
+ITO_PT_EXPORT int pthread_rwlock_init(pthread_rwlock_t *pl, const pthread_rwlockattr_t *attr) {
+  ITO_PT_ENTER(pthread_rwlock_init, pl, attr);
   int kind = 0;
   if (attr) {
     int v;
     if (pthread_rwlockattr_getpshared(attr, &v) == 0 && v == PTHREAD_PROCESS_SHARED) {
-      return shim_real.pthread_rwlock_init(pl, attr); /* glibc's, for other processes too */
+      return ito__pt_real.pthread_rwlock_init(pl, attr); /* glibc's, for other processes too */
     }
     if (pthread_rwlockattr_getkind_np(attr, &v) == 0 &&
         v == PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP)
@@ -134,9 +134,9 @@ SHIM_EXPORT int pthread_rwlock_init(pthread_rwlock_t *pl, const pthread_rwlockat
   return 0;
 }
 
-SHIM_EXPORT int pthread_rwlock_destroy(pthread_rwlock_t *pl) {
-  SHIM_ENTER(pthread_rwlock_destroy, pl);
-  if (UNLIKELY(glibc_rw(pl))) return shim_real.pthread_rwlock_destroy(pl);
+ITO_PT_EXPORT int pthread_rwlock_destroy(pthread_rwlock_t *pl) {
+  ITO_PT_ENTER(pthread_rwlock_destroy, pl);
+  if (UNLIKELY(glibc_rw(pl))) return ito__pt_real.pthread_rwlock_destroy(pl);
   struct pt_rwlock *l = PRW(pl);
   return (__atomic_load_n(&l->state, __ATOMIC_RELAXED) ||
           __atomic_load_n(&l->head, __ATOMIC_RELAXED))
@@ -144,64 +144,64 @@ SHIM_EXPORT int pthread_rwlock_destroy(pthread_rwlock_t *pl) {
              : 0;
 }
 
-SHIM_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *pl) {
-  SHIM_ENTER(pthread_rwlock_rdlock, pl);
+ITO_PT_EXPORT int pthread_rwlock_rdlock(pthread_rwlock_t *pl) {
+  ITO_PT_ENTER(pthread_rwlock_rdlock, pl);
   if (UNLIKELY(glibc_rw(pl)))
-    return held(
-        KWAIT_TRY(shim_real.pthread_rwlock_tryrdlock(pl), shim_real.pthread_rwlock_rdlock(pl)));
+    return held(KWAIT_TRY(ito__pt_real.pthread_rwlock_tryrdlock(pl),
+                          ito__pt_real.pthread_rwlock_rdlock(pl)));
   return rw_rdlock(PRW(pl), 0, CLOCK_REALTIME, NULL);
 }
-SHIM_EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t *pl) {
-  SHIM_ENTER(pthread_rwlock_tryrdlock, pl);
-  if (UNLIKELY(glibc_rw(pl))) return held(shim_real.pthread_rwlock_tryrdlock(pl));
+ITO_PT_EXPORT int pthread_rwlock_tryrdlock(pthread_rwlock_t *pl) {
+  ITO_PT_ENTER(pthread_rwlock_tryrdlock, pl);
+  if (UNLIKELY(glibc_rw(pl))) return held(ito__pt_real.pthread_rwlock_tryrdlock(pl));
   return rw_rdlock(PRW(pl), 1, CLOCK_REALTIME, NULL);
 }
-SHIM_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *pl, const struct timespec *abs) {
-  SHIM_ENTER(pthread_rwlock_timedrdlock, pl, abs);
+ITO_PT_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *pl, const struct timespec *abs) {
+  ITO_PT_ENTER(pthread_rwlock_timedrdlock, pl, abs);
   if (UNLIKELY(glibc_rw(pl)))
-    return held(KWAIT_LOCK(shim_real.pthread_rwlock_timedrdlock(pl, abs)));
-  if (shim_null(abs)) return EINVAL;
+    return held(KWAIT_LOCK(ito__pt_real.pthread_rwlock_timedrdlock(pl, abs)));
+  if (ito__pt_null(abs)) return EINVAL;
   return rw_rdlock(PRW(pl), 0, CLOCK_REALTIME, abs);
 }
-SHIM_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *pl, clockid_t clock,
-                                           const struct timespec *abs) {
-  SHIM_ENTER(pthread_rwlock_clockrdlock, pl, clock, abs);
+ITO_PT_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *pl, clockid_t clock,
+                                             const struct timespec *abs) {
+  ITO_PT_ENTER(pthread_rwlock_clockrdlock, pl, clock, abs);
   if (UNLIKELY(glibc_rw(pl)))
-    return held(KWAIT_LOCK(shim_real.pthread_rwlock_clockrdlock(pl, clock, abs)));
-  if (shim_bad_clockwait(clock, abs)) return EINVAL;
+    return held(KWAIT_LOCK(ito__pt_real.pthread_rwlock_clockrdlock(pl, clock, abs)));
+  if (ito__pt_bad_clockwait(clock, abs)) return EINVAL;
   return rw_rdlock(PRW(pl), 0, clock, abs);
 }
-SHIM_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *pl) {
-  SHIM_ENTER(pthread_rwlock_wrlock, pl);
+ITO_PT_EXPORT int pthread_rwlock_wrlock(pthread_rwlock_t *pl) {
+  ITO_PT_ENTER(pthread_rwlock_wrlock, pl);
   if (UNLIKELY(glibc_rw(pl)))
-    return held(
-        KWAIT_TRY(shim_real.pthread_rwlock_trywrlock(pl), shim_real.pthread_rwlock_wrlock(pl)));
+    return held(KWAIT_TRY(ito__pt_real.pthread_rwlock_trywrlock(pl),
+                          ito__pt_real.pthread_rwlock_wrlock(pl)));
   return rw_wrlock(PRW(pl), 0, CLOCK_REALTIME, NULL);
 }
-SHIM_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *pl) {
-  SHIM_ENTER(pthread_rwlock_trywrlock, pl);
-  if (UNLIKELY(glibc_rw(pl))) return held(shim_real.pthread_rwlock_trywrlock(pl));
+ITO_PT_EXPORT int pthread_rwlock_trywrlock(pthread_rwlock_t *pl) {
+  ITO_PT_ENTER(pthread_rwlock_trywrlock, pl);
+  if (UNLIKELY(glibc_rw(pl))) return held(ito__pt_real.pthread_rwlock_trywrlock(pl));
   return rw_wrlock(PRW(pl), 1, CLOCK_REALTIME, NULL);
 }
-SHIM_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *pl, const struct timespec *abs) {
-  SHIM_ENTER(pthread_rwlock_timedwrlock, pl, abs);
+ITO_PT_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *pl, const struct timespec *abs) {
+  ITO_PT_ENTER(pthread_rwlock_timedwrlock, pl, abs);
   if (UNLIKELY(glibc_rw(pl)))
-    return held(KWAIT_LOCK(shim_real.pthread_rwlock_timedwrlock(pl, abs)));
-  if (shim_null(abs)) return EINVAL;
+    return held(KWAIT_LOCK(ito__pt_real.pthread_rwlock_timedwrlock(pl, abs)));
+  if (ito__pt_null(abs)) return EINVAL;
   return rw_wrlock(PRW(pl), 0, CLOCK_REALTIME, abs);
 }
-SHIM_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *pl, clockid_t clock,
-                                           const struct timespec *abs) {
-  SHIM_ENTER(pthread_rwlock_clockwrlock, pl, clock, abs);
+ITO_PT_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *pl, clockid_t clock,
+                                             const struct timespec *abs) {
+  ITO_PT_ENTER(pthread_rwlock_clockwrlock, pl, clock, abs);
   if (UNLIKELY(glibc_rw(pl)))
-    return held(KWAIT_LOCK(shim_real.pthread_rwlock_clockwrlock(pl, clock, abs)));
-  if (shim_bad_clockwait(clock, abs)) return EINVAL;
+    return held(KWAIT_LOCK(ito__pt_real.pthread_rwlock_clockwrlock(pl, clock, abs)));
+  if (ito__pt_bad_clockwait(clock, abs)) return EINVAL;
   return rw_wrlock(PRW(pl), 0, clock, abs);
 }
 
-SHIM_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *pl) {
-  SHIM_ENTER(pthread_rwlock_unlock, pl);
-  if (UNLIKELY(glibc_rw(pl))) return let_go(shim_real.pthread_rwlock_unlock(pl));
+ITO_PT_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *pl) {
+  ITO_PT_ENTER(pthread_rwlock_unlock, pl);
+  if (UNLIKELY(glibc_rw(pl))) return let_go(ito__pt_real.pthread_rwlock_unlock(pl));
   struct pt_rwlock *l = PRW(pl);
   ito__dropin_lock(&l->qlock);
   if (l->state == -1) {
@@ -220,10 +220,10 @@ SHIM_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *pl) {
 }
 
 /* glibc's old names for the same calls */
-SHIM_ALIAS(__pthread_rwlock_init, pthread_rwlock_init)
-SHIM_ALIAS(__pthread_rwlock_destroy, pthread_rwlock_destroy)
-SHIM_ALIAS(__pthread_rwlock_rdlock, pthread_rwlock_rdlock)
-SHIM_ALIAS(__pthread_rwlock_tryrdlock, pthread_rwlock_tryrdlock)
-SHIM_ALIAS(__pthread_rwlock_wrlock, pthread_rwlock_wrlock)
-SHIM_ALIAS(__pthread_rwlock_trywrlock, pthread_rwlock_trywrlock)
-SHIM_ALIAS(__pthread_rwlock_unlock, pthread_rwlock_unlock)
+ITO_PT_ALIAS(__pthread_rwlock_init, pthread_rwlock_init)
+ITO_PT_ALIAS(__pthread_rwlock_destroy, pthread_rwlock_destroy)
+ITO_PT_ALIAS(__pthread_rwlock_rdlock, pthread_rwlock_rdlock)
+ITO_PT_ALIAS(__pthread_rwlock_tryrdlock, pthread_rwlock_tryrdlock)
+ITO_PT_ALIAS(__pthread_rwlock_wrlock, pthread_rwlock_wrlock)
+ITO_PT_ALIAS(__pthread_rwlock_trywrlock, pthread_rwlock_trywrlock)
+ITO_PT_ALIAS(__pthread_rwlock_unlock, pthread_rwlock_unlock)

@@ -21,11 +21,11 @@ _Static_assert(sizeof(struct pt_sem) <= sizeof(sem_t), "semaphore layout");
 
 static int ours(sem_t *s) { return __atomic_load_n(&PS(s)->mark, __ATOMIC_RELAXED) == SEM_MARK; }
 
-SHIM_EXPORT int sem_init(sem_t *s, int pshared, unsigned value) {
-  SHIM_ENTER(sem_init, s, pshared, value);
+ITO_PT_EXPORT int sem_init(sem_t *s, int pshared, unsigned value) {
+  ITO_PT_ENTER(sem_init, s, pshared, value);
   if (pshared) { /* glibc's, shared with other processes */
     __atomic_store_n(&PS(s)->mark, 0, __ATOMIC_RELAXED);
-    return shim_real.sem_init(s, pshared, value);
+    return ito__pt_real.sem_init(s, pshared, value);
   }
   if (value > SEM_VALUE_MAX) {
     errno = EINVAL;
@@ -39,16 +39,16 @@ SHIM_EXPORT int sem_init(sem_t *s, int pshared, unsigned value) {
   return 0;
 }
 
-SHIM_EXPORT int sem_destroy(sem_t *s) {
-  SHIM_ENTER(sem_destroy, s);
-  if (!ours(s)) return shim_real.sem_destroy(s);
+ITO_PT_EXPORT int sem_destroy(sem_t *s) {
+  ITO_PT_ENTER(sem_destroy, s);
+  if (!ours(s)) return ito__pt_real.sem_destroy(s);
   __atomic_store_n(&PS(s)->mark, 0, __ATOMIC_RELAXED);
   return 0;
 }
 
-SHIM_EXPORT int sem_post(sem_t *s) {
-  SHIM_ENTER(sem_post, s);
-  if (!ours(s)) return shim_real.sem_post(s);
+ITO_PT_EXPORT int sem_post(sem_t *s) {
+  ITO_PT_ENTER(sem_post, s);
+  if (!ours(s)) return ito__pt_real.sem_post(s);
   struct pt_sem *p = PS(s);
   ito__dropin_lock(&p->qlock);
   /* a waiter is handed the count directly */
@@ -90,7 +90,7 @@ static int sem_take(struct pt_sem *p, int try, clockid_t clock, const struct tim
     return 0;
   }
   if (try) return EAGAIN;
-  if (abs && shim_bad_time(abs)) return EINVAL;
+  if (abs && ito__pt_bad_time(abs)) return EINVAL;
   ito__dropin_lock(&p->qlock);
   if (take_one(p)) {
     ito__dropin_unlock(&p->qlock);
@@ -112,25 +112,25 @@ static int sem_take(struct pt_sem *p, int try, clockid_t clock, const struct tim
 /* glibc's wait until abs on clock (none: for ever): 0, or -1 with errno. */
 static int shared_wait(sem_t *s, clockid_t clock, const struct timespec *abs) {
   for (;;) {
-    if (shim_real.sem_trywait(s) == 0) return 0;
+    if (ito__pt_real.sem_trywait(s) == 0) return 0;
     if (errno != EAGAIN) return -1;
-    if (abs && shim_bad_time(abs)) { /* (as glibc: only a wait checks the time) */
+    if (abs && ito__pt_bad_time(abs)) { /* (as glibc: only a wait checks the time) */
       errno = EINVAL;
       return -1;
     }
     int last = abs && ns_until(clock, abs) <= SLICE_NS;
     struct timespec slice = deadline_in(CLOCK_MONOTONIC, SLICE_NS);
     ito__dropin_kwait_begin(NULL, NULL);
-    int rc = last ? shim_real.sem_clockwait(s, clock, abs)
-                  : shim_real.sem_clockwait(s, CLOCK_MONOTONIC, &slice);
+    int rc = last ? ito__pt_real.sem_clockwait(s, clock, abs)
+                  : ito__pt_real.sem_clockwait(s, CLOCK_MONOTONIC, &slice);
     int e = errno;
     ito__dropin_kwait_end();
     if (rc == 0) return 0;
     if (e == ETIMEDOUT && !last) {
-      shim_testcancel(); /* a cancellation point all along */
+      ito__pt_testcancel(); /* a cancellation point all along */
       continue;
     }
-    shim_testcancel_eintr(e == EINTR);
+    ito__pt_testcancel_eintr(e == EINTR);
     errno = e;
     return -1;
   }
@@ -138,43 +138,43 @@ static int shared_wait(sem_t *s, clockid_t clock, const struct timespec *abs) {
 
 static int sem_result(int rc) {
   if (!rc) return 0;
-  shim_testcancel_eintr(rc == EINTR); /* a cancellation point */
+  ito__pt_testcancel_eintr(rc == EINTR); /* a cancellation point */
   errno = rc;
   return -1;
 }
 
-SHIM_EXPORT int sem_wait(sem_t *s) {
-  SHIM_ENTER(sem_wait, s);
-  shim_testcancel();
+ITO_PT_EXPORT int sem_wait(sem_t *s) {
+  ITO_PT_ENTER(sem_wait, s);
+  ito__pt_testcancel();
   if (!ours(s)) return shared_wait(s, CLOCK_REALTIME, NULL);
   return sem_result(sem_take(PS(s), 0, CLOCK_REALTIME, NULL));
 }
 
-SHIM_EXPORT int sem_trywait(sem_t *s) {
-  SHIM_ENTER(sem_trywait, s);
-  if (!ours(s)) return shim_real.sem_trywait(s);
+ITO_PT_EXPORT int sem_trywait(sem_t *s) {
+  ITO_PT_ENTER(sem_trywait, s);
+  if (!ours(s)) return ito__pt_real.sem_trywait(s);
   return sem_result(sem_take(PS(s), 1, CLOCK_REALTIME, NULL));
 }
 
-SHIM_EXPORT int sem_timedwait(sem_t *s, const struct timespec *abs) {
-  SHIM_ENTER(sem_timedwait, s, abs);
-  shim_testcancel();
-  if (shim_null(abs)) return sem_result(EINVAL);
+ITO_PT_EXPORT int sem_timedwait(sem_t *s, const struct timespec *abs) {
+  ITO_PT_ENTER(sem_timedwait, s, abs);
+  ito__pt_testcancel();
+  if (ito__pt_null(abs)) return sem_result(EINVAL);
   if (!ours(s)) return shared_wait(s, CLOCK_REALTIME, abs);
   return sem_result(sem_take(PS(s), 0, CLOCK_REALTIME, abs));
 }
 
-SHIM_EXPORT int sem_clockwait(sem_t *s, clockid_t clock, const struct timespec *abs) {
-  SHIM_ENTER(sem_clockwait, s, clock, abs);
-  shim_testcancel();
-  if (shim_bad_clockwait(clock, abs)) return sem_result(EINVAL);
+ITO_PT_EXPORT int sem_clockwait(sem_t *s, clockid_t clock, const struct timespec *abs) {
+  ITO_PT_ENTER(sem_clockwait, s, clock, abs);
+  ito__pt_testcancel();
+  if (ito__pt_bad_clockwait(clock, abs)) return sem_result(EINVAL);
   if (!ours(s)) return shared_wait(s, clock, abs);
   return sem_result(sem_take(PS(s), 0, clock, abs));
 }
 
-SHIM_EXPORT int sem_getvalue(sem_t *s, int *out) {
-  SHIM_ENTER(sem_getvalue, s, out);
-  if (!ours(s)) return shim_real.sem_getvalue(s, out);
+ITO_PT_EXPORT int sem_getvalue(sem_t *s, int *out) {
+  ITO_PT_ENTER(sem_getvalue, s, out);
+  if (!ours(s)) return ito__pt_real.sem_getvalue(s, out);
   *out = (int)__atomic_load_n(&PS(s)->value, __ATOMIC_RELAXED);
   return 0;
 }

@@ -26,50 +26,50 @@ static int setxid(long nr, long a, long b, long c, int *ret) {
   do {                                           \
     int ret_;                                    \
     if (setxid(nr, a, b, c, &ret_)) return ret_; \
-    return shim_real.name(__VA_ARGS__);          \
+    return ito__pt_real.name(__VA_ARGS__);       \
   } while (0)
 
-SHIM_EXPORT int setuid(uid_t u) {
-  SHIM_ENTER(setuid, u);
+ITO_PT_EXPORT int setuid(uid_t u) {
+  ITO_PT_ENTER(setuid, u);
   SETXID(setuid, SYS_setuid, (long)u, 0, 0, u);
 }
-SHIM_EXPORT int setgid(gid_t g) {
-  SHIM_ENTER(setgid, g);
+ITO_PT_EXPORT int setgid(gid_t g) {
+  ITO_PT_ENTER(setgid, g);
   SETXID(setgid, SYS_setgid, (long)g, 0, 0, g);
 }
-SHIM_EXPORT int seteuid(uid_t u) {
-  SHIM_ENTER(seteuid, u);
+ITO_PT_EXPORT int seteuid(uid_t u) {
+  ITO_PT_ENTER(seteuid, u);
   if (u == (uid_t)-1) {
     errno = EINVAL;
     return -1;
   }
   SETXID(seteuid, SYS_setresuid, -1L, (long)u, -1L, u);
 }
-SHIM_EXPORT int setegid(gid_t g) {
-  SHIM_ENTER(setegid, g);
+ITO_PT_EXPORT int setegid(gid_t g) {
+  ITO_PT_ENTER(setegid, g);
   if (g == (gid_t)-1) {
     errno = EINVAL;
     return -1;
   }
   SETXID(setegid, SYS_setresgid, -1L, (long)g, -1L, g);
 }
-SHIM_EXPORT int setreuid(uid_t r, uid_t e) {
-  SHIM_ENTER(setreuid, r, e);
+ITO_PT_EXPORT int setreuid(uid_t r, uid_t e) {
+  ITO_PT_ENTER(setreuid, r, e);
   SETXID(setreuid, SYS_setreuid, (long)(int)r, (long)(int)e, 0, r, e);
 }
-SHIM_EXPORT int setregid(gid_t r, gid_t e) {
-  SHIM_ENTER(setregid, r, e);
+ITO_PT_EXPORT int setregid(gid_t r, gid_t e) {
+  ITO_PT_ENTER(setregid, r, e);
   SETXID(setregid, SYS_setregid, (long)(int)r, (long)(int)e, 0, r, e);
 }
-SHIM_EXPORT int setresuid(uid_t r, uid_t e, uid_t s) {
-  SHIM_ENTER(setresuid, r, e, s);
+ITO_PT_EXPORT int setresuid(uid_t r, uid_t e, uid_t s) {
+  ITO_PT_ENTER(setresuid, r, e, s);
   SETXID(setresuid, SYS_setresuid, (long)(int)r, (long)(int)e, (long)(int)s, r, e, s);
 }
-SHIM_EXPORT int setresgid(gid_t r, gid_t e, gid_t s) {
-  SHIM_ENTER(setresgid, r, e, s);
+ITO_PT_EXPORT int setresgid(gid_t r, gid_t e, gid_t s) {
+  ITO_PT_ENTER(setresgid, r, e, s);
   SETXID(setresgid, SYS_setresgid, (long)(int)r, (long)(int)e, (long)(int)s, r, e, s);
 }
-SHIM_EXPORT int setgroups(size_t n, const gid_t *list) {
-  SHIM_ENTER(setgroups, n, list);
+ITO_PT_EXPORT int setgroups(size_t n, const gid_t *list) {
+  ITO_PT_ENTER(setgroups, n, list);
   SETXID(setgroups, SYS_setgroups, (long)n, (long)list, 0, n, list);
 }

@@ -1,6 +1,6 @@
 /* libito-pthread.so: the pthread API on lightweight threads. Internal
  * header of the shim (docs/dropin.md). Every interposer starts with
- * SHIM_ENTER, which sets the shim up if a constructor of another library
+ * ITO_PT_ENTER, which sets the shim up if a constructor of another library
  * got here first, and forwards to libc under ITO_PTHREAD=off. */
 #ifndef ITO_SHIM_H
 #define ITO_SHIM_H
@@ -26,14 +26,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#define SHIM_HIDDEN __attribute__((visibility("hidden")))
-#define SHIM_EXPORT __attribute__((visibility("default")))
+#define ITO_PT_HIDDEN __attribute__((visibility("hidden")))
+#define ITO_PT_EXPORT __attribute__((visibility("default")))
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 /* libc's definition of every function the shim interposes: the X list
  * names them, with their types, once. */
-#define SHIM_REAL_LIST(X)                                                                         \
+#define ITO_PT_REAL_LIST(X)                                                                       \
   X(pthread_create, int, (pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))        \
   X(pthread_join, int, (pthread_t, void **))                                                      \
   X(pthread_tryjoin_np, int, (pthread_t, void **))                                                \
@@ -207,58 +207,58 @@
   X(setresgid, int, (gid_t, gid_t, gid_t))                                                        \
   X(setgroups, int, (size_t, const gid_t *))
 
-struct shim_real {
-#define SHIM_FIELD(name, ret, args) ret(*name) args;
-  SHIM_REAL_LIST(SHIM_FIELD)
-#undef SHIM_FIELD
+struct ito__pt_real {
+#define ITO_PT_FIELD(name, ret, args) ret(*name) args;
+  ITO_PT_REAL_LIST(ITO_PT_FIELD)
+#undef ITO_PT_FIELD
 };
 
-extern struct shim_real shim_real SHIM_HIDDEN;
-extern int shim_state
-    SHIM_HIDDEN; /* 0 not set up (or being set up), 1 on, 2 off (ITO_PTHREAD=off) */
-extern pthread_t shim_main_id SHIM_HIDDEN;
-SHIM_HIDDEN void shim_init(void);
+extern struct ito__pt_real ito__pt_real ITO_PT_HIDDEN;
+extern int ito__pt_state
+    ITO_PT_HIDDEN; /* 0 not set up (or being set up), 1 on, 2 off (ITO_PTHREAD=off) */
+extern pthread_t ito__pt_main_id ITO_PT_HIDDEN;
+ITO_PT_HIDDEN void ito__pt_init(void);
 /* Per ito thread: the innermost cleanup buffer and pthread_exit's value. */
-extern ito_key_t shim_cleanup_key SHIM_HIDDEN, shim_exit_key SHIM_HIDDEN;
+extern ito_key_t ito__pt_cleanup_key ITO_PT_HIDDEN, ito__pt_exit_key ITO_PT_HIDDEN;
 
 /* Must this call go straight to libc? Under ITO_PTHREAD=off, and while the
  * shim sets itself up on this OS thread: a call the set-up makes through
  * libc (an allocator's lock, taken inside a libc call) must not run the
  * set-up again (docs/dropin.md section 2). */
-static inline int shim_to_libc(void) {
-  if (LIKELY(shim_state == 1)) return 0;
-  if (shim_state == 0) shim_init();
-  return shim_state != 1;
+static inline int ito__pt_to_libc(void) {
+  if (LIKELY(ito__pt_state == 1)) return 0;
+  if (ito__pt_state == 0) ito__pt_init();
+  return ito__pt_state != 1;
 }
 
-#define SHIM_ENTER(name, ...)                                         \
-  do {                                                                \
-    if (UNLIKELY(shim_to_libc())) return shim_real.name(__VA_ARGS__); \
+#define ITO_PT_ENTER(name, ...)                                             \
+  do {                                                                      \
+    if (UNLIKELY(ito__pt_to_libc())) return ito__pt_real.name(__VA_ARGS__); \
   } while (0)
 /* The same for a function that returns nothing. */
-#define SHIM_ENTER_VOID(name, ...)  \
-  do {                              \
-    if (UNLIKELY(shim_to_libc())) { \
-      shim_real.name(__VA_ARGS__);  \
-      return;                       \
-    }                               \
+#define ITO_PT_ENTER_VOID(name, ...)   \
+  do {                                 \
+    if (UNLIKELY(ito__pt_to_libc())) { \
+      ito__pt_real.name(__VA_ARGS__);  \
+      return;                          \
+    }                                  \
   } while (0)
 
 /* Cancellation points (thread.c): nothing until the first pthread_cancel
  * of the process; then the calling ito thread acts on a request it has
  * enabled (pthread_exit(PTHREAD_CANCELED)). */
-SHIM_HIDDEN void shim_cancel_check(void);
-SHIM_HIDDEN void shim_cancel_async(void); /* the handler's asynchronous cancellation */
+ITO_PT_HIDDEN void ito__pt_cancel_check(void);
+ITO_PT_HIDDEN void ito__pt_cancel_async(void); /* the handler's asynchronous cancellation */
 /* Acts on a pending request when the type is asynchronous and the state
  * enabled: after a wait that is no cancellation point (a lock, a barrier)
  * ended for one. */
-SHIM_HIDDEN void shim_cancel_async_check(void);
-static inline void shim_testcancel(void) {
-  if (UNLIKELY(__atomic_load_n(&ito__dropin_cancels, __ATOMIC_RELAXED))) shim_cancel_check();
+ITO_PT_HIDDEN void ito__pt_cancel_async_check(void);
+static inline void ito__pt_testcancel(void) {
+  if (UNLIKELY(__atomic_load_n(&ito__dropin_cancels, __ATOMIC_RELAXED))) ito__pt_cancel_check();
 }
 /* After a call that a request may have cut short (it failed with EINTR). */
-static inline void shim_testcancel_eintr(int failed_eintr) {
-  if (UNLIKELY(failed_eintr)) shim_testcancel();
+static inline void ito__pt_testcancel_eintr(int failed_eintr) {
+  if (UNLIKELY(failed_eintr)) ito__pt_testcancel();
 }
 
 /* Is t a lightweight thread's handle (bit 63 set; glibc's never have it)? */
@@ -266,30 +266,32 @@ static inline int is_ito(pthread_t t) { return ((uint64_t)t >> 63) != 0; }
 
 /* The caller's id as the program sees it: the root answers main's own
  * pthread_t, any other ito thread its handle, other threads libc's value. */
-SHIM_HIDDEN pthread_t shim_self(void);
+ITO_PT_HIDDEN pthread_t ito__pt_self(void);
 
 /* A refused call: prints one line, once per call name, and returns err. */
-SHIM_HIDDEN int shim_refuse(int *once, const char *call, const char *what, const char *hint,
-                            int err);
-#define REFUSE(call, what, hint, err)           \
-  ({                                            \
-    static int once_;                           \
-    shim_refuse(&once_, call, what, hint, err); \
+ITO_PT_HIDDEN int ito__pt_refuse(int *once, const char *call, const char *what, const char *hint,
+                                 int err);
+#define REFUSE(call, what, hint, err)              \
+  ({                                               \
+    static int once_;                              \
+    ito__pt_refuse(&once_, call, what, hint, err); \
   })
 
 /* A NULL test of an argument glibc's headers declare nonnull (the program
  * may still pass NULL; the test must not be optimised away). */
-SHIM_HIDDEN int shim_null(const void *p);
+ITO_PT_HIDDEN int ito__pt_null(const void *p);
 
 /* The clocks timed waits accept (others give EINVAL, as in glibc). */
-static inline int shim_clock_ok(clockid_t c) { return c == CLOCK_REALTIME || c == CLOCK_MONOTONIC; }
+static inline int ito__pt_clock_ok(clockid_t c) {
+  return c == CLOCK_REALTIME || c == CLOCK_MONOTONIC;
+}
 /* A clock-based wait's arguments that give EINVAL: no deadline, or a clock
  * other than those two. */
-static inline int shim_bad_clockwait(clockid_t c, const struct timespec *abs) {
-  return shim_null(abs) || !shim_clock_ok(c);
+static inline int ito__pt_bad_clockwait(clockid_t c, const struct timespec *abs) {
+  return ito__pt_null(abs) || !ito__pt_clock_ok(c);
 }
 
 /* Deadline arithmetic */
-SHIM_HIDDEN int shim_bad_time(const struct timespec *ts);
+ITO_PT_HIDDEN int ito__pt_bad_time(const struct timespec *ts);
 
 #endif

@@ -11,15 +11,15 @@
 
 static int ito_thread(void) { return ito_self() != 0; }
 
-SHIM_EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old) {
-  SHIM_ENTER(pthread_sigmask, how, set, old);
-  if (!ito_thread()) return shim_real.pthread_sigmask(how, set, old);
+ITO_PT_EXPORT int pthread_sigmask(int how, const sigset_t *set, sigset_t *old) {
+  ITO_PT_ENTER(pthread_sigmask, how, set, old);
+  if (!ito_thread()) return ito__pt_real.pthread_sigmask(how, set, old);
   return ito__dropin_sigmask(how, set, old);
 }
 
-SHIM_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old) {
-  SHIM_ENTER(sigprocmask, how, set, old);
-  if (!ito_thread()) return shim_real.sigprocmask(how, set, old);
+ITO_PT_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old) {
+  ITO_PT_ENTER(sigprocmask, how, set, old);
+  if (!ito_thread()) return ito__pt_real.sigprocmask(how, set, old);
   int rc = ito__dropin_sigmask(how, set, old);
   if (rc) {
     errno = rc;
@@ -28,8 +28,8 @@ SHIM_EXPORT int sigprocmask(int how, const sigset_t *set, sigset_t *old) {
   return 0;
 }
 
-SHIM_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
-  SHIM_ENTER(sigaction, sig, act, old);
+ITO_PT_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigaction *old) {
+  ITO_PT_ENTER(sigaction, sig, act, old);
   int rc = ito__dropin_sigaction(sig, act, old);
   if (rc) {
     errno = rc;
@@ -54,24 +54,24 @@ static sighandler_t set_handler(int sig, sighandler_t h, int flags) {
   return old.sa_handler;
 }
 
-SHIM_EXPORT sighandler_t signal(int sig, sighandler_t h) {
-  SHIM_ENTER(signal, sig, h);
+ITO_PT_EXPORT sighandler_t signal(int sig, sighandler_t h) {
+  ITO_PT_ENTER(signal, sig, h);
   return set_handler(sig, h, SA_RESTART);
 }
 
-SHIM_EXPORT sighandler_t bsd_signal(int sig, sighandler_t h) {
-  SHIM_ENTER(bsd_signal, sig, h);
+ITO_PT_EXPORT sighandler_t bsd_signal(int sig, sighandler_t h) {
+  ITO_PT_ENTER(bsd_signal, sig, h);
   return set_handler(sig, h, SA_RESTART);
 }
 
-SHIM_EXPORT sighandler_t sysv_signal(int sig, sighandler_t h) {
-  SHIM_ENTER(sysv_signal, sig, h);
+ITO_PT_EXPORT sighandler_t sysv_signal(int sig, sighandler_t h) {
+  ITO_PT_ENTER(sysv_signal, sig, h);
   return set_handler(sig, h, SA_RESETHAND | SA_NODEFER);
 }
 
-SHIM_EXPORT int sigpending(sigset_t *set) {
-  SHIM_ENTER(sigpending, set);
-  if (!ito_thread()) return shim_real.sigpending(set);
+ITO_PT_EXPORT int sigpending(sigset_t *set) {
+  ITO_PT_ENTER(sigpending, set);
+  if (!ito_thread()) return ito__pt_real.sigpending(set);
   ito__dropin_sigpending(set);
   return 0;
 }
@@ -79,9 +79,9 @@ SHIM_EXPORT int sigpending(sigset_t *set) {
 /* raise: the signal is the calling thread's own (glibc sends it to the OS
  * thread, where a blocked one would stay pending for whichever thread runs
  * there next); unblocked, its handler has run when raise returns. */
-SHIM_EXPORT int raise(int sig) {
-  SHIM_ENTER(raise, sig);
-  if (!ito_thread()) return shim_real.raise(sig);
+ITO_PT_EXPORT int raise(int sig) {
+  ITO_PT_ENTER(raise, sig);
+  if (!ito_thread()) return ito__pt_real.raise(sig);
   int rc = ito__dropin_sigsend(ito_self(), sig, NULL);
   if (rc) {
     errno = rc;
@@ -90,29 +90,29 @@ SHIM_EXPORT int raise(int sig) {
   return 0;
 }
 
-SHIM_EXPORT int sigsuspend(const sigset_t *mask) {
-  SHIM_ENTER(sigsuspend, mask);
-  if (!ito__dropin_can_park()) return shim_real.sigsuspend(mask);
-  shim_testcancel();
+ITO_PT_EXPORT int sigsuspend(const sigset_t *mask) {
+  ITO_PT_ENTER(sigsuspend, mask);
+  if (!ito__dropin_can_park()) return ito__pt_real.sigsuspend(mask);
+  ito__pt_testcancel();
   int rc = ito__dropin_sigsuspend(mask);
-  shim_testcancel();
+  ito__pt_testcancel();
   return rc;
 }
 
-SHIM_EXPORT int pause(void) {
-  SHIM_ENTER(pause);
-  if (!ito__dropin_can_park()) return shim_real.pause();
+ITO_PT_EXPORT int pause(void) {
+  ITO_PT_ENTER(pause);
+  if (!ito__dropin_can_park()) return ito__pt_real.pause();
   sigset_t now;
   ito__dropin_sigmask(SIG_BLOCK, NULL, &now);
-  shim_testcancel();
+  ito__pt_testcancel();
   int rc = ito__dropin_sigsuspend(&now);
-  shim_testcancel();
+  ito__pt_testcancel();
   return rc;
 }
 
 /* glibc's siginterrupt changes the action through its internal sigaction */
-SHIM_EXPORT int siginterrupt(int sig, int flag) {
-  SHIM_ENTER(siginterrupt, sig, flag);
+ITO_PT_EXPORT int siginterrupt(int sig, int flag) {
+  ITO_PT_ENTER(siginterrupt, sig, flag);
   struct sigaction a;
   int rc = ito__dropin_sigaction(sig, NULL, &a);
   if (!rc) {
@@ -142,18 +142,18 @@ static int mask_one(int how, int sig) {
   return sigprocmask(how, &s, NULL);
 }
 
-SHIM_EXPORT int sighold(int sig) {
-  SHIM_ENTER(sighold, sig);
+ITO_PT_EXPORT int sighold(int sig) {
+  ITO_PT_ENTER(sighold, sig);
   return mask_one(SIG_BLOCK, sig);
 }
 
-SHIM_EXPORT int sigrelse(int sig) {
-  SHIM_ENTER(sigrelse, sig);
+ITO_PT_EXPORT int sigrelse(int sig) {
+  ITO_PT_ENTER(sigrelse, sig);
   return mask_one(SIG_UNBLOCK, sig);
 }
 
-SHIM_EXPORT int sigignore(int sig) {
-  SHIM_ENTER(sigignore, sig);
+ITO_PT_EXPORT int sigignore(int sig) {
+  ITO_PT_ENTER(sigignore, sig);
   struct sigaction a;
   memset(&a, 0, sizeof a);
   a.sa_handler = SIG_IGN;
@@ -164,8 +164,8 @@ SHIM_EXPORT int sigignore(int sig) {
 /* System V: SIG_HOLD blocks the signal; any other disposition becomes the
  * action (empty mask, no flags) and unblocks it. Returns SIG_HOLD if it
  * was blocked, else the previous handler. */
-SHIM_EXPORT sighandler_t sigset(int sig, sighandler_t disp) {
-  SHIM_ENTER(sigset, sig, disp);
+ITO_PT_EXPORT sighandler_t sigset(int sig, sighandler_t disp) {
+  ITO_PT_ENTER(sigset, sig, disp);
   sigset_t s, old;
   sigemptyset(&s);
   if (sigaddset(&s, sig) < 0) return SIG_ERR;
@@ -197,8 +197,8 @@ static void bsd_set(sigset_t *s, int m) {
     if (m & (1 << (i - 1))) sigaddset(s, i);
 }
 
-SHIM_EXPORT int __sigpause(int sig_or_mask, int is_sig) {
-  SHIM_ENTER(__sigpause, sig_or_mask, is_sig);
+ITO_PT_EXPORT int __sigpause(int sig_or_mask, int is_sig) {
+  ITO_PT_ENTER(__sigpause, sig_or_mask, is_sig);
   sigset_t s;
   if (is_sig) {
     sigprocmask(SIG_BLOCK, NULL, &s);
@@ -209,37 +209,37 @@ SHIM_EXPORT int __sigpause(int sig_or_mask, int is_sig) {
   return sigsuspend(&s);
 }
 
-SHIM_EXPORT int __xpg_sigpause(int sig) {
-  SHIM_ENTER(__xpg_sigpause, sig);
+ITO_PT_EXPORT int __xpg_sigpause(int sig) {
+  ITO_PT_ENTER(__xpg_sigpause, sig);
   return __sigpause(sig, 1);
 }
 
 /* (glibc's sigpause symbol is the BSD one, a mask; <signal.h> names the
  * POSIX one sigpause too, as __xpg_sigpause) */
-SHIM_EXPORT int shim_bsd_sigpause(int mask) __asm__("sigpause");
-SHIM_EXPORT int shim_bsd_sigpause(int mask) {
-  if (UNLIKELY(shim_to_libc())) return shim_real.sigpause(mask);
+ITO_PT_EXPORT int ito__pt_bsd_sigpause(int mask) __asm__("sigpause");
+ITO_PT_EXPORT int ito__pt_bsd_sigpause(int mask) {
+  if (UNLIKELY(ito__pt_to_libc())) return ito__pt_real.sigpause(mask);
   return __sigpause(mask, 0);
 }
 
-SHIM_EXPORT int sigblock(int mask) {
-  SHIM_ENTER(sigblock, mask);
+ITO_PT_EXPORT int sigblock(int mask) {
+  ITO_PT_ENTER(sigblock, mask);
   sigset_t s, old;
   bsd_set(&s, mask);
   if (sigprocmask(SIG_BLOCK, &s, &old) < 0) return -1;
   return bsd_mask(&old);
 }
 
-SHIM_EXPORT int sigsetmask(int mask) {
-  SHIM_ENTER(sigsetmask, mask);
+ITO_PT_EXPORT int sigsetmask(int mask) {
+  ITO_PT_ENTER(sigsetmask, mask);
   sigset_t s, old;
   bsd_set(&s, mask);
   if (sigprocmask(SIG_SETMASK, &s, &old) < 0) return -1;
   return bsd_mask(&old);
 }
 
-SHIM_EXPORT int siggetmask(void) {
-  SHIM_ENTER(siggetmask);
+ITO_PT_EXPORT int siggetmask(void) {
+  ITO_PT_ENTER(siggetmask);
   return sigblock(0);
 }
 
@@ -258,11 +258,11 @@ static void altstack_key_make(void) {
   if (ito__dropin_key_create(&altstack_key, free)) altstack_key = (ito_key_t)-1;
 }
 
-SHIM_EXPORT int sigaltstack(const stack_t *ss, stack_t *old) {
-  SHIM_ENTER(sigaltstack, ss, old);
-  if (!ito_thread()) return shim_real.sigaltstack(ss, old);
+ITO_PT_EXPORT int sigaltstack(const stack_t *ss, stack_t *old) {
+  ITO_PT_ENTER(sigaltstack, ss, old);
+  if (!ito_thread()) return ito__pt_real.sigaltstack(ss, old);
   pthread_once(&altstack_once, altstack_key_make);
-  if (altstack_key == (ito_key_t)-1) return shim_real.sigaltstack(ss, old);
+  if (altstack_key == (ito_key_t)-1) return ito__pt_real.sigaltstack(ss, old);
   stack_t *mine = ito__dropin_key_get(altstack_key);
   char *sp = (char *)__builtin_frame_address(0);
   int on = mine && !(mine->ss_flags & SS_DISABLE) && sp >= (char *)mine->ss_sp &&
@@ -312,32 +312,34 @@ static void before_jump(void *env) {
   ito__dropin_jumped();
 }
 
-SHIM_EXPORT void shim_longjmp_(void *env, int val) __asm__("longjmp") __attribute__((noreturn));
-SHIM_EXPORT void shim_longjmp_(void *env, int val) {
-  if (!shim_to_libc()) before_jump(env);
-  shim_real.longjmp(env, val);
-  __builtin_unreachable();
-}
-
-SHIM_EXPORT void shim__longjmp_(void *env, int val) __asm__("_longjmp") __attribute__((noreturn));
-SHIM_EXPORT void shim__longjmp_(void *env, int val) {
-  if (!shim_to_libc()) before_jump(env);
-  shim_real._longjmp(env, val);
-  __builtin_unreachable();
-}
-
-SHIM_EXPORT void shim_siglongjmp_(void *env, int val) __asm__("siglongjmp")
+ITO_PT_EXPORT void ito__pt_longjmp_(void *env, int val) __asm__("longjmp")
     __attribute__((noreturn));
-SHIM_EXPORT void shim_siglongjmp_(void *env, int val) {
-  if (!shim_to_libc()) before_jump(env);
-  shim_real.siglongjmp(env, val);
+ITO_PT_EXPORT void ito__pt_longjmp_(void *env, int val) {
+  if (!ito__pt_to_libc()) before_jump(env);
+  ito__pt_real.longjmp(env, val);
   __builtin_unreachable();
 }
 
-SHIM_EXPORT void shim_longjmp_chk_(void *env, int val) __asm__("__longjmp_chk")
+ITO_PT_EXPORT void ito__pt__longjmp_(void *env, int val) __asm__("_longjmp")
     __attribute__((noreturn));
-SHIM_EXPORT void shim_longjmp_chk_(void *env, int val) {
-  if (!shim_to_libc()) before_jump(env);
-  shim_real.__longjmp_chk(env, val);
+ITO_PT_EXPORT void ito__pt__longjmp_(void *env, int val) {
+  if (!ito__pt_to_libc()) before_jump(env);
+  ito__pt_real._longjmp(env, val);
+  __builtin_unreachable();
+}
+
+ITO_PT_EXPORT void ito__pt_siglongjmp_(void *env, int val) __asm__("siglongjmp")
+    __attribute__((noreturn));
+ITO_PT_EXPORT void ito__pt_siglongjmp_(void *env, int val) {
+  if (!ito__pt_to_libc()) before_jump(env);
+  ito__pt_real.siglongjmp(env, val);
+  __builtin_unreachable();
+}
+
+ITO_PT_EXPORT void ito__pt_longjmp_chk_(void *env, int val) __asm__("__longjmp_chk")
+    __attribute__((noreturn));
+ITO_PT_EXPORT void ito__pt_longjmp_chk_(void *env, int val) {
+  if (!ito__pt_to_libc()) before_jump(env);
+  ito__pt_real.__longjmp_chk(env, val);
   __builtin_unreachable();
 }

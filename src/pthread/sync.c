@@ -51,7 +51,7 @@ static inline int acquire_as(struct pt_mutex *m, clockid_t clock, const struct t
   int rc;
   do rc = ito__dropin_lock_slow(&m->state, &m->qlock, &m->head, &m->tail, clock, abs);
   while (relock && rc == ECANCELED);
-  if (UNLIKELY(rc == ECANCELED)) shim_cancel_async();
+  if (UNLIKELY(rc == ECANCELED)) ito__pt_cancel_async();
   return rc;
 }
 static inline int acquire(struct pt_mutex *m, clockid_t clock, const struct timespec *abs) {
@@ -114,8 +114,8 @@ static int mutex_unlock(struct pt_mutex *m) {
   return 0;
 }
 
-SHIM_EXPORT int pthread_mutex_init(pthread_mutex_t *pm, const pthread_mutexattr_t *attr) {
-  SHIM_ENTER(pthread_mutex_init, pm, attr);
+ITO_PT_EXPORT int pthread_mutex_init(pthread_mutex_t *pm, const pthread_mutexattr_t *attr) {
+  ITO_PT_ENTER(pthread_mutex_init, pm, attr);
   int kind = PTHREAD_MUTEX_NORMAL;
   if (attr) {
     int v;
@@ -127,59 +127,60 @@ SHIM_EXPORT int pthread_mutex_init(pthread_mutex_t *pm, const pthread_mutexattr_
       return REFUSE("pthread_mutex_init", "a priority-ceiling mutex",
                     "lightweight threads have no priorities; use PTHREAD_PRIO_NONE", ENOTSUP);
     if (pthread_mutexattr_getpshared(attr, &v) == 0 && v == PTHREAD_PROCESS_SHARED)
-      return shim_real.pthread_mutex_init(pm, attr); /* glibc's, for other processes too */
+      return ito__pt_real.pthread_mutex_init(pm, attr); /* glibc's, for other processes too */
   }
   memset(pm, 0, sizeof *pm);
   PM(pm)->kind = kind;
   return 0;
 }
 
-SHIM_EXPORT int pthread_mutex_destroy(pthread_mutex_t *pm) {
-  SHIM_ENTER(pthread_mutex_destroy, pm);
-  if (UNLIKELY(glibc_mutex(PM(pm)))) return shim_real.pthread_mutex_destroy(pm);
+ITO_PT_EXPORT int pthread_mutex_destroy(pthread_mutex_t *pm) {
+  ITO_PT_ENTER(pthread_mutex_destroy, pm);
+  if (UNLIKELY(glibc_mutex(PM(pm)))) return ito__pt_real.pthread_mutex_destroy(pm);
   return __atomic_load_n(&PM(pm)->state, __ATOMIC_RELAXED) ? EBUSY : 0;
 }
 
-SHIM_EXPORT int pthread_mutex_lock(pthread_mutex_t *pm) {
-  SHIM_ENTER(pthread_mutex_lock, pm);
+ITO_PT_EXPORT int pthread_mutex_lock(pthread_mutex_t *pm) {
+  ITO_PT_ENTER(pthread_mutex_lock, pm);
   struct pt_mutex *m = PM(pm);
   if (LIKELY(m->kind == 0 && cas(&m->state, 0, 1))) return 0;
   if (UNLIKELY(glibc_mutex(m)))
-    return held(KWAIT_TRY(shim_real.pthread_mutex_trylock(pm), shim_real.pthread_mutex_lock(pm)));
+    return held(
+        KWAIT_TRY(ito__pt_real.pthread_mutex_trylock(pm), ito__pt_real.pthread_mutex_lock(pm)));
   return mutex_lock(m, 0, CLOCK_REALTIME, NULL);
 }
 
-SHIM_EXPORT int pthread_mutex_trylock(pthread_mutex_t *pm) {
-  SHIM_ENTER(pthread_mutex_trylock, pm);
-  if (UNLIKELY(glibc_mutex(PM(pm)))) return held(shim_real.pthread_mutex_trylock(pm));
+ITO_PT_EXPORT int pthread_mutex_trylock(pthread_mutex_t *pm) {
+  ITO_PT_ENTER(pthread_mutex_trylock, pm);
+  if (UNLIKELY(glibc_mutex(PM(pm)))) return held(ito__pt_real.pthread_mutex_trylock(pm));
   return mutex_lock(PM(pm), 1, CLOCK_REALTIME, NULL);
 }
 
-SHIM_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *pm, const struct timespec *abs) {
-  SHIM_ENTER(pthread_mutex_timedlock, pm, abs);
-  if (shim_null(abs)) return EINVAL;
+ITO_PT_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *pm, const struct timespec *abs) {
+  ITO_PT_ENTER(pthread_mutex_timedlock, pm, abs);
+  if (ito__pt_null(abs)) return EINVAL;
   if (UNLIKELY(glibc_mutex(PM(pm))))
-    return held(KWAIT_LOCK(shim_real.pthread_mutex_timedlock(pm, abs)));
+    return held(KWAIT_LOCK(ito__pt_real.pthread_mutex_timedlock(pm, abs)));
   return mutex_lock(PM(pm), 0, CLOCK_REALTIME, abs);
 }
 
-SHIM_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *pm, clockid_t clock,
-                                        const struct timespec *abs) {
-  SHIM_ENTER(pthread_mutex_clocklock, pm, clock, abs);
-  if (shim_bad_clockwait(clock, abs)) return EINVAL;
+ITO_PT_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *pm, clockid_t clock,
+                                          const struct timespec *abs) {
+  ITO_PT_ENTER(pthread_mutex_clocklock, pm, clock, abs);
+  if (ito__pt_bad_clockwait(clock, abs)) return EINVAL;
   if (UNLIKELY(glibc_mutex(PM(pm))))
-    return held(KWAIT_LOCK(shim_real.pthread_mutex_clocklock(pm, clock, abs)));
+    return held(KWAIT_LOCK(ito__pt_real.pthread_mutex_clocklock(pm, clock, abs)));
   return mutex_lock(PM(pm), 0, clock, abs);
 }
 
-SHIM_EXPORT int pthread_mutex_unlock(pthread_mutex_t *pm) {
-  SHIM_ENTER(pthread_mutex_unlock, pm);
+ITO_PT_EXPORT int pthread_mutex_unlock(pthread_mutex_t *pm) {
+  ITO_PT_ENTER(pthread_mutex_unlock, pm);
   struct pt_mutex *m = PM(pm);
   if (LIKELY(m->kind == 0)) {
     release(m);
     return 0;
   }
-  if (UNLIKELY(glibc_mutex(m))) return let_go(shim_real.pthread_mutex_unlock(pm));
+  if (UNLIKELY(glibc_mutex(m))) return let_go(ito__pt_real.pthread_mutex_unlock(pm));
   return mutex_unlock(m);
 }
 
@@ -187,21 +188,21 @@ SHIM_EXPORT int pthread_mutex_unlock(pthread_mutex_t *pm) {
  * docs/dropin.md section 6), so no mutex of the library is either: these
  * answer as glibc does for a mutex that is not (EINVAL). A process-shared
  * mutex is glibc's own and asks glibc. */
-SHIM_EXPORT int pthread_mutex_consistent(pthread_mutex_t *pm) {
-  SHIM_ENTER(pthread_mutex_consistent, pm);
-  if (UNLIKELY(glibc_mutex(PM(pm)))) return shim_real.pthread_mutex_consistent(pm);
+ITO_PT_EXPORT int pthread_mutex_consistent(pthread_mutex_t *pm) {
+  ITO_PT_ENTER(pthread_mutex_consistent, pm);
+  if (UNLIKELY(glibc_mutex(PM(pm)))) return ito__pt_real.pthread_mutex_consistent(pm);
   return EINVAL;
 }
 
-SHIM_EXPORT int pthread_mutex_getprioceiling(const pthread_mutex_t *pm, int *c) {
-  SHIM_ENTER(pthread_mutex_getprioceiling, pm, c);
-  if (UNLIKELY(glibc_mutex(PM(pm)))) return shim_real.pthread_mutex_getprioceiling(pm, c);
+ITO_PT_EXPORT int pthread_mutex_getprioceiling(const pthread_mutex_t *pm, int *c) {
+  ITO_PT_ENTER(pthread_mutex_getprioceiling, pm, c);
+  if (UNLIKELY(glibc_mutex(PM(pm)))) return ito__pt_real.pthread_mutex_getprioceiling(pm, c);
   return EINVAL;
 }
 
-SHIM_EXPORT int pthread_mutex_setprioceiling(pthread_mutex_t *pm, int c, int *old) {
-  SHIM_ENTER(pthread_mutex_setprioceiling, pm, c, old);
-  if (UNLIKELY(glibc_mutex(PM(pm)))) return shim_real.pthread_mutex_setprioceiling(pm, c, old);
+ITO_PT_EXPORT int pthread_mutex_setprioceiling(pthread_mutex_t *pm, int c, int *old) {
+  ITO_PT_ENTER(pthread_mutex_setprioceiling, pm, c, old);
+  if (UNLIKELY(glibc_mutex(PM(pm)))) return ito__pt_real.pthread_mutex_setprioceiling(pm, c, old);
   return EINVAL;
 }
 
@@ -219,14 +220,14 @@ static inline int glibc_cond(const pthread_cond_t *c) {
   return (((const unsigned *)(const void *)c)[9] & 1) != 0;
 }
 
-SHIM_EXPORT int pthread_cond_init(pthread_cond_t *pc, const pthread_condattr_t *attr) {
-  SHIM_ENTER(pthread_cond_init, pc, attr);
+ITO_PT_EXPORT int pthread_cond_init(pthread_cond_t *pc, const pthread_condattr_t *attr) {
+  ITO_PT_ENTER(pthread_cond_init, pc, attr);
   int mono = 0;
   if (attr) {
     clockid_t clk = CLOCK_REALTIME;
     int sh;
     if (pthread_condattr_getpshared(attr, &sh) == 0 && sh == PTHREAD_PROCESS_SHARED)
-      return shim_real.pthread_cond_init(pc, attr); /* glibc's, for other processes too */
+      return ito__pt_real.pthread_cond_init(pc, attr); /* glibc's, for other processes too */
     pthread_condattr_getclock(attr, &clk);
     if (clk == CLOCK_MONOTONIC)
       mono = 1;
@@ -238,9 +239,9 @@ SHIM_EXPORT int pthread_cond_init(pthread_cond_t *pc, const pthread_condattr_t *
   return 0;
 }
 
-SHIM_EXPORT int pthread_cond_destroy(pthread_cond_t *pc) {
-  SHIM_ENTER(pthread_cond_destroy, pc);
-  if (UNLIKELY(glibc_cond(pc))) return shim_real.pthread_cond_destroy(pc);
+ITO_PT_EXPORT int pthread_cond_destroy(pthread_cond_t *pc) {
+  ITO_PT_ENTER(pthread_cond_destroy, pc);
+  if (UNLIKELY(glibc_cond(pc))) return ito__pt_real.pthread_cond_destroy(pc);
   return __atomic_load_n(&PC(pc)->head, __ATOMIC_RELAXED) ? EBUSY : 0;
 }
 
@@ -268,8 +269,8 @@ static int cond_release(void *p) {
 
 static int cond_wait(struct pt_cond *c, struct pt_mutex *m, clockid_t clock,
                      const struct timespec *abs) {
-  if (abs && shim_bad_time(abs)) return EINVAL;
-  shim_testcancel(); /* a cancellation point: acted on with the mutex held */
+  if (abs && ito__pt_bad_time(abs)) return EINVAL;
+  ito__pt_testcancel(); /* a cancellation point: acted on with the mutex held */
   struct cond_unlock u = {m, 0};
   ito__dropin_lock(&c->qlock);
   /* a signal for the thread ends the wait so that its handler runs now;
@@ -285,7 +286,7 @@ static int cond_wait(struct pt_cond *c, struct pt_mutex *m, clockid_t clock,
     set_owner(m, self_id());
     m->count = u.depth;
   }
-  shim_testcancel(); /* a request that ended the wait: the mutex is held again, as POSIX asks */
+  ito__pt_testcancel(); /* a request that ended the wait: the mutex is held again, as POSIX asks */
   return r;
 }
 
@@ -293,36 +294,36 @@ static int cond_wait(struct pt_cond *c, struct pt_mutex *m, clockid_t clock,
  * monitor ends the wait for a request with a broadcast (a spurious wake-up
  * for the other waiters, which POSIX allows); the thread acts on it with
  * the mutex held again. */
-static void cond_kwake(void *c) { shim_real.pthread_cond_broadcast(c); }
+static void cond_kwake(void *c) { ito__pt_real.pthread_cond_broadcast(c); }
 #define GLIBC_COND_WAIT(pc, call)             \
   ({                                          \
-    shim_testcancel();                        \
+    ito__pt_testcancel();                     \
     int gc_rc_ = KWAIT(cond_kwake, pc, call); \
-    shim_testcancel();                        \
+    ito__pt_testcancel();                     \
     gc_rc_;                                   \
   })
 
-SHIM_EXPORT int pthread_cond_wait(pthread_cond_t *pc, pthread_mutex_t *pm) {
-  SHIM_ENTER(pthread_cond_wait, pc, pm);
-  if (UNLIKELY(glibc_cond(pc))) return GLIBC_COND_WAIT(pc, shim_real.pthread_cond_wait(pc, pm));
+ITO_PT_EXPORT int pthread_cond_wait(pthread_cond_t *pc, pthread_mutex_t *pm) {
+  ITO_PT_ENTER(pthread_cond_wait, pc, pm);
+  if (UNLIKELY(glibc_cond(pc))) return GLIBC_COND_WAIT(pc, ito__pt_real.pthread_cond_wait(pc, pm));
   return cond_wait(PC(pc), PM(pm), CLOCK_REALTIME, NULL);
 }
 
-SHIM_EXPORT int pthread_cond_timedwait(pthread_cond_t *pc, pthread_mutex_t *pm,
-                                       const struct timespec *abs) {
-  SHIM_ENTER(pthread_cond_timedwait, pc, pm, abs);
+ITO_PT_EXPORT int pthread_cond_timedwait(pthread_cond_t *pc, pthread_mutex_t *pm,
+                                         const struct timespec *abs) {
+  ITO_PT_ENTER(pthread_cond_timedwait, pc, pm, abs);
   if (UNLIKELY(glibc_cond(pc)))
-    return GLIBC_COND_WAIT(pc, shim_real.pthread_cond_timedwait(pc, pm, abs));
-  if (shim_null(abs)) return EINVAL;
+    return GLIBC_COND_WAIT(pc, ito__pt_real.pthread_cond_timedwait(pc, pm, abs));
+  if (ito__pt_null(abs)) return EINVAL;
   return cond_wait(PC(pc), PM(pm), PC(pc)->clock ? CLOCK_MONOTONIC : CLOCK_REALTIME, abs);
 }
 
-SHIM_EXPORT int pthread_cond_clockwait(pthread_cond_t *pc, pthread_mutex_t *pm, clockid_t clock,
-                                       const struct timespec *abs) {
-  SHIM_ENTER(pthread_cond_clockwait, pc, pm, clock, abs);
+ITO_PT_EXPORT int pthread_cond_clockwait(pthread_cond_t *pc, pthread_mutex_t *pm, clockid_t clock,
+                                         const struct timespec *abs) {
+  ITO_PT_ENTER(pthread_cond_clockwait, pc, pm, clock, abs);
   if (UNLIKELY(glibc_cond(pc)))
-    return GLIBC_COND_WAIT(pc, shim_real.pthread_cond_clockwait(pc, pm, clock, abs));
-  if (shim_bad_clockwait(clock, abs)) return EINVAL;
+    return GLIBC_COND_WAIT(pc, ito__pt_real.pthread_cond_clockwait(pc, pm, clock, abs));
+  if (ito__pt_bad_clockwait(clock, abs)) return EINVAL;
   return cond_wait(PC(pc), PM(pm), clock, abs);
 }
 
@@ -335,15 +336,15 @@ static int cond_wake(struct pt_cond *c, int n) {
   return 0;
 }
 
-SHIM_EXPORT int pthread_cond_signal(pthread_cond_t *pc) {
-  SHIM_ENTER(pthread_cond_signal, pc);
-  if (UNLIKELY(glibc_cond(pc))) return shim_real.pthread_cond_signal(pc);
+ITO_PT_EXPORT int pthread_cond_signal(pthread_cond_t *pc) {
+  ITO_PT_ENTER(pthread_cond_signal, pc);
+  if (UNLIKELY(glibc_cond(pc))) return ito__pt_real.pthread_cond_signal(pc);
   return cond_wake(PC(pc), 1);
 }
 
-SHIM_EXPORT int pthread_cond_broadcast(pthread_cond_t *pc) {
-  SHIM_ENTER(pthread_cond_broadcast, pc);
-  if (UNLIKELY(glibc_cond(pc))) return shim_real.pthread_cond_broadcast(pc);
+ITO_PT_EXPORT int pthread_cond_broadcast(pthread_cond_t *pc) {
+  ITO_PT_ENTER(pthread_cond_broadcast, pc);
+  if (UNLIKELY(glibc_cond(pc))) return ito__pt_real.pthread_cond_broadcast(pc);
   return cond_wake(PC(pc), -1);
 }
 
@@ -373,27 +374,27 @@ static inline int glibc_barrier(pthread_barrier_t *b) {
   return (__atomic_load_n(&PB(b)->shared, __ATOMIC_RELAXED) & GLIBC_FUTEX_SHARED) != 0;
 }
 
-SHIM_EXPORT int pthread_barrier_init(pthread_barrier_t *b, const pthread_barrierattr_t *attr,
-                                     unsigned count) {
-  SHIM_ENTER(pthread_barrier_init, b, attr, count);
+ITO_PT_EXPORT int pthread_barrier_init(pthread_barrier_t *b, const pthread_barrierattr_t *attr,
+                                       unsigned count) {
+  ITO_PT_ENTER(pthread_barrier_init, b, attr, count);
   int sh;
   if (attr && pthread_barrierattr_getpshared(attr, &sh) == 0 && sh == PTHREAD_PROCESS_SHARED)
-    return shim_real.pthread_barrier_init(b, attr, count); /* glibc's, for other processes too */
-  if (count == 0 || count >= UINT_MAX / 2) return EINVAL;  /* (glibc's limit) */
+    return ito__pt_real.pthread_barrier_init(b, attr, count); /* glibc's, for other processes too */
+  if (count == 0 || count >= UINT_MAX / 2) return EINVAL;     /* (glibc's limit) */
   memset(b, 0, sizeof *b);
   PB(b)->total = count;
   return 0;
 }
 
-SHIM_EXPORT int pthread_barrier_destroy(pthread_barrier_t *b) {
-  SHIM_ENTER(pthread_barrier_destroy, b);
-  if (UNLIKELY(glibc_barrier(b))) return shim_real.pthread_barrier_destroy(b);
+ITO_PT_EXPORT int pthread_barrier_destroy(pthread_barrier_t *b) {
+  ITO_PT_ENTER(pthread_barrier_destroy, b);
+  if (UNLIKELY(glibc_barrier(b))) return ito__pt_real.pthread_barrier_destroy(b);
   return (__atomic_load_n(&PB(b)->count, __ATOMIC_RELAXED) & ~BARRIER_PHASE) ? EBUSY : 0;
 }
 
-SHIM_EXPORT int pthread_barrier_wait(pthread_barrier_t *pb) {
-  SHIM_ENTER(pthread_barrier_wait, pb);
-  if (UNLIKELY(glibc_barrier(pb))) return KWAIT_LOCK(shim_real.pthread_barrier_wait(pb));
+ITO_PT_EXPORT int pthread_barrier_wait(pthread_barrier_t *pb) {
+  ITO_PT_ENTER(pthread_barrier_wait, pb);
+  if (UNLIKELY(glibc_barrier(pb))) return KWAIT_LOCK(ito__pt_real.pthread_barrier_wait(pb));
   struct pt_barrier *b = PB(pb);
   if (!b->total) return EINVAL;
   ito__dropin_lock(&b->qlock);
@@ -409,7 +410,7 @@ SHIM_EXPORT int pthread_barrier_wait(pthread_barrier_t *pb) {
    * which goes on unless the round ended meanwhile */
   while (ito__dropin_wq_wait(&b->qlock, &b->head, &b->tail, ITO_DROPIN_WQ_INTR, CLOCK_MONOTONIC,
                              NULL, NULL, NULL) == EINTR) {
-    shim_cancel_async_check(); /* counted in the round, as glibc's */
+    ito__pt_cancel_async_check(); /* counted in the round, as glibc's */
     ito__dropin_lock(&b->qlock);
     if ((b->count & BARRIER_PHASE) != phase) {
       ito__dropin_unlock(&b->qlock);
@@ -430,19 +431,19 @@ SHIM_EXPORT int pthread_barrier_wait(pthread_barrier_t *pb) {
 #endif
 #define SPIN_HELD (1 - SPIN_FREE)
 
-SHIM_EXPORT int pthread_spin_init(pthread_spinlock_t *s, int pshared) {
-  SHIM_ENTER(pthread_spin_init, s, pshared);
+ITO_PT_EXPORT int pthread_spin_init(pthread_spinlock_t *s, int pshared) {
+  ITO_PT_ENTER(pthread_spin_init, s, pshared);
   __atomic_store_n((int *)s, SPIN_FREE, __ATOMIC_RELAXED); /* process-shared: only an atomic */
   return 0;
 }
 
-SHIM_EXPORT int pthread_spin_destroy(pthread_spinlock_t *s) {
-  SHIM_ENTER(pthread_spin_destroy, s);
+ITO_PT_EXPORT int pthread_spin_destroy(pthread_spinlock_t *s) {
+  ITO_PT_ENTER(pthread_spin_destroy, s);
   return 0;
 }
 
-SHIM_EXPORT int pthread_spin_lock(pthread_spinlock_t *s) {
-  SHIM_ENTER(pthread_spin_lock, s);
+ITO_PT_EXPORT int pthread_spin_lock(pthread_spinlock_t *s) {
+  ITO_PT_ENTER(pthread_spin_lock, s);
   int *p = (int *)s;
   for (unsigned n = 1;; n++) {
     if (__atomic_load_n(p, __ATOMIC_RELAXED) == SPIN_FREE && cas(p, SPIN_FREE, SPIN_HELD)) return 0;
@@ -453,13 +454,13 @@ SHIM_EXPORT int pthread_spin_lock(pthread_spinlock_t *s) {
   }
 }
 
-SHIM_EXPORT int pthread_spin_trylock(pthread_spinlock_t *s) {
-  SHIM_ENTER(pthread_spin_trylock, s);
+ITO_PT_EXPORT int pthread_spin_trylock(pthread_spinlock_t *s) {
+  ITO_PT_ENTER(pthread_spin_trylock, s);
   return cas((int *)s, SPIN_FREE, SPIN_HELD) ? 0 : EBUSY;
 }
 
-SHIM_EXPORT int pthread_spin_unlock(pthread_spinlock_t *s) {
-  SHIM_ENTER(pthread_spin_unlock, s);
+ITO_PT_EXPORT int pthread_spin_unlock(pthread_spinlock_t *s) {
+  ITO_PT_ENTER(pthread_spin_unlock, s);
   __atomic_store_n((int *)s, SPIN_FREE, __ATOMIC_RELEASE);
   return 0;
 }
@@ -485,8 +486,8 @@ static void once_unwound(int **cell) {
   }
 }
 
-SHIM_EXPORT int pthread_once(pthread_once_t *o, void (*fn)(void)) {
-  SHIM_ENTER(pthread_once, o, fn);
+ITO_PT_EXPORT int pthread_once(pthread_once_t *o, void (*fn)(void)) {
+  ITO_PT_ENTER(pthread_once, o, fn);
   int *p = (int *)o;
   for (;;) {
     int s = __atomic_load_n(p, __ATOMIC_ACQUIRE);
@@ -512,41 +513,42 @@ SHIM_EXPORT int pthread_once(pthread_once_t *o, void (*fn)(void)) {
 
 _Static_assert(ITO_KEYS_MAX == PTHREAD_KEYS_MAX, "key count");
 
-SHIM_EXPORT int pthread_key_create(pthread_key_t *k, void (*dtor)(void *)) {
-  SHIM_ENTER(pthread_key_create, k, dtor);
+ITO_PT_EXPORT int pthread_key_create(pthread_key_t *k, void (*dtor)(void *)) {
+  ITO_PT_ENTER(pthread_key_create, k, dtor);
   ito_key_t key;
   int rc = ito_key_create(&key, dtor);
   if (!rc) *k = key;
   return rc;
 }
 
-SHIM_EXPORT int pthread_key_delete(pthread_key_t k) {
-  SHIM_ENTER(pthread_key_delete, k);
+ITO_PT_EXPORT int pthread_key_delete(pthread_key_t k) {
+  ITO_PT_ENTER(pthread_key_delete, k);
   return ito_key_delete(k);
 }
 
-SHIM_EXPORT void *pthread_getspecific(pthread_key_t k) {
-  SHIM_ENTER(pthread_getspecific, k);
+ITO_PT_EXPORT void *pthread_getspecific(pthread_key_t k) {
+  ITO_PT_ENTER(pthread_getspecific, k);
   return ito_getspecific(k);
 }
 
-SHIM_EXPORT int pthread_setspecific(pthread_key_t k, const void *v) {
-  SHIM_ENTER(pthread_setspecific, k, v);
+ITO_PT_EXPORT int pthread_setspecific(pthread_key_t k, const void *v) {
+  ITO_PT_ENTER(pthread_setspecific, k, v);
   return ito_setspecific(k, v);
 }
 
 /* ---- glibc's old names for the same calls (binaries linked long ago) --------------- */
 
-SHIM_ALIAS(__pthread_mutex_init, pthread_mutex_init)
-SHIM_ALIAS(__pthread_mutex_destroy, pthread_mutex_destroy)
-SHIM_ALIAS(__pthread_mutex_lock, pthread_mutex_lock)
-SHIM_ALIAS(__pthread_mutex_trylock, pthread_mutex_trylock)
-SHIM_ALIAS(__pthread_mutex_unlock, pthread_mutex_unlock)
-SHIM_ALIAS(__pthread_once, pthread_once)
-SHIM_ALIAS(__pthread_key_create, pthread_key_create)
-SHIM_ALIAS(__pthread_getspecific, pthread_getspecific)
-SHIM_ALIAS(__pthread_setspecific, pthread_setspecific)
+ITO_PT_ALIAS(__pthread_mutex_init, pthread_mutex_init)
+ITO_PT_ALIAS(__pthread_mutex_destroy, pthread_mutex_destroy)
+ITO_PT_ALIAS(__pthread_mutex_lock, pthread_mutex_lock)
+ITO_PT_ALIAS(__pthread_mutex_trylock, pthread_mutex_trylock)
+ITO_PT_ALIAS(__pthread_mutex_unlock, pthread_mutex_unlock)
+ITO_PT_ALIAS(__pthread_once, pthread_once)
+ITO_PT_ALIAS(__pthread_key_create, pthread_key_create)
+ITO_PT_ALIAS(__pthread_getspecific, pthread_getspecific)
+ITO_PT_ALIAS(__pthread_setspecific, pthread_setspecific)
 /* pthread.h redirects pthread_mutex_consistent_np to pthread_mutex_consistent;
  * older binaries call it by its own name. */
-SHIM_EXPORT int shim_mutex_consistent_np(pthread_mutex_t *) __asm__("pthread_mutex_consistent_np")
+ITO_PT_EXPORT int ito__pt_mutex_consistent_np(pthread_mutex_t *) __asm__(
+    "pthread_mutex_consistent_np")
     __attribute__((alias("pthread_mutex_consistent"), copy(pthread_mutex_consistent)));

@@ -42,10 +42,10 @@ static inline int let_go(int rc) {
   })
 
 /* The caller's id, as mutex and rwlock owners record it. */
-static inline uint64_t self_id(void) { return (uint64_t)shim_self(); }
+static inline uint64_t self_id(void) { return (uint64_t)ito__pt_self(); }
 
 /* glibc's old name for a call (binaries linked long ago). */
-#define SHIM_ALIAS(old, name) \
-  SHIM_EXPORT __typeof__(name) old __attribute__((alias(#name), copy(name)));
+#define ITO_PT_ALIAS(old, name) \
+  ITO_PT_EXPORT __typeof__(name) old __attribute__((alias(#name), copy(name)));
 
 #endif

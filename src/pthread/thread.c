@@ -161,9 +161,9 @@ static int cpus_usable(size_t size, const cpu_set_t *set) {
   return 0;
 }
 
-SHIM_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *),
-                               void *arg) {
-  SHIM_ENTER(pthread_create, thread, attr, fn, arg);
+ITO_PT_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr, void *(*fn)(void *),
+                                 void *arg) {
+  ITO_PT_ENTER(pthread_create, thread, attr, fn, arg);
   struct ito_dropin_attr a;
   int rc = read_attr(attr, &a);
   if (rc) return rc;
@@ -188,20 +188,20 @@ SHIM_EXPORT int pthread_create(pthread_t *thread, const pthread_attr_t *attr, vo
   return rc;
 }
 
-SHIM_EXPORT int pthread_join(pthread_t t, void **ret) {
-  SHIM_ENTER(pthread_join, t, ret);
-  shim_testcancel();
-  if (!is_ito(t)) return shim_real.pthread_join(t, ret);
+ITO_PT_EXPORT int pthread_join(pthread_t t, void **ret) {
+  ITO_PT_ENTER(pthread_join, t, ret);
+  ito__pt_testcancel();
+  if (!is_ito(t)) return ito__pt_real.pthread_join(t, ret);
   int rc = ito__dropin_check_join((ito_thread_t)t);
   if (rc) return rc;
   /* a request ended the wait: act on it; t stays joinable */
-  while ((rc = ito__dropin_join((ito_thread_t)t, ret)) == ECANCELED) shim_cancel_check();
+  while ((rc = ito__dropin_join((ito_thread_t)t, ret)) == ECANCELED) ito__pt_cancel_check();
   return rc;
 }
 
-SHIM_EXPORT int pthread_tryjoin_np(pthread_t t, void **ret) {
-  SHIM_ENTER(pthread_tryjoin_np, t, ret);
-  if (!is_ito(t)) return shim_real.pthread_tryjoin_np(t, ret);
+ITO_PT_EXPORT int pthread_tryjoin_np(pthread_t t, void **ret) {
+  ITO_PT_ENTER(pthread_tryjoin_np, t, ret);
+  if (!is_ito(t)) return ito__pt_real.pthread_tryjoin_np(t, ret);
   int rc = ito__dropin_check_join((ito_thread_t)t);
   if (rc) return rc;
   return ito__dropin_tryjoin((ito_thread_t)t, ret);
@@ -209,54 +209,54 @@ SHIM_EXPORT int pthread_tryjoin_np(pthread_t t, void **ret) {
 
 /* Timed joins poll every millisecond (docs/dropin.md section 6). */
 static int timed_join(pthread_t t, void **ret, clockid_t clock, const struct timespec *abs) {
-  shim_testcancel();
+  ito__pt_testcancel();
   int rc = ito__dropin_check_join((ito_thread_t)t);
   if (rc) return rc;
-  if (abs && shim_bad_time(abs)) return EINVAL;
-  if (!shim_clock_ok(clock)) return EINVAL;
+  if (abs && ito__pt_bad_time(abs)) return EINVAL;
+  if (!ito__pt_clock_ok(clock)) return EINVAL;
   for (;;) {
     rc = ito__dropin_tryjoin((ito_thread_t)t, ret);
     if (rc != EBUSY) return rc;
     if (abs && ns_until(clock, abs) == 0) return ETIMEDOUT;
     struct timespec ms = {0, 1000000};
     ito_nanosleep(&ms);
-    shim_testcancel(); /* a cancellation point all along the wait */
+    ito__pt_testcancel(); /* a cancellation point all along the wait */
   }
 }
 
-SHIM_EXPORT int pthread_timedjoin_np(pthread_t t, void **ret, const struct timespec *abs) {
-  SHIM_ENTER(pthread_timedjoin_np, t, ret, abs);
-  if (!is_ito(t)) return shim_real.pthread_timedjoin_np(t, ret, abs);
+ITO_PT_EXPORT int pthread_timedjoin_np(pthread_t t, void **ret, const struct timespec *abs) {
+  ITO_PT_ENTER(pthread_timedjoin_np, t, ret, abs);
+  if (!is_ito(t)) return ito__pt_real.pthread_timedjoin_np(t, ret, abs);
   return timed_join(t, ret, CLOCK_REALTIME, abs);
 }
 
-SHIM_EXPORT int pthread_clockjoin_np(pthread_t t, void **ret, clockid_t clock,
-                                     const struct timespec *abs) {
-  SHIM_ENTER(pthread_clockjoin_np, t, ret, clock, abs);
-  if (!is_ito(t)) return shim_real.pthread_clockjoin_np(t, ret, clock, abs);
+ITO_PT_EXPORT int pthread_clockjoin_np(pthread_t t, void **ret, clockid_t clock,
+                                       const struct timespec *abs) {
+  ITO_PT_ENTER(pthread_clockjoin_np, t, ret, clock, abs);
+  if (!is_ito(t)) return ito__pt_real.pthread_clockjoin_np(t, ret, clock, abs);
   return timed_join(t, ret, clock, abs);
 }
 
-SHIM_EXPORT int pthread_detach(pthread_t t) {
-  SHIM_ENTER(pthread_detach, t);
-  if (!is_ito(t)) return shim_real.pthread_detach(t);
+ITO_PT_EXPORT int pthread_detach(pthread_t t) {
+  ITO_PT_ENTER(pthread_detach, t);
+  if (!is_ito(t)) return ito__pt_real.pthread_detach(t);
   int rc = ito__dropin_check_join((ito_thread_t)t);
   if (rc) return rc;
   return ito_detach((ito_thread_t)t);
 }
 
-SHIM_HIDDEN void shim_exit_cleanup(void *value) __attribute__((noreturn));
-SHIM_HIDDEN void shim_exit_thread(void *value) __attribute__((noreturn));
+ITO_PT_HIDDEN void ito__pt_exit_cleanup(void *value) __attribute__((noreturn));
+ITO_PT_HIDDEN void ito__pt_exit_thread(void *value) __attribute__((noreturn));
 
-SHIM_EXPORT void pthread_exit(void *value) {
-  if (UNLIKELY(shim_to_libc()) || !ito_self()) {
-    shim_real.pthread_exit(value);
+ITO_PT_EXPORT void pthread_exit(void *value) {
+  if (UNLIKELY(ito__pt_to_libc()) || !ito_self()) {
+    ito__pt_real.pthread_exit(value);
     __builtin_unreachable();
   }
-  shim_exit_cleanup(value); /* runs the cleanup handlers, then shim_exit_thread */
+  ito__pt_exit_cleanup(value); /* runs the cleanup handlers, then ito__pt_exit_thread */
 }
 
-void shim_exit_thread(void *value) {
+void ito__pt_exit_thread(void *value) {
   if (ito__dropin_is_root()) {
     /* main ends: the process lives on until the other threads are done,
      * then exits with status 0, as glibc does after the last thread */
@@ -269,30 +269,30 @@ void shim_exit_thread(void *value) {
   ito_exit(value);
 }
 
-SHIM_EXPORT pthread_t pthread_self(void) {
-  SHIM_ENTER(pthread_self);
-  return shim_self();
+ITO_PT_EXPORT pthread_t pthread_self(void) {
+  ITO_PT_ENTER(pthread_self);
+  return ito__pt_self();
 }
 
-SHIM_EXPORT int pthread_equal(pthread_t a, pthread_t b) { return a == b; }
+ITO_PT_EXPORT int pthread_equal(pthread_t a, pthread_t b) { return a == b; }
 
 /* The main thread keeps glibc's id; while the runtime runs it is the root
  * lightweight thread, and its signals are its own. */
-static int is_root_id(pthread_t t) { return shim_main_id && t == shim_main_id && ito_self(); }
+static int is_root_id(pthread_t t) { return ito__pt_main_id && t == ito__pt_main_id && ito_self(); }
 
-SHIM_EXPORT int pthread_kill(pthread_t t, int sig) {
-  SHIM_ENTER(pthread_kill, t, sig);
+ITO_PT_EXPORT int pthread_kill(pthread_t t, int sig) {
+  ITO_PT_ENTER(pthread_kill, t, sig);
   if (is_root_id(t)) return ito__dropin_sigsend(0, sig, NULL);
-  if (!is_ito(t)) return shim_real.pthread_kill(t, sig);
+  if (!is_ito(t)) return ito__pt_real.pthread_kill(t, sig);
   int rc = ito__dropin_check((ito_thread_t)t);
   if (rc == ESRCH) return ESRCH;
   return ito__dropin_sigsend((ito_thread_t)t, sig, NULL);
 }
 
-SHIM_EXPORT int pthread_sigqueue(pthread_t t, int sig, const union sigval v) {
-  SHIM_ENTER(pthread_sigqueue, t, sig, v);
+ITO_PT_EXPORT int pthread_sigqueue(pthread_t t, int sig, const union sigval v) {
+  ITO_PT_ENTER(pthread_sigqueue, t, sig, v);
   if (is_root_id(t)) return ito__dropin_sigsend(0, sig, &v);
-  if (!is_ito(t)) return shim_real.pthread_sigqueue(t, sig, v);
+  if (!is_ito(t)) return ito__pt_real.pthread_sigqueue(t, sig, v);
   if (ito__dropin_check((ito_thread_t)t) == ESRCH) return ESRCH;
   return ito__dropin_sigsend((ito_thread_t)t, sig, &v);
 }
@@ -315,24 +315,24 @@ static void __attribute__((noreturn)) act_on_cancel(int *w) {
   pthread_exit(PTHREAD_CANCELED);
 }
 
-void shim_cancel_async(void) {
+void ito__pt_cancel_async(void) {
   int *w = ito__dropin_cancel_word();
   if (w) act_on_cancel(w);
 }
 
-void shim_cancel_async_check(void) {
+void ito__pt_cancel_async_check(void) {
   int *w = ito__dropin_cancel_word();
   if (w && (__atomic_load_n(w, __ATOMIC_ACQUIRE) & (CP | CA | CD | CX)) == (CP | CA))
     act_on_cancel(w);
 }
 
-void shim_cancel_check(void) {
+void ito__pt_cancel_check(void) {
   int *w = ito__dropin_cancel_word();
   if (w && (__atomic_load_n(w, __ATOMIC_ACQUIRE) & (CP | CD | CX)) == CP) act_on_cancel(w);
 }
 
-SHIM_EXPORT int pthread_cancel(pthread_t t) {
-  SHIM_ENTER(pthread_cancel, t);
+ITO_PT_EXPORT int pthread_cancel(pthread_t t) {
+  ITO_PT_ENTER(pthread_cancel, t);
   int rc;
   if (is_root_id(t)) {
     rc = ito__dropin_cancel(0);
@@ -341,9 +341,9 @@ SHIM_EXPORT int pthread_cancel(pthread_t t) {
     if (rc == ESRCH) return ESRCH;
     rc = ito__dropin_cancel((ito_thread_t)t);
   } else {
-    return shim_real.pthread_cancel(t);
+    return ito__pt_real.pthread_cancel(t);
   }
-  if (rc == 0 && pthread_equal(t, shim_self())) { /* itself, asynchronous: now */
+  if (rc == 0 && pthread_equal(t, ito__pt_self())) { /* itself, asynchronous: now */
     int *w = ito__dropin_cancel_word();
     if (w && (__atomic_load_n(w, __ATOMIC_ACQUIRE) & (CP | CD | CA | CX)) == (CP | CA))
       act_on_cancel(w);
@@ -351,11 +351,11 @@ SHIM_EXPORT int pthread_cancel(pthread_t t) {
   return rc;
 }
 
-SHIM_EXPORT int pthread_setcancelstate(int state, int *old) {
-  SHIM_ENTER(pthread_setcancelstate, state, old);
+ITO_PT_EXPORT int pthread_setcancelstate(int state, int *old) {
+  ITO_PT_ENTER(pthread_setcancelstate, state, old);
   if (state != PTHREAD_CANCEL_ENABLE && state != PTHREAD_CANCEL_DISABLE) return EINVAL;
   int *w = ito__dropin_cancel_word();
-  if (!w) return shim_real.pthread_setcancelstate(state, old);
+  if (!w) return ito__pt_real.pthread_setcancelstate(state, old);
   int prev = state == PTHREAD_CANCEL_DISABLE ? __atomic_fetch_or(w, CD, __ATOMIC_ACQ_REL)
                                              : __atomic_fetch_and(w, ~CD, __ATOMIC_ACQ_REL);
   if (old) *old = (prev & CD) ? PTHREAD_CANCEL_DISABLE : PTHREAD_CANCEL_ENABLE;
@@ -363,11 +363,11 @@ SHIM_EXPORT int pthread_setcancelstate(int state, int *old) {
   return 0;
 }
 
-SHIM_EXPORT int pthread_setcanceltype(int type, int *old) {
-  SHIM_ENTER(pthread_setcanceltype, type, old);
+ITO_PT_EXPORT int pthread_setcanceltype(int type, int *old) {
+  ITO_PT_ENTER(pthread_setcanceltype, type, old);
   if (type != PTHREAD_CANCEL_DEFERRED && type != PTHREAD_CANCEL_ASYNCHRONOUS) return EINVAL;
   int *w = ito__dropin_cancel_word();
-  if (!w) return shim_real.pthread_setcanceltype(type, old);
+  if (!w) return ito__pt_real.pthread_setcanceltype(type, old);
   int prev = type == PTHREAD_CANCEL_ASYNCHRONOUS ? __atomic_fetch_or(w, CA, __ATOMIC_ACQ_REL)
                                                  : __atomic_fetch_and(w, ~CA, __ATOMIC_ACQ_REL);
   if (old) *old = (prev & CA) ? PTHREAD_CANCEL_ASYNCHRONOUS : PTHREAD_CANCEL_DEFERRED;
@@ -375,26 +375,26 @@ SHIM_EXPORT int pthread_setcanceltype(int type, int *old) {
   return 0;
 }
 
-SHIM_EXPORT void pthread_testcancel(void) {
-  if (UNLIKELY(shim_state == 2)) {
-    shim_real.pthread_testcancel();
+ITO_PT_EXPORT void pthread_testcancel(void) {
+  if (UNLIKELY(ito__pt_state == 2)) {
+    ito__pt_real.pthread_testcancel();
     return;
   }
-  shim_testcancel();
+  ito__pt_testcancel();
 }
 
-SHIM_EXPORT int pthread_getattr_np(pthread_t t, pthread_attr_t *attr) {
-  SHIM_ENTER(pthread_getattr_np, t, attr);
+ITO_PT_EXPORT int pthread_getattr_np(pthread_t t, pthread_attr_t *attr) {
+  ITO_PT_ENTER(pthread_getattr_np, t, attr);
   if (is_root_id(t)) { /* main: glibc's report, with the policy and priority kept here */
     struct ito_dropin_tattr ta;
-    int rc = shim_real.pthread_getattr_np(t, attr);
+    int rc = ito__pt_real.pthread_getattr_np(t, attr);
     if (rc || ito__dropin_tattr_get(0, &ta)) return rc;
     struct sched_param sp = {.sched_priority = ta.prio};
     pthread_attr_setschedpolicy(attr, ta.policy);
     pthread_attr_setschedparam(attr, &sp);
     return 0;
   }
-  if (!is_ito(t)) return shim_real.pthread_getattr_np(t, attr);
+  if (!is_ito(t)) return ito__pt_real.pthread_getattr_np(t, attr);
   struct ito_dropin_tattr ta;
   if (ito__dropin_check((ito_thread_t)t) == ESRCH || ito__dropin_tattr_get((ito_thread_t)t, &ta))
     return ESRCH;
@@ -412,19 +412,19 @@ SHIM_EXPORT int pthread_getattr_np(pthread_t t, pthread_attr_t *attr) {
   return 0;
 }
 
-SHIM_EXPORT int pthread_setname_np(pthread_t t, const char *name) {
-  SHIM_ENTER(pthread_setname_np, t, name);
-  if (!is_ito(t)) return shim_real.pthread_setname_np(t, name);
-  if (shim_null(name)) return EINVAL;
+ITO_PT_EXPORT int pthread_setname_np(pthread_t t, const char *name) {
+  ITO_PT_ENTER(pthread_setname_np, t, name);
+  if (!is_ito(t)) return ito__pt_real.pthread_setname_np(t, name);
+  if (ito__pt_null(name)) return EINVAL;
   if (strlen(name) > 15) return ERANGE;
   return ito__dropin_tattr_set((ito_thread_t)t, name, NULL);
 }
 
 /* A thread never named has the name it was born with: the process's (the
  * kernel copies the creator's; main's is the usual one). */
-SHIM_EXPORT int pthread_getname_np(pthread_t t, char *buf, size_t len) {
-  SHIM_ENTER(pthread_getname_np, t, buf, len);
-  if (!is_ito(t)) return shim_real.pthread_getname_np(t, buf, len);
+ITO_PT_EXPORT int pthread_getname_np(pthread_t t, char *buf, size_t len) {
+  ITO_PT_ENTER(pthread_getname_np, t, buf, len);
+  if (!is_ito(t)) return ito__pt_real.pthread_getname_np(t, buf, len);
   if (len < 16) return ERANGE;
   struct ito_dropin_tattr ta;
   if (ito__dropin_tattr_get((ito_thread_t)t, &ta)) return ESRCH;
@@ -432,23 +432,23 @@ SHIM_EXPORT int pthread_getname_np(pthread_t t, char *buf, size_t len) {
     memcpy(buf, ta.name, 16);
     return 0;
   }
-  return shim_main_id ? shim_real.pthread_getname_np(shim_main_id, buf, len)
-                      : (prctl(PR_GET_NAME, buf) == 0 ? 0 : errno);
+  return ito__pt_main_id ? ito__pt_real.pthread_getname_np(ito__pt_main_id, buf, len)
+                         : (prctl(PR_GET_NAME, buf) == 0 ? 0 : errno);
 }
 
-SHIM_EXPORT int pthread_setaffinity_np(pthread_t t, size_t size, const cpu_set_t *set) {
-  SHIM_ENTER(pthread_setaffinity_np, t, size, set);
+ITO_PT_EXPORT int pthread_setaffinity_np(pthread_t t, size_t size, const cpu_set_t *set) {
+  ITO_PT_ENTER(pthread_setaffinity_np, t, size, set);
   if (is_root_id(t)) return affinity_result(ito__dropin_affinity_set(0, size, set));
-  if (!is_ito(t)) return shim_real.pthread_setaffinity_np(t, size, set);
+  if (!is_ito(t)) return ito__pt_real.pthread_setaffinity_np(t, size, set);
   if (ito__dropin_check((ito_thread_t)t) == ESRCH) return ESRCH;
   /* the thread gets a home worker bound to a CPU of the set */
   return affinity_result(ito__dropin_affinity_set((ito_thread_t)t, size, set));
 }
 
-SHIM_EXPORT int pthread_getaffinity_np(pthread_t t, size_t size, cpu_set_t *set) {
-  SHIM_ENTER(pthread_getaffinity_np, t, size, set);
+ITO_PT_EXPORT int pthread_getaffinity_np(pthread_t t, size_t size, cpu_set_t *set) {
+  ITO_PT_ENTER(pthread_getaffinity_np, t, size, set);
   if (is_root_id(t)) return ito__dropin_affinity_get(0, size, set);
-  if (!is_ito(t)) return shim_real.pthread_getaffinity_np(t, size, set);
+  if (!is_ito(t)) return ito__pt_real.pthread_getaffinity_np(t, size, set);
   if (ito__dropin_check((ito_thread_t)t) == ESRCH) return ESRCH;
   return ito__dropin_affinity_get((ito_thread_t)t, size, set);
 }
@@ -474,18 +474,18 @@ static int sched_set(ito_thread_t h, int policy, int prio) {
   return ito__dropin_tattr_set(h, NULL, pp);
 }
 
-SHIM_EXPORT int pthread_setschedparam(pthread_t t, int policy, const struct sched_param *p) {
-  SHIM_ENTER(pthread_setschedparam, t, policy, p);
+ITO_PT_EXPORT int pthread_setschedparam(pthread_t t, int policy, const struct sched_param *p) {
+  ITO_PT_ENTER(pthread_setschedparam, t, policy, p);
   ito_thread_t h;
-  if (!sched_target(t, &h)) return shim_real.pthread_setschedparam(t, policy, p);
-  if (shim_null(p)) return EINVAL;
+  if (!sched_target(t, &h)) return ito__pt_real.pthread_setschedparam(t, policy, p);
+  if (ito__pt_null(p)) return EINVAL;
   return sched_set(h, policy, p->sched_priority);
 }
 
-SHIM_EXPORT int pthread_getschedparam(pthread_t t, int *policy, struct sched_param *p) {
-  SHIM_ENTER(pthread_getschedparam, t, policy, p);
+ITO_PT_EXPORT int pthread_getschedparam(pthread_t t, int *policy, struct sched_param *p) {
+  ITO_PT_ENTER(pthread_getschedparam, t, policy, p);
   ito_thread_t h;
-  if (!sched_target(t, &h)) return shim_real.pthread_getschedparam(t, policy, p);
+  if (!sched_target(t, &h)) return ito__pt_real.pthread_getschedparam(t, policy, p);
   struct ito_dropin_tattr ta;
   if (ito__dropin_tattr_get(h, &ta)) return ESRCH;
   *policy = ta.policy;
@@ -493,10 +493,10 @@ SHIM_EXPORT int pthread_getschedparam(pthread_t t, int *policy, struct sched_par
   return 0;
 }
 
-SHIM_EXPORT int pthread_setschedprio(pthread_t t, int prio) {
-  SHIM_ENTER(pthread_setschedprio, t, prio);
+ITO_PT_EXPORT int pthread_setschedprio(pthread_t t, int prio) {
+  ITO_PT_ENTER(pthread_setschedprio, t, prio);
   ito_thread_t h;
-  if (!sched_target(t, &h)) return shim_real.pthread_setschedprio(t, prio);
+  if (!sched_target(t, &h)) return ito__pt_real.pthread_setschedprio(t, prio);
   struct ito_dropin_tattr ta;
   if (ito__dropin_tattr_get(h, &ta)) return ESRCH;
   return sched_set(h, ta.policy, prio);
@@ -517,59 +517,59 @@ static int sched_result(int rc) {
   return -1;
 }
 
-SHIM_EXPORT int sched_setscheduler(pid_t pid, int policy, const struct sched_param *p) {
-  SHIM_ENTER(sched_setscheduler, pid, policy, p);
+ITO_PT_EXPORT int sched_setscheduler(pid_t pid, int policy, const struct sched_param *p) {
+  ITO_PT_ENTER(sched_setscheduler, pid, policy, p);
   ito_thread_t h;
-  if (!sched_self(pid, &h)) return shim_real.sched_setscheduler(pid, policy, p);
-  if (shim_null(p)) return sched_result(EINVAL);
+  if (!sched_self(pid, &h)) return ito__pt_real.sched_setscheduler(pid, policy, p);
+  if (ito__pt_null(p)) return sched_result(EINVAL);
   return sched_result(sched_set(h, policy, p->sched_priority));
 }
 
-SHIM_EXPORT int sched_getscheduler(pid_t pid) {
-  SHIM_ENTER(sched_getscheduler, pid);
+ITO_PT_EXPORT int sched_getscheduler(pid_t pid) {
+  ITO_PT_ENTER(sched_getscheduler, pid);
   ito_thread_t h;
-  if (!sched_self(pid, &h)) return shim_real.sched_getscheduler(pid);
+  if (!sched_self(pid, &h)) return ito__pt_real.sched_getscheduler(pid);
   struct ito_dropin_tattr ta;
   if (ito__dropin_tattr_get(h, &ta)) return sched_result(ESRCH);
   return ta.policy;
 }
 
-SHIM_EXPORT int sched_setparam(pid_t pid, const struct sched_param *p) {
-  SHIM_ENTER(sched_setparam, pid, p);
+ITO_PT_EXPORT int sched_setparam(pid_t pid, const struct sched_param *p) {
+  ITO_PT_ENTER(sched_setparam, pid, p);
   ito_thread_t h;
-  if (!sched_self(pid, &h)) return shim_real.sched_setparam(pid, p);
-  if (shim_null(p)) return sched_result(EINVAL);
+  if (!sched_self(pid, &h)) return ito__pt_real.sched_setparam(pid, p);
+  if (ito__pt_null(p)) return sched_result(EINVAL);
   struct ito_dropin_tattr ta;
   if (ito__dropin_tattr_get(h, &ta)) return sched_result(ESRCH);
   return sched_result(sched_set(h, ta.policy, p->sched_priority));
 }
 
-SHIM_EXPORT int sched_getparam(pid_t pid, struct sched_param *p) {
-  SHIM_ENTER(sched_getparam, pid, p);
+ITO_PT_EXPORT int sched_getparam(pid_t pid, struct sched_param *p) {
+  ITO_PT_ENTER(sched_getparam, pid, p);
   ito_thread_t h;
-  if (!sched_self(pid, &h)) return shim_real.sched_getparam(pid, p);
-  if (shim_null(p)) return sched_result(EINVAL);
+  if (!sched_self(pid, &h)) return ito__pt_real.sched_getparam(pid, p);
+  if (ito__pt_null(p)) return sched_result(EINVAL);
   struct ito_dropin_tattr ta;
   if (ito__dropin_tattr_get(h, &ta)) return sched_result(ESRCH);
   p->sched_priority = ta.prio;
   return 0;
 }
 
-SHIM_EXPORT int pthread_getcpuclockid(pthread_t t, clockid_t *c) {
-  SHIM_ENTER(pthread_getcpuclockid, t, c);
+ITO_PT_EXPORT int pthread_getcpuclockid(pthread_t t, clockid_t *c) {
+  ITO_PT_ENTER(pthread_getcpuclockid, t, c);
   if (is_root_id(t)) return ito__dropin_cpuclock(0, c);
-  if (!is_ito(t)) return shim_real.pthread_getcpuclockid(t, c);
+  if (!is_ito(t)) return ito__pt_real.pthread_getcpuclockid(t, c);
   if (ito__dropin_check((ito_thread_t)t) == ESRCH) return ESRCH;
   return ito__dropin_cpuclock((ito_thread_t)t, c); /* its own CPU time (docs/signals.md) */
 }
 
 /* A thread's CPU clock, and CLOCK_THREAD_CPUTIME_ID of an ito thread, are
  * the runtime's; every other clock is libc's. */
-SHIM_EXPORT int clock_gettime(clockid_t c, struct timespec *ts) {
-  SHIM_ENTER(clock_gettime, c, ts);
-  if (LIKELY(c >= 0 && c != CLOCK_THREAD_CPUTIME_ID)) return shim_real.clock_gettime(c, ts);
+ITO_PT_EXPORT int clock_gettime(clockid_t c, struct timespec *ts) {
+  ITO_PT_ENTER(clock_gettime, c, ts);
+  if (LIKELY(c >= 0 && c != CLOCK_THREAD_CPUTIME_ID)) return ito__pt_real.clock_gettime(c, ts);
   int rc = ito__dropin_cpuclock_read(c, ts);
-  if (rc == ENOENT) return shim_real.clock_gettime(c, ts);
+  if (rc == ENOENT) return ito__pt_real.clock_gettime(c, ts);
   if (rc) {
     errno = rc;
     return -1;
@@ -577,12 +577,12 @@ SHIM_EXPORT int clock_gettime(clockid_t c, struct timespec *ts) {
   return 0;
 }
 
-SHIM_EXPORT int clock_getres(clockid_t c, struct timespec *ts) {
-  SHIM_ENTER(clock_getres, c, ts);
+ITO_PT_EXPORT int clock_getres(clockid_t c, struct timespec *ts) {
+  ITO_PT_ENTER(clock_getres, c, ts);
   struct timespec now;
-  if (LIKELY(c >= 0 && c != CLOCK_THREAD_CPUTIME_ID)) return shim_real.clock_getres(c, ts);
+  if (LIKELY(c >= 0 && c != CLOCK_THREAD_CPUTIME_ID)) return ito__pt_real.clock_getres(c, ts);
   int rc = ito__dropin_cpuclock_read(c, &now);
-  if (rc == ENOENT) return shim_real.clock_getres(c, ts);
+  if (rc == ENOENT) return ito__pt_real.clock_getres(c, ts);
   if (rc) {
     errno = rc;
     return -1;
@@ -593,10 +593,10 @@ SHIM_EXPORT int clock_getres(clockid_t c, struct timespec *ts) {
 
 /* sched_setaffinity/sched_getaffinity of the calling thread (pid 0) are its
  * pthread_*affinity_np; any other pid is the kernel's. */
-SHIM_EXPORT int sched_setaffinity(pid_t pid, size_t size, const cpu_set_t *set) {
-  SHIM_ENTER(sched_setaffinity, pid, size, set);
+ITO_PT_EXPORT int sched_setaffinity(pid_t pid, size_t size, const cpu_set_t *set) {
+  ITO_PT_ENTER(sched_setaffinity, pid, size, set);
   ito_thread_t self = ito_self();
-  if (pid != 0 || !self) return shim_real.sched_setaffinity(pid, size, set);
+  if (pid != 0 || !self) return ito__pt_real.sched_setaffinity(pid, size, set);
   int rc = affinity_result(ito__dropin_affinity_set(ito__dropin_is_root() ? 0 : self, size, set));
   if (rc) {
     errno = rc;
@@ -605,10 +605,10 @@ SHIM_EXPORT int sched_setaffinity(pid_t pid, size_t size, const cpu_set_t *set) 
   return 0;
 }
 
-SHIM_EXPORT int sched_getaffinity(pid_t pid, size_t size, cpu_set_t *set) {
-  SHIM_ENTER(sched_getaffinity, pid, size, set);
+ITO_PT_EXPORT int sched_getaffinity(pid_t pid, size_t size, cpu_set_t *set) {
+  ITO_PT_ENTER(sched_getaffinity, pid, size, set);
   ito_thread_t self = ito_self();
-  if (pid != 0 || !self) return shim_real.sched_getaffinity(pid, size, set);
+  if (pid != 0 || !self) return ito__pt_real.sched_getaffinity(pid, size, set);
   int rc = ito__dropin_affinity_get(ito__dropin_is_root() ? 0 : self, size, set);
   if (rc) {
     errno = rc;

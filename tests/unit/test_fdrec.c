@@ -75,7 +75,7 @@ static void view(void) {
   CHECK(r->timeo_ns[RD] >= 250000000LL && r->timeo_ns[RD] < 270000000LL);
   CHECK_EQ(r->timeo_ns[WR], 0);
   /* a listener ito made non-blocking: the program's flag is user_nb */
-  STORE_RLX(&r->shim_nb, 1);
+  STORE_RLX(&r->ito_nb, 1);
   CHECK_EQ(fcntl(s[0], F_SETFL, O_NONBLOCK), 0);
   STORE_RLX(&r->user_nb, 0);
   CHECK_EQ(ito__io_getfl(s[0]) & O_NONBLOCK, 0);
@@ -91,7 +91,7 @@ static void view(void) {
   int d = ito__io_dupfd(s[0], 0, 0);
   CHECK(d >= 0);
   struct fdrec *rd = ito__io_rec(d);
-  CHECK(rd->shim_nb == 1 && rd->user_nb == 0);
+  CHECK(rd->ito_nb == 1 && rd->user_nb == 0);
   close(d);
   waiter *lists[2] = {NULL, NULL};
   ito__io_forget(r, lists);
