@@ -549,8 +549,7 @@ static void record(const struct ito_event *e, void *arg) {
   }
 }
 
-/* ---- figures
- * -------------------------------------------------------------------------------------- */
+/* ---- figures --------------------------------------------------------------------------------- */
 
 /* The figures so far, at now, read from every worker without stopping
  * them: each one's closed intervals, plus for the caller's worker

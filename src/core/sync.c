@@ -178,8 +178,7 @@ int ito_cond_broadcast(ito_cond_t *c) {
   return 0;
 }
 
-/* ---- sleeping
- * -------------------------------------------------------------------------------------- */
+/* ---- sleeping -------------------------------------------------------------------------------- */
 
 /* An ito thread sleeps as a timed wait on a queue nobody wakes: the timer
  * wakes it, and its worker runs other work meanwhile. Any other thread
@@ -210,8 +209,7 @@ int ito_nanosleep(const struct timespec *req) {
   return rc;
 }
 
-/* ---- barrier
- * ----------------------------------------------------------------------------------------- */
+/* ---- barrier --------------------------------------------------------------------------------- */
 
 int ito_barrier_init(ito_barrier_t *b, unsigned count) {
   if (!b || count == 0) return EINVAL;

@@ -397,10 +397,10 @@ int ito_create(void *(*fn)(void *), void *arg, ito_thread_t *out) {
   return 0;
 }
 
-/* ---- detached spawns
- * ----------------------------------------------------------------------------- On the fast path
- * (an ito thread with room in its deque) the copy of the argument sits at the top of the child's
- * own stack, below it a small closure for spawn_entry, and the child starts work-first like
+/* ---- detached spawns ----------------------------------------------------------------------------
+ * On the fast path (an ito thread with room in its deque) the copy of the
+ * argument sits at the top of the child's own stack, below it a small
+ * closure for spawn_entry, and the child starts work-first like
  * ito_create's; otherwise the copy is on the heap and the child queued. */
 struct spawn_closure {
   void (*fn)(void *);
@@ -515,8 +515,7 @@ int ito__thread_spawn_node(void (*fn)(void *), const void *arg, size_t size, siz
   return spawn(fn, arg, size, align, cpy, ctx, -1, node >= 0 ? PLACED_KNOWN : PLACED_UNKNOWN, node);
 }
 
-/* ---- join, detach, exit, yield
- * ---------------------------------------------------------------------- */
+/* ---- join, detach, exit, yield --------------------------------------------------------------- */
 
 #define JOIN_CANCELLABLE 1 /* the joiner's waiter tag */
 
@@ -700,8 +699,7 @@ int ito_yield(void) {
   return 0;
 }
 
-/* ---- the root, pinning
- * ----------------------------------------------------------------------------- */
+/* ---- the root, pinning ----------------------------------------------------------------------- */
 
 ithread *ito__thread_adopt_root(fiber *f) {
   ithread *t = thread_init(f);

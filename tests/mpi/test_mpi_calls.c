@@ -296,8 +296,7 @@ static void *collectives(void *arg) {
   return NULL;
 }
 
-/* ---- errors, cancel, finalize
- * --------------------------------------------------------------------- */
+/* ---- errors, cancel, finalize ---------------------------------------------------------------- */
 
 static int send_bad(void) {
   int x = 1;
