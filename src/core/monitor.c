@@ -189,6 +189,7 @@ static void reap(void) {
   for (int i = ito__nworkers; i < n; i++) {
     if (LOAD_ACQ(&slot_state[i]) != SLOT_RETIRED) continue;
     ito__worker_join(ito__workers[i]);
+    ITO_ASSERT(!ito__workers[i]->started); /* invariant 4 */
     STORE_REL(&slot_state[i], SLOT_FREE);
   }
 }
@@ -215,6 +216,7 @@ static bool start_extra(int limit) {
     warn_thread();
     return false;
   }
+  ITO_ASSERT(!w->started); /* invariant 4: a free slot's thread was joined */
   w->extra = 1;
   samples[id] = (struct sample){0};
   STORE_REL(&slot_state[id], SLOT_RUNNING);
@@ -255,6 +257,9 @@ void ito__monitor_stay(worker *w) {
 }
 
 void ito__monitor_retired(worker *w) {
+  ITO_ASSERT(w->extra && w == cur_worker());
+  /* invariant 3: it owns no work (only its own thread pushes on its deque) */
+  ITO_ASSERT(!w->cur && dq_tail(&w->dq) <= atomic_load(&w->dq.head));
   ito__idle_resize(-1);
   STORE_REL(&slot_state[w->id], SLOT_RETIRED);
   ito__futex_wake(&mon.stop_word, 1); /* (a tick: the monitor joins it soon) */
@@ -430,6 +435,7 @@ static bool observe(void) {
     s->cur = cur;
     s->cpu = cpu;
     s->blocked = s->still >= STILL_TICKS && in_kernel(tid);
+    ITO_ASSERT(!s->blocked || cur); /* invariant 1: an idle worker never counts */
     active++;
     if (cur) busy++;
     if (s->blocked) {

@@ -283,7 +283,16 @@ static void on_signal(int sig, siginfo_t *si, void *ucv) {
     }
     __atomic_add_fetch(&n_done, 1, __ATOMIC_RELAXED);
     ito__suspend(ACT_PREEMPT, NULL, NULL, NULL);
+    /* invariant 4: with worker TLS, back on the worker it left */
+    ITO_ASSERT(ito__tls_mode || cur_worker() == w);
     adopt_os_state(ucv);
+#if ITO_ASSERTS
+    if (ito__sig_on) { /* the frame's mask is the worker's, as signal.h's invariant 1 keeps it */
+      uint64_t m;
+      memcpy(&m, &((ucontext_t *)ucv)->uc_sigmask, sizeof m);
+      ITO_ASSERT(m == cur_worker()->os_sigmask);
+    }
+#endif
   } else {
     __atomic_add_fetch(&n_refused, 1, __ATOMIC_RELAXED);
   }

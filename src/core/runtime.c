@@ -184,7 +184,9 @@ int ito__worker_launch(worker *w) {
   /* the slot's memory is set before any worker can count it */
   count_slot(w->id);
   int n = __atomic_load_n(&ito__nslots, __ATOMIC_RELAXED);
-  if (w->id >= n) __atomic_store_n(&ito__nslots, w->id + 1, __ATOMIC_RELEASE);
+  ITO_ASSERT(w->id < ITO_MAX_WORKERS);
+  if (w->id >= n)
+    __atomic_store_n(&ito__nslots, w->id + 1, __ATOMIC_RELEASE); /* invariant 2: grows */
   w->started = 1;
   int rc = ito__os_thread(&w->os, 256 << 10, worker_main, w, ito__sig_on);
   if (rc) w->started = 0;
@@ -309,6 +311,17 @@ static void stop_workers(int n) {
 }
 
 /* 0, or ENOMEM / EAGAIN with nothing left running (invariant 1). */
+/* Invariant 1: the one way state changes. */
+static void set_state(int to) {
+  ITO_ASSERT(spin_held(&init_lock));
+  int from = ito__rt_state_;
+  ITO_ASSERT((from == RT_OFF && to == RT_STARTING) ||
+             (from == RT_STARTING && (to == RT_RUNNING || to == RT_OFF)) ||
+             (from == RT_RUNNING && to == RT_STOPPING) || (from == RT_STOPPING && to == RT_OFF));
+  (void)from;
+  __atomic_store_n(&ito__rt_state_, to, __ATOMIC_RELEASE);
+}
+
 static int start(void) {
   static size_t last_stack;
   ito__config_read_core();
@@ -379,9 +392,9 @@ int ito__ensure(void) {
   spin_lock(&init_lock);
   int rc = 0;
   if (ito__rt_state_ != RT_RUNNING) {
-    __atomic_store_n(&ito__rt_state_, RT_STARTING, __ATOMIC_RELAXED);
+    set_state(RT_STARTING);
     rc = start();
-    __atomic_store_n(&ito__rt_state_, rc ? RT_OFF : RT_RUNNING, __ATOMIC_RELEASE);
+    set_state(rc ? RT_OFF : RT_RUNNING);
     if (!rc) ito__profile_running();
   }
   spin_unlock(&init_lock);
@@ -421,12 +434,12 @@ int ito_finalize(void) {
     w = cur_worker();
   }
   spin_lock(&init_lock);
-  __atomic_store_n(&ito__rt_state_, RT_STOPPING, __ATOMIC_RELAXED);
+  set_state(RT_STOPPING);
   ito__monitor_stop(); /* it starts and joins extra workers: first */
   stop_workers(__atomic_load_n(&ito__nslots, __ATOMIC_ACQUIRE));
   ito__profile_stop();
   if (w) unadopt_main(w);
-  __atomic_store_n(&ito__rt_state_, RT_OFF, __ATOMIC_RELEASE);
+  set_state(RT_OFF);
   spin_unlock(&init_lock);
   return 0;
 }

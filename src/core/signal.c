@@ -192,6 +192,7 @@ struct sig_infos *ito__sig_infos_of(ithread *t) {
 void ito__sig_enable(void) { ito__sig_on = 1; }
 
 void ito__sig_apply(worker *w, uint64_t m) {
+  ITO_ASSERT(w == cur_worker()); /* invariant 1: the mask is this OS thread's */
   m &= ~NEVER_BLOCKED;
   sys_mask(SIG_SETMASK, m, NULL);
   w->os_sigmask = m;
@@ -346,6 +347,7 @@ static int deliver_pending(ithread *t, void *uc) {
     int sig = __builtin_ctzll(ready) + 1;
     siginfo_t si;
     if (!ito__sig_take_pending(t, sig, &si)) continue;
+    ITO_ASSERT(!(SIGBIT(sig) & t->sigmask)); /* invariant 3 */
     int r = run_action(t, sig, &si, uc, 0);
     if (r > res) res = r;
   }
@@ -368,8 +370,10 @@ int ito__sig_restartable(void) {
 /* ---- interruptible waits ------------------------------------------------------------------- */
 
 int ito__sig_park_begin(ithread *t, struct sig_intr *reg) {
+  ITO_ASSERT(t == running_thread(cur_worker())); /* a thread registers its own wait */
   t->sig_last = 0;
   spin_lock(&t->ilock);
+  ITO_ASSERT(!t->intr); /* one wait at a time (invariant 5) */
   t->intr = reg;
   spin_unlock(&t->ilock);
   if (LOAD_ACQ(&t->sigpend) & (~t->sigmask | t->sigwaitset)) return 1;
@@ -385,6 +389,7 @@ int ito__sig_park_begin(ithread *t, struct sig_intr *reg) {
 
 void ito__sig_park_end(ithread *t) {
   spin_lock(&t->ilock);
+  ITO_ASSERT(t->intr); /* (after its ito__sig_park_begin) */
   t->intr = NULL;
   spin_unlock(&t->ilock);
   while (LOAD_ACQ(&t->iflight)) cpu_relax(); /* invariant 5 */
