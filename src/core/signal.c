@@ -76,7 +76,11 @@ static void kernel_action(int sig, const struct sigaction *a, struct sigaction *
   }
   (void)sig;
   k->sa_sigaction = tramp;
-  k->sa_flags |= SA_SIGINFO;
+  /* SA_RESETHAND is carried out by run_action, for the program's record
+   * and the kernel's action at once: the kernel's own reset would leave
+   * SIG_DFL in the kernel while ito still routes the signal (a signal
+   * routed to another OS thread then ends the process) */
+  k->sa_flags = (k->sa_flags | SA_SIGINFO) & ~SA_RESETHAND;
 }
 
 static void prog_action(int sig, struct sigaction *out) {
@@ -101,11 +105,27 @@ static void set_prog_action(int sig, const struct sigaction *a) {
   STORE_REL(&ito__sig_acts.taken, c);
 }
 
+/* The actions' lock is held with every asynchronous signal blocked on the
+ * OS thread: ito's handler takes it too (an action with SA_RESETHAND), and
+ * a signal landing on the thread that holds it would spin for ever on its
+ * own lock. Returns the mask to restore. */
+static uint64_t acts_lock(void) {
+  uint64_t old = 0;
+  sys_mask(SIG_BLOCK, ALL_ASYNC, &old);
+  spin_lock(&ito__sig_acts.lock);
+  return old;
+}
+
+static void acts_unlock(uint64_t old) {
+  spin_unlock(&ito__sig_acts.lock);
+  sys_mask(SIG_SETMASK, old, NULL);
+}
+
 int ito__sig_action(int sig, const struct sigaction *act, struct sigaction *old) {
   if (sig < 1 || sig > NSIG_K || sig == 32 || sig == 33 ||
       (act && (sig == SIGKILL || sig == SIGSTOP)))
     return EINVAL;
-  spin_lock(&ito__sig_acts.lock);
+  uint64_t mask = acts_lock();
   struct sigaction prev;
   prog_action(sig, &prev);
   if (act && (sig == SIGSEGV || sig == SIGBUS) && LOAD_ACQ(&ito__segv_installed)) {
@@ -118,12 +138,12 @@ int ito__sig_action(int sig, const struct sigaction *act, struct sigaction *old)
     if (takes(sig, act)) kernel_action(sig, act, &k);
     if (ito__os.sigaction(sig, &k, NULL) != 0) {
       int e = errno;
-      spin_unlock(&ito__sig_acts.lock);
+      acts_unlock(mask);
       return e;
     }
     set_prog_action(sig, act);
   }
-  spin_unlock(&ito__sig_acts.lock);
+  acts_unlock(mask);
   if (old) *old = prev;
   if (act && ito__running()) ito__monitor_poke(); /* it takes what is taken (invariant 6) */
   return 0;
@@ -131,7 +151,7 @@ int ito__sig_action(int sig, const struct sigaction *act, struct sigaction *old)
 
 void ito__sig_runtime_start(void) {
   if (!ito__sig_on || LOAD_ACQ(&ito__sig_acts.dfl_on)) return;
-  spin_lock(&ito__sig_acts.lock);
+  uint64_t mask = acts_lock();
   STORE_REL(&ito__sig_acts.dfl_on, 1);
   for (int sig = 1; sig <= NSIG_K; sig++) {
     if (!dfl_acts(sig)) continue;
@@ -141,7 +161,7 @@ void ito__sig_runtime_start(void) {
     kernel_action(sig, &a, &k);
     if (ito__os.sigaction(sig, &k, NULL) == 0) set_prog_action(sig, &a);
   }
-  spin_unlock(&ito__sig_acts.lock);
+  acts_unlock(mask);
 }
 
 int ito__sig_prog_action(int sig, struct sigaction *out) {
@@ -310,11 +330,11 @@ static int run_action(ithread *t, int sig, siginfo_t *si, void *uc, int kernel) 
     memset(&d, 0, sizeof d);
     d.sa_handler = SIG_DFL;
     k = d;
-    spin_lock(&ito__sig_acts.lock);
+    uint64_t mask = acts_lock();
     if (takes(sig, &d)) kernel_action(sig, &d, &k);
     ito__os.sigaction(sig, &k, NULL);
     set_prog_action(sig, &d);
-    spin_unlock(&ito__sig_acts.lock);
+    acts_unlock(mask);
   }
   uint64_t old = t ? t->sigmask : 0, oldos = t ? t->osmask : 0;
   ucontext_t here;
@@ -654,10 +674,11 @@ void ito__sig_route_inbox(void) {
 /* ---- fork ------------------------------------------------------------------------------------ */
 
 void ito__sig_fork_lock(int take) {
+  static uint64_t mask; /* (the child has its copy) */
   if (take)
-    spin_lock(&ito__sig_acts.lock);
+    mask = acts_lock();
   else
-    spin_unlock(&ito__sig_acts.lock);
+    acts_unlock(mask);
 }
 
 void ito__sig_after_fork(void) {
