@@ -118,44 +118,43 @@ void ito__heavy_barrier(void) {
 }
 
 /* ---- descriptors the runtime owns ------------------------------------------------
- * Added and dropped under the callers' own locks (or in a child after fork,
- * with one thread), read without a lock: an entry is written before the
- * count that shows it, and a dropped one is overwritten by the last before
- * the count goes down, so a live entry is always seen. */
+ * Slots that hold a descriptor or -1, each claimed and emptied by a
+ * compare-and-swap: the callers that add and drop them hold locks of
+ * their own modules (the poll sources', the I/O layer's), which do not
+ * exclude each other. Read without a lock. */
 
-static int own_fds[ITO_OWN_FDS];
-static int n_own_fds;
+static int own_fds[ITO_OWN_FDS] = {-1, -1, -1, -1, -1, -1, -1, -1};
+_Static_assert(ITO_OWN_FDS == 8, "own_fds: one -1 per slot");
 
 void ito__own_fd_add(int fd) {
-  int n = __atomic_load_n(&n_own_fds, __ATOMIC_RELAXED);
-  if (n == ITO_OWN_FDS) ito__fatal("more than %d descriptors of its own", ITO_OWN_FDS);
-  __atomic_store_n(&own_fds[n], fd, __ATOMIC_RELAXED);
-  __atomic_store_n(&n_own_fds, n + 1, __ATOMIC_RELEASE); /* callers serialise among themselves */
+  for (int i = 0; i < ITO_OWN_FDS; i++) {
+    int empty = -1;
+    if (__atomic_compare_exchange_n(&own_fds[i], &empty, fd, false, __ATOMIC_RELEASE,
+                                    __ATOMIC_RELAXED))
+      return;
+  }
+  ito__fatal("more than %d descriptors of its own", ITO_OWN_FDS);
 }
 
 void ito__own_fd_drop(int fd) {
-  int n = __atomic_load_n(&n_own_fds, __ATOMIC_RELAXED);
-  for (int i = 0; i < n; i++) {
-    if (__atomic_load_n(&own_fds[i], __ATOMIC_RELAXED) != fd) continue;
-    __atomic_store_n(&own_fds[i], __atomic_load_n(&own_fds[n - 1], __ATOMIC_RELAXED),
-                     __ATOMIC_RELEASE);
-    __atomic_store_n(&n_own_fds, n - 1, __ATOMIC_RELEASE);
-    return;
+  for (int i = 0; i < ITO_OWN_FDS; i++) {
+    int x = fd;
+    if (__atomic_compare_exchange_n(&own_fds[i], &x, -1, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+      return;
   }
 }
 
 bool ito__own_fd(int fd) {
-  int n = __atomic_load_n(&n_own_fds, __ATOMIC_ACQUIRE);
-  for (int i = 0; i < n; i++)
-    if (__atomic_load_n(&own_fds[i], __ATOMIC_ACQUIRE) == fd) return true;
+  for (int i = 0; i < ITO_OWN_FDS; i++)
+    if (fd >= 0 && __atomic_load_n(&own_fds[i], __ATOMIC_ACQUIRE) == fd) return true;
   return false;
 }
 
 int ito__own_fd_first(unsigned lo, unsigned hi) {
-  int n = __atomic_load_n(&n_own_fds, __ATOMIC_ACQUIRE), best = -1;
-  for (int i = 0; i < n; i++) {
-    unsigned x = (unsigned)__atomic_load_n(&own_fds[i], __ATOMIC_ACQUIRE);
-    if (x >= lo && x <= hi && (best < 0 || x < (unsigned)best)) best = (int)x;
+  int best = -1;
+  for (int i = 0; i < ITO_OWN_FDS; i++) {
+    int x = __atomic_load_n(&own_fds[i], __ATOMIC_ACQUIRE);
+    if (x >= 0 && (unsigned)x >= lo && (unsigned)x <= hi && (best < 0 || x < best)) best = x;
   }
   return best;
 }

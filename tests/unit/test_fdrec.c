@@ -3,13 +3,15 @@
  * (a new generation), the program's view (O_NONBLOCK, SO_RCVTIMEO) learned
  * and relearned after a change, the view of a listener ito made
  * non-blocking, dup2 and close_range around the runtime's own
- * descriptors. */
+ * descriptors, and that list changed from two threads at once (its
+ * callers hold locks of different modules). */
 #define _GNU_SOURCE
 #include "../../src/io/io.h"
 #include "../../src/io/view.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -124,11 +126,35 @@ static void own_descriptors(void) {
   puts("fdrec: dup2 and close_range leave the runtime's descriptors: OK");
 }
 
+/* Two threads add and drop numbers of their own (never opened: the list
+ * only records them); each sees its number listed after its add. */
+static int own_lost;
+static void *own_churn(void *arg) {
+  int fd = (int)(intptr_t)arg;
+  for (int i = 0; i < 200000; i++) {
+    ito__own_fd_add(fd);
+    if (!ito__own_fd(fd)) __atomic_add_fetch(&own_lost, 1, __ATOMIC_RELAXED);
+    ito__own_fd_drop(fd);
+  }
+  return NULL;
+}
+
+static void own_concurrent(void) {
+  pthread_t t[2];
+  for (int i = 0; i < 2; i++)
+    CHECK_EQ(pthread_create(&t[i], NULL, own_churn, (void *)(intptr_t)(900000 + i)), 0);
+  for (int i = 0; i < 2; i++) CHECK_EQ(pthread_join(t[i], NULL), 0);
+  CHECK_EQ(own_lost, 0);
+  CHECK(!ito__own_fd(900000) && !ito__own_fd(900001));
+  puts("fdrec: the runtime's descriptors added and dropped from two threads at once: OK");
+}
+
 int main(void) {
   lookup();
   types();
   view();
   own_descriptors();
+  own_concurrent();
   puts("test_fdrec: OK");
   return 0;
 }
