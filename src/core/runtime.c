@@ -467,6 +467,8 @@ void ito__runtime_after_fork(worker *w) {
     memset(&x->rq, 0, sizeof x->rq);
     x->mail = NULL;
     x->mail_lock = 0;
+    x->kwait = 0; /* (the monitor of the parent may have held kwait_lock) */
+    x->kwait_lock = 0;
     x->created = x->ended = 0;
     x->extra = 0;
   }
@@ -478,6 +480,7 @@ void ito__runtime_after_fork(worker *w) {
   __atomic_store_n(&ito__stopping, 0, __ATOMIC_RELAXED);
   ito__idle_setup(idlers, 1, &ito__sched_idle_ops, ito__cfg.wait_policy == WAIT_ACTIVE,
                   ito__cfg.spin_us * 1000L, LOAD_RLX(&ito__hooks_on));
+  ito__nodeq_setup(1); /* empty node queues: what they held was the parent's threads */
   init_lock = 0;
   if (orphan) __atomic_store_n(&root, NULL, __ATOMIC_RELEASE);
   if (ito__places_count() || all_bound) bind_to(w, w->os_tid); /* worker 0's CPU now */

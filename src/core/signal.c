@@ -686,4 +686,15 @@ void ito__sig_after_fork(void) {
   ito__sig_rt.nwaiters = 0; /* the threads in sigwait were the parent's */
   STORE_RLX(&ito__sig_rt.inbox, 0);
   on_monitor = 0;
+  late.lock = 0; /* (its threads were the parent's) */
+  late.n = 0;
+  /* a sender of the parent (another OS thread) may have held the forking
+   * thread's ilock, or counted itself in its iflight, at the fork: in the
+   * child it never lets go, and the first interruptible wait would spin */
+  ithread *t = running_thread(cur_worker());
+  if (t) {
+    t->ilock = 0;
+    t->iflight = 0;
+    t->intr = NULL;
+  }
 }
