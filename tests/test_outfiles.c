@@ -147,8 +147,7 @@ static void links(void) {
   puts("outfiles links: a link at the profile's name replaced, not followed; mode 0644: OK");
 }
 
-/* ---- a write that fails -----------------------------------------------------------------------
- */
+/* ---- a write that fails ---------------------------------------------------------------------- */
 
 static void limited_run(void) {
   signal(SIGXFSZ, SIG_IGN);

@@ -375,8 +375,7 @@ void ito_tg_join_(ito_tg_t *tg, void *frame) {
 }
 #endif
 
-/* ---- the join ----------------------------------------------------------------------------------
- */
+/* ---- the join -------------------------------------------------------------------------------- */
 
 static void free_fiber_post(void *f) { ito__fiber_free(&cur_worker()->fibers, f); }
 

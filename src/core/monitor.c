@@ -176,8 +176,7 @@ static void describe(worker *w, fiber *cur, char *out, size_t len) {
 
 static void say(const char *msg) { ito__write_stderr(msg, strlen(msg)); }
 
-/* ---- extra workers -----------------------------------------------------------------------------
- */
+/* ---- extra workers --------------------------------------------------------------------------- */
 
 static bool slot_active(int i) {
   return i < ito__nworkers || LOAD_ACQ(&slot_state[i]) == SLOT_RUNNING;

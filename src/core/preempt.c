@@ -152,8 +152,7 @@ bool ito__preemptible(const ithread *t) {
   return t && (LOAD_RLX(&t->preempt) || (ito__preempt_threads && !(LOAD_RLX(&t->flags) & TH_ANON)));
 }
 
-/* ---- the handler -------------------------------------------------------------------------------
- */
+/* ---- the handler ----------------------------------------------------------------------------- */
 
 /* The kernel's sigaction (glibc's refuses its reserved signals). */
 struct ksigaction {

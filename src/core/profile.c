@@ -187,8 +187,7 @@ static void pw_first(struct pworker *p, int wid) {
   p->mine = 1;
 }
 
-/* ---- events ------------------------------------------------------------------------------------
- */
+/* ---- events ---------------------------------------------------------------------------------- */
 
 static void on_fork(struct pworker *p, int wid, const struct ito_event *e) {
   add(&p->n[N_SPAWN], 1);
@@ -647,8 +646,7 @@ void ito__prof_run(struct prof_run *r) {
   ito__prof_regions(&r->regions, &r->nregions);
 }
 
-/* ---- start and stop -----------------------------------------------------------------------------
- */
+/* ---- start and stop -------------------------------------------------------------------------- */
 
 static void stop(bool stopped);
 

@@ -320,8 +320,7 @@ static void try_victim(worker *w, worker *v) {
   }
 }
 
-/* ---- the scheduler context --------------------------------------------------------------------
- */
+/* ---- the scheduler context ------------------------------------------------------------------- */
 
 static void thread_done_post(void *t) { ito__thread_done(t); }
 
@@ -443,8 +442,7 @@ void ito__exit_fiber(worker *w, fiber *f) {
   ito__switch_to_sched(w, ACT_EXIT, NULL);
 }
 
-/* ---- finding work -------------------------------------------------------------------------------
- */
+/* ---- finding work ---------------------------------------------------------------------------- */
 
 static uint64_t next_rand(worker *w) {
   uint64_t x = w->rng;

@@ -68,8 +68,7 @@ __attribute__((noinline)) void ito__restore_thread_state(const struct ito__switc
   errno = s->err;
 }
 
-/* ---- switching ----------------------------------------------------------------------------------
- */
+/* ---- switching ------------------------------------------------------------------------------- */
 
 void ito__arrive(void) {
   worker *w = cur_worker();

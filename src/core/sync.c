@@ -119,8 +119,7 @@ int ito_mutex_unlock(ito_mutex_t *m) {
   return 0;
 }
 
-/* ---- condition variable -----------------------------------------------------------------------
- */
+/* ---- condition variable ---------------------------------------------------------------------- */
 
 int ito_cond_init(ito_cond_t *c) {
   if (!c) return EINVAL;

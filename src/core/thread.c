@@ -225,8 +225,7 @@ static void thread_entry(void *arg) {
   thread_finish(t->fn(t->arg));
 }
 
-/* ---- creation ---------------------------------------------------------------------------------
- */
+/* ---- creation -------------------------------------------------------------------------------- */
 
 static void push_parent_post(void *parent) { ito__push_fiber(cur_worker(), parent); }
 

@@ -155,8 +155,7 @@ int ito_pselect(int nfds, fd_set *r, fd_set *w, fd_set *e, const struct timespec
   return select_on(nfds, r, w, e, ts ? &dl : NULL, ts && !ts->tv_sec && !ts->tv_nsec);
 }
 
-/* ---- epoll --------------------------------------------------------------------------------------
- */
+/* ---- epoll ----------------------------------------------------------------------------------- */
 
 /* The events the set has now (no wait); -1 with errno for a bad call. */
 static int epoll_now(int epfd, struct epoll_event *ev, int max) {
@@ -200,8 +199,7 @@ int ito_epoll_pwait2(int epfd, struct epoll_event *ev, int max, const struct tim
   return epoll_on(epfd, ev, max, tmo ? &dl : NULL, tmo && !tmo->tv_sec && !tmo->tv_nsec);
 }
 
-/* ---- waiting for signals ------------------------------------------------------------------------
- */
+/* ---- waiting for signals --------------------------------------------------------------------- */
 
 /* One of set's signals, dequeued with its siginfo (the kernel's
  * rt_sigtimedwait with no wait: pending for this OS thread or the

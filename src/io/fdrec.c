@@ -16,20 +16,24 @@
  * may hold an address: invariant 1). */
 #define NCHUNKS (IO_MAX_FDS / IO_CHUNK)
 static struct fdrec *chunks[NCHUNKS];
-static int chunk_lock;
 
+/* A missing chunk is allocated with no lock held (a program's allocator
+ * may park the thread) and installed by a compare-and-swap; the loser of
+ * a race frees its own. */
 struct fdrec *ito__io_rec(int fd) {
   if (fd < 0 || fd >= IO_MAX_FDS) return NULL;
-  struct fdrec *c = __atomic_load_n(&chunks[fd / IO_CHUNK], __ATOMIC_ACQUIRE);
+  struct fdrec **slot = &chunks[fd / IO_CHUNK];
+  struct fdrec *c = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
   if (UNLIKELY(!c)) {
-    spin_lock(&chunk_lock);
-    c = chunks[fd / IO_CHUNK];
-    if (!c) {
-      c = calloc(IO_CHUNK, sizeof *c);
-      if (c) __atomic_store_n(&chunks[fd / IO_CHUNK], c, __ATOMIC_RELEASE);
+    struct fdrec *fresh = calloc(IO_CHUNK, sizeof *c);
+    if (!fresh) {
+      c = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+      return c ? &c[fd % IO_CHUNK] : NULL;
     }
-    spin_unlock(&chunk_lock);
-    if (!c) return NULL;
+    if (__atomic_compare_exchange_n(slot, &c, fresh, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+      c = fresh;
+    else
+      free(fresh); /* (c: the winner's) */
   }
   return &c[fd % IO_CHUNK];
 }
@@ -179,8 +183,7 @@ void ito__io_forget(struct fdrec *r, waiter *lists[2]) {
   spin_unlock(&r->lock);
 }
 
-/* ---- helpers ------------------------------------------------------------------------------------
- */
+/* ---- helpers --------------------------------------------------------------------------------- */
 
 __attribute__((noinline)) void ito__io_set_errno(int e) { errno = e; }
 __attribute__((noinline)) int ito__io_errno(void) { return errno; }
@@ -191,7 +194,6 @@ long ito__io_sys_poll(struct pollfd *f, unsigned long n, int ms) {
 }
 
 void ito__io_recs_after_fork(void) {
-  chunk_lock = 0;
   for (int c = 0; c < NCHUNKS; c++) {
     struct fdrec *ch = chunks[c];
     if (!ch) continue;

@@ -197,8 +197,7 @@ ITO_MPI_API int ito_mpi_waitall(int count, MPI_Request reqs[], MPI_Status status
   return waitall_impl(count, reqs, statuses);
 }
 
-/* ---- collectives ------------------------------------------------------------------------------
- */
+/* ---- collectives ----------------------------------------------------------------------------- */
 
 int MPI_Barrier(MPI_Comm comm) {
   if (!ito__mpi_parks()) return PMPI_Barrier(comm);

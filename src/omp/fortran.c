@@ -249,8 +249,7 @@ OMP_API void omp_set_teams_thread_limit_8_(const int64_t *n) {
   omp_set_teams_thread_limit(to_int(*n));
 }
 
-/* ---- time, pausing, the environment -----------------------------------------------------------
- */
+/* ---- time, pausing, the environment ---------------------------------------------------------- */
 OMP_API double omp_get_wtime_(void) { return omp_get_wtime(); }
 OMP_API double omp_get_wtick_(void) { return omp_get_wtick(); }
 OMP_API int32_t omp_pause_resource_(const int32_t *kind, const int32_t *device) {

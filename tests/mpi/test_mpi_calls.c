@@ -259,8 +259,7 @@ static void *status_calls(void *arg) {
   return NULL;
 }
 
-/* ---- collectives --------------------------------------------------------------------------------
- */
+/* ---- collectives ----------------------------------------------------------------------------- */
 
 static void *collectives(void *arg) {
   (void)arg;
