@@ -68,7 +68,7 @@ int ito__atfork_active(void) { return fk.active; }
 
 void ito__atfork_parent(void) {
   if (!fk.active) return;
-  ITO_ASSERT(cur_worker() == fk.w && fk.w->cur == fk.f); /* invariant 1: pinned */
+  ITO_ASSERT(fk.w->cur == fk.f); /* invariant 1: pinned */
   fk.active = 0;
   fork_locks(0);
   if (ito__tls_mode) ito__tls_switch(fk.w, fk.f->tls);
@@ -80,7 +80,7 @@ void ito__atfork_child(void) {
   fk.active = 0;
   worker *w = fk.w;
   fiber *f = fk.f;
-  ITO_ASSERT(cur_worker() == w && w->cur == f); /* invariant 1: pinned */
+  ITO_ASSERT(w->cur == f); /* invariant 1: pinned */
   fork_locks(0);
   STORE_REL(&ito__forked, 1);
   w->os = ito__os.pthread_self();
@@ -89,9 +89,9 @@ void ito__atfork_child(void) {
   f->home = NULL;
   ito__threads_after_fork(f->thread);
   ito__runtime_after_fork(w);
-  ITO_ASSERT(ito__nworkers == 1 && w->id == 0 && cur_worker() == w); /* invariant 3 */
+  ITO_ASSERT(ito__nworkers == 1 && w->id == 0); /* invariant 3 */
   ito__timers_after_fork();
-  ito__sig_after_fork();
+  ito__sig_after_fork(f->thread);
   ito__poll_after_fork();
   if (ito__tls_mode) {
     ito__tls_switch(w, f->tls);                         /* (the block's tid: the child's) */

@@ -42,7 +42,7 @@ HIDDEN void ito__fibers_fork_lock(int take);
 HIDDEN void ito__handles_fork_lock(int take);
 HIDDEN void ito__tls_fork_lock(int take);
 HIDDEN void ito__timers_after_fork(void);
-HIDDEN void ito__sig_after_fork(void);
+HIDDEN void ito__sig_after_fork(struct ithread *self);
 HIDDEN void ito__poll_after_fork(void);
 HIDDEN void ito__monitor_after_fork(void);
 /* The child's monitor, at its first thread creation (monitor.c). */

@@ -681,7 +681,7 @@ void ito__sig_fork_lock(int take) {
     acts_unlock(mask);
 }
 
-void ito__sig_after_fork(void) {
+void ito__sig_after_fork(ithread *self) {
   ito__sig_rt.lock = 0;
   ito__sig_rt.nwaiters = 0; /* the threads in sigwait were the parent's */
   STORE_RLX(&ito__sig_rt.inbox, 0);
@@ -691,10 +691,9 @@ void ito__sig_after_fork(void) {
   /* a sender of the parent (another OS thread) may have held the forking
    * thread's ilock, or counted itself in its iflight, at the fork: in the
    * child it never lets go, and the first interruptible wait would spin */
-  ithread *t = running_thread(cur_worker());
-  if (t) {
-    t->ilock = 0;
-    t->iflight = 0;
-    t->intr = NULL;
+  if (self) {
+    self->ilock = 0;
+    self->iflight = 0;
+    self->intr = NULL;
   }
 }
