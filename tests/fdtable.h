@@ -84,4 +84,12 @@ static inline int fdtable_waited_on(int fd) {
   return found;
 }
 
+/* Until a thread waits on fd, calling nap between looks: 1, or -1 when
+ * /proc cannot be read. */
+static inline int fdtable_wait_for_waiter(int fd, void (*nap)(void)) {
+  int r;
+  while ((r = fdtable_waited_on(fd)) == 0) nap();
+  return r;
+}
+
 #endif

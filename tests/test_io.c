@@ -41,11 +41,8 @@ static void ms_sleep(long ms) {
 }
 
 /* Until a thread waits on fd (fdtable.h). */
-static void wait_for_waiter(int fd) {
-  int r;
-  while ((r = fdtable_waited_on(fd)) == 0) ms_sleep(1);
-  CHECK(r == 1);
-}
+static void nap_1ms(void) { ms_sleep(1); }
+static void wait_for_waiter(int fd) { CHECK(fdtable_wait_for_waiter(fd, nap_1ms) == 1); }
 
 /* ---- 1. many readers, woken in random order ------------------------------------ */
 #define NPIPES 500

@@ -29,6 +29,8 @@ static void sleep_ms(long ms) {
   }
 }
 
+static void nap_1ms(void) { sleep_ms(1); }
+
 /* One blocked call on fd, run by a thread: a read of one byte, or a write
  * of len bytes. */
 struct blocked {
@@ -68,9 +70,7 @@ static void block(struct blocked *b, int fd, size_t len) {
   pthread_mutex_lock(&b->m);
   while (!b->started) pthread_cond_wait(&b->cv, &b->m);
   pthread_mutex_unlock(&b->m);
-  int r;
-  while ((r = fdtable_waited_on(fd)) == 0) sleep_ms(1);
-  if (r < 0) FAIL("cannot read /proc/self to see the call wait");
+  if (fdtable_wait_for_waiter(fd, nap_1ms) < 0) FAIL("cannot read /proc/self to see the call wait");
 }
 
 /* The call must end within 10 s. */

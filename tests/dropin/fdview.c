@@ -61,6 +61,8 @@ static void *wait_once(void *arg) {
   return NULL;
 }
 
+static void nap_1ms(void) { sleep_ms(1); }
+
 static void first_wait(int rfd, int wfd) {
   struct first_wait f = {rfd, wfd, PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
   pthread_t t;
@@ -68,9 +70,9 @@ static void first_wait(int rfd, int wfd) {
   pthread_mutex_lock(&f.m);
   while (!f.ready) pthread_cond_wait(&f.c, &f.m);
   pthread_mutex_unlock(&f.m);
-  int r; /* until it waits: in the kernel natively, parked under the preload */
-  while ((r = fdtable_waited_on(rfd)) == 0) sleep_ms(1);
-  if (r < 0) FAIL("cannot read /proc/self to see the read wait");
+  /* until it waits: in the kernel natively, parked under the preload */
+  if (fdtable_wait_for_waiter(rfd, nap_1ms) < 0)
+    FAIL("cannot read /proc/self to see the read wait");
   if (write(wfd, "w", 1) != 1) FAIL("write");
   must("pthread_join", pthread_join(t, NULL));
 }
