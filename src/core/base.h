@@ -19,6 +19,8 @@
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define CACHELINE 64
+/* The most workers (ITO_WORKER_LIMIT's highest value): slots of the per-worker tables. */
+#define ITO_MAX_WORKERS 8192
 
 #if defined(__SANITIZE_ADDRESS__) && !defined(ITO_ASAN)
 #define ITO_ASAN 1

@@ -1,12 +1,9 @@
 /* The configuration table and its one checked parser (config.h). Every
- * ITO_* variable of libito.so is a row of core_rows below; the drop-in
+ * ITO_* variable of libito.so is a row of its module's table (ITO_CONFIG_MODULE); the drop-in
  * libraries hand theirs to ito__config_read. Design: docs/architecture.md,
  * "Configuration". */
 #define _GNU_SOURCE
 #include "config.h"
-
-#include "numa.h"
-#include "places.h"
 
 #include "os.h"
 
@@ -20,140 +17,13 @@
 #include <strings.h>
 #include <unistd.h>
 
-struct ito_settings ito__cfg;
-
-/* ---- the core's rows ------------------------------------------------------------- */
-
-static const struct ito_cfg_choice guard_words[] = {
-    {"auto", GUARD_AUTO}, {"always", GUARD_ALWAYS}, {"never", GUARD_NEVER}, {0, 0}};
-static const struct ito_cfg_choice fence_words[] = {
-    {"asymmetric", FENCE_ASYMMETRIC}, {"symmetric", FENCE_SYMMETRIC}, {0, 0}};
-static const struct ito_cfg_choice wait_words[] = {
-    {"passive", WAIT_PASSIVE}, {"active", WAIT_ACTIVE}, {0, 0}};
-static const struct ito_cfg_choice bit_words[] = {{"0", 0}, {"1", 1}, {0, 0}};
-static const struct ito_cfg_choice nowait_words[] = {
-    {"auto", PIPE_NOWAIT_AUTO}, {"0", PIPE_NOWAIT_OFF}, {0, 0}};
-
-static const struct ito_cfg_choice tls_words[] = {{"thread", 1}, {"worker", 0}, {0, 0}};
-
-/* ITO_PROFILE: a comma list of summary, csv, trace and dag; 1 is summary,
- * 0 off. */
-static const char *parse_profile(const char *text, void *dst) {
-  static const char *const words[] = {"summary", "csv", "trace", "dag"};
-  static const char expected[] =
-      "0, 1, or a comma list of summary, csv, trace and dag (for example summary,trace)";
-  int mask = 0;
-  if (!strcmp(text, "0") || !strcmp(text, "1")) {
-    *(int *)dst = text[0] == '1' ? 1 : 0;
-    return NULL;
-  }
-  for (const char *p = text;;) {
-    const char *end = strchr(p, ',');
-    size_t n = end ? (size_t)(end - p) : strlen(p);
-    int k = -1;
-    for (int i = 0; i < 4; i++)
-      if (strlen(words[i]) == n && !strncasecmp(p, words[i], n)) k = i;
-    if (k < 0) return expected;
-    mask |= 1 << k;
-    if (!end) break;
-    p = end + 1;
-  }
-  *(int *)dst = mask;
-  return NULL;
-}
-
-/* A file name prefix or a file: any text without a newline. */
-static const char *parse_path(const char *text, void *dst) {
-  if (strchr(text, '\n')) return "a path";
-  *(const char **)dst = text;
-  return NULL;
-}
-
-static const char *parse_places(const char *text, void *dst) {
-  const char *why = ito__places_check(text);
-  if (!why) *(const char **)dst = text;
-  return why;
-}
-
-static const struct ito_cfg_choice numa_words[] = {
-    {"auto", NUMA_AUTO}, {"on", NUMA_ON}, {"off", NUMA_OFF}, {0, 0}};
-
-/* (a table: one row per variable, packed) */
-/* clang-format off */
-static const struct ito_cfg core_rows[] = {
-    {.name = "ITO_PLACES", .kind = ITO_CFG_PARSE, .dst = &ito__cfg.places,
-     .parse = parse_places, .dflt = "none",
-     .what = "the places workers are bound to, in OpenMP's forms (cores, {0,1},{2,3}, ...)"},
-    {.name = "ITO_NUMA", .kind = ITO_CFG_CHOICE, .dst = &ito__cfg.numa, .choices = numa_words,
-     .dflt = "auto", .what = "NUMA nodes: auto (on with more than one), on, off"},
-    {.name = "ITO_NUMA_FAKE", .kind = ITO_CFG_CHOICE, .dst = &ito__cfg.numa_fake,
-     .choices = bit_words, .dflt = "0",
-     .what = "1: ito_numa_alloc* record their nodes without binding memory (a test aid)"},
-    {.name = "ITO_PROFILE", .kind = ITO_CFG_PARSE, .dst = &ito__cfg.profile,
-     .parse = parse_profile, .dflt = "0",
-     .what = "profile the run: summary, csv, trace, dag (a comma list); 1: summary"},
-    {.name = "ITO_PROFILE_OUT", .kind = ITO_CFG_PARSE, .dst = &ito__cfg.profile_out,
-     .parse = parse_path, .dflt = "ito-profile",
-     .what = "the profile's files: PREFIX.csv, PREFIX.trace.json, PREFIX.dag.json"},
-    {.name = "ITO_PROFILE_BASELINE", .kind = ITO_CFG_PARSE, .dst = &ito__cfg.profile_baseline,
-     .parse = parse_path, .dflt = "none",
-     .what = "a profile CSV of a 1-worker run: work-time stretch per region"},
-    {.name = "ITO_PROFILE_COLLAPSE", .kind = ITO_CFG_INT, .dst = &ito__cfg.profile_collapse,
-     .lo = 0, .hi = 10 * 1000 * 1000, .dflt = "1000",
-     .what = "nanoseconds: the profiler collapses subtrees whose work at their place averaged "
-             "less, their span estimated (0: never; every fork recorded)"},
-    {.name = "ITO_NUM_WORKERS", .kind = ITO_CFG_INT, .dst = &ito__cfg.workers, .lo = 1,
-     .hi = ITO_MAX_WORKERS, .dflt = "the usable CPUs",
-     .what = "number of workers (the affinity mask's CPUs, capped by the cgroup CPU quota, by "
-             "default)"},
-    {.name = "ITO_STACK_SIZE", .kind = ITO_CFG_SIZE, .dst = &ito__cfg.stack_size,
-     .lo = ITO_MIN_STACK, .hi = ITO_MAX_STACK, .dflt = "128K",
-     .what = "stack size of a lightweight thread"},
-    {.name = "ITO_BIND", .kind = ITO_CFG_CHOICE, .dst = &ito__cfg.bind, .choices = bit_words,
-     .dflt = "0", .what = "1: pin worker i to the i-th allowed CPU"},
-    {.name = "ITO_STACK_GUARD", .kind = ITO_CFG_CHOICE, .dst = &ito__cfg.stack_guard,
-     .choices = guard_words, .dflt = "auto", .what = "a guard page below each thread stack"},
-    {.name = "ITO_STACK_CACHE", .kind = ITO_CFG_SIZE, .dst = &ito__cfg.stack_cache, .lo = 0,
-     .hi = (size_t)1 << 40, .dflt = "40M",
-     .what = "bytes of free thread stacks kept in memory; beyond, freed stacks give their pages "
-             "back"},
-    {.name = "ITO_DEQUE_FENCE", .kind = ITO_CFG_CHOICE, .dst = &ito__cfg.deque_fence,
-     .choices = fence_words, .dflt = "asymmetric",
-     .what = "symmetric: a fence in every pop instead of membarrier on steals"},
-    {.name = "ITO_WAIT_POLICY", .kind = ITO_CFG_CHOICE, .dst = &ito__cfg.wait_policy,
-     .choices = wait_words, .dflt = "passive",
-     .what = "active: idle workers never sleep"},
-    {.name = "ITO_EXTRA_WORKERS", .kind = ITO_CFG_INT, .dst = &ito__cfg.extra_workers, .lo = 0,
-     .hi = ITO_MAX_WORKERS - 1, .dflt = "256",
-     .what = "the most extra workers the monitor runs beside workers blocked in calls ito cannot "
-             "park (0: none)"},
-    {.name = "ITO_WORKER_LIMIT", .kind = ITO_CFG_INT, .dst = &ito__cfg.worker_limit, .lo = 1,
-     .hi = ITO_MAX_WORKERS, .dflt = "8192",
-     .what = "the most workers (OS threads) in all, extra ones included, also for waits in the "
-             "kernel on process-shared objects and I/O ito cannot park; the configured workers "
-             "always run"},
-    {.name = "ITO_TLS", .kind = ITO_CFG_CHOICE, .dst = &ito__cfg.tls_thread, .choices = tls_words,
-     .dflt = "worker",
-     .what = "thread: every thread has its own thread-local storage (errno, thread_local); "
-             "worker: threads share their worker's"},
-    {.name = "ITO_PREEMPT_MS", .kind = ITO_CFG_INT, .dst = &ito__cfg.preempt_ms, .lo = 0,
-     .hi = 100000, .dflt = "10",
-     .what = "time slice in milliseconds of a pthread or OpenMP team member, after which the "
-             "monitor preempts it while other threads wait (0: never)"},
-    {.name = "ITO_SPIN_US", .kind = ITO_CFG_INT, .dst = &ito__cfg.spin_us, .lo = 0,
-     .hi = 10 * 1000 * 1000, .dflt = "50",
-     .what = "microseconds an idle worker looks for work before it sleeps"},
-    {.name = "ITO_IO_PIPE_NOWAIT", .kind = ITO_CFG_CHOICE, .dst = &ito__cfg.pipe_nowait,
-     .choices = nowait_words, .dflt = "auto",
-     .what = "0: pipes are polled before each call instead of RWF_NOWAIT"},
-};
-/* clang-format on */
-#define N_CORE_ROWS ((int)(sizeof core_rows / sizeof core_rows[0]))
-
 /* Values given by drop-in libraries for core rows whose variable is not set
  * (ito__config_default), and the name to blame for a bad one. */
-static const char *fallback[N_CORE_ROWS];
-static const char *fallback_from[N_CORE_ROWS];
+#define MAX_FALLBACKS 16
+static struct {
+  const struct ito_cfg *row;
+  const char *text, *from;
+} fallback[MAX_FALLBACKS];
 static int default_workers;
 
 /* ---- messages ---------------------------------------------------------------------- */
@@ -343,14 +213,75 @@ static const char *env(const char *name) {
   return v && *v ? v : NULL;
 }
 
-/* ---- tables ------------------------------------------------------------------------------ */
+/* ---- the modules' tables ------------------------------------------------------------- */
 
+/* The entries ITO_CONFIG_MODULE puts in the ito_config section, bounded by
+ * the linker's __start_ and __stop_ symbols (weak: a program that links
+ * no module has none). */
+extern const struct ito_cfg_module *const __start_ito_config[] __attribute__((weak)) HIDDEN;
+extern const struct ito_cfg_module *const __stop_ito_config[] __attribute__((weak)) HIDDEN;
+
+static int n_modules(void) { return (int)(__stop_ito_config - __start_ito_config); }
+static const struct ito_cfg_module *module(int m) { return __start_ito_config[m]; }
+
+/* The module whose settings hold row r's destination (invariant 4). */
+static void check_module(const struct ito_cfg_module *mod) {
+  for (int i = 0; i < mod->n; i++) {
+    const char *d = mod->rows[i].dst, *base = mod->settings;
+    ITO_ASSERT(d >= base && d < base + mod->size);
+    (void)d, (void)base;
+  }
+}
+
+/* Core row `name`, its module in *mod; NULL for an unknown name. */
+static const struct ito_cfg *core_row(const char *name, const struct ito_cfg_module **mod) {
+  for (int m = 0; m < n_modules(); m++)
+    for (int i = 0; i < module(m)->n; i++)
+      if (!strcmp(module(m)->rows[i].name, name)) {
+        if (mod) *mod = module(m);
+        return &module(m)->rows[i];
+      }
+  return NULL;
+}
+
+static int fallback_of(const struct ito_cfg *row) {
+  for (int i = 0; i < MAX_FALLBACKS && fallback[i].row; i++)
+    if (fallback[i].row == row) return i;
+  return -1;
+}
+
+/* Parses row r of module mod into the copy of its settings at `into`: the
+ * variable when set, else a library's default; else leaves the field. */
+static void read_row(const struct ito_cfg_module *mod, const struct ito_cfg *row, void *into) {
+  struct ito_cfg r = *row;
+  r.dst = (char *)into + ((char *)row->dst - (char *)mod->settings);
+  const char *v = env(r.name);
+  int f = v ? -1 : fallback_of(row);
+  if (v)
+    parse_row(&r, v, r.name);
+  else if (f >= 0)
+    parse_row(&r, fallback[f].text, fallback[f].from ? fallback[f].from : r.name);
+}
+
+/* The settings module mod has from the environment now, in *into. */
+static void module_from_env(const struct ito_cfg_module *mod, void *into) {
+  check_module(mod);
+  mod->defaults(into);
+  for (int i = 0; i < mod->n; i++) read_row(mod, &mod->rows[i], into);
+  if (mod->finish) mod->finish(into);
+}
+
+void ito__config_read_modules(void) {
+  for (int m = 0; m < n_modules(); m++) module_from_env(module(m), module(m)->settings);
+}
+
+/* The drop-in libraries' tables, after the modules'. */
 #define MAX_TABLES 8
 static struct {
   const struct ito_cfg *rows;
   int n;
-} tables[MAX_TABLES] = {{core_rows, N_CORE_ROWS}};
-static int ntables = 1;
+} tables[MAX_TABLES];
+static int ntables;
 static int table_lock;
 
 void ito__config_read(const struct ito_cfg *rows, int n) {
@@ -370,6 +301,8 @@ void ito__config_read(const struct ito_cfg *rows, int n) {
 }
 
 void ito__config_each(void (*fn)(const struct ito_cfg *row, void *arg), void *arg) {
+  for (int m = 0; m < n_modules(); m++)
+    for (int i = 0; i < module(m)->n; i++) fn(&module(m)->rows[i], arg);
   spin_lock(&table_lock);
   int nt = ntables;
   spin_unlock(&table_lock);
@@ -377,23 +310,17 @@ void ito__config_each(void (*fn)(const struct ito_cfg *row, void *arg), void *ar
     for (int i = 0; i < tables[t].n; i++) fn(&tables[t].rows[i], arg);
 }
 
-/* The index of core row `name`, or -1. */
-static int core_row(const char *name) {
-  for (int i = 0; i < N_CORE_ROWS; i++)
-    if (!strcmp(core_rows[i].name, name)) return i;
-  return -1;
-}
-
 const char *ito__config_blame(const char *name) {
-  int i = core_row(name);
-  return i >= 0 && !env(name) && fallback[i] && fallback_from[i] ? fallback_from[i] : name;
+  const struct ito_cfg *row = core_row(name, NULL);
+  int f = row && !env(name) ? fallback_of(row) : -1;
+  return f >= 0 && fallback[f].from ? fallback[f].from : name;
 }
 
 int ito__config_default(const char *name, const char *text, const char *from) {
-  int i = core_row(name);
-  if (i < 0) return EINVAL;
+  const struct ito_cfg *row = core_row(name, NULL);
+  if (!row) return EINVAL;
   /* checked now, so that the message comes from the library that gave it */
-  struct ito_cfg probe = core_rows[i];
+  struct ito_cfg probe = *row;
   union {
     long l;
     size_t z;
@@ -402,54 +329,38 @@ int ito__config_default(const char *name, const char *text, const char *from) {
   } u;
   probe.dst = &u;
   parse_row(&probe, text, from ? from : name);
-  fallback[i] = text;
-  fallback_from[i] = from;
+  int f = fallback_of(row);
+  for (int i = 0; f < 0 && i < MAX_FALLBACKS; i++)
+    if (!fallback[i].row) f = i;
+  if (f < 0) return ENOMEM; /* (more than every core row a library may give) */
+  fallback[f].row = row;
+  fallback[f].text = text;
+  fallback[f].from = from;
   return 0;
 }
 
 void ito__config_default_workers(int n) { default_workers = n; }
 
-/* The settings the variables give now: the defaults, then each core row's
- * variable or the fallback a library gave. */
-static void settings_from_env(struct ito_settings *s) {
+int ito__config_workers(void) {
   int cpus = ito__usable_cpus();
-  *s = (struct ito_settings){
-      .workers = default_workers > 0 && default_workers < cpus ? default_workers : cpus,
-      .stack_size = ITO_DEFAULT_STACK,
-      .stack_guard = GUARD_AUTO,
-      .stack_cache = ITO_DEFAULT_STACK_CACHE,
-      .deque_fence = FENCE_ASYMMETRIC,
-      .wait_policy = WAIT_PASSIVE,
-      .spin_us = 50,
-      .pipe_nowait = PIPE_NOWAIT_AUTO,
-      .extra_workers = 256,
-      .worker_limit = ITO_MAX_WORKERS,
-      .tls_thread = 0,
-      .preempt_ms = 10,
-      .profile_collapse = 1000,
-  };
-  for (int i = 0; i < N_CORE_ROWS; i++) {
-    /* the row's destination is a field of ito__cfg: the same field of *s */
-    struct ito_cfg r = core_rows[i];
-    r.dst = (char *)s + ((char *)core_rows[i].dst - (char *)&ito__cfg);
-    const char *v = env(r.name);
-    if (v)
-      parse_row(&r, v, r.name);
-    else if (fallback[i])
-      parse_row(&r, fallback[i], fallback_from[i] ? fallback_from[i] : r.name);
-  }
-  s->stack_size = (s->stack_size + 4095) & ~(size_t)4095;
+  return default_workers > 0 && default_workers < cpus ? default_workers : cpus;
 }
 
-void ito__config_read_core(void) { settings_from_env(&ito__cfg); }
+/* The largest module's settings a copy is made of (ito__config_value). */
+#define MAX_SETTINGS 256
 
 int ito__config_value(const char *name, char *out, size_t len) {
-  int i = core_row(name);
-  if (i < 0) return EINVAL;
-  struct ito_settings s;
-  settings_from_env(&s);
-  const struct ito_cfg *r = &core_rows[i];
-  const void *field = (const char *)&s + ((const char *)r->dst - (const char *)&ito__cfg);
+  const struct ito_cfg_module *mod;
+  const struct ito_cfg *r = core_row(name, &mod);
+  if (!r) return EINVAL;
+  union {
+    max_align_t align;
+    char bytes[MAX_SETTINGS];
+  } copy;
+  ITO_ASSERT(mod->size <= sizeof copy);
+  if (mod->size > sizeof copy) return EINVAL;
+  module_from_env(mod, copy.bytes);
+  const void *field = copy.bytes + ((const char *)r->dst - (const char *)mod->settings);
   switch (r->kind) {
     case ITO_CFG_INT:
       snprintf(out, len, "%ld", *(const long *)field);
@@ -465,7 +376,7 @@ int ito__config_value(const char *name, char *out, size_t len) {
       break;
     }
     case ITO_CFG_PARSE:
-      return EINVAL; /* the core has no such row */
+      return EINVAL; /* (a value only its module reads) */
   }
   return 0;
 }

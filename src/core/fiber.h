@@ -29,6 +29,14 @@
 #include "thread.h"
 #include "waitq.h"
 
+/* ITO_STACK_GUARD's values, and the bounds and defaults of the stack rows
+ * (runtime.c) */
+enum { GUARD_AUTO = 0, GUARD_ALWAYS, GUARD_NEVER };
+#define ITO_MIN_STACK (16UL << 10)
+#define ITO_MAX_STACK (1UL << 30)
+#define ITO_DEFAULT_STACK (128UL << 10)
+#define ITO_DEFAULT_STACK_CACHE (40UL << 20) /* glibc's cache of thread stacks */
+
 struct worker;
 
 /* FIBER_POOL: a pool stack; FIBER_NATIVE: an OS thread's own stack (the

@@ -23,6 +23,30 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+/* ITO_EXTRA_WORKERS and ITO_WORKER_LIMIT (config.h) */
+static struct mon_settings {
+  long extra_workers; /* the cap on extra workers */
+  long worker_limit;  /* workers in all, extra ones included */
+} mon_cfg;
+/* (a table: one row per variable, packed) */
+/* clang-format off */
+static const struct ito_cfg mon_rows[] = {
+    {.name = "ITO_EXTRA_WORKERS", .kind = ITO_CFG_INT, .dst = &mon_cfg.extra_workers, .lo = 0,
+     .hi = ITO_MAX_WORKERS - 1, .dflt = "256",
+     .what = "the most extra workers the monitor runs beside workers blocked in calls ito cannot "
+             "park (0: none)"},
+    {.name = "ITO_WORKER_LIMIT", .kind = ITO_CFG_INT, .dst = &mon_cfg.worker_limit, .lo = 1,
+     .hi = ITO_MAX_WORKERS, .dflt = "8192",
+     .what = "the most workers (OS threads) in all, extra ones included, also for waits in the "
+             "kernel on process-shared objects and I/O ito cannot park; the configured workers "
+             "always run"},
+};
+/* clang-format on */
+static void mon_defaults(void *settings) {
+  *(struct mon_settings *)settings = (struct mon_settings){256, ITO_MAX_WORKERS};
+}
+ITO_CONFIG_MODULE(monitor_config, mon_rows, mon_cfg, mon_defaults, NULL);
+
 /* The monitor reads the workers' fields without their locks: what it
  * sees only steers its guesses, so ThreadSanitizer is told to ignore the
  * reads (docs/monitor.md). */
@@ -595,9 +619,9 @@ void ito__monitor_sync(void) {
 }
 
 void ito__monitor_start(void) {
-  long slots = ito__cfg.worker_limit - ito__nworkers;
+  long slots = mon_cfg.worker_limit - ito__nworkers;
   if (slots < 0) slots = 0;
-  long cap = ito__cfg.extra_workers < slots ? ito__cfg.extra_workers : slots;
+  long cap = mon_cfg.extra_workers < slots ? mon_cfg.extra_workers : slots;
   memset(&mon, 0, sizeof mon);
   int used = LOAD_ACQ(&ito__slots_counted);
   memset(slot_state, 0, sizeof slot_state[0] * (size_t)used);

@@ -33,6 +33,35 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+enum { NUMA_AUTO = 0, NUMA_ON, NUMA_OFF };
+
+/* ITO_NUMA and ITO_NUMA_FAKE (config.h) */
+static struct numa_settings {
+  int mode; /* NUMA_* */
+  int fake; /* record nodes, bind nothing (a test aid) */
+} numa_cfg;
+static const struct ito_cfg_choice numa_words[] = {
+    {"auto", NUMA_AUTO}, {"on", NUMA_ON}, {"off", NUMA_OFF}, {0, 0}};
+static const struct ito_cfg_choice bit_words[] = {{"0", 0}, {"1", 1}, {0, 0}};
+static const struct ito_cfg numa_rows[] = {
+    {.name = "ITO_NUMA",
+     .kind = ITO_CFG_CHOICE,
+     .dst = &numa_cfg.mode,
+     .choices = numa_words,
+     .dflt = "auto",
+     .what = "NUMA nodes: auto (on with more than one), on, off"},
+    {.name = "ITO_NUMA_FAKE",
+     .kind = ITO_CFG_CHOICE,
+     .dst = &numa_cfg.fake,
+     .choices = bit_words,
+     .dflt = "0",
+     .what = "1: ito_numa_alloc* record their nodes without binding memory (a test aid)"},
+};
+static void numa_defaults(void *settings) {
+  *(struct numa_settings *)settings = (struct numa_settings){NUMA_AUTO, 0};
+}
+ITO_CONFIG_MODULE(numa_config, numa_rows, numa_cfg, numa_defaults, NULL);
+
 enum { LAYOUT_NODE = 0, LAYOUT_INTERLEAVED, LAYOUT_BLOCKED };
 
 struct block {
@@ -83,13 +112,13 @@ static bool one_node_here(void) {
 }
 
 int ito__numa_nodes(void) {
-  if (ito__cfg.numa == NUMA_OFF) return 1;
-  if (ito__cfg.numa == NUMA_AUTO && one_node_here()) return 1;
+  if (numa_cfg.mode == NUMA_OFF) return 1;
+  if (numa_cfg.mode == NUMA_AUTO && one_node_here()) return 1;
   return ito__topo()->nodes;
 }
 
 void ito__numa_start(void) {
-  if (ito__cfg.numa != NUMA_ON) return;
+  if (numa_cfg.mode != NUMA_ON) return;
   const struct topo *t = ito__topo();
   if (t->nodes > 1) return;
   static int said;
@@ -116,7 +145,7 @@ static void mask_set(struct mask *m, int bit) {
 /* Binds [p, p + len) to node (logical) with mode, unless faked or one node
  * (invariants 2 and 3). 0 or errno. */
 static int bind_range(void *p, size_t len, int mode, int node, int nodes) {
-  if (ito__cfg.numa_fake || ito__numa_nodes() == 1) return 0;
+  if (numa_cfg.fake || ito__numa_nodes() == 1) return 0;
   const struct topo *t = ito__topo();
   if (!t->real) return 0;
   struct mask m;
@@ -282,13 +311,13 @@ int ito_numa_node_of(const void *p) {
       node = b->node;
     else if (b->layout == LAYOUT_BLOCKED)
       node = (int)((off / b->stride) % (size_t)b->nodes);
-    else if (ito__cfg.numa_fake || !ito__topo()->real || b->nodes == 1)
+    else if (numa_cfg.fake || !ito__topo()->real || b->nodes == 1)
       node = (int)((off / page_size()) % (size_t)b->nodes); /* as the kernel interleaves */
   }
   spin_unlock(&blocks_lock);
   if (node >= -1) return node;
   /* not a block of ours, or interleaved for real: the kernel says */
-  if (ito__cfg.numa_fake || ito__numa_nodes() == 1) return ito__numa_nodes() == 1 ? 0 : -1;
+  if (numa_cfg.fake || ito__numa_nodes() == 1) return ito__numa_nodes() == 1 ? 0 : -1;
   return kernel_node(p);
 }
 

@@ -5,8 +5,6 @@
 
 #include "base.h"
 
-enum { NUMA_AUTO = 0, NUMA_ON, NUMA_OFF };
-
 /* The nodes in use: the topology's, or 1 with ITO_NUMA=off. */
 HIDDEN int ito__numa_nodes(void);
 /* At each start, once the configuration is read: says so when ITO_NUMA=on

@@ -196,12 +196,39 @@ static int parse(const char *text, cpu_set_t *out, int max) {
 
 /* ---- the runtime's places --------------------------------------------------------------- */
 
-const char *ito__places_check(const char *text) {
-  return parse(text, NULL, MAX_PLACES) < 0 ? expected : NULL;
+/* ITO_PLACES and ITO_BIND (config.h) */
+static struct places_settings {
+  const char *places; /* the environment's string, or NULL */
+  int bind;           /* ITO_BIND=1: ITO_PLACES=cores */
+} places_cfg;
+
+static const char *parse_places(const char *text, void *dst) {
+  if (parse(text, NULL, MAX_PLACES) < 0) return expected;
+  *(const char **)dst = text;
+  return NULL;
 }
+static const struct ito_cfg_choice bit_words[] = {{"0", 0}, {"1", 1}, {0, 0}};
+static const struct ito_cfg places_rows[] = {
+    {.name = "ITO_PLACES",
+     .kind = ITO_CFG_PARSE,
+     .dst = &places_cfg.places,
+     .parse = parse_places,
+     .dflt = "none",
+     .what = "the places workers are bound to, in OpenMP's forms (cores, {0,1},{2,3}, ...)"},
+    {.name = "ITO_BIND",
+     .kind = ITO_CFG_CHOICE,
+     .dst = &places_cfg.bind,
+     .choices = bit_words,
+     .dflt = "0",
+     .what = "1: pin worker i to the i-th allowed CPU"},
+};
+static void places_defaults(void *settings) {
+  *(struct places_settings *)settings = (struct places_settings){NULL, 0};
+}
+ITO_CONFIG_MODULE(places_config, places_rows, places_cfg, places_defaults, NULL);
 
 void ito__places_setup(void) {
-  const char *text = ito__cfg.places ? ito__cfg.places : ito__cfg.bind ? "cores" : NULL;
+  const char *text = places_cfg.places ? places_cfg.places : places_cfg.bind ? "cores" : NULL;
   nplaces = 0;
   if (!text) return;
   if (!places) places = malloc(sizeof(cpu_set_t) * MAX_PLACES);

@@ -17,9 +17,6 @@
 
 #include <sched.h>
 
-/* ITO_PLACES's syntax: NULL when text is valid, else what is expected (the
- * configuration parser's message). */
-HIDDEN const char *ito__places_check(const char *text);
 /* At each start (invariant 1): the places of ITO_PLACES, or of cores when
  * ITO_BIND=1, or none. */
 HIDDEN void ito__places_setup(void);

@@ -23,6 +23,21 @@
 #include <ucontext.h>
 #include <unistd.h>
 
+/* ITO_PREEMPT_MS (config.h) */
+static struct { long ms; } preempt_cfg;
+static const struct ito_cfg preempt_rows[] = {
+    {.name = "ITO_PREEMPT_MS",
+     .kind = ITO_CFG_INT,
+     .dst = &preempt_cfg.ms,
+     .lo = 0,
+     .hi = 100000,
+     .dflt = "10",
+     .what = "time slice in milliseconds of a pthread or OpenMP team member, after which the "
+             "monitor preempts it while other threads wait (0: never)"},
+};
+static void preempt_defaults(void *settings) { *(long *)settings = 10; }
+ITO_CONFIG_MODULE(preempt_config, preempt_rows, preempt_cfg, preempt_defaults, NULL);
+
 int ito__preempt_enabled, ito__preempt_threads;
 
 /* ito's preemption signal: SI_QUEUE from our pid, its value the fiber's
@@ -358,7 +373,7 @@ bool ito__preempt_setup(long long *slice_ns) {
   build();
   install(); /* (also for asynchronous cancellation, with no time slice) */
   if (!LOAD_ACQ(&installed)) return false;
-  *slice_ns = ito__cfg.preempt_ms * 1000000LL;
+  *slice_ns = preempt_cfg.ms * 1000000LL;
   return true;
 #endif
 }

@@ -22,8 +22,69 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+/* ---- settings ----------------------------------------------------------------------------- */
+
+struct prof_settings ito__prof_cfg;
+
+/* ITO_PROFILE: a comma list of summary, csv, trace and dag; 1 is summary,
+ * 0 off. */
+static const char *parse_profile(const char *text, void *dst) {
+  static const char *const words[] = {"summary", "csv", "trace", "dag"};
+  static const char expected[] =
+      "0, 1, or a comma list of summary, csv, trace and dag (for example summary,trace)";
+  int mask = 0;
+  if (!strcmp(text, "0") || !strcmp(text, "1")) {
+    *(int *)dst = text[0] == '1' ? 1 : 0;
+    return NULL;
+  }
+  for (const char *p = text;;) {
+    const char *end = strchr(p, ',');
+    size_t n = end ? (size_t)(end - p) : strlen(p);
+    int k = -1;
+    for (int i = 0; i < 4; i++)
+      if (strlen(words[i]) == n && !strncasecmp(p, words[i], n)) k = i;
+    if (k < 0) return expected;
+    mask |= 1 << k;
+    if (!end) break;
+    p = end + 1;
+  }
+  *(int *)dst = mask;
+  return NULL;
+}
+
+/* A file name prefix or a file: any text without a newline. */
+static const char *parse_path(const char *text, void *dst) {
+  if (strchr(text, '\n')) return "a path";
+  *(const char **)dst = text;
+  return NULL;
+}
+
+/* (a table: one row per variable, packed) */
+/* clang-format off */
+static const struct ito_cfg prof_rows[] = {
+    {.name = "ITO_PROFILE", .kind = ITO_CFG_PARSE, .dst = &ito__prof_cfg.what,
+     .parse = parse_profile, .dflt = "0",
+     .what = "profile the run: summary, csv, trace, dag (a comma list); 1: summary"},
+    {.name = "ITO_PROFILE_OUT", .kind = ITO_CFG_PARSE, .dst = &ito__prof_cfg.out,
+     .parse = parse_path, .dflt = "ito-profile",
+     .what = "the profile's files: PREFIX.csv, PREFIX.trace.json, PREFIX.dag.json"},
+    {.name = "ITO_PROFILE_BASELINE", .kind = ITO_CFG_PARSE, .dst = &ito__prof_cfg.baseline,
+     .parse = parse_path, .dflt = "none",
+     .what = "a profile CSV of a 1-worker run: work-time stretch per region"},
+    {.name = "ITO_PROFILE_COLLAPSE", .kind = ITO_CFG_INT, .dst = &ito__prof_cfg.collapse_ns,
+     .lo = 0, .hi = 10 * 1000 * 1000, .dflt = "1000",
+     .what = "nanoseconds: the profiler collapses subtrees whose work at their place averaged "
+             "less, their span estimated (0: never; every fork recorded)"},
+};
+/* clang-format on */
+static void prof_defaults(void *settings) {
+  *(struct prof_settings *)settings = (struct prof_settings){0, "ito-profile", NULL, 1000};
+}
+ITO_CONFIG_MODULE(profile_config, prof_rows, ito__prof_cfg, prof_defaults, NULL);
 
 /* ---- state ------------------------------------------------------------------------------ */
 
@@ -631,8 +692,8 @@ void ito__prof_now(uint64_t *now, struct prof_sums *s, uint64_t *span) {
 void ito__prof_run(struct prof_run *r) {
   memset(r, 0, sizeof *r);
   r->what = what;
-  r->prefix = ito__cfg.profile_out ? ito__cfg.profile_out : "ito-profile";
-  r->baseline = ito__cfg.profile_baseline;
+  r->prefix = ito__prof_cfg.out;
+  r->baseline = ito__prof_cfg.baseline;
   r->number = runs;
   /* P: the workers of the start, and any extra worker the monitor started
    * beside a blocked one (counted from its first event) */
@@ -657,7 +718,7 @@ static void at_exit(void) {
 }
 
 void ito__profile_start(void) {
-  if (!ito__cfg.profile) return;
+  if (!ito__prof_cfg.what) return;
   if (!attached) {
     int rc = ito__hooks_attach(record, NULL);
     if (rc) {
@@ -678,9 +739,9 @@ void ito__profile_start(void) {
     }
   }
   runs++;
-  what = ito__cfg.profile;
+  what = ito__prof_cfg.what;
   nworkers = (int)ito__cfg.workers;
-  const char *prefix = ito__cfg.profile_out ? ito__cfg.profile_out : "ito-profile";
+  const char *prefix = ito__prof_cfg.out;
   what &= ~ito__prof_check_out(what, prefix, runs);
   raise_to(&pw_hi, nworkers);
   for (int i = 0; i < pw_hi; i++) {
@@ -707,7 +768,7 @@ void ito__profile_start(void) {
   ito__nodeq_counts(placed0);
   nused = 0;
   ito__prof_clock_start();
-  coll_ticks = (uint64_t)((double)ito__cfg.profile_collapse * 1e-9 / ito__prof_sec_per_tick);
+  coll_ticks = (uint64_t)((double)ito__prof_cfg.collapse_ns * 1e-9 / ito__prof_sec_per_tick);
   /* the workers of this start count from now, idle until their first
    * event (the main thread's worker works from ito__profile_running) */
   for (int i = 0; i < nworkers; i++) {

@@ -11,6 +11,15 @@
 /* ITO_PROFILE's words (a bit each). */
 enum { PROF_SUMMARY = 1, PROF_CSV = 2, PROF_TRACE = 4, PROF_DAG = 8 };
 
+/* The profiler's settings (its rows in profile.c), as of the last start. */
+struct prof_settings {
+  int what;             /* ITO_PROFILE: PROF_*, 0 off */
+  const char *out;      /* ITO_PROFILE_OUT: the files' prefix */
+  const char *baseline; /* ITO_PROFILE_BASELINE, or NULL */
+  long collapse_ns;     /* ITO_PROFILE_COLLAPSE: 0 never */
+};
+extern struct prof_settings ito__prof_cfg HIDDEN;
+
 /* A span packs the critical path's length in ticks above SPAN_KBITS and
  * the forks on it below (profile.h, invariant 2). */
 #define SPAN_KBITS 16

@@ -307,7 +307,7 @@ static void summary(const struct prof_run *r, const struct ito_profile *p) {
   if (p->collapsed)
     OUT("  collapsed: %llu subtrees of tasks under %.2f us (%.1f%% of the spawns): their spans "
         "estimated from the subtrees recorded whole (ITO_PROFILE_COLLAPSE=0 records every fork)\n",
-        p->collapsed, (double)ito__cfg.profile_collapse * 1e-3,
+        p->collapsed, (double)ito__prof_cfg.collapse_ns * 1e-3,
         p->spawns ? 100.0 * (double)p->collapsed_forks / (double)p->spawns : 0.0);
   if (p->tasks_local + p->tasks_remote + p->tasks_unknown)
     OUT("  tasks placed by their data (docs/numa.md): %llu ran on their data's node, %llu on "

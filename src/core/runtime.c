@@ -36,6 +36,62 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+/* ---- the scheduler's settings ------------------------------------------------------------ */
+
+struct ito_settings ito__cfg;
+
+static const struct ito_cfg_choice guard_words[] = {
+    {"auto", GUARD_AUTO}, {"always", GUARD_ALWAYS}, {"never", GUARD_NEVER}, {0, 0}};
+static const struct ito_cfg_choice fence_words[] = {{"asymmetric", 0}, {"symmetric", 1}, {0, 0}};
+static const struct ito_cfg_choice wait_words[] = {{"passive", 0}, {"active", 1}, {0, 0}};
+
+/* (a table: one row per variable, packed) */
+/* clang-format off */
+static const struct ito_cfg rows[] = {
+    {.name = "ITO_NUM_WORKERS", .kind = ITO_CFG_INT, .dst = &ito__cfg.workers, .lo = 1,
+     .hi = ITO_MAX_WORKERS, .dflt = "the usable CPUs",
+     .what = "number of workers (the affinity mask's CPUs, capped by the cgroup CPU quota, by "
+             "default)"},
+    {.name = "ITO_STACK_SIZE", .kind = ITO_CFG_SIZE, .dst = &ito__cfg.stack_size,
+     .lo = ITO_MIN_STACK, .hi = ITO_MAX_STACK, .dflt = "128K",
+     .what = "stack size of a lightweight thread"},
+    {.name = "ITO_STACK_GUARD", .kind = ITO_CFG_CHOICE, .dst = &ito__cfg.stack_guard,
+     .choices = guard_words, .dflt = "auto", .what = "a guard page below each thread stack"},
+    {.name = "ITO_STACK_CACHE", .kind = ITO_CFG_SIZE, .dst = &ito__cfg.stack_cache, .lo = 0,
+     .hi = (size_t)1 << 40, .dflt = "40M",
+     .what = "bytes of free thread stacks kept in memory; beyond, freed stacks give their pages "
+             "back"},
+    {.name = "ITO_DEQUE_FENCE", .kind = ITO_CFG_CHOICE, .dst = &ito__cfg.deque_fence,
+     .choices = fence_words, .dflt = "asymmetric",
+     .what = "symmetric: a fence in every pop instead of membarrier on steals"},
+    {.name = "ITO_WAIT_POLICY", .kind = ITO_CFG_CHOICE, .dst = &ito__cfg.wait_active,
+     .choices = wait_words, .dflt = "passive",
+     .what = "active: idle workers never sleep"},
+    {.name = "ITO_SPIN_US", .kind = ITO_CFG_INT, .dst = &ito__cfg.spin_us, .lo = 0,
+     .hi = 10 * 1000 * 1000, .dflt = "50",
+     .what = "microseconds an idle worker looks for work before it sleeps"},
+};
+/* clang-format on */
+
+static void defaults(void *settings) {
+  *(struct ito_settings *)settings = (struct ito_settings){
+      .workers = ito__config_workers(),
+      .stack_size = ITO_DEFAULT_STACK,
+      .stack_guard = GUARD_AUTO,
+      .stack_cache = ITO_DEFAULT_STACK_CACHE,
+      .spin_us = 50,
+  };
+}
+
+static void finish(void *settings) {
+  struct ito_settings *s = settings;
+  s->stack_size = (s->stack_size + 4095) & ~(size_t)4095;
+}
+
+ITO_CONFIG_MODULE(sched_config, rows, ito__cfg, defaults, finish);
+
+/* ---- the runtime's state ----------------------------------------------------------------- */
+
 int ito__rt_state_;
 __thread worker *ito__tls_worker;
 
@@ -324,15 +380,15 @@ static void set_state(int to) {
 
 static int start(void) {
   static size_t last_stack;
-  ito__config_read_core();
+  ito__config_read_modules();
   ito__san_setup(); /* before the first switch: a program's AddressSanitizer */
   int n = (int)ito__cfg.workers;
   if (sched_getaffinity(0, sizeof proc_cpus, &proc_cpus) != 0) CPU_ZERO(&proc_cpus);
-  ito__asym_fence = ito__cfg.deque_fence == FENCE_ASYMMETRIC && ito__membarrier_register();
+  ito__asym_fence = !ito__cfg.deque_fence && ito__membarrier_register();
   bool new_stacks = last_stack && last_stack != ito__cfg.stack_size;
   last_stack = ito__cfg.stack_size;
   ito__fiber_setup(ito__cfg.stack_size, ito__cfg.stack_guard, ito__cfg.stack_cache);
-  ito__tls_setup(ito__cfg.tls_thread);
+  ito__tls_setup();
   for (int i = 0; i < n; i++) {
     if (!all_workers[i] && !(all_workers[i] = worker_new(i))) return ENOMEM;
     if (i >= made) made = i + 1;
@@ -351,8 +407,8 @@ static int start(void) {
   count_slot(n - 1);
   __atomic_store_n(&ito__nslots, n, __ATOMIC_RELEASE);
   __atomic_store_n(&ito__stopping, 0, __ATOMIC_RELAXED);
-  ito__idle_setup(idlers, n, &ito__sched_idle_ops, ito__cfg.wait_policy == WAIT_ACTIVE,
-                  ito__cfg.spin_us * 1000L, LOAD_RLX(&ito__hooks_on));
+  ito__idle_setup(idlers, n, &ito__sched_idle_ops, ito__cfg.wait_active, ito__cfg.spin_us * 1000L,
+                  LOAD_RLX(&ito__hooks_on));
   /* C++ exception globals follow lightweight threads across switches when
    * the C++ runtime is loaded (docs/dropin.md section 5) */
   ito__find_eh();
@@ -478,8 +534,8 @@ void ito__runtime_after_fork(worker *w) {
   ito__nworkers = 1;
   __atomic_store_n(&ito__nslots, 1, __ATOMIC_RELEASE);
   __atomic_store_n(&ito__stopping, 0, __ATOMIC_RELAXED);
-  ito__idle_setup(idlers, 1, &ito__sched_idle_ops, ito__cfg.wait_policy == WAIT_ACTIVE,
-                  ito__cfg.spin_us * 1000L, LOAD_RLX(&ito__hooks_on));
+  ito__idle_setup(idlers, 1, &ito__sched_idle_ops, ito__cfg.wait_active, ito__cfg.spin_us * 1000L,
+                  LOAD_RLX(&ito__hooks_on));
   ito__nodeq_setup(1); /* empty node queues: what they held was the parent's threads */
   init_lock = 0;
   if (orphan) __atomic_store_n(&root, NULL, __ATOMIC_RELEASE);

@@ -16,6 +16,19 @@
 
 #include <sched.h>
 
+/* The scheduler's settings (its rows in runtime.c), as of the last start
+ * (config.h, invariant 3). */
+struct ito_settings {
+  long workers;       /* ITO_NUM_WORKERS (default: the usable CPUs) */
+  size_t stack_size;  /* ITO_STACK_SIZE, rounded up to pages */
+  int stack_guard;    /* ITO_STACK_GUARD: GUARD_* of fiber.h */
+  size_t stack_cache; /* ITO_STACK_CACHE: bytes of free stacks kept resident */
+  int deque_fence;    /* ITO_DEQUE_FENCE: 1 symmetric (a fence in each pop) */
+  int wait_active;    /* ITO_WAIT_POLICY: 1 active (idle workers never sleep) */
+  long spin_us;       /* ITO_SPIN_US */
+};
+extern struct ito_settings ito__cfg HIDDEN;
+
 enum { RT_OFF = 0, RT_STARTING, RT_RUNNING, RT_STOPPING };
 
 extern int ito__rt_state_ HIDDEN;

@@ -12,6 +12,7 @@
 #include "tls.h"
 
 #include "atfork.h"
+#include "config.h"
 #include "elfsym.h"
 #include "fiber.h"
 #include "os.h"
@@ -34,6 +35,21 @@
 #include <unistd.h>
 
 int ito__tls_mode;
+
+/* ITO_TLS: 1 thread, 0 worker (config.h) */
+static struct { int thread; } tls_cfg;
+static const struct ito_cfg_choice tls_words[] = {{"thread", 1}, {"worker", 0}, {0, 0}};
+static const struct ito_cfg tls_rows[] = {
+    {.name = "ITO_TLS",
+     .kind = ITO_CFG_CHOICE,
+     .dst = &tls_cfg.thread,
+     .choices = tls_words,
+     .dflt = "worker",
+     .what = "thread: every thread has its own thread-local storage (errno, thread_local); "
+             "worker: threads share their worker's"},
+};
+static void tls_defaults(void *settings) { *(int *)settings = 0; }
+ITO_CONFIG_MODULE(tls_config, tls_rows, tls_cfg, tls_defaults, NULL);
 
 #if defined(__x86_64__) || defined(__aarch64__)
 
@@ -369,9 +385,9 @@ static const char *unusable(void) {
 
 static ptrdiff_t tls_offset_of(void *addr) { return (char *)addr - (char *)get_tp(); }
 
-void ito__tls_setup(int want_thread) {
+void ito__tls_setup(void) {
   ito__tls_mode = 0;
-  if (!want_thread) return;
+  if (!tls_cfg.thread) return;
   const char *why = unusable();
   if (!why) {
     ts.nmod = 0;
@@ -694,9 +710,9 @@ void ito__tls_fork_lock(int take) {
 
 #else /* neither x86-64 nor AArch64: not verified, worker TLS */
 
-void ito__tls_setup(int want_thread) {
+void ito__tls_setup(void) {
   ito__tls_mode = 0;
-  if (want_thread) {
+  if (tls_cfg.thread) {
     static const char msg[] =
         "ito: ITO_TLS=thread is verified on x86-64 and AArch64 only; "
         "lightweight threads use their worker's TLS (docs/tls.md)\n";

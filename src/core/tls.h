@@ -32,10 +32,11 @@ struct fiber;
  * after the checks of ito__tls_setup). */
 extern int ito__tls_mode HIDDEN;
 
-/* At each start of the runtime, before the workers: mode from ITO_TLS;
+/* At each start of the runtime, before the workers: mode from ITO_TLS (its
+ * row in tls.c);
  * falls back to worker TLS, with one line on stderr, where glibc's layout
  * is not the verified one or a sanitizer or Valgrind runs. */
-HIDDEN void ito__tls_setup(int want_thread);
+HIDDEN void ito__tls_setup(void);
 /* A worker's OS thread (or the adopted main thread) starts: records its
  * own block. For the adopted main thread (root != NULL), the root keeps
  * the OS thread's block and the worker gets a fresh one for its

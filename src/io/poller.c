@@ -16,6 +16,20 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 
+/* ITO_IO_PIPE_NOWAIT (config.h) */
+static struct { int no_pipe_nowait; /* 1: pipes polled before each call */ } io_cfg;
+static const struct ito_cfg_choice nowait_words[] = {{"auto", 0}, {"0", 1}, {0, 0}};
+static const struct ito_cfg io_rows[] = {
+    {.name = "ITO_IO_PIPE_NOWAIT",
+     .kind = ITO_CFG_CHOICE,
+     .dst = &io_cfg.no_pipe_nowait,
+     .choices = nowait_words,
+     .dflt = "auto",
+     .what = "0: pipes are polled before each call instead of RWF_NOWAIT"},
+};
+static void io_defaults(void *settings) { *(int *)settings = 0; }
+ITO_CONFIG_MODULE(io_config, io_rows, io_cfg, io_defaults, NULL);
+
 #ifndef RWF_NOWAIT
 #define RWF_NOWAIT 0x00000008
 #endif
@@ -35,7 +49,7 @@ static struct ito_poll_source io_source = {.name = "epoll", .fd = -1, .poll = io
  * can be made to ask (out of descriptors). */
 static bool probe_pipe_nowait(bool *done) {
   *done = true;
-  if (ito__cfg.pipe_nowait == PIPE_NOWAIT_OFF) return false;
+  if (io_cfg.no_pipe_nowait) return false;
   int p[2];
   if (SYS(SYS_pipe2, p, O_CLOEXEC) != 0) {
     *done = false;

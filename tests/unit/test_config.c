@@ -5,6 +5,8 @@
  * core's own rows read into the settings. */
 #define _GNU_SOURCE
 #include "../../src/core/config.h"
+#include "../../src/core/fiber.h"
+#include "../../src/core/runtime.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,7 +90,26 @@ static void each(const struct ito_cfg *r, void *arg) {
   int *seen = arg;
   if (!strncmp(r->name, "ITO_", 4)) seen[0]++;
   if (!strncmp(r->name, "T_", 2)) seen[1]++;
+  if (!strncmp(r->name, "TM_", 3)) seen[2]++;
 }
+
+/* A module of this test's own, registered as libito.so's modules are. */
+static struct tm_settings {
+  long count;
+  int mode;
+  long derived; /* twice count, set by finish */
+} tm;
+static const struct ito_cfg_choice tm_modes[] = {{"fast", 1}, {"slow", 2}, {0, 0}};
+static const struct ito_cfg tm_rows[] = {
+    {.name = "TM_COUNT", .kind = ITO_CFG_INT, .dst = &tm.count, .lo = 0, .hi = 100},
+    {.name = "TM_MODE", .kind = ITO_CFG_CHOICE, .dst = &tm.mode, .choices = tm_modes},
+};
+static void tm_defaults(void *s) { *(struct tm_settings *)s = (struct tm_settings){5, 1, 0}; }
+static void tm_finish(void *s) {
+  struct tm_settings *t = s;
+  t->derived = 2 * t->count;
+}
+ITO_CONFIG_MODULE(tm_config, tm_rows, tm, tm_defaults, tm_finish);
 
 int main(void) {
   good("T_INT", "-3");
@@ -152,30 +173,65 @@ int main(void) {
   bad("T_PARSE", "5", "an even number");
   puts("config: every kind of row, good and bad values, one-line messages: OK");
 
-  /* the table keeps every row read, the core's first */
-  int seen[2] = {0, 0}; /* the core's rows, this test's */
+  /* the table keeps every row read, the modules' first */
+  int seen[3] = {0, 0, 0}; /* the core's rows, this test's, this test's module's */
   ito__config_each(each, seen);
   CHECK(seen[0] >= 8);
   CHECK_EQ(seen[1], NROWS);
+  CHECK_EQ(seen[2], 2);
 
-  /* the core's rows: defaults, a variable, a default given by a library */
+  /* a module's rows (ITO_CONFIG_MODULE): its defaults, a variable, a
+   * default given by a library, each read at a start; the value a row has
+   * now, computed without touching the module's settings */
+  char v[64];
+  unsetenv("TM_COUNT");
+  unsetenv("TM_MODE");
+  ito__config_read_modules();
+  CHECK_EQ(tm.count, 5);
+  CHECK_EQ(tm.mode, 1);
+  CHECK_EQ(tm.derived, 10); /* (finish ran) */
+  setenv("TM_COUNT", " 7", 1);
+  CHECK_EQ(ito__config_value("TM_COUNT", v, sizeof v), 0);
+  CHECK(!strcmp(v, "7"));
+  CHECK_EQ(tm.count, 5); /* not read yet */
+  ito__config_read_modules();
+  CHECK_EQ(tm.count, 7);
+  CHECK_EQ(tm.derived, 14);
+  CHECK_EQ(ito__config_default("TM_MODE", "slow", "T_LIB_MODE"), 0);
+  CHECK(!strcmp(ito__config_blame("TM_MODE"), "T_LIB_MODE"));
+  CHECK(!strcmp(ito__config_blame("TM_COUNT"), "TM_COUNT"));
+  CHECK_EQ(ito__config_value("TM_MODE", v, sizeof v), 0);
+  CHECK(!strcmp(v, "slow"));
+  ito__config_read_modules();
+  CHECK_EQ(tm.mode, 2);
+  setenv("TM_MODE", "fast", 1); /* the variable wins over the default */
+  CHECK(!strcmp(ito__config_blame("TM_MODE"), "TM_MODE"));
+  ito__config_read_modules();
+  CHECK_EQ(tm.mode, 1);
+  CHECK(ito__config_value("TM_NO_SUCH", v, sizeof v) != 0);
+  CHECK(ito__config_default("TM_NO_SUCH", "1", "T_FROM") != 0);
+  puts("config: a module's rows, defaults from a library, values computed apart: OK");
+
+  /* the scheduler's rows, read into ito__cfg (runtime.c) */
   unsetenv("ITO_STACK_SIZE");
   unsetenv("ITO_WAIT_POLICY");
   setenv("ITO_NUM_WORKERS", "3", 1);
-  ito__config_read_core();
+  ito__config_read_modules();
   CHECK_EQ(ito__cfg.workers, 3);
   CHECK_EQ(ito__cfg.stack_size, ITO_DEFAULT_STACK);
   CHECK_EQ(ito__config_default("ITO_STACK_SIZE", "1M", "T_FROM"), 0);
   CHECK_EQ(ito__config_default("ITO_WAIT_POLICY", "ACTIVE", "T_FROM"), 0);
-  CHECK(ito__config_default("ITO_NO_SUCH", "1", "T_FROM") != 0);
-  ito__config_read_core();
+  ito__config_read_modules();
   CHECK_EQ(ito__cfg.stack_size, 1L << 20);
-  CHECK_EQ(ito__cfg.wait_policy, WAIT_ACTIVE);
+  CHECK_EQ(ito__cfg.wait_active, 1);
   setenv("ITO_STACK_SIZE", "256K", 1); /* the variable wins over the default */
-  ito__config_read_core();
+  ito__config_read_modules();
   CHECK_EQ(ito__cfg.stack_size, 256 << 10);
+  setenv("ITO_STACK_SIZE", "20000", 1); /* rounded up to pages */
+  CHECK_EQ(ito__config_value("ITO_STACK_SIZE", v, sizeof v), 0);
+  CHECK(!strcmp(v, "20480"));
   unsetenv("ITO_STACK_SIZE");
-  puts("config: the core's rows, defaults from a library: OK");
+  puts("config: the scheduler's rows, defaults from a library: OK");
   puts("test_config: OK");
   return 0;
 }
