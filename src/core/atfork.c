@@ -3,12 +3,9 @@
 #include "atfork.h"
 
 #include "fiber.h"
-#include "preempt.h"
+#include "forkpart.h"
 #include "runtime.h"
 #include "sched.h"
-#include "setxid.h"
-#include "signal.h"
-#include "switch.h"
 #include "thread.h"
 #include "tls.h"
 #include "worker.h"
@@ -16,30 +13,11 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-int ito__forked;
-
 static struct {
   worker *w;
   fiber *f;
   int active;
 } fk;
-
-static void fork_locks(int take) {
-  /* one order, the same as where they nest (a fiber pool takes a handle) */
-  if (take) {
-    ito__keys_fork_lock(1);
-    ito__sig_fork_lock(1);
-    ito__fibers_fork_lock(1);
-    ito__handles_fork_lock(1);
-    ito__tls_fork_lock(1);
-  } else {
-    ito__tls_fork_lock(0);
-    ito__handles_fork_lock(0);
-    ito__fibers_fork_lock(0);
-    ito__sig_fork_lock(0);
-    ito__keys_fork_lock(0);
-  }
-}
 
 void ito__atfork_prepare(void) {
   worker *w = cur_worker();
@@ -58,7 +36,7 @@ void ito__atfork_prepare(void) {
   fk.w = w;
   fk.f = w->cur;
   fk.active = 1;
-  fork_locks(1);
+  ito__fork_parts_lock(1);
   /* glibc's fork acts on THREAD_SELF: the descriptor glibc made for this
    * OS thread (on worker 0, main's) */
   if (ito__tls_mode) ito__tls_switch(w, w->tls_glibc);
@@ -70,7 +48,7 @@ void ito__atfork_parent(void) {
   if (!fk.active) return;
   ITO_ASSERT(fk.w->cur == fk.f); /* invariant 1: pinned */
   fk.active = 0;
-  fork_locks(0);
+  ito__fork_parts_lock(0);
   if (ito__tls_mode) ito__tls_switch(fk.w, fk.f->tls);
   ito__thread_unpin();
 }
@@ -81,23 +59,13 @@ void ito__atfork_child(void) {
   worker *w = fk.w;
   fiber *f = fk.f;
   ITO_ASSERT(w->cur == f); /* invariant 1: pinned */
-  fork_locks(0);
+  ito__fork_parts_lock(0);
   STORE_REL(&ito__forked, 1);
   w->os = ito__os.pthread_self();
   w->os_tid = (int)gettid();
   f->create_worker = NULL; /* its creator, if still queued, was another thread */
   f->home = NULL;
-  ito__threads_after_fork(f->thread);
-  ito__runtime_after_fork(w);
-  ITO_ASSERT(ito__nworkers == 1 && w->id == 0); /* invariant 3 */
-  ito__timers_after_fork();
-  ito__sig_after_fork(f->thread);
-  ito__poll_after_fork();
-  if (ito__tls_mode) {
-    ito__tls_switch(w, f->tls);                         /* (the block's tid: the child's) */
-    ito__setxid_represent(w->tls_own, w->tls_glibc, 1); /* glibc's list: this thread's */
-  }
+  ito__fork_parts_child(w, f->thread);
+  ITO_ASSERT(ito__nworkers == 1 && cur_worker() == w && w->id == 0); /* invariant 3 */
   ito__thread_unpin();
-  ito__monitor_after_fork();
-  ito__preempt_after_fork();
 }

@@ -23,33 +23,13 @@
 
 #include "base.h"
 
-struct worker;
-struct ithread;
-
-/* Nonzero in a child of a fork taken while the runtime ran. */
-extern int ito__forked HIDDEN;
-
 HIDDEN void ito__atfork_prepare(void);
 HIDDEN void ito__atfork_parent(void);
 HIDDEN void ito__atfork_child(void);
 /* Between a prepare that acted and its parent or child part. */
 HIDDEN int ito__atfork_active(void);
 
-/* ---- each module's part ---------------------------------------------------------------- */
-HIDDEN void ito__keys_fork_lock(int take);
-HIDDEN void ito__sig_fork_lock(int take);
-HIDDEN void ito__fibers_fork_lock(int take);
-HIDDEN void ito__handles_fork_lock(int take);
-HIDDEN void ito__tls_fork_lock(int take);
-HIDDEN void ito__timers_after_fork(void);
-HIDDEN void ito__sig_after_fork(struct ithread *self);
-HIDDEN void ito__poll_after_fork(void);
-HIDDEN void ito__monitor_after_fork(void);
-/* The child's monitor, at its first thread creation (monitor.c). */
-HIDDEN void ito__monitor_restart(void);
-HIDDEN void ito__runtime_after_fork(struct worker *w);
-HIDDEN void ito__threads_after_fork(struct ithread *self);
-/* A thread ended in a child without a root: the last one ends the process. */
-HIDDEN void ito__atfork_thread_ended(void);
+/* Each module's part is its own, registered with ITO_FORK_PART
+ * (forkpart.h). */
 
 #endif

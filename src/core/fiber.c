@@ -4,7 +4,7 @@
 #define _GNU_SOURCE
 #include "fiber.h"
 
-#include "atfork.h"
+#include "forkpart.h"
 #include "config.h"
 #include "handle.h"
 #include "os.h"
@@ -387,7 +387,8 @@ void ito__fiber_free(struct fiber_cache *c, fiber *f) {
   spin_unlock(&fs.pool_lock);
 }
 
-void ito__fibers_fork_lock(int take) {
+/* (ranks 17 and 18: pool_lock, then own_lock) */
+static void fibers_fork_lock(int take) {
   if (take) {
     spin_lock(&fs.pool_lock);
     spin_lock(&own_lock);
@@ -396,6 +397,7 @@ void ito__fibers_fork_lock(int take) {
     spin_unlock(&fs.pool_lock);
   }
 }
+ITO_FORK_PART(fibers_fork, .lock_rank = 17, .lock = fibers_fork_lock);
 
 /* A free stack's pages go back to the system now (all but its header's). */
 static size_t release_pages(fiber *f) {

@@ -8,7 +8,7 @@
 #define _GNU_SOURCE
 #include "handle.h"
 
-#include "atfork.h"
+#include "forkpart.h"
 #include "os.h"
 
 #include <errno.h>
@@ -68,9 +68,10 @@ void ito__handle_unregister(ithread *t) {
   spin_unlock(&table_lock);
 }
 
-void ito__handles_fork_lock(int take) {
+static void handles_fork_lock(int take) {
   if (take)
     spin_lock(&table_lock);
   else
     spin_unlock(&table_lock);
 }
+ITO_FORK_PART(handles_fork, .lock_rank = 19, .lock = handles_fork_lock);

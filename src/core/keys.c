@@ -20,7 +20,7 @@
 #define _GNU_SOURCE
 #include "thread.h"
 
-#include "atfork.h"
+#include "forkpart.h"
 #include "worker.h"
 
 #include <errno.h>
@@ -173,9 +173,10 @@ void ito__run_key_destructors(ithread *t) {
   }
 }
 
-void ito__keys_fork_lock(int take) {
+static void keys_fork_lock(int take) {
   if (take)
     spin_lock(&key_lock);
   else
     spin_unlock(&key_lock);
 }
+ITO_FORK_PART(keys_fork, .lock_rank = 15, .lock = keys_fork_lock);

@@ -3,7 +3,7 @@
  * docs/monitor.md. */
 #define _GNU_SOURCE
 #include "monitor.h"
-#include "atfork.h"
+#include "forkpart.h"
 #include "signal.h"
 
 #include "config.h"
@@ -648,10 +648,12 @@ void ito__monitor_stop(void) {
  * handlers is more than POSIX allows there, and qemu-user aborts on it). */
 static int restart_pending;
 
-void ito__monitor_after_fork(void) {
+static void monitor_fork_child(worker *w, ithread *self) {
+  (void)w, (void)self;
   mon.started = 0;
   STORE_REL(&restart_pending, 1);
 }
+ITO_FORK_PART(monitor_fork, .child_order = FORK_MONITOR, .child = monitor_fork_child);
 
 void ito__monitor_restart(void) {
   if (__atomic_exchange_n(&restart_pending, 0, __ATOMIC_ACQ_REL)) ito__monitor_start();

@@ -44,6 +44,9 @@ HIDDEN void ito__monitor_start(void);
 /* At shut-down, before the workers stop: the monitor ends and every
  * retired extra is joined; running extras stop with the workers. */
 HIDDEN void ito__monitor_stop(void);
+/* In a child of a fork: starts the child's monitor, once, at its first
+ * thread creation or sleep (the monitor's fork part only marks it due). */
+HIDDEN void ito__monitor_restart(void);
 /* From a signal handler: the monitor routes the signals ito's handler
  * left (signal.c) at once. */
 HIDDEN void ito__monitor_poke(void);

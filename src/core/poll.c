@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "poll.h"
 
+#include "forkpart.h"
 #include "idle.h"
 #include "os.h"
 
@@ -257,7 +258,8 @@ static int renew(int old, bool epoll) {
  * more. Where the kernel refuses (no memory, the system's table of files
  * full) the child goes on without a set (invariant 4), and makes one
  * later. */
-void ito__poll_after_fork(void) {
+static void poll_fork_child(struct worker *w, struct ithread *self) {
+  (void)w, (void)self;
   setup_lock = 0;
   for (struct ito_poll_source *s = sources; s; s = s->next) s->waiters = 0;
   if (sleep_ep < 0) return;
@@ -286,3 +288,4 @@ void ito__poll_after_fork(void) {
   sleep_ep = e;
   set_gen++;
 }
+ITO_FORK_PART(poll_fork, .child_order = FORK_POLL, .child = poll_fork_child);

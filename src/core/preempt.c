@@ -6,6 +6,7 @@
 
 #include "config.h"
 #include "fiber.h"
+#include "forkpart.h"
 #include "monitor.h"
 #include "os.h"
 #include "sched.h"
@@ -146,10 +147,12 @@ static bool programs_code(uintptr_t pc) {
 
 /* In the child of a fork: the other threads are gone, with whatever they
  * held (a rebuild's lock, a handler's count). */
-void ito__preempt_after_fork(void) {
+static void preempt_fork_child(worker *w, ithread *self) {
+  (void)w, (void)self;
   build_lock = 0;
   readers = 0;
 }
+ITO_FORK_PART(preempt_fork, .child_order = FORK_PREEMPT, .child = preempt_fork_child);
 
 void ito__preempt_modules_changed(void) {
   if (LOAD_ACQ(&cur_table)) build();

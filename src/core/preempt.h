@@ -77,7 +77,6 @@ HIDDEN void ito__preempt_on_cancel(void (*act)(void));
 HIDDEN bool ito__preempt_cancel_due(const struct ithread *t);
 HIDDEN void ito__preempt_cancel(struct ithread *t);
 /* In the child of a fork (atfork.c). */
-HIDDEN void ito__preempt_after_fork(void);
 /* The signal's handler is installed (not under ThreadSanitizer, nor on an
  * architecture without one). */
 HIDDEN bool ito__preempt_ready(void);

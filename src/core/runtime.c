@@ -7,7 +7,7 @@
 #include "profile.h"
 #include "signal.h"
 
-#include "atfork.h"
+#include "forkpart.h"
 #include "config.h"
 #include "elfsym.h"
 #include "fiber.h"
@@ -502,7 +502,8 @@ int ito_finalize(void) {
 
 /* ---- fork: the child's runtime (atfork.h, invariant 3) ------------------------------------- */
 
-void ito__runtime_after_fork(worker *w) {
+static void runtime_fork_child(worker *w, ithread *self) {
+  (void)self;
   int old = w->id;
   if (old != 0) { /* the caller's worker becomes worker 0 */
     worker *z = all_workers[0];
@@ -541,3 +542,4 @@ void ito__runtime_after_fork(worker *w) {
   if (orphan) __atomic_store_n(&root, NULL, __ATOMIC_RELEASE);
   if (ito__places_count() || all_bound) bind_to(w, w->os_tid); /* worker 0's CPU now */
 }
+ITO_FORK_PART(runtime_fork, .child_order = FORK_RUNTIME, .child = runtime_fork_child);

@@ -3,7 +3,7 @@
  * Invariants at the top of sched.h; design in docs/scheduler.md. */
 #define _GNU_SOURCE
 #include "sched.h"
-#include "atfork.h"
+#include "forkpart.h"
 #include "cpuclock.h"
 #include "signal.h"
 

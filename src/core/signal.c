@@ -17,7 +17,7 @@
 #define _GNU_SOURCE
 #include "signal_int.h"
 
-#include "atfork.h"
+#include "forkpart.h"
 #include "fiber.h"
 #include "handle.h"
 #include "monitor.h"
@@ -673,7 +673,7 @@ void ito__sig_route_inbox(void) {
 
 /* ---- fork ------------------------------------------------------------------------------------ */
 
-void ito__sig_fork_lock(int take) {
+static void sig_fork_lock(int take) {
   static uint64_t mask; /* (the child has its copy) */
   if (take)
     mask = acts_lock();
@@ -681,7 +681,8 @@ void ito__sig_fork_lock(int take) {
     acts_unlock(mask);
 }
 
-void ito__sig_after_fork(ithread *self) {
+static void sig_fork_child(worker *w, ithread *self) {
+  (void)w;
   ito__sig_rt.lock = 0;
   ito__sig_rt.nwaiters = 0; /* the threads in sigwait were the parent's */
   STORE_RLX(&ito__sig_rt.inbox, 0);
@@ -697,3 +698,5 @@ void ito__sig_after_fork(ithread *self) {
     self->intr = NULL;
   }
 }
+ITO_FORK_PART(sig_fork, .lock_rank = 16, .lock = sig_fork_lock, .child_order = FORK_SIGNALS,
+              .child = sig_fork_child);

@@ -4,7 +4,7 @@
  * docs/scheduler.md, "Threads". */
 #define _GNU_SOURCE
 #include "thread.h"
-#include "atfork.h"
+#include "forkpart.h"
 #include "signal.h"
 
 #include "monitor.h"
@@ -187,6 +187,7 @@ static void resume_creator(worker *w, fiber *f) {
   ito__resume(&f->start, rec_sp(&f->start));
 }
 
+static void thread_ended_in_child(void); /* (fork, below) */
 /* The thread's function returned (or it called ito_exit); returns the worker
  * it now runs on (destructors may have moved it). */
 static inline worker *thread_end(ithread *t, void *result) {
@@ -200,7 +201,7 @@ static inline worker *thread_end(ithread *t, void *result) {
   worker *w = cur_worker();
   HOOK(ITO_EV_EXIT, w->id, t, 0);
   count_ended(w);
-  if (UNLIKELY(LOAD_RLX(&ito__forked))) ito__atfork_thread_ended();
+  if (UNLIKELY(LOAD_RLX(&ito__forked))) thread_ended_in_child();
   return w;
 }
 
@@ -731,7 +732,8 @@ void ito__thread_unpin_move(void) {
 
 static int fork_orphan; /* the child of a fork from a thread other than the root */
 
-void ito__threads_after_fork(ithread *self) {
+static void threads_fork_child(worker *w, ithread *self) {
+  (void)w;
   uint32_t n = LOAD_ACQ(&ito__handle_nslots);
   for (uint32_t i = 1; i < n; i++) {
     struct handle_slot *s = handle_slot_at(i);
@@ -742,7 +744,8 @@ void ito__threads_after_fork(ithread *self) {
   }
   fork_orphan = !(self->flags & TH_ROOT);
 }
+ITO_FORK_PART(threads_fork, .child_order = FORK_THREADS, .child = threads_fork_child);
 
-void ito__atfork_thread_ended(void) {
+static void thread_ended_in_child(void) {
   if (fork_orphan && ito__live_threads() == 0) exit(0);
 }

@@ -1,7 +1,7 @@
 /* Timers (invariants at the top of timer.h). */
 #define _GNU_SOURCE
 #include "timer.h"
-#include "atfork.h"
+#include "forkpart.h"
 
 struct ito_timer *ito__timer_lists[2];
 static int timer_lock;
@@ -82,7 +82,9 @@ int ito__timers_run(void) {
   return n;
 }
 
-void ito__timers_after_fork(void) {
+static void timers_fork_child(struct worker *w, struct ithread *self) {
+  (void)w, (void)self;
   timer_lock = 0;
   ito__timer_lists[0] = ito__timer_lists[1] = NULL; /* every one armed was another thread's */
 }
+ITO_FORK_PART(timers_fork, .child_order = FORK_TIMERS, .child = timers_fork_child);

@@ -11,7 +11,7 @@
 #define _GNU_SOURCE
 #include "tls.h"
 
-#include "atfork.h"
+#include "forkpart.h"
 #include "config.h"
 #include "elfsym.h"
 #include "fiber.h"
@@ -701,12 +701,23 @@ void ito__tls_modules_changed(void) {
   spin_unlock(&busy);
 }
 
-void ito__tls_fork_lock(int take) {
+static void tls_fork_lock(int take) {
   if (take)
     spin_lock(&ts.lock);
   else
     spin_unlock(&ts.lock);
 }
+
+/* The child's thread runs on its own block (its tid the child's), which
+ * becomes the one glibc's thread list holds. */
+static void tls_fork_child(worker *w, ithread *self) {
+  (void)self;
+  if (!ito__tls_mode) return;
+  ito__tls_switch(w, w->cur->tls);
+  ito__setxid_represent(w->tls_own, w->tls_glibc, 1);
+}
+ITO_FORK_PART(tls_fork, .lock_rank = 20, .lock = tls_fork_lock, .child_order = FORK_TLS,
+              .child = tls_fork_child);
 
 #else /* neither x86-64 nor AArch64: not verified, worker TLS */
 
@@ -736,7 +747,6 @@ void ito__tls_thread_end(fiber *f) { (void)f; }
 void ito__tls_thread_release(fiber *f) { (void)f; }
 void ito__tls_modules_changed(void) {}
 size_t ito__tls_block_size(void) { return 0; }
-void ito__tls_fork_lock(int take) { (void)take; }
 int ito__tls_program_has(void) { return 0; }
 void *ito__tls_block_get(void) { return NULL; }
 void ito__tls_block_put(void *tp) { (void)tp; }

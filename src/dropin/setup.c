@@ -96,6 +96,5 @@ void ito__dropin_atfork_prepare(void) { ito__atfork_prepare(); }
 void ito__dropin_atfork_parent(void) { ito__atfork_parent(); }
 void ito__dropin_atfork_child(void) {
   if (!ito__atfork_active()) return; /* not forked by an ito thread */
-  ito__io_after_fork();              /* before the core's poller, which adds the I/O epoll again */
   ito__atfork_child();
 }

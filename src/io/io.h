@@ -119,8 +119,7 @@ HIDDEN waiter *ito__io_fire_polls(struct pollnode *n, waiter *list);
  * load); false while that cannot be done (invariant 5). */
 HIDDEN bool ito__io_setup(void);
 /* After fork, in the child: its own epoll instance, every record out of
- * it and without waiters (src/core/atfork.h). */
-HIDDEN void ito__io_after_fork(void);
+ * it and without waiters (the layer's fork part, poller.c). */
 HIDDEN void ito__io_recs_after_fork(void);
 /* RWF_NOWAIT works on pipes (probed at setup; ITO_IO_PIPE_NOWAIT=0: no). */
 HIDDEN bool ito__io_pipe_nowait(void);

@@ -6,6 +6,7 @@
 #include "io.h"
 
 #include "../core/config.h"
+#include "../core/forkpart.h"
 #include "../core/monitor.h"
 #include "../core/poll.h"
 #include "../core/worker.h"
@@ -217,7 +218,8 @@ bool ito__io_parkable(void) { return parkable(cur_worker()) != NULL; }
  * child's first call that would park has seen the poll sleeper's set
  * watch the new instance (invariant 6); where none can be made, that call
  * tries again. */
-void ito__io_after_fork(void) {
+static void io_fork_child(struct worker *w, struct ithread *self) {
+  (void)w, (void)self;
   setup_lock = poll_lock = 0;
   ep = -1;
   if (ep_made >= 0) {
@@ -238,3 +240,5 @@ void ito__io_after_fork(void) {
   }
   ito__io_recs_after_fork();
 }
+/* (before the poll sleeper's part, which adds the new instance to its set) */
+ITO_FORK_PART(io_fork, .child_order = FORK_IO, .child = io_fork_child);

@@ -9,7 +9,7 @@
  * comes (bounded generously: the runtime says it after 10 s of waiting),
  * then ends the child. */
 #define _GNU_SOURCE
-#include "../../src/core/atfork.h"
+#include "../../src/core/forkpart.h"
 #include "../../src/core/thread.h"
 
 #include <errno.h>
@@ -32,7 +32,10 @@ static void handler(int sig) {
 static void child(void) {
   CHECK_EQ(ito_init(), 0);
   signal(SIGUSR1, handler);
-  ito__keys_fork_lock(1); /* main is inside ito, holding the keys' lock */
+  /* main is inside ito, holding the keys' lock (rank 15, docs/locks.md) */
+  const struct ito_fork_part *keys = ito__fork_part_ranked(15);
+  CHECK(keys != NULL);
+  keys->lock(1);
   raise(SIGUSR1);
   _exit(3); /* never: the handler does not return */
 }
