@@ -48,6 +48,24 @@ HIDDEN void ito__assert_fail(const char *file, int line, const char *cond)
 /* A message on stderr ("ito: ..."), then abort. */
 HIDDEN void ito__fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 
+/* ---- registries --------------------------------------------------------------
+ * A module registers an entry in a registry where the module is: a
+ * constant object, and a pointer to it in the section named for the
+ * registry. The registry walks the pointers between the linker's
+ * __start_ and __stop_ symbols of that section (weak and hidden: a program
+ * that links no entry sees none, and each library sees its own), so that no
+ * file lists the modules. Used for configuration rows (config.h), fork
+ * parts (forkpart.h) and start and stop observers (observe.h). */
+#define ITO_REGISTER(reg, type, id, ...) \
+  static const type id = __VA_ARGS__;    \
+  static const type *const id##_entry    \
+      __attribute__((used, section(#reg), aligned(sizeof(void *)))) = &id
+#define ITO_REGISTRY(reg, type)                                          \
+  extern const type *const __start_##reg[] __attribute__((weak)) HIDDEN; \
+  extern const type *const __stop_##reg[] __attribute__((weak)) HIDDEN
+#define ITO_REGISTRY_N(reg) ((int)(__stop_##reg - __start_##reg))
+#define ITO_REGISTRY_AT(reg, i) (__start_##reg[i])
+
 /* ---- atomics over plain fields (public structs hold plain ints) ---------- */
 #define LOAD_RLX(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 #define LOAD_ACQ(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)

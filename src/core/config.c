@@ -215,14 +215,9 @@ static const char *env(const char *name) {
 
 /* ---- the modules' tables ------------------------------------------------------------- */
 
-/* The entries ITO_CONFIG_MODULE puts in the ito_config section, bounded by
- * the linker's __start_ and __stop_ symbols (weak: a program that links
- * no module has none). */
-extern const struct ito_cfg_module *const __start_ito_config[] __attribute__((weak)) HIDDEN;
-extern const struct ito_cfg_module *const __stop_ito_config[] __attribute__((weak)) HIDDEN;
-
-static int n_modules(void) { return (int)(__stop_ito_config - __start_ito_config); }
-static const struct ito_cfg_module *module(int m) { return __start_ito_config[m]; }
+ITO_REGISTRY(ito_config, struct ito_cfg_module);
+static int n_modules(void) { return ITO_REGISTRY_N(ito_config); }
+static const struct ito_cfg_module *module(int m) { return ITO_REGISTRY_AT(ito_config, m); }
 
 /* The module whose settings hold row r's destination (invariant 4). */
 static void check_module(const struct ito_cfg_module *mod) {

@@ -41,21 +41,18 @@ struct ito_cfg_module {
 };
 
 /* Declares module `id`'s table: table is an array of struct ito_cfg whose
- * dst are fields of `object`, the module's settings. The module's entry goes to the
- * ito_config section, where ito__config_read_modules finds it, so that no
- * list of the modules exists anywhere (docs/architecture.md,
- * "Configuration"). */
+ * dst are fields of `object`, the module's settings, in the ito_config
+ * registry (base.h; docs/architecture.md, "Configuration"). */
 #define ITO_CONFIG_MODULE(id, table, object, defaults_fn, finish_fn) \
-  static const struct ito_cfg_module id = {                          \
-      .rows = table,                                                 \
-      .n = (int)(sizeof(table) / sizeof((table)[0])),                \
-      .settings = &(object),                                         \
-      .size = sizeof(object),                                        \
-      .defaults = defaults_fn,                                       \
-      .finish = finish_fn,                                           \
-  };                                                                 \
-  static const struct ito_cfg_module *const id##_entry               \
-      __attribute__((used, section("ito_config"), aligned(sizeof(void *)))) = &id
+  ITO_REGISTER(ito_config, struct ito_cfg_module, id,                \
+               {                                                     \
+                   .rows = table,                                    \
+                   .n = (int)(sizeof(table) / sizeof((table)[0])),   \
+                   .settings = &(object),                            \
+                   .size = sizeof(object),                           \
+                   .defaults = defaults_fn,                          \
+                   .finish = finish_fn,                              \
+               })
 
 /* Reads every module's rows from the environment into its settings (at
  * each start of the runtime): its defaults, then each variable that is set

@@ -3,12 +3,10 @@
 
 int ito__forked;
 
-/* The entries ITO_FORK_PART puts in the ito_fork section (weak: a program
- * that links no part has none). */
-extern const struct ito_fork_part *const __start_ito_fork[] __attribute__((weak)) HIDDEN;
-extern const struct ito_fork_part *const __stop_ito_fork[] __attribute__((weak)) HIDDEN;
+ITO_REGISTRY(ito_fork, struct ito_fork_part);
 
-static int n_parts(void) { return (int)(__stop_ito_fork - __start_ito_fork); }
+static int n_parts(void) { return ITO_REGISTRY_N(ito_fork); }
+static const struct ito_fork_part *part(int i) { return ITO_REGISTRY_AT(ito_fork, i); }
 
 /* The part with the least key above `after` (key: its lock_rank, or its
  * child_order), or NULL. Few parts, a fork is rare: a scan each. */
@@ -16,7 +14,7 @@ static const struct ito_fork_part *next_part(bool by_rank, int after, bool down)
   const struct ito_fork_part *best = NULL;
   int best_key = 0;
   for (int i = 0; i < n_parts(); i++) {
-    const struct ito_fork_part *p = __start_ito_fork[i];
+    const struct ito_fork_part *p = part(i);
     if (by_rank ? !p->lock : !p->child) continue;
     int key = by_rank ? p->lock_rank : p->child_order;
     if (down ? key >= after : key <= after) continue;
@@ -40,8 +38,7 @@ void ito__fork_parts_lock(int take) {
 
 const struct ito_fork_part *ito__fork_part_ranked(int rank) {
   for (int i = 0; i < n_parts(); i++)
-    if (__start_ito_fork[i]->lock && __start_ito_fork[i]->lock_rank == rank)
-      return __start_ito_fork[i];
+    if (part(i)->lock && part(i)->lock_rank == rank) return part(i);
   return NULL;
 }
 

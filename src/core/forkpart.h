@@ -27,16 +27,14 @@ struct ito_fork_part {
   void (*child)(struct worker *w, struct ithread *self); /* NULL: nothing */
 };
 
-/* Registers a part (in the ito_fork section; no list of the parts exists). */
-#define ITO_FORK_PART(id, ...)                          \
-  static const struct ito_fork_part id = {__VA_ARGS__}; \
-  static const struct ito_fork_part *const id##_entry   \
-      __attribute__((used, section("ito_fork"), aligned(sizeof(void *)))) = &id
+/* Registers a part (in the ito_fork registry, base.h). */
+#define ITO_FORK_PART(id, ...) ITO_REGISTER(ito_fork, struct ito_fork_part, id, {__VA_ARGS__})
 
 /* The child parts' order (invariant 2), one place for all of them. */
 enum {
   FORK_THREADS = 10, /* thread.c: other threads' descriptors become ghosts */
   FORK_RUNTIME = 20, /* runtime.c: the caller's worker alone, worker 0 */
+  FORK_NODEQ = 25,   /* nodeq.c: empty node queues for one worker */
   FORK_TIMERS = 30,  /* timer.c: every armed timer was another thread's */
   FORK_SIGNALS = 40, /* signal.c: waiters and late lists were the parent's */
   FORK_IO = 45,      /* io/poller.c: the I/O layer's own epoll instance, new */

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "monitor.h"
 #include "forkpart.h"
+#include "observe.h"
 #include "signal.h"
 
 #include "config.h"
@@ -14,6 +15,7 @@
 #include "sched.h"
 #include "thread.h"
 #include "timer.h"
+#include "tls.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -634,6 +636,7 @@ void ito__monitor_start(void) {
     say("ito: cannot start the monitor thread; a worker blocked in the kernel will keep ready "
         "threads waiting\n");
 }
+ITO_OBSERVE(monitor_at_launched, OBSERVE_LAUNCHED, OBS_MONITOR, ito__monitor_start);
 
 void ito__monitor_stop(void) {
   if (!mon.started) return;

@@ -5,9 +5,12 @@
 #include "nodeq.h"
 
 #include "config.h"
+#include "forkpart.h"
 #include "idle.h"
 #include "monitor.h"
 #include "numa.h"
+#include "places.h"
+#include "observe.h"
 #include "runtime.h"
 #include "sched.h"
 #include "timespec.h"
@@ -71,7 +74,7 @@ void ito__nodeq_setup(int nworkers) {
   /* an extra worker takes the node's queue of the worker it counts as */
   nq_workers = nworkers;
   for (int i = 0; i < nworkers; i++) {
-    int node = ito__topo_worker_node(i);
+    int node = ito__worker_node(i);
     wnode[i] = (short)(node >= 0 && node < n ? node : 0);
   }
   for (int i = 0; i < nworkers; i++) nq[wnode[i]].nworkers++;
@@ -103,6 +106,17 @@ void ito__nodeq_setup(int nworkers) {
   }
   STORE_RLX(&ito__nodeq_on, 1);
 }
+
+static void nodeq_at_start(void) { ito__nodeq_setup(ito__nworkers); }
+ITO_OBSERVE(nodeq_at_setup, OBSERVE_SETUP, OBS_NODEQ, nodeq_at_start);
+
+/* The child of a fork: empty node queues (what they held was the parent's
+ * threads), for its one worker. */
+static void nodeq_fork_child(worker *w, ithread *self) {
+  (void)w, (void)self;
+  ito__nodeq_setup(1);
+}
+ITO_FORK_PART(nodeq_fork, .child_order = FORK_NODEQ, .child = nodeq_fork_child);
 
 /* ---- where data lives ------------------------------------------------------------------- */
 

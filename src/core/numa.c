@@ -18,7 +18,9 @@
 #include "config.h"
 #include "nodeq.h"
 #include "numa.h"
+#include "observe.h"
 #include "os.h"
+#include "places.h"
 #include "runtime.h"
 #include "sched.h"
 #include "topo.h"
@@ -117,7 +119,7 @@ int ito__numa_nodes(void) {
   return ito__topo()->nodes;
 }
 
-void ito__numa_start(void) {
+static void numa_start(void) {
   if (numa_cfg.mode != NUMA_ON) return;
   const struct topo *t = ito__topo();
   if (t->nodes > 1) return;
@@ -130,6 +132,7 @@ void ito__numa_start(void) {
                    t->source);
   if (n > 0) ito__write_stderr(msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1);
 }
+ITO_OBSERVE(numa_at_setup, OBSERVE_SETUP, OBS_NUMA, numa_start);
 
 /* ---- binding ------------------------------------------------------------------------ */
 
@@ -330,5 +333,5 @@ int ito_numa_node(void) {
   worker *w = cur_worker();
   if (!w) return -1;
   if (ito__numa_nodes() == 1) return 0;
-  return ito__topo_worker_node(ito__nodeq_counted_as(w->id, ito__nworkers));
+  return ito__worker_node(ito__nodeq_counted_as(w->id, ito__nworkers));
 }

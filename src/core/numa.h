@@ -7,8 +7,5 @@
 
 /* The nodes in use: the topology's, or 1 with ITO_NUMA=off. */
 HIDDEN int ito__numa_nodes(void);
-/* At each start, once the configuration is read: says so when ITO_NUMA=on
- * finds one node. */
-HIDDEN void ito__numa_start(void);
 
 #endif

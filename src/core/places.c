@@ -12,6 +12,7 @@
  * takes a CPU out of its place, or a place out of the list. */
 #define _GNU_SOURCE
 #include "places.h"
+#include "observe.h"
 
 #include "config.h"
 #include "topo.h"
@@ -227,7 +228,7 @@ static void places_defaults(void *settings) {
 }
 ITO_CONFIG_MODULE(places_config, places_rows, places_cfg, places_defaults, NULL);
 
-void ito__places_setup(void) {
+static void places_setup(void) {
   const char *text = places_cfg.places ? places_cfg.places : places_cfg.bind ? "cores" : NULL;
   nplaces = 0;
   if (!text) return;
@@ -251,6 +252,7 @@ void ito__places_setup(void) {
   }
   nplaces = n;
 }
+ITO_OBSERVE(places_at_setup, OBSERVE_SETUP, OBS_PLACES, places_setup);
 
 int ito__places_count(void) { return nplaces; }
 
@@ -266,4 +268,12 @@ int ito__place_node(int i) {
     if (t->pu_os[u] >= 0 && t->pu_os[u] < CPU_SETSIZE && CPU_ISSET(t->pu_os[u], p))
       return t->pu_node[u];
   return -1;
+}
+
+int ito__worker_node(int id) {
+  if (id < 0) return -1;
+  int pl = ito__worker_place(id);
+  if (pl >= 0) return ito__place_node(pl);
+  const struct topo *t = ito__topo();
+  return t->pu_node[id % t->pus];
 }

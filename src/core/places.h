@@ -17,9 +17,8 @@
 
 #include <sched.h>
 
-/* At each start (invariant 1): the places of ITO_PLACES, or of cores when
- * ITO_BIND=1, or none. */
-HIDDEN void ito__places_setup(void);
+/* (At each start, invariant 1, places.c sets up the places of ITO_PLACES,
+ * or of cores when ITO_BIND=1, or none: a start observer, observe.h.) */
 /* How many places (0: none; workers are not bound to places). */
 HIDDEN int ito__places_count(void);
 /* Place i's CPUs (kernel numbers). */
@@ -28,5 +27,8 @@ HIDDEN const cpu_set_t *ito__place_cpus(int i);
 HIDDEN int ito__worker_place(int id);
 /* The node of the first unit of place i, or -1. */
 HIDDEN int ito__place_node(int i);
+/* The node of worker `id`: its place's, or without places the node of the
+ * processing unit it follows (units in logical order, round robin). */
+HIDDEN int ito__worker_node(int id);
 
 #endif

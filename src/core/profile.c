@@ -11,6 +11,7 @@
 #include "fiber.h"
 #include "hooks.h"
 #include "nodeq.h"
+#include "observe.h"
 #include "os.h"
 #include "profile_data.h"
 #include "profile_rec.h"
@@ -22,69 +23,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/mman.h>
 #include <unistd.h>
-
-/* ---- settings ----------------------------------------------------------------------------- */
-
-struct prof_settings ito__prof_cfg;
-
-/* ITO_PROFILE: a comma list of summary, csv, trace and dag; 1 is summary,
- * 0 off. */
-static const char *parse_profile(const char *text, void *dst) {
-  static const char *const words[] = {"summary", "csv", "trace", "dag"};
-  static const char expected[] =
-      "0, 1, or a comma list of summary, csv, trace and dag (for example summary,trace)";
-  int mask = 0;
-  if (!strcmp(text, "0") || !strcmp(text, "1")) {
-    *(int *)dst = text[0] == '1' ? 1 : 0;
-    return NULL;
-  }
-  for (const char *p = text;;) {
-    const char *end = strchr(p, ',');
-    size_t n = end ? (size_t)(end - p) : strlen(p);
-    int k = -1;
-    for (int i = 0; i < 4; i++)
-      if (strlen(words[i]) == n && !strncasecmp(p, words[i], n)) k = i;
-    if (k < 0) return expected;
-    mask |= 1 << k;
-    if (!end) break;
-    p = end + 1;
-  }
-  *(int *)dst = mask;
-  return NULL;
-}
-
-/* A file name prefix or a file: any text without a newline. */
-static const char *parse_path(const char *text, void *dst) {
-  if (strchr(text, '\n')) return "a path";
-  *(const char **)dst = text;
-  return NULL;
-}
-
-/* (a table: one row per variable, packed) */
-/* clang-format off */
-static const struct ito_cfg prof_rows[] = {
-    {.name = "ITO_PROFILE", .kind = ITO_CFG_PARSE, .dst = &ito__prof_cfg.what,
-     .parse = parse_profile, .dflt = "0",
-     .what = "profile the run: summary, csv, trace, dag (a comma list); 1: summary"},
-    {.name = "ITO_PROFILE_OUT", .kind = ITO_CFG_PARSE, .dst = &ito__prof_cfg.out,
-     .parse = parse_path, .dflt = "ito-profile",
-     .what = "the profile's files: PREFIX.csv, PREFIX.trace.json, PREFIX.dag.json"},
-    {.name = "ITO_PROFILE_BASELINE", .kind = ITO_CFG_PARSE, .dst = &ito__prof_cfg.baseline,
-     .parse = parse_path, .dflt = "none",
-     .what = "a profile CSV of a 1-worker run: work-time stretch per region"},
-    {.name = "ITO_PROFILE_COLLAPSE", .kind = ITO_CFG_INT, .dst = &ito__prof_cfg.collapse_ns,
-     .lo = 0, .hi = 10 * 1000 * 1000, .dflt = "1000",
-     .what = "nanoseconds: the profiler collapses subtrees whose work at their place averaged "
-             "less, their span estimated (0: never; every fork recorded)"},
-};
-/* clang-format on */
-static void prof_defaults(void *settings) {
-  *(struct prof_settings *)settings = (struct prof_settings){0, "ito-profile", NULL, 1000};
-}
-ITO_CONFIG_MODULE(profile_config, prof_rows, ito__prof_cfg, prof_defaults, NULL);
 
 /* ---- state ------------------------------------------------------------------------------ */
 
@@ -717,7 +657,7 @@ static void at_exit(void) {
   if (LOAD_RLX(&recording)) stop(false);
 }
 
-void ito__profile_start(void) {
+static void profile_start(void) {
   if (!ito__prof_cfg.what) return;
   if (!attached) {
     int rc = ito__hooks_attach(record, NULL);
@@ -770,7 +710,7 @@ void ito__profile_start(void) {
   ito__prof_clock_start();
   coll_ticks = (uint64_t)((double)ito__prof_cfg.collapse_ns * 1e-9 / ito__prof_sec_per_tick);
   /* the workers of this start count from now, idle until their first
-   * event (the main thread's worker works from ito__profile_running) */
+   * event (the main thread's worker works from profile_running) */
   for (int i = 0; i < nworkers; i++) {
     pw_count(&pw[i], i, ito__prof_t0, ST_IDLE);
     pw[i].idle_blocked = 0;
@@ -778,7 +718,7 @@ void ito__profile_start(void) {
   STORE_REL(&recording, 1);
 }
 
-void ito__profile_running(void) {
+static void profile_running(void) {
   /* the main thread, adopted as worker 0's first thread, runs the
    * program's code from now on */
   if (!LOAD_RLX(&recording) || (int)gettid() != (int)getpid()) return;
@@ -788,7 +728,11 @@ void ito__profile_running(void) {
   enter(p, ST_WORK, now);
 }
 
-void ito__profile_stop(void) { stop(true); }
+static void profile_stop(void) { stop(true); }
+
+ITO_OBSERVE(profile_at_setup, OBSERVE_SETUP, OBS_PROFILE, profile_start);
+ITO_OBSERVE(profile_at_running, OBSERVE_RUNNING, OBS_PROFILE, profile_running);
+ITO_OBSERVE(profile_at_stopped, OBSERVE_STOPPED, OBS_PROFILE, profile_stop);
 
 /* stopped: the workers have stopped (ito_finalize), so every worker's
  * open slice is closed here; else (exit) only the figures are whole. */

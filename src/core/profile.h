@@ -44,15 +44,12 @@
 
 #include "base.h"
 
-/* At each start of the runtime, after the configuration was read: starts
- * recording if ITO_PROFILE asks for it (the recorder attaches on the first
- * start). */
-HIDDEN void ito__profile_start(void);
-/* Once the runtime runs: the main thread, adopted by worker 0, runs the
- * program's code from now on. */
-HIDDEN void ito__profile_running(void);
-/* At ito_finalize, once the workers stopped (and at exit if the runtime
- * still runs): closes the run and writes what ITO_PROFILE asked for. */
-HIDDEN void ito__profile_stop(void);
+/* The profiler observes the runtime (observe.h), in profile.c: at each
+ * start, after the configuration was read, it starts recording if
+ * ITO_PROFILE asks for it (the recorder attaches on the first start); once
+ * the runtime runs, the main thread, adopted by worker 0, runs the
+ * program's code; at ito_finalize, once the workers stopped (and at exit
+ * if the runtime still runs), it closes the run and writes what
+ * ITO_PROFILE asked for. */
 
 #endif

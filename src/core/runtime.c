@@ -4,7 +4,6 @@
 #include "runtime.h"
 #include "san.h"
 
-#include "profile.h"
 #include "signal.h"
 
 #include "forkpart.h"
@@ -16,11 +15,10 @@
 #include "idle.h"
 #include "monitor.h"
 #include "nodeq.h"
-#include "numa.h"
+#include "observe.h"
 #include "os.h"
 #include "overflow.h"
 #include "places.h"
-#include "profile.h"
 #include "sched.h"
 #include "setxid.h"
 #include "switch.h"
@@ -359,6 +357,26 @@ bool ito__is_root(void) {
 
 /* ---- start and stop ------------------------------------------------------------------------ */
 
+/* Invariant 1 of observe.h: by point, then order. */
+ITO_REGISTRY(ito_observe, struct ito_observer);
+
+void ito__observe(int point) {
+  ITO_ASSERT(spin_held(&init_lock) && point >= 0 && point < OBSERVE_POINTS);
+  int at = INT_MIN;
+  for (;;) {
+    const struct ito_observer *next = NULL;
+    for (int i = 0; i < ITO_REGISTRY_N(ito_observe); i++) {
+      const struct ito_observer *o = ITO_REGISTRY_AT(ito_observe, i);
+      if (o->point != point || o->order <= at) continue;
+      ITO_ASSERT(!next || o->order != next->order);
+      if (!next || o->order < next->order) next = o;
+    }
+    if (!next) return;
+    next->fn();
+    at = next->order;
+  }
+}
+
 /* Stops and joins the worker OS threads started so far (init lock held). */
 static void stop_workers(int n) {
   __atomic_store_n(&ito__stopping, 1, __ATOMIC_RELEASE);
@@ -400,10 +418,7 @@ static int start(void) {
   ito__install_segv();
   ito__workers = all_workers;
   ito__nworkers = n;
-  ito__profile_start(); /* attaches its recorder before the idle word is set up */
-  ito__numa_start();
-  ito__places_setup(); /* before any worker binds itself (places.h, invariant 1) */
-  ito__nodeq_setup(n); /* after the places: workers' nodes follow them (nodeq.h, invariant 2) */
+  ito__observe(OBSERVE_SETUP); /* the recorder, NUMA, places, node queues */
   count_slot(n - 1);
   __atomic_store_n(&ito__nslots, n, __ATOMIC_RELEASE);
   __atomic_store_n(&ito__stopping, 0, __ATOMIC_RELAXED);
@@ -421,9 +436,7 @@ static int start(void) {
       return EAGAIN;
     }
   }
-  ito__sig_runtime_start(); /* (signal.h, invariant 6) */
-  ito__monitor_start();
-  if (ito__tls_mode) ito__setxid_glibc_install(); /* (after glibc's own, at its first thread) */
+  ito__observe(OBSERVE_LAUNCHED); /* signals, the monitor, set*id */
   void (*at_start)(void) = LOAD_ACQ(&ito__rt_at_start);
   if (at_start) at_start();
   return 0;
@@ -451,7 +464,7 @@ int ito__ensure(void) {
     set_state(RT_STARTING);
     rc = start();
     set_state(rc ? RT_OFF : RT_RUNNING);
-    if (!rc) ito__profile_running();
+    if (!rc) ito__observe(OBSERVE_RUNNING);
   }
   spin_unlock(&init_lock);
   return rc;
@@ -493,7 +506,7 @@ int ito_finalize(void) {
   set_state(RT_STOPPING);
   ito__monitor_stop(); /* it starts and joins extra workers: first */
   stop_workers(__atomic_load_n(&ito__nslots, __ATOMIC_ACQUIRE));
-  ito__profile_stop();
+  ito__observe(OBSERVE_STOPPED);
   if (w) unadopt_main(w);
   set_state(RT_OFF);
   spin_unlock(&init_lock);
@@ -537,7 +550,6 @@ static void runtime_fork_child(worker *w, ithread *self) {
   __atomic_store_n(&ito__stopping, 0, __ATOMIC_RELAXED);
   ito__idle_setup(idlers, 1, &ito__sched_idle_ops, ito__cfg.wait_active, ito__cfg.spin_us * 1000L,
                   LOAD_RLX(&ito__hooks_on));
-  ito__nodeq_setup(1); /* empty node queues: what they held was the parent's threads */
   init_lock = 0;
   if (orphan) __atomic_store_n(&root, NULL, __ATOMIC_RELEASE);
   if (ito__places_count() || all_bound) bind_to(w, w->os_tid); /* worker 0's CPU now */

@@ -4,7 +4,6 @@
 #define _GNU_SOURCE
 #include "sched.h"
 #include "forkpart.h"
-#include "cpuclock.h"
 #include "signal.h"
 
 #include "hooks.h"
@@ -15,6 +14,7 @@
 #include "runtime.h"
 #include "thread.h"
 #include "timer.h"
+#include "tls.h"
 
 #include <stdatomic.h>
 
@@ -392,8 +392,7 @@ static void *sched_tsan(worker *w) {
 }
 
 static void enter_sched(worker *w, fiber *from, int action, void *arg, bool keep) {
-  tls_enter(w, NULL); /* the scheduler runs on the worker's own block (tls.h, invariant 4) */
-  if (UNLIKELY(ito__sig_on) && UNLIKELY(LOAD_RLX(&ito__cpuclock_on))) ito__cpu_enter(w, NULL);
+  posix_enter(w, NULL); /* the scheduler runs on the worker's own block (tls.h, invariant 4) */
   w->sched_action = action;
   w->sched_arg = arg;
   w->sched_from = from;

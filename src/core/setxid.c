@@ -12,6 +12,7 @@
 #include "setxid.h"
 
 #include "elfsym.h"
+#include "observe.h"
 #include "os.h"
 #include "tls.h"
 
@@ -280,6 +281,11 @@ void ito__setxid_glibc_install(void) {
   install();
   spin_unlock(&sx.lock);
 }
+
+static void setxid_at_launched(void) {
+  if (ito__tls_mode) ito__setxid_glibc_install();
+}
+ITO_OBSERVE(setxid_at_launch, OBSERVE_LAUNCHED, OBS_SETXID, setxid_at_launched);
 
 static bool marked_for(const char *d, pid_t tid) {
   return FIELD(d, gl.tid, pid_t) == tid &&

@@ -18,6 +18,8 @@
 #include "signal_int.h"
 
 #include "forkpart.h"
+#include "observe.h"
+#include "posix.h"
 #include "fiber.h"
 #include "handle.h"
 #include "monitor.h"
@@ -149,7 +151,7 @@ int ito__sig_action(int sig, const struct sigaction *act, struct sigaction *old)
   return 0;
 }
 
-void ito__sig_runtime_start(void) {
+static void sig_runtime_start(void) {
   if (!ito__sig_on || LOAD_ACQ(&ito__sig_acts.dfl_on)) return;
   uint64_t mask = acts_lock();
   STORE_REL(&ito__sig_acts.dfl_on, 1);
@@ -163,6 +165,7 @@ void ito__sig_runtime_start(void) {
   }
   acts_unlock(mask);
 }
+ITO_OBSERVE(sig_at_launched, OBSERVE_LAUNCHED, OBS_SIGNALS, sig_runtime_start);
 
 int ito__sig_prog_action(int sig, struct sigaction *out) {
   if (sig < 1 || sig > NSIG_K || !LOAD_ACQ(&ito__sig_acts.known[sig])) return 0;
@@ -209,7 +212,10 @@ struct sig_infos *ito__sig_infos_of(ithread *t) {
   return p;
 }
 
-void ito__sig_enable(void) { ito__sig_on = 1; }
+void ito__sig_enable(void) {
+  ito__sig_on = 1;
+  ito__posix_update();
+}
 
 void ito__sig_apply(worker *w, uint64_t m) {
   ITO_ASSERT(w == cur_worker()); /* invariant 1: the mask is this OS thread's */

@@ -56,9 +56,9 @@ HIDDEN void ito__sig_enable(void);
 /* A worker's OS thread starts (root: the adopted main thread keeps its
  * mask, which becomes the root thread's). */
 HIDDEN void ito__sig_worker_start(struct worker *w, struct ithread *root);
-/* The runtime starts (before its monitor): the default actions that end
- * or stop the process become ito's to take (invariant 6). */
-HIDDEN void ito__sig_runtime_start(void);
+/* (The runtime's start, before its monitor, observed in signal.c: the
+ * default actions that end or stop the process become ito's to take,
+ * invariant 6.) */
 /* The monitor thread starts (invariant 6). */
 HIDDEN void ito__sig_monitor_start(void);
 /* w goes to sleep: it blocks every asynchronous signal (invariant 1), so

@@ -84,8 +84,7 @@ void ito__switch(worker *w, fiber *from, fiber *to, int from_dying) {
     ito__asan_start(from_dying ? NULL : &from->asan_fake, to->lo, (size_t)(to->hi - to->lo));
   (void)from_dying;
   TSAN_TO(to);
-  tls_enter(w, to);
-  sig_enter(w, to);
+  posix_enter(w, to);
   ito__ctx_jump(from ? &from->sp : &dummy, to->sp, to);
   if (ASAN_ON) ito__asan_finish(from->asan_fake);
   ito__run_post(cur_worker());
@@ -94,7 +93,7 @@ void ito__switch(worker *w, fiber *from, fiber *to, int from_dying) {
 void ito__worker_stop(worker *w) {
   void *dummy, *sp = w->native_sp;
   w->native_sp = NULL;
-  tls_enter(w, NULL);
+  posix_enter(w, NULL);
   if (ASAN_ON) ito__asan_start(NULL, w->native_lo, w->native_size);
   TSAN_TO_CTX(w->native_tsan);
   ito__ctx_jump(&dummy, sp, NULL);

@@ -17,11 +17,8 @@
 #define ITO_CORE_SWITCH_H
 
 #include "base.h"
-#include "cpuclock.h"
 #include "fiber.h"
 #include "san.h"
-#include "signal.h"
-#include "tls.h"
 #include "worker.h"
 
 /* ---- the assembly (src/arch/ctx_*.S) ---------------------------------------------------- */
@@ -34,22 +31,14 @@ HIDDEN void ito__ctx_start(void);
  * ito__ctx_jump (arg: the jump's); returns its stack pointer. */
 HIDDEN void *ito__ctx_make(char *hi, void (*entry)(void *));
 
-/* The thread pointer of what runs next on w: f's block, or w's own for
- * the scheduler (f NULL). Nothing without ITO_TLS=thread (tls.h). */
-static inline void tls_enter(worker *w, fiber *f) {
-  if (UNLIKELY(ito__tls_mode)) {
-    void *tcb = f ? f->tls : NULL;
-    if (tcb != w->tls_cur) ito__tls_switch(w, tcb);
-  }
-}
-
-/* The signal mask of what runs next on w (signal.h, invariant 1): f's
- * thread's; the scheduler keeps the last. */
-static inline void sig_enter(worker *w, fiber *f) {
-  if (UNLIKELY(ito__sig_on)) {
-    if (f && f->thread && f->thread->osmask != w->os_sigmask) ito__sig_apply(w, f->thread->osmask);
-    if (UNLIKELY(LOAD_RLX(&ito__cpuclock_on))) ito__cpu_enter(w, f); /* (cpuclock.h) */
-  }
+/* The process semantics the drop-ins turn on (posix.h): nonzero while
+ * any is on; then every switch calls ito__posix_enter. */
+extern int ito__posix_on HIDDEN;
+/* What runs next on w, f (NULL: the scheduler), gets its thread pointer,
+ * signal mask and CPU clock (posix.c). */
+HIDDEN void ito__posix_enter(worker *w, fiber *f);
+static inline void posix_enter(worker *w, fiber *f) {
+  if (UNLIKELY(LOAD_RLX(&ito__posix_on))) ito__posix_enter(w, f);
 }
 
 /* Just before a switch: f's stack runs next, the current context is not
@@ -58,9 +47,7 @@ static inline void sig_enter(worker *w, fiber *f) {
 static inline void enter_fiber(fiber *f) {
   if (ASAN_ON) ito__asan_start(NULL, f->lo, (size_t)(f->hi - f->lo));
   TSAN_TO(f);
-  worker *w = cur_worker();
-  tls_enter(w, f);
-  sig_enter(w, f);
+  posix_enter(cur_worker(), f);
 }
 
 /* ---- the thread's own state across a switch (invariant 3) ------------------------------ */

@@ -15,6 +15,7 @@
 #include "runtime.h"
 #include "sched.h"
 #include "wait.h"
+#include "tls.h"
 
 #include <errno.h>
 #include <stdlib.h>

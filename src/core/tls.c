@@ -16,6 +16,7 @@
 #include "elfsym.h"
 #include "fiber.h"
 #include "os.h"
+#include "posix.h"
 #include "setxid.h"
 #include "thread.h"
 #include "worker.h"
@@ -385,7 +386,7 @@ static const char *unusable(void) {
 
 static ptrdiff_t tls_offset_of(void *addr) { return (char *)addr - (char *)get_tp(); }
 
-void ito__tls_setup(void) {
+static void setup_mode(void) {
   ito__tls_mode = 0;
   if (!tls_cfg.thread) return;
   const char *why = unusable();
@@ -721,7 +722,7 @@ ITO_FORK_PART(tls_fork, .lock_rank = 20, .lock = tls_fork_lock, .child_order = F
 
 #else /* neither x86-64 nor AArch64: not verified, worker TLS */
 
-void ito__tls_setup(void) {
+static void setup_mode(void) {
   ito__tls_mode = 0;
   if (tls_cfg.thread) {
     static const char msg[] =
@@ -757,3 +758,8 @@ void *ito__tls_use(void *tcb) {
 }
 
 #endif
+
+void ito__tls_setup(void) {
+  setup_mode();
+  ito__posix_update(); /* (posix.h, invariant 1) */
+}

@@ -12,7 +12,7 @@
  *     a thread that owns the block, and only that thread's fiber enters it.
  *  2. The block in force holds the worker's address in ito__tls_worker and
  *     the worker OS thread's kernel id in its descriptor: both are written
- *     at every switch into a thread's block (tls_enter).
+ *     at every switch into a thread's block (ito__posix_enter, posix.c).
  *  3. A block is reset (its modules' TLS from their images, libc's caches
  *     kept, errno cleared, dynamic TLS freed) before another thread uses
  *     it; a thread's thread_local destructors run on its own block before

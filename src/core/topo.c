@@ -4,7 +4,6 @@
 #include "topo.h"
 
 #include "os.h"
-#include "places.h"
 #include "relax.h"
 
 #include <sched.h>
@@ -288,14 +287,6 @@ const struct topo *ito__topo(void) {
     while (__atomic_load_n(&loaded, __ATOMIC_ACQUIRE) != 2) cpu_relax();
   }
   return &topo;
-}
-
-int ito__topo_worker_node(int id) {
-  if (id < 0) return -1;
-  int pl = ito__worker_place(id);
-  if (pl >= 0) return ito__place_node(pl);
-  const struct topo *t = ito__topo();
-  return t->pu_node[id % t->pus];
 }
 
 int ito__topo_node_of_os(int os) {

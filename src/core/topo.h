@@ -36,9 +36,6 @@ struct topo {
 
 /* The topology (invariant 1). */
 HIDDEN const struct topo *ito__topo(void);
-/* The node of worker `id`: workers follow the processing units in logical
- * order, round robin. */
-HIDDEN int ito__topo_worker_node(int id);
 /* The node (0 .. nodes-1) whose kernel number is os, or -1. */
 HIDDEN int ito__topo_node_of_os(int os);
 
