@@ -74,28 +74,10 @@ trap 'rm -rf "$tmp"' EXIT
 
 now_ms() { date +%s%3N; }
 
-# watchdog PIDFILE LABEL SECONDS: after SECONDS, if the process whose id
-# PIDFILE holds still runs, prints what it is doing and kills it (see
-# ITO_TEST_TIMEOUT above).
+# A run that hangs near the test's timeout says where (tests/hangwatch.sh).
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$here/../hangwatch.sh"
 test_t0=$(date +%s)
-watchdog() {
-  local pidfile=$1 label=$2 limit=$3 pid
-  sleep "$limit"
-  pid=$(cat "$pidfile" 2>/dev/null) || return 0
-  kill -0 "$pid" 2>/dev/null || return 0
-  {
-    echo "both.sh: $name ($label): still running after $limit s, near the test's timeout; its stderr so far:"
-    cat "$tmp/$label.err"
-    if command -v gdb >/dev/null 2>&1; then
-      echo "both.sh: $name ($label): its threads, as gdb sees them:"
-      timeout 20 gdb -p "$pid" -batch -nx -ex "set pagination off" \
-        -ex "source $here/../../tools/gdb/ito-gdb.py" -ex "info ito-threads" \
-        -ex "thread apply all bt 30" 2>&1 | grep -v '^\[New LWP\|^warning: ' | head -n 400
-    fi
-  } >"$tmp/$label.dog"
-  kill -KILL "$pid" 2>/dev/null
-}
 
 # run LABEL [VAR=VALUE...]: runs PROG with ARGS and those variables; stdout
 # goes to $tmp/LABEL.out, stderr to $tmp/LABEL.err (and then to ours).
@@ -114,29 +96,13 @@ run() {
   else
     cmd=("$prog")
   fi
-  local t0 t1 dog=""
-  rm -f "$tmp/$label.dog" "$tmp/$label.pid"
+  local t0 t1 left=""
   t0=$(now_ms)
-  if [ -n "${ITO_TEST_TIMEOUT:-}" ]; then
-    local left=$((ITO_TEST_TIMEOUT - ($(date +%s) - test_t0) - 25))
-    [ "$left" -lt 1 ] && left=1
-    watchdog "$tmp/$label.pid" "$label" "$left" </dev/null >/dev/null 2>&1 &
-    dog=$!
-  fi
-  # in the foreground (a background job would start with SIGINT and
-  # SIGQUIT ignored), its process id where the watchdog finds it
-  sh -c 'echo $$ >"$0"; exec "$@"' "$tmp/$label.pid" "${cmd[@]}" ${args[@]+"${args[@]}"} \
-    >"$tmp/$label.out" 2>"$tmp/$label.err"
-  run_rc=$?
-  if [ -n "$dog" ]; then
-    pkill -P "$dog" 2>/dev/null # (its sleep)
-    kill "$dog" 2>/dev/null
-    wait "$dog" 2>/dev/null
-    if [ -s "$tmp/$label.dog" ]; then
-      cat "$tmp/$label.dog" >&2
-      run_rc=124
-    fi
-  fi
+  [ -n "${ITO_TEST_TIMEOUT:-}" ] && left=$((ITO_TEST_TIMEOUT - ($(date +%s) - test_t0) - 25))
+  watched_run "$left" "$tmp/$label.out" "$tmp/$label.err" "$tmp/$label.dog" \
+    "${cmd[@]}" ${args[@]+"${args[@]}"}
+  run_rc=$watched_rc
+  [ -s "$tmp/$label.dog" ] && sed "s/^/both.sh: $name ($label): /" "$tmp/$label.dog" >&2
   t1=$(now_ms)
   cat "$tmp/$label.err" >&2
   echo "both.sh: $name ($label): exit status $run_rc, $((t1 - t0)) ms"

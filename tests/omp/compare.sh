@@ -22,7 +22,9 @@
 #   OMPTEST_THREADS  OMP_NUM_THREADS settings, "default" = unset
 #                    (default: "1 2 4 3,2 default")
 #   OMPTEST_WORKERS  ITO_NUM_WORKERS settings (default: "1 2")
-#   OMPTEST_TIMEOUT  seconds per run (default: 60)
+#   OMPTEST_TIMEOUT  seconds per run (default: 60); a run past it is shown
+#                    (its stderr, ito's threads and every stack, by
+#                    tests/hangwatch.sh) and ended
 #   OMPTEST_PRELOAD_BEFORE, OMPTEST_PRELOAD_AFTER
 #                    libraries preloaded before and after LIBITO_OMP in
 #                    the preloaded runs (libito-pthread.so)
@@ -51,6 +53,8 @@ threads_list=${OMPTEST_THREADS:-"1 2 4 3,2 default"}
 workers_list=${OMPTEST_WORKERS:-"1 2"}
 limit=${OMPTEST_TIMEOUT:-60}
 
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/../hangwatch.sh"
+
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ito-omp-compare.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 
@@ -74,10 +78,12 @@ run() {
   [ "$threads" != default ] && vars+=("OMP_NUM_THREADS=$threads")
   local t0 t1
   t0=$(date +%s%3N)
-  timeout -k 5 "$limit" env ${unset_args[@]+"${unset_args[@]}"} ${extra[@]+"${extra[@]}"} \
-    ${vars[@]+"${vars[@]}"} "$@" "$prog" >"$tmp/$label.out" 2>"$tmp/$label.err"
-  run_rc=$?
+  watched_run "$limit" "$tmp/$label.out" "$tmp/$label.err" "$tmp/$label.dog" \
+    env ${unset_args[@]+"${unset_args[@]}"} ${extra[@]+"${extra[@]}"} \
+    ${vars[@]+"${vars[@]}"} "$@" "$prog"
+  run_rc=$watched_rc
   t1=$(date +%s%3N)
+  [ -s "$tmp/$label.dog" ] && sed "s/^/  [$label] /" "$tmp/$label.dog" >&2
   if [ -s "$tmp/$label.err" ]; then
     sed "s/^/  [$label stderr] /" "$tmp/$label.err" | head -n 40 >&2
   fi
