@@ -40,6 +40,12 @@
  *     the pusher reads nothing of it after its ident's unlock. Whom to wake
  *     is decided from the task's parent, read before, which the caller
  *     keeps alive until the push returns.
+ *  6. A poke wakes one strand for a task; a strand that was poked and
+ *     then leaves its wait (its own wait is over: a cancelled barrier, its
+ *     children done) may not have taken that task, so it wakes every
+ *     announced strand as it leaves, and those that admit the task look
+ *     for it again. Without this a poke can go to a strand on its way out
+ *     while the one that would run the task stays parked.
  * Nothing on the path of a task that is made and run by one strand is
  * written by the others (no team-wide count): a team's lists scale with
  * its members. */
@@ -130,6 +136,30 @@ static void unlink_task(struct ident *d, task *t) {
 
 /* Wakes one announced strand of tm that admits a child of par, starting
  * after member k. */
+/* Wakes the announced strand of ident d, if it is not poked already (d's
+ * lock held, and released here). */
+static void poke_ident(struct ident *d) {
+  __atomic_store_n(&d->poked, 1, __ATOMIC_RELAXED);
+  ito__dropin_lock(d->wq_lock);
+  void *list = ito__dropin_wq_take(d->wq_head, d->wq_tail, -1);
+  ito__dropin_unlock(d->wq_lock);
+  id_unlock(&d->lock);
+  ito__dropin_wq_wake(list);
+}
+
+/* Invariant 6: every announced strand of tm looks at the lists again. */
+static void poke_all(team *tm) {
+  for (unsigned j = 0; j < tm->n; j++) {
+    struct ident *d = &tm->ids[j];
+    if (!__atomic_load_n(&d->parked, __ATOMIC_RELAXED)) continue;
+    id_lock(&d->lock);
+    if (d->parked && !d->poked)
+      poke_ident(d);
+    else
+      id_unlock(&d->lock);
+  }
+}
+
 static void poke(team *tm, unsigned k, const task *par) {
   unsigned n = tm->n;
   for (unsigned i = 1; i <= n; i++) {
@@ -138,12 +168,7 @@ static void poke(team *tm, unsigned k, const task *par) {
     if (!__atomic_load_n(&d->parked, __ATOMIC_RELAXED)) continue;
     id_lock(&d->lock);
     if (d->parked && !d->poked && admits_child(d->lendfor, par)) {
-      __atomic_store_n(&d->poked, 1, __ATOMIC_RELAXED);
-      ito__dropin_lock(d->wq_lock);
-      void *list = ito__dropin_wq_take(d->wq_head, d->wq_tail, -1);
-      ito__dropin_unlock(d->wq_lock);
-      id_unlock(&d->lock);
-      ito__dropin_wq_wake(list);
+      poke_ident(d);
       return;
     }
     id_unlock(&d->lock);
@@ -217,18 +242,23 @@ static void announce(team *tm, struct ident *me, task *x, int *qlock, void **hea
   me->wq_lock = qlock;
   me->wq_head = head;
   me->wq_tail = tail;
-  __atomic_store_n(&me->poked, 0, __ATOMIC_RELAXED);
+  /* a wait nested in a task this strand runs while announced keeps a poke
+   * the outer wait got meanwhile: the nested one answers it (invariant 6) */
+  if (!me->parked) __atomic_store_n(&me->poked, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&me->parked, 1, __ATOMIC_RELAXED);
   id_unlock(&me->lock);
   atomic_fetch_add_explicit(&tm->nparked, 1, memory_order_seq_cst); /* invariant 4 */
 }
 
-static void unannounce(team *tm, struct ident *me) {
+/* Returns whether the strand was poked while announced. */
+static bool unannounce(team *tm, struct ident *me) {
   id_lock(&me->lock); /* invariant 3: no waker is using the queue after this */
+  bool poked = __atomic_load_n(&me->poked, __ATOMIC_RELAXED);
   __atomic_store_n(&me->parked, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&me->poked, 0, __ATOMIC_RELAXED);
   id_unlock(&me->lock);
   atomic_fetch_sub_explicit(&tm->nparked, 1, memory_order_relaxed);
+  return poked;
 }
 
 void ito__omp_lend_wait(task *cur, task *lendfor, bool any, int *qlock, void **head, void **tail,
@@ -240,14 +270,14 @@ void ito__omp_lend_wait(task *cur, task *lendfor, bool any, int *qlock, void **h
     me = &tm->ids[cur->id];
   }
   const task *x = any ? NULL : lendfor;
-  bool armed = false;
+  bool armed = false, poked = false;
   for (;;) {
     if (done(arg, WAIT_CHECK)) break;
     if (me && ito__omp_run_pending(cur, tm, x)) continue;
     if (me) {
       announce(tm, me, (task *)x, qlock, head, tail);
       if (ito__omp_run_pending(cur, tm, x)) { /* one made pending before it saw us */
-        unannounce(tm, me);
+        poked |= unannounce(tm, me);
         continue;
       }
     }
@@ -255,20 +285,24 @@ void ito__omp_lend_wait(task *cur, task *lendfor, bool any, int *qlock, void **h
     armed = true;
     if (done(arg, WAIT_ARM)) {
       ito__dropin_unlock(qlock);
-      if (me) unannounce(tm, me);
+      if (me) poked |= unannounce(tm, me);
       break;
     }
     if (me && __atomic_load_n(&me->poked, __ATOMIC_RELAXED)) {
       ito__dropin_unlock(qlock);
-      unannounce(tm, me);
+      poked |= unannounce(tm, me);
       continue;
     }
     /* whoever makes done true, or pokes us, takes qlock to wake us */
     ito__dropin_wq_wait(qlock, head, tail, 0, CLOCK_MONOTONIC, NULL, NULL, NULL);
-    if (me) unannounce(tm, me);
+    if (me) poked |= unannounce(tm, me);
   }
-  if (!armed) return;
-  ito__dropin_lock(qlock);
-  done(arg, WAIT_DISARM);
-  ito__dropin_unlock(qlock);
+  if (armed) {
+    ito__dropin_lock(qlock);
+    done(arg, WAIT_DISARM);
+    ito__dropin_unlock(qlock);
+  }
+  /* invariant 6 (the lists are read again by those woken: no task is
+   * named, so none is read here) */
+  if (poked && atomic_load_explicit(&tm->nparked, memory_order_seq_cst)) poke_all(tm);
 }
