@@ -17,6 +17,8 @@
 #include <strings.h>
 #include <unistd.h>
 
+const struct ito_cfg_choice ito__cfg_bits[] = {{"0", 0}, {"1", 1}, {0, 0}};
+
 /* Values given by drop-in libraries for core rows whose variable is not set
  * (ito__config_default), and the name to blame for a bad one. */
 #define MAX_FALLBACKS 16

@@ -27,6 +27,9 @@
 #include "base.h"
 #include "config_row.h"
 
+/* The words of a row that is 0 or 1. */
+extern const struct ito_cfg_choice ito__cfg_bits[] HIDDEN;
+
 /* A module's settings: its rows, whose destinations are fields of
  * *settings, the function that gives *settings its defaults, and, when not
  * NULL, the one that completes them once the variables are read (rounding,

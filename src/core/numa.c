@@ -44,7 +44,6 @@ static struct numa_settings {
 } numa_cfg;
 static const struct ito_cfg_choice numa_words[] = {
     {"auto", NUMA_AUTO}, {"on", NUMA_ON}, {"off", NUMA_OFF}, {0, 0}};
-static const struct ito_cfg_choice bit_words[] = {{"0", 0}, {"1", 1}, {0, 0}};
 static const struct ito_cfg numa_rows[] = {
     {.name = "ITO_NUMA",
      .kind = ITO_CFG_CHOICE,
@@ -55,7 +54,7 @@ static const struct ito_cfg numa_rows[] = {
     {.name = "ITO_NUMA_FAKE",
      .kind = ITO_CFG_CHOICE,
      .dst = &numa_cfg.fake,
-     .choices = bit_words,
+     .choices = ito__cfg_bits,
      .dflt = "0",
      .what = "1: ito_numa_alloc* record their nodes without binding memory (a test aid)"},
 };

@@ -208,7 +208,6 @@ static const char *parse_places(const char *text, void *dst) {
   *(const char **)dst = text;
   return NULL;
 }
-static const struct ito_cfg_choice bit_words[] = {{"0", 0}, {"1", 1}, {0, 0}};
 static const struct ito_cfg places_rows[] = {
     {.name = "ITO_PLACES",
      .kind = ITO_CFG_PARSE,
@@ -219,7 +218,7 @@ static const struct ito_cfg places_rows[] = {
     {.name = "ITO_BIND",
      .kind = ITO_CFG_CHOICE,
      .dst = &places_cfg.bind,
-     .choices = bit_words,
+     .choices = ito__cfg_bits,
      .dflt = "0",
      .what = "1: pin worker i to the i-th allowed CPU"},
 };
