@@ -66,7 +66,14 @@ HIDDEN void ito__fatal(const char *fmt, ...) __attribute__((noreturn, format(pri
 #define ITO_REGISTRY_N(reg) ((int)(__stop_##reg - __start_##reg))
 #define ITO_REGISTRY_AT(reg, i) (__start_##reg[i])
 
-/* ---- atomics over plain fields (public structs hold plain ints) ---------- */
+/* ---- atomics: one style for the whole project ----------------------------------
+ * A word that threads share is a plain field or variable (never _Atomic,
+ * never <stdatomic.h>: the public structs hold plain ints, and every file
+ * reads alike), accessed through GCC's __atomic builtins with an explicit
+ * order. LOAD_RLX, LOAD_ACQ, STORE_RLX and STORE_REL are the short forms
+ * of the loads and stores. A shared word is read or written plainly only
+ * where no other thread can touch it at once: before it is shared, or
+ * where every access holds the same lock. */
 #define LOAD_RLX(p) __atomic_load_n((p), __ATOMIC_RELAXED)
 #define LOAD_ACQ(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define STORE_RLX(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)

@@ -23,10 +23,10 @@ int ito__deque_init(struct ito_deque *d, int log2) {
 }
 
 void ito__deque_drop_all(struct ito_deque *d) {
-  uint64_t h = atomic_load_explicit(&d->head, memory_order_relaxed);
-  uint64_t t = atomic_load_explicit(&d->tail, memory_order_relaxed);
+  uint64_t h = __atomic_load_n(&d->head, __ATOMIC_RELAXED);
+  uint64_t t = __atomic_load_n(&d->tail, __ATOMIC_RELAXED);
   for (uint64_t i = h; i < t; i++) d->slots[i & d->mask] = 0; /* (invariant 2's cleared slots) */
-  atomic_store_explicit(&d->head, t, memory_order_relaxed);
+  __atomic_store_n(&d->head, t, __ATOMIC_RELAXED);
   d->steal_lock = 0;
   ito__deque_reset(d);
 }
@@ -71,8 +71,8 @@ bool ito__deque_conflict(struct ito_deque *d, uint64_t t) {
     else
       spin_lock(&d->steal_lock);
   }
-  bool ours = atomic_load_explicit(&d->head, memory_order_relaxed) <= t;
-  if (!ours) atomic_store_explicit(&d->tail, t + 1, memory_order_relaxed);
+  bool ours = __atomic_load_n(&d->head, __ATOMIC_RELAXED) <= t;
+  if (!ours) __atomic_store_n(&d->tail, t + 1, __ATOMIC_RELAXED);
   spin_unlock(&d->steal_lock);
   return ours;
 }
@@ -93,8 +93,8 @@ uintptr_t ito__deque_pop(struct ito_deque *d) {
  *     the owner's window is open); if h + 1 > tail: head = h, unlock, fail;
  *     the entry at h is ours. */
 uintptr_t ito__deque_steal(struct ito_deque *v, uintptr_t **slot) {
-  uint64_t h = atomic_load_explicit(&v->head, memory_order_relaxed);
-  if (h >= atomic_load_explicit(&v->tail, memory_order_acquire)) return 0;
+  uint64_t h = __atomic_load_n(&v->head, __ATOMIC_RELAXED);
+  if (h >= __atomic_load_n(&v->tail, __ATOMIC_ACQUIRE)) return 0;
   if (!dq_steal_claim(v, &h)) return 0;
   if (__atomic_load_n(&v->fence_pops, __ATOMIC_ACQUIRE))
     full_fence(); /* the owner fences its pops now */

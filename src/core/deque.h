@@ -27,21 +27,19 @@
 #include "base.h"
 #include "os.h"
 
-#include <stdatomic.h>
-
 /* Entries are tagged words: a fork record (tag 0), a suspended fiber
  * (ENT_FIBER) or a create record (ENT_CREATE). */
 enum { ENT_FIBER = 1, ENT_CREATE = 2, ENT_TAGS = 3 };
 
 struct ito_deque {
   /* the owner's line */
-  _Atomic uint64_t tail;
+  uint64_t tail;
   uintptr_t *slots;
   uint64_t mask;
   int fence_pops; /* > 0: the owner's next pops fence (invariant 4) */
   char pad1[CACHELINE - 28];
   /* the thieves' line */
-  _Atomic uint64_t head;
+  uint64_t head;
   int steal_lock;
   char pad2[CACHELINE - 12];
 };
@@ -64,13 +62,13 @@ HIDDEN void ito__deque_drop_all(struct ito_deque *d);
 /* ---- the owner ---------------------------------------------------------------------- */
 
 static inline uint64_t dq_tail(const struct ito_deque *d) {
-  return atomic_load_explicit(&d->tail, memory_order_relaxed);
+  return __atomic_load_n(&d->tail, __ATOMIC_RELAXED);
 }
 /* Pushing at index t would leave fewer than DEQUE_MARGIN entries free.
  * Acquire: a slot is reused only after every thief that read it moved
  * head past it (release in dq_steal_claim; the same plain load on x86). */
 static inline bool dq_full(const struct ito_deque *d, uint64_t t) {
-  return t - atomic_load_explicit(&d->head, memory_order_acquire) + DEQUE_MARGIN > d->mask;
+  return t - __atomic_load_n(&d->head, __ATOMIC_ACQUIRE) + DEQUE_MARGIN > d->mask;
 }
 /* The capacity check of a push at t as the fork makes it: only when t is a
  * multiple of DEQUE_MARGIN (invariant 3). */
@@ -89,7 +87,7 @@ static inline uint64_t dq_mask(const struct ito_deque *d) { return d->mask; }
 static inline void dq_put(struct ito_deque *d, uint64_t t, uintptr_t e) {
   ITO_ASSERT(e != 0 && t == dq_tail(d));
   d->slots[t & d->mask] = e;
-  atomic_store_explicit(&d->tail, t + 1, memory_order_release);
+  __atomic_store_n(&d->tail, t + 1, __ATOMIC_RELEASE);
 }
 /* Publishes e at the tail; false (nothing pushed) if the deque is full. */
 static inline bool dq_push(struct ito_deque *d, uintptr_t e) {
@@ -135,7 +133,7 @@ HIDDEN bool ito__deque_conflict(struct ito_deque *d, uint64_t t);
 static inline bool dq_take_back_begin(struct ito_deque *d, uint64_t t, uintptr_t e) {
   if (dq_tail(d) != t + 1 || __atomic_load_n(&d->slots[t & d->mask], __ATOMIC_ACQUIRE) != e)
     return false;
-  atomic_store_explicit(&d->tail, t, memory_order_relaxed);
+  __atomic_store_n(&d->tail, t, __ATOMIC_RELAXED);
   return true;
 }
 static inline bool dq_pop_uncontended(const struct ito_deque *d, uint64_t t);
@@ -153,14 +151,14 @@ static inline bool dq_take_back(struct ito_deque *d, uint64_t t, uintptr_t e) {
  * deque is empty (nothing stored). */
 static inline bool dq_pop_begin(struct ito_deque *d, uint64_t *t) {
   uint64_t x = dq_tail(d);
-  if (atomic_load_explicit(&d->head, memory_order_relaxed) >= x) return false;
-  atomic_store_explicit(&d->tail, x - 1, memory_order_relaxed);
+  if (__atomic_load_n(&d->head, __ATOMIC_RELAXED) >= x) return false;
+  __atomic_store_n(&d->tail, x - 1, __ATOMIC_RELAXED);
   *t = x - 1;
   return true;
 }
 /* Step 3 (after the barrier, step 2): is entry t ours without the lock? */
 static inline bool dq_pop_uncontended(const struct ito_deque *d, uint64_t t) {
-  return atomic_load_explicit(&d->head, memory_order_relaxed) <= t;
+  return __atomic_load_n(&d->head, __ATOMIC_RELAXED) <= t;
 }
 /* Step 4: takes entry t (ours) and clears its slot (invariant 2). */
 static inline uintptr_t dq_pop_take(struct ito_deque *d, uint64_t t) {
@@ -178,18 +176,18 @@ HIDDEN uintptr_t ito__deque_pop(struct ito_deque *d);
  * head = *h + 1. False (nothing stored) if the lock is busy. */
 static inline bool dq_steal_claim(struct ito_deque *v, uint64_t *h) {
   if (!spin_trylock(&v->steal_lock)) return false;
-  *h = atomic_load_explicit(&v->head, memory_order_relaxed);
+  *h = __atomic_load_n(&v->head, __ATOMIC_RELAXED);
   /* release: orders this thief's earlier reads of slots before the owner's
    * reuse of them (dq_full) */
-  atomic_store_explicit(&v->head, *h + 1, memory_order_release);
+  __atomic_store_n(&v->head, *h + 1, __ATOMIC_RELEASE);
   return true;
 }
 /* Step 3 (after the barrier, step 2): entry h is the thief's, returned with
  * the lock still held and *slot set; or the owner has it (or the deque was
  * empty): head is put back, the lock released, 0 returned. */
 static inline uintptr_t dq_steal_check(struct ito_deque *v, uint64_t h, uintptr_t **slot) {
-  if (h + 1 > atomic_load_explicit(&v->tail, memory_order_acquire)) {
-    atomic_store_explicit(&v->head, h, memory_order_relaxed);
+  if (h + 1 > __atomic_load_n(&v->tail, __ATOMIC_ACQUIRE)) {
+    __atomic_store_n(&v->head, h, __ATOMIC_RELAXED);
     spin_unlock(&v->steal_lock);
     return 0;
   }
@@ -203,12 +201,12 @@ static inline uintptr_t dq_steal_check(struct ito_deque *v, uint64_t h, uintptr_
  * a thief took reads 0). */
 static inline uintptr_t dq_peek(const struct ito_deque *d) {
   uint64_t t = dq_tail(d);
-  if (atomic_load_explicit(&d->head, memory_order_relaxed) >= t) return 0;
+  if (__atomic_load_n(&d->head, __ATOMIC_RELAXED) >= t) return 0;
   return __atomic_load_n(&d->slots[(t - 1) & d->mask], __ATOMIC_ACQUIRE);
 }
 /* Entries thieves may still take: an estimate, without the lock. */
 static inline uint64_t dq_size(const struct ito_deque *d) {
-  uint64_t t = dq_tail(d), h = atomic_load_explicit(&d->head, memory_order_relaxed);
+  uint64_t t = dq_tail(d), h = __atomic_load_n(&d->head, __ATOMIC_RELAXED);
   return t > h ? t - h : 0;
 }
 
@@ -216,15 +214,14 @@ static inline uint64_t dq_size(const struct ito_deque *d) {
 
 /* Does the deque hold an entry? (The sleeper's scan: acquire loads.) */
 static inline bool dq_nonempty(const struct ito_deque *d) {
-  return atomic_load_explicit(&d->head, memory_order_acquire) <
-         atomic_load_explicit(&d->tail, memory_order_acquire);
+  return __atomic_load_n(&d->head, __ATOMIC_ACQUIRE) < __atomic_load_n(&d->tail, __ATOMIC_ACQUIRE);
 }
 
 /* The oldest entry, read without the lock (the monitor's guess of what
  * waits there): 0 when empty or just taken. */
 static inline uintptr_t dq_oldest(const struct ito_deque *d) {
-  uint64_t h = atomic_load_explicit(&d->head, memory_order_acquire);
-  if (h >= atomic_load_explicit(&d->tail, memory_order_acquire)) return 0;
+  uint64_t h = __atomic_load_n(&d->head, __ATOMIC_ACQUIRE);
+  if (h >= __atomic_load_n(&d->tail, __ATOMIC_ACQUIRE)) return 0;
   return __atomic_load_n(&d->slots[h & d->mask], __ATOMIC_RELAXED);
 }
 
@@ -239,8 +236,7 @@ HIDDEN uintptr_t ito__deque_steal(struct ito_deque *v, uintptr_t **slot);
  * the entry goes back to the owner, untouched. */
 static inline void dq_steal_undo(struct ito_deque *v) {
   ITO_ASSERT(spin_held(&v->steal_lock));
-  atomic_store_explicit(&v->head, atomic_load_explicit(&v->head, memory_order_relaxed) - 1,
-                        memory_order_relaxed);
+  __atomic_store_n(&v->head, __atomic_load_n(&v->head, __ATOMIC_RELAXED) - 1, __ATOMIC_RELAXED);
   spin_unlock(&v->steal_lock);
 }
 static inline void dq_steal_done(struct ito_deque *v, uintptr_t *slot, uintptr_t e) {

@@ -284,7 +284,7 @@ void ito__monitor_stay(worker *w) {
 void ito__monitor_retired(worker *w) {
   ITO_ASSERT(w->extra && w == cur_worker());
   /* invariant 3: it owns no work (only its own thread pushes on its deque) */
-  ITO_ASSERT(!w->cur && dq_tail(&w->dq) <= atomic_load(&w->dq.head));
+  ITO_ASSERT(!w->cur && dq_tail(&w->dq) <= LOAD_RLX(&w->dq.head));
   ito__idle_resize(-1);
   STORE_REL(&slot_state[w->id], SLOT_RETIRED);
   ito__futex_wake(&mon.stop_word, 1); /* (a tick: the monitor joins it soon) */

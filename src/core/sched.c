@@ -16,12 +16,10 @@
 #include "timer.h"
 #include "tls.h"
 
-#include <stdatomic.h>
-
 worker **ito__workers;
 int ito__nworkers;
 int ito__stopping;
-static _Atomic unsigned rr; /* round robin for work made ready outside the workers */
+static unsigned rr; /* round robin for work made ready outside the workers */
 /* While threads wait on poll sources, every worker polls once in this many
  * scheduling passes, so readiness is seen within them even under load. */
 #define POLL_EVERY 61
@@ -83,7 +81,7 @@ static void mail_last(worker *to, fiber *f, worker *here) {
 worker *ito__place(const fiber *f, worker *here) {
   if (f && f->home) return f->home;
   if (here) return here;
-  unsigned i = atomic_fetch_add_explicit(&rr, 1, memory_order_relaxed);
+  unsigned i = __atomic_fetch_add(&rr, 1, __ATOMIC_RELAXED);
   return ito__workers[i % (unsigned)ito__nworkers];
 }
 

@@ -56,10 +56,10 @@ struct trait {
  * handle above ALLOC_MAX_PREDEFINED is one. */
 struct allocator {
   uintptr_t memspace;
-  uintptr_t alignment;    /* at least sizeof(void *) */
-  uintptr_t pool_size;    /* (uintptr_t)-1: no pool */
-  _Atomic uintptr_t used; /* bytes taken from the pool, headers and padding included */
-  uintptr_t fb_data;      /* the allocator_fb fallback's allocator */
+  uintptr_t alignment; /* at least sizeof(void *) */
+  uintptr_t pool_size; /* (uintptr_t)-1: no pool */
+  uintptr_t used;      /* bytes taken from the pool, headers and padding included */
+  uintptr_t fb_data;   /* the allocator_fb fallback's allocator */
   unsigned char sync_hint, access, fallback, pinned, partition;
 };
 
@@ -173,17 +173,17 @@ OMP_API uintptr_t omp_get_default_allocator(void) { return ito__omp_cur()->icv.d
 /* Takes n bytes from a's pool; false when they do not fit. */
 static bool pool_take(struct allocator *a, size_t n) {
   if (n > a->pool_size) return false;
-  uintptr_t used = atomic_load_explicit(&a->used, memory_order_relaxed);
+  uintptr_t used = __atomic_load_n(&a->used, __ATOMIC_RELAXED);
   do {
     uintptr_t want;
     if (__builtin_add_overflow(used, n, &want) || want > a->pool_size) return false;
-    if (atomic_compare_exchange_weak_explicit(&a->used, &used, want, memory_order_relaxed,
-                                              memory_order_relaxed))
+    if (__atomic_compare_exchange_n(&a->used, &used, want, true, __ATOMIC_RELAXED,
+                                    __ATOMIC_RELAXED))
       return true;
   } while (1);
 }
 static inline void pool_give(struct allocator *a, size_t n) {
-  atomic_fetch_sub_explicit(&a->used, n, memory_order_relaxed);
+  __atomic_fetch_sub(&a->used, n, __ATOMIC_RELAXED);
 }
 
 /* The block's user pointer in base, at an address that is a multiple of
@@ -312,7 +312,7 @@ OMP_API void *omp_realloc(void *p, size_t size, uintptr_t allocator, uintptr_t f
       if (ok) {
         base = in_place ? realloc(h->base, n) : malloc(n);
         if (!base && pooled) /* back to what it was (n - prev wraps when shrinking) */
-          atomic_fetch_sub_explicit(&a->used, (uintptr_t)n - prev, memory_order_relaxed);
+          __atomic_fetch_sub(&a->used, (uintptr_t)n - prev, __ATOMIC_RELAXED);
         if (base && in_place) return place(base, al, n, allocator);
       }
     }

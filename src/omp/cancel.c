@@ -11,9 +11,7 @@
 /* gcc's GOMP_CANCEL_* (gomp-constants.h) */
 enum { CANCEL_PARALLEL = 1, CANCEL_LOOP = 2, CANCEL_SECTIONS = 4, CANCEL_TASKGROUP = 8 };
 
-static inline bool set(_Atomic int *flag) {
-  return atomic_load_explicit(flag, memory_order_acquire) != 0;
-}
+static inline bool set(int *flag) { return __atomic_load_n(flag, __ATOMIC_ACQUIRE) != 0; }
 
 /* The taskgroup a cancel taskgroup in task t is about: its innermost open
  * one, else the one whose taskgroup set it is in. */
@@ -66,14 +64,14 @@ OMP_API bool GOMP_cancel(int which, bool do_cancel) {
     /* the other members stop at their next cancellation point, or when
      * they ask for more work; with no work share (an orphaned cancel)
      * only the caller leaves */
-    if (t->ws) atomic_store_explicit(&t->ws->cancelled, 1, memory_order_release);
+    if (t->ws) __atomic_store_n(&t->ws->cancelled, 1, __ATOMIC_RELEASE);
     return true;
   }
   if (which & CANCEL_TASKGROUP) {
     struct taskgroup *g = group_of(t);
     if (g) {
       if (g->workshare && g->prev) g = g->prev;
-      atomic_store_explicit(&g->cancelled, 1, memory_order_release);
+      __atomic_store_n(&g->cancelled, 1, __ATOMIC_RELEASE);
     }
     return true;
   }
@@ -81,6 +79,6 @@ OMP_API bool GOMP_cancel(int which, bool do_cancel) {
   if (!tm) return false; /* outside any region there is nothing to cancel */
   /* the flag first, then the wake under each member's queue lock: a member
    * about to park in a cancellable barrier tests it under that lock (team.c) */
-  if (!atomic_exchange_explicit(&tm->cancelled, 1, memory_order_acq_rel)) ito__omp_barrier_wake(tm);
+  if (!__atomic_exchange_n(&tm->cancelled, 1, __ATOMIC_ACQ_REL)) ito__omp_barrier_wake(tm);
   return true;
 }

@@ -13,9 +13,9 @@
 
 struct dnode {
   int lock;
-  int done;         /* the task's code finished: no more edges to it */
-  _Atomic int refs; /* the task, table entries naming it, edges to it */
-  _Atomic uint64_t npred;
+  int done; /* the task's code finished: no more edges to it */
+  int refs; /* the task, table entries naming it, edges to it */
+  uint64_t npred;
   struct dnode **succ;
   unsigned nsucc, csucc;
   task *t;   /* a deferred task to start when npred reaches 0 */
@@ -38,7 +38,7 @@ struct deptab {
 };
 
 static void node_unref(struct dnode *n) {
-  if (atomic_fetch_sub_explicit(&n->refs, 1, memory_order_acq_rel) == 1) {
+  if (__atomic_fetch_sub(&n->refs, 1, __ATOMIC_ACQ_REL) == 1) {
     free(n->succ);
     free(n);
   }
@@ -98,10 +98,10 @@ static void add_edge(struct dnode *p, struct dnode *n) {
       if (!p->succ) ito__omp_fatal("out of memory for task dependences");
     }
     p->succ[p->nsucc++] = n;
-    atomic_fetch_add_explicit(&n->npred, KID_ALIVE, memory_order_relaxed);
+    __atomic_fetch_add(&n->npred, KID_ALIVE, __ATOMIC_RELAXED);
     /* the edge holds n: the predecessor reads n->t after its release, when an
      * undeferred node's creator may already be done with n */
-    atomic_fetch_add_explicit(&n->refs, 1, memory_order_relaxed);
+    __atomic_fetch_add(&n->refs, 1, __ATOMIC_RELAXED);
   }
   ito__dropin_unlock(&p->lock);
 }
@@ -112,7 +112,7 @@ static void reader_add(struct dentry *d, struct dnode *n) {
     d->readers = realloc(d->readers, d->creaders * sizeof *d->readers);
     if (!d->readers) ito__omp_fatal("out of memory for task dependences");
   }
-  atomic_fetch_add_explicit(&n->refs, 1, memory_order_relaxed);
+  __atomic_fetch_add(&n->refs, 1, __ATOMIC_RELAXED);
   d->readers[d->nreaders++] = n;
 }
 
@@ -150,8 +150,8 @@ struct dnode *ito__omp_dep_register(task *parent, void **depend, int prio) {
   struct dnode *n = calloc(1, sizeof *n);
   if (!n) ito__omp_fatal("out of memory for task dependences");
   n->prio = prio;
-  atomic_store_explicit(&n->refs, 1, memory_order_relaxed);
-  atomic_store_explicit(&n->npred, KID_ALIVE, memory_order_relaxed);
+  __atomic_store_n(&n->refs, 1, __ATOMIC_RELAXED);
+  __atomic_store_n(&n->npred, KID_ALIVE, __ATOMIC_RELAXED);
   if (!parent->deps) {
     parent->deps = calloc(1, sizeof *parent->deps);
     if (!parent->deps) ito__omp_fatal("out of memory for task dependences");
@@ -177,7 +177,7 @@ struct dnode *ito__omp_dep_register(task *parent, void **depend, int prio) {
       add_edge(d->last_out, n);
     }
     if (d->last_out) node_unref(d->last_out);
-    atomic_fetch_add_explicit(&n->refs, 1, memory_order_relaxed);
+    __atomic_fetch_add(&n->refs, 1, __ATOMIC_RELAXED);
     d->last_out = n;
   }
   return n;

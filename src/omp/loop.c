@@ -146,24 +146,24 @@ static bool take(task *me, struct ws *w, unsigned long *i0, unsigned long *i1) {
         return true;
       }
     case SCHED_DYNAMIC: {
-      unsigned long lo = atomic_load_explicit(&w->next, memory_order_relaxed);
+      unsigned long lo = __atomic_load_n(&w->next, __ATOMIC_RELAXED);
       if (lo >= n) return false; /* keeps next from running past the end */
-      lo = atomic_fetch_add_explicit(&w->next, w->chunk, memory_order_relaxed);
+      lo = __atomic_fetch_add(&w->next, w->chunk, __ATOMIC_RELAXED);
       if (lo >= n) return false;
       *i0 = lo;
       *i1 = n - lo > w->chunk ? lo + w->chunk : n;
       return true;
     }
     default: { /* guided: a share of what is left, at least the chunk */
-      unsigned long lo = atomic_load_explicit(&w->next, memory_order_relaxed);
+      unsigned long lo = __atomic_load_n(&w->next, __ATOMIC_RELAXED);
       for (;;) {
         if (lo >= n) return false;
         unsigned long left = n - lo;
         unsigned long q = (left + nth - 1) / nth;
         if (q < w->chunk) q = w->chunk;
         if (q > left) q = left;
-        if (atomic_compare_exchange_weak_explicit(&w->next, &lo, lo + q, memory_order_relaxed,
-                                                  memory_order_relaxed)) {
+        if (__atomic_compare_exchange_n(&w->next, &lo, lo + q, true, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED)) {
           *i0 = lo;
           *i1 = lo + q;
           return true;
@@ -180,7 +180,7 @@ static bool next(task *me, ull *istart, ull *iend) {
   /* cancel for: no more chunks are handed out (an ordered or doacross
    * loop, which may not be cancelled, hands all out: every chunk must pass
    * its turn on, every iteration be posted) */
-  if (UNLIKELY(atomic_load_explicit(&w->cancelled, memory_order_relaxed)) && !w->ordered && !w->da)
+  if (UNLIKELY(__atomic_load_n(&w->cancelled, __ATOMIC_RELAXED)) && !w->ordered && !w->da)
     return false;
   unsigned long i0, i1;
   if (!take(me, w, &i0, &i1)) return false;
@@ -358,10 +358,10 @@ struct da_queue {
 } __attribute__((aligned(64)));
 
 struct doacross {
-  _Atomic uint64_t *posted; /* entry e at posted[e * stride]; NULL: nothing to order */
-  struct da_queue *queues;  /* entry e's waiters park on queues[e & (nq - 1)] */
-  unsigned long stride;     /* words from one entry to the next */
-  unsigned nq;              /* queues: a power of two */
+  uint64_t *posted;        /* entry e at posted[e * stride]; NULL: nothing to order */
+  struct da_queue *queues; /* entry e's waiters park on queues[e & (nq - 1)] */
+  unsigned long stride;    /* words from one entry to the next */
+  unsigned nq;             /* queues: a power of two */
   unsigned ncounts;
   int kind; /* the loop's schedule: how rows map to entries */
   unsigned long chunk, nth;
@@ -400,7 +400,7 @@ static void da_init(struct ws *w, unsigned ncounts, const ull *counts, unsigned 
   memset(m, 0, head + qsz + psz); /* queues empty, entries 0 (nothing posted) */
   struct doacross *d = (struct doacross *)m;
   d->queues = order ? (struct da_queue *)(m + head) : NULL;
-  d->posted = order ? (_Atomic uint64_t *)(m + head + qsz) : NULL;
+  d->posted = order ? (uint64_t *)(m + head + qsz) : NULL;
   d->stride = stride;
   d->nq = nq;
   d->ncounts = ncounts;
@@ -456,8 +456,8 @@ static struct doacross *da_cur(const char *who) {
  * writes, and those of the entry's iterations before it) and wake the
  * entry's waiters if one set the waiter bit. */
 static void da_post(struct doacross *d, unsigned long e, uint64_t lin) {
-  _Atomic uint64_t *p = &d->posted[e * d->stride];
-  uint64_t old = atomic_exchange_explicit(p, lin + 1, memory_order_release);
+  uint64_t *p = &d->posted[e * d->stride];
+  uint64_t old = __atomic_exchange_n(p, lin + 1, __ATOMIC_RELEASE);
   /* an entry's iterations run, and post, in increasing order */
   if (UNLIKELY((old & ~DA_WAITING) > lin + 1))
     ito__omp_fatal("doacross post out of order (iteration index %llu after %llu)", (ull)lin,
@@ -475,18 +475,18 @@ static void da_post(struct doacross *d, unsigned long e, uint64_t lin) {
 /* Waits until iteration lin of entry e is done (acquire: its writes are
  * visible after). Parks the member; never spins. */
 static void da_wait(struct doacross *d, unsigned long e, uint64_t lin) {
-  _Atomic uint64_t *p = &d->posted[e * d->stride];
-  if ((atomic_load_explicit(p, memory_order_acquire) & ~DA_WAITING) > lin) return;
+  uint64_t *p = &d->posted[e * d->stride];
+  if ((__atomic_load_n(p, __ATOMIC_ACQUIRE) & ~DA_WAITING) > lin) return;
   struct da_queue *q = &d->queues[e & (d->nq - 1)];
   ito__dropin_lock(&q->lock);
   /* the bit stays set after we leave: a later post then takes the lock
    * for nothing, which is cheaper than counting waiters per entry */
-  uint64_t v = atomic_fetch_or_explicit(p, DA_WAITING, memory_order_acq_rel);
+  uint64_t v = __atomic_fetch_or(p, DA_WAITING, __ATOMIC_ACQ_REL);
   while ((v & ~DA_WAITING) <= lin) {
     /* woken by a post to e or to an entry sharing the queue: test again */
     ito__dropin_wq_wait(&q->lock, &q->head, &q->tail, 0, CLOCK_MONOTONIC, NULL, NULL, NULL);
     ito__dropin_lock(&q->lock);
-    v = atomic_fetch_or_explicit(p, DA_WAITING, memory_order_acq_rel);
+    v = __atomic_fetch_or(p, DA_WAITING, __ATOMIC_ACQ_REL);
   }
   ito__dropin_unlock(&q->lock);
 }

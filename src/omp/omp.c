@@ -387,7 +387,7 @@ static void read_env(void) {
   /* threadprivate variables live in thread-local storage: a program with
    * TLS of its own gets a block per team member (docs/openmp.md,
    * "threadprivate"); ITO_TLS=worker asks for the workers' */
-  atomic_store_explicit(&ito__omp_g.member_tls, -1, memory_order_relaxed);
+  __atomic_store_n(&ito__omp_g.member_tls, -1, __ATOMIC_RELAXED);
   ito__omp_g.program_tls = ito__dropin_tls_program();
   if (ito__omp_g.program_tls)
     ito__dropin_config_default("ITO_TLS", "thread", "libito-omp.so (threadprivate)");
@@ -519,7 +519,7 @@ task ito__omp_root_initial;
 #define root_initial ito__omp_root_initial
 static __thread task *os_cur;
 static __thread task os_initial;
-static _Atomic int started;
+static int started;
 
 static void init_initial(task *t) {
   memset(t, 0, sizeof *t);
@@ -531,23 +531,23 @@ static void init_initial(task *t) {
 static void init_root(void) { init_initial(&root_initial); }
 
 void ito__omp_start(void) {
-  if (atomic_load_explicit(&started, memory_order_acquire)) return;
+  if (__atomic_load_n(&started, __ATOMIC_ACQUIRE)) return;
   OMP_SETUP();
   int rc = ito_init();
   if (rc) ito__omp_fatal("cannot start the runtime (%s)", strerror(rc));
-  atomic_store_explicit(&started, 1, memory_order_release);
+  __atomic_store_n(&started, 1, __ATOMIC_RELEASE);
 }
 
 int ito__omp_member_tls_resolve(void) {
   int on = ito__dropin_tls_on(); /* (starts the runtime) */
-  atomic_store_explicit(&ito__omp_g.member_tls, on, memory_order_relaxed);
+  __atomic_store_n(&ito__omp_g.member_tls, on, __ATOMIC_RELAXED);
   return on;
 }
 
 task *ito__omp_cur(void) {
   void **slot = ito__omp_ctx();
   if (LIKELY(slot)) return *slot ? (task *)*slot : &root_initial;
-  if (!atomic_load_explicit(&started, memory_order_acquire)) {
+  if (!__atomic_load_n(&started, __ATOMIC_ACQUIRE)) {
     ito__omp_start(); /* on the main thread this makes it the root ito thread */
     slot = ito__omp_ctx();
     if (slot) return *slot ? (task *)*slot : &root_initial;
@@ -572,7 +572,7 @@ static inline uint64_t half_of(uint64_t bit) {
 }
 
 struct word_arg {
-  _Atomic uint64_t *word;
+  uint64_t *word;
   uint64_t bit, mask;
   int *qlock;
   bool armed;
@@ -589,24 +589,24 @@ struct word_arg {
  * set on a zero half that the arming did not make so. */
 static int word_done(void *p, int how) {
   struct word_arg *w = p;
-  if (how == WAIT_CHECK) return !(atomic_load_explicit(w->word, memory_order_acquire) & w->mask);
+  if (how == WAIT_CHECK) return !(__atomic_load_n(w->word, __ATOMIC_ACQUIRE) & w->mask);
   if (how == WAIT_ARM) {
     w->armed = true;
-    uint64_t old = atomic_fetch_or_explicit(w->word, w->bit, memory_order_acq_rel);
+    uint64_t old = __atomic_fetch_or(w->word, w->bit, __ATOMIC_ACQ_REL);
     w->stale = !(old & (w->bit | w->mask));
     return !(old & w->mask);
   }
   if (!w->armed) return 1;
-  uint64_t v = atomic_load_explicit(w->word, memory_order_acquire);
+  uint64_t v = __atomic_load_n(w->word, __ATOMIC_ACQUIRE);
   for (;;) {
     if (!(v & w->bit)) return 1;            /* a waker was done with it before we took qlock */
     if (!(v & w->mask) && !w->stale) break; /* zero while armed: a waker is on its way */
-    if (atomic_compare_exchange_weak_explicit(w->word, &v, v & ~w->bit, memory_order_acq_rel,
-                                              memory_order_acquire))
+    if (__atomic_compare_exchange_n(w->word, &v, v & ~w->bit, true, __ATOMIC_ACQ_REL,
+                                    __ATOMIC_ACQUIRE))
       return 1;
   }
   ito__dropin_unlock(w->qlock);
-  for (unsigned i = 0; atomic_load_explicit(w->word, memory_order_acquire) & w->bit; i++) {
+  for (unsigned i = 0; __atomic_load_n(w->word, __ATOMIC_ACQUIRE) & w->bit; i++) {
     if (i < 256)
       cpu_relax();
     else
@@ -616,16 +616,16 @@ static int word_done(void *p, int how) {
   return 1;
 }
 
-void ito__omp_word_wait(_Atomic uint64_t *word, uint64_t wait_bit, int *qlock, void **head,
-                        void **tail, task *lendfor, bool any) {
+void ito__omp_word_wait(uint64_t *word, uint64_t wait_bit, int *qlock, void **head, void **tail,
+                        task *lendfor, bool any) {
   uint64_t mask = half_of(wait_bit);
-  if (!(atomic_load_explicit(word, memory_order_acquire) & mask)) return;
+  if (!(__atomic_load_n(word, __ATOMIC_ACQUIRE) & mask)) return;
   struct word_arg w = {word, wait_bit, mask, qlock, false, false};
   ito__omp_lend_wait(ito__omp_cur(), lendfor, any, qlock, head, tail, word_done, &w);
 }
 
-int ito__omp_kids_sub(_Atomic uint64_t *word, uint64_t d, int *qlock, void **head, void **tail) {
-  uint64_t old = atomic_fetch_sub_explicit(word, d, memory_order_acq_rel);
+int ito__omp_kids_sub(uint64_t *word, uint64_t d, int *qlock, void **head, void **tail) {
+  uint64_t old = __atomic_fetch_sub(word, d, __ATOMIC_ACQ_REL);
   uint64_t v = old - d;
   int zero = ((d & KID_RUN_MASK) && !(v & KID_RUN_MASK) ? KIDS_RUN_ZERO : 0) |
              ((d & KID_ALIVE_MASK) && !(v & KID_ALIVE_MASK) ? KIDS_ALIVE_ZERO : 0);
@@ -637,7 +637,7 @@ int ito__omp_kids_sub(_Atomic uint64_t *word, uint64_t d, int *qlock, void **hea
    * last touch of its memory */
   ito__dropin_lock(qlock);
   void *list = ito__dropin_wq_take(head, tail, -1);
-  atomic_fetch_and_explicit(word, ~wake, memory_order_relaxed);
+  __atomic_fetch_and(word, ~wake, __ATOMIC_RELAXED);
   ito__dropin_unlock(qlock);
   ito__dropin_wq_wake(list);
   return zero;
@@ -650,13 +650,13 @@ void ito__omp_wait_kids(task *t, uint64_t wait_bit, bool any) {
 void ito__omp_team_wait(team *tm, int (*pred)(void *), void *arg) {
   if (pred(arg)) return;
   ito__dropin_lock(&tm->cq_lock);
-  atomic_fetch_add_explicit(&tm->cq_waiters, 1, memory_order_seq_cst);
+  __atomic_fetch_add(&tm->cq_waiters, 1, __ATOMIC_SEQ_CST);
   while (!pred(arg)) {
     ito__dropin_wq_wait(&tm->cq_lock, &tm->cq_head, &tm->cq_tail, 0, CLOCK_MONOTONIC, NULL, NULL,
                         NULL);
     ito__dropin_lock(&tm->cq_lock);
   }
-  atomic_fetch_sub_explicit(&tm->cq_waiters, 1, memory_order_relaxed);
+  __atomic_fetch_sub(&tm->cq_waiters, 1, __ATOMIC_RELAXED);
   ito__dropin_unlock(&tm->cq_lock);
 }
 
@@ -664,8 +664,8 @@ void ito__omp_team_notify(team *tm) {
   /* A waiter counts itself (a locked read-modify-write) before it tests its
    * predicate; the fence orders the caller's change before this read, so a
    * zero here means no waiter can miss the change. */
-  atomic_thread_fence(memory_order_seq_cst);
-  if (!atomic_load_explicit(&tm->cq_waiters, memory_order_relaxed)) return;
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  if (!__atomic_load_n(&tm->cq_waiters, __ATOMIC_RELAXED)) return;
   ito__dropin_lock(&tm->cq_lock);
   void *list = ito__dropin_wq_take(&tm->cq_head, &tm->cq_tail, -1);
   ito__dropin_unlock(&tm->cq_lock);

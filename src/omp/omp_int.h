@@ -10,7 +10,6 @@
 
 #include "../dropin/ito_dropin.h"
 
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -71,7 +70,7 @@ struct omp_global {
   char affinity_format[256]; /* affinity-format-var (OMP_AFFINITY_FORMAT) */
   int nteams;                /* nteams-var (0: the default, 3 teams) */
   int teams_thread_limit;    /* teams-thread-limit-var (0: none) */
-  _Atomic int member_tls;    /* threadprivate per member: ITO_TLS=thread is in force, so each
+  int member_tls;            /* threadprivate per member: ITO_TLS=thread is in force, so each
                               * member has a TLS block, which the tasks it runs use
                               * (docs/openmp.md, "threadprivate"); -1 until the runtime has
                               * started (ito__omp_member_tls) */
@@ -138,7 +137,7 @@ typedef struct task {
                          * tasks: set when it begins, kept to its end) */
   unsigned char kind;   /* TASK_* */
   unsigned char final_; /* final task: its children run at once */
-  _Atomic uint64_t kids;
+  uint64_t kids;
   int qlock; /* the task's own wait queue */
   void *qhead, *qtail;
   struct taskgroup *tg;      /* innermost taskgroup open in this task */
@@ -160,7 +159,7 @@ typedef struct task {
   void *data;
   void *heap;                 /* a block to free once the task is over */
   struct tevent ev;           /* detach: its completion event */
-  _Atomic int pendc;          /* explicit tasks: what their completion waits for (its code,
+  int pendc;                  /* explicit tasks: what their completion waits for (its code,
                                * and its event with detach); the last to go completes it */
   unsigned depth;             /* ancestors (the initial task: 0) */
   struct task *imp;           /* the nearest of itself and its ancestors that is not a
@@ -179,38 +178,38 @@ typedef struct task {
 
 struct taskgroup {
   struct taskgroup *prev;
-  uintptr_t *red;         /* the registered reductions tasks created in it see */
-  _Atomic uint64_t count; /* tasks created in it not yet over (KID_ALIVE units) */
-  _Atomic int cancelled;  /* cancel taskgroup: its tasks not yet begun are discarded */
-  int workshare;          /* opened by a work-sharing construct's task reductions: a
-                           * cancel taskgroup in it is for the one around it */
+  uintptr_t *red; /* the registered reductions tasks created in it see */
+  uint64_t count; /* tasks created in it not yet over (KID_ALIVE units) */
+  int cancelled;  /* cancel taskgroup: its tasks not yet begun are discarded */
+  int workshare;  /* opened by a work-sharing construct's task reductions: a
+                   * cancel taskgroup in it is for the one around it */
 };
 
 /* ---- teams ------------------------------------------------------------------- */
 #define NWS 8 /* work shares a member may be ahead of the slowest one */
 
 struct ws {
-  _Atomic unsigned long avail; /* the work-share number this slot may hold next */
-  _Atomic unsigned long ready; /* number + 1 once initialised for it */
-  _Atomic unsigned left;       /* members that left it */
+  unsigned long avail; /* the work-share number this slot may hold next */
+  unsigned long ready; /* number + 1 once initialised for it */
+  unsigned left;       /* members that left it */
   int lock;
   /* a loop, in iteration indices [0, niter) */
   unsigned long long start, incr, end;
   unsigned long niter, chunk;
   int kind; /* SCHED_STATIC, _DYNAMIC, _GUIDED */
   int ordered;
-  _Atomic unsigned long next;     /* dynamic, guided, sections: first index not handed out */
-  _Atomic unsigned long ord_turn; /* ordered: the first index whose ordered part may run */
-  struct range *ranges;           /* SCHED_SPLIT: one per member, freed by the last to leave */
-  void *da;                       /* doacross loops: their struct doacross (loop.c), one block
-                                   * freed by the last to leave */
-  void *mem;                      /* gcc's shared scratch memory (scan, lastprivate(conditional:)):
-                                   * made by the first member in, freed by the last to leave */
-  void *_Atomic copy;             /* single copyprivate */
-  _Atomic int copy_set;
-  _Atomic int cancelled; /* cancel for / cancel sections: no more iterations or
-                          * sections are handed out (cleared with the fields from
-                          * start on when a loop or sections is initialised) */
+  unsigned long next;     /* dynamic, guided, sections: first index not handed out */
+  unsigned long ord_turn; /* ordered: the first index whose ordered part may run */
+  struct range *ranges;   /* SCHED_SPLIT: one per member, freed by the last to leave */
+  void *da;               /* doacross loops: their struct doacross (loop.c), one block
+                           * freed by the last to leave */
+  void *mem;              /* gcc's shared scratch memory (scan, lastprivate(conditional:)):
+                           * made by the first member in, freed by the last to leave */
+  void *copy;             /* single copyprivate */
+  int copy_set;
+  int cancelled; /* cancel for / cancel sections: no more iterations or
+                  * sections are handed out (cleared with the fields from
+                  * start on when a loop or sections is initialised) */
 } __attribute__((aligned(64)));
 
 /* A member of a team as a runner of tasks (task.c, "Pending tasks"), on a
@@ -219,8 +218,8 @@ struct ws {
  * how to wake it for one it may run. */
 struct ident {
   int lock;                 /* the list and the fields below */
-  _Atomic unsigned n;       /* tasks in the list (read without the lock as a hint) */
-  _Atomic unsigned waiting; /* tasks its strand made that wait for predecessors (with
+  unsigned n;               /* tasks in the list (read without the lock as a hint) */
+  unsigned waiting;         /* tasks its strand made that wait for predecessors (with
                              * n: the cut-off, task.c) */
   struct task *head, *tail; /* oldest, newest */
   int parked;               /* its strand waits (parks) at a scheduling point */
@@ -251,34 +250,34 @@ typedef struct team {
   void (*fn)(void *);
   void *data;
   /* the end of the region: members not yet over, waiter bit as in kids */
-  _Atomic uint64_t left;
+  uint64_t left;
   int qlock; /* the master's wait at the end */
   void *qhead, *qtail;
   /* cancel parallel: set once, never reset (a team is one region's); a
    * cancellable barrier stops waiting when it is set (cancel.c) */
-  _Atomic int cancelled;
+  int cancelled;
   /* members that left a cancelled region: from which work share on each
    * will never leave one (team.c, ring_gone), under ring_lock */
   unsigned long *gone;
   unsigned ngone;
   int ring_lock;
   /* barrier (members park on their ident's own queue) */
-  _Atomic unsigned bar_arrived;
-  _Atomic unsigned bar_phase;
+  unsigned bar_arrived;
+  unsigned bar_phase;
   /* waits on work-share state (ordered turns, copyprivate, a busy slot) */
   int cq_lock;
   void *cq_head, *cq_tail;
-  _Atomic int cq_waiters;
+  int cq_waiters;
   int home;       /* bound: member i lives on worker (home + i) % workers; -1 */
   int tls_on;     /* members [1, n) run on TLS blocks of their own (member TLS) */
   void **tls;     /* the outermost team's: member i's block, kept between regions
                    * (NULL: members take spare blocks and give them back) */
   uintptr_t *red; /* task reductions registered by parallel with the task modifier */
   /* pending tasks (task.c): one ident per member */
-  struct ident *ids;        /* ids_in, or allocated for a team of more than TEAM_IDS_INLINE */
-  _Atomic unsigned nparked; /* idents whose strand is parked (parked set) */
-  _Atomic int has_prio;     /* a task with a priority above 0 was made */
-  bool root_left;           /* the program's initial thread left its home for the region */
+  struct ident *ids; /* ids_in, or allocated for a team of more than TEAM_IDS_INLINE */
+  unsigned nparked;  /* idents whose strand is parked (parked set) */
+  int has_prio;      /* a task with a priority above 0 was made */
+  bool root_left;    /* the program's initial thread left its home for the region */
   struct ws ws[NWS];
   struct ident ids_in[TEAM_IDS_INLINE];
 } team;
@@ -322,12 +321,12 @@ static inline task *ito__omp_cur_at(void **slot) {
  * halves d touched became zero (this caller brought them there):
  * KIDS_RUN_ZERO, KIDS_ALIVE_ZERO, or 0 */
 enum { KIDS_RUN_ZERO = 1, KIDS_ALIVE_ZERO = 2 };
-int ito__omp_kids_sub(_Atomic uint64_t *word, uint64_t d, int *qlock, void **head, void **tail);
+int ito__omp_kids_sub(uint64_t *word, uint64_t d, int *qlock, void **head, void **tail);
 /* Waits until the half of *word selected by wait_bit is zero, running
  * pending tasks meanwhile as ito__omp_wait_kids: those lendfor descends
  * from, or any (lendfor NULL, any set); with neither, none. */
-void ito__omp_word_wait(_Atomic uint64_t *word, uint64_t wait_bit, int *qlock, void **head,
-                        void **tail, task *lendfor, bool any);
+void ito__omp_word_wait(uint64_t *word, uint64_t wait_bit, int *qlock, void **head, void **tail,
+                        task *lendfor, bool any);
 /* the team's condition queue: wait until pred(arg), and wake all waiters */
 void ito__omp_team_wait(team *tm, int (*pred)(void *), void *arg);
 void ito__omp_team_notify(team *tm);
@@ -337,7 +336,7 @@ void ito__omp_display_env(int verbose);
 /* Is member TLS in force (ito__omp_g.member_tls, resolved on first use)? */
 int ito__omp_member_tls_resolve(void);
 static inline int ito__omp_member_tls(void) {
-  int v = atomic_load_explicit(&ito__omp_g.member_tls, memory_order_relaxed);
+  int v = __atomic_load_n(&ito__omp_g.member_tls, __ATOMIC_RELAXED);
   return LIKELY(v >= 0) ? v : ito__omp_member_tls_resolve();
 }
 
@@ -463,8 +462,8 @@ void ito__omp_push_pending(team *tm, unsigned k, task *t);
 bool ito__omp_pending_sum(team *tm, unsigned cap);
 static inline bool ito__omp_pending_many(team *tm, unsigned k, unsigned cap) {
   struct ident *me = &tm->ids[k];
-  if (LIKELY(atomic_load_explicit(&me->n, memory_order_relaxed) +
-                 atomic_load_explicit(&me->waiting, memory_order_relaxed) <
+  if (LIKELY(__atomic_load_n(&me->n, __ATOMIC_RELAXED) +
+                 __atomic_load_n(&me->waiting, __ATOMIC_RELAXED) <
              cap))
     return false;
   return ito__omp_pending_sum(tm, cap);

@@ -80,7 +80,8 @@ void ito__omp_ids_init(team *tm) {
 
 void ito__omp_ids_free(team *tm) {
 #if !defined(NDEBUG) || ITO_ASAN || ITO_TSAN
-  for (unsigned k = 0; k < tm->n; k++) ITO_OMP_ASSERT(!atomic_load(&tm->ids[k].n));
+  for (unsigned k = 0; k < tm->n; k++)
+    ITO_OMP_ASSERT(!__atomic_load_n(&tm->ids[k].n, __ATOMIC_SEQ_CST));
 #endif
   for (unsigned k = 0; k < tm->n; k++) {
     void *b = tm->ids[k].blocks;
@@ -130,8 +131,7 @@ static void unlink_task(struct ident *d, task *t) {
   else
     d->tail = t->pprev;
   t->pnext = t->pprev = NULL;
-  atomic_store_explicit(&d->n, atomic_load_explicit(&d->n, memory_order_relaxed) - 1,
-                        memory_order_relaxed);
+  __atomic_store_n(&d->n, __atomic_load_n(&d->n, __ATOMIC_RELAXED) - 1, __ATOMIC_RELAXED);
 }
 
 /* Wakes one announced strand of tm that admits a child of par, starting
@@ -187,18 +187,17 @@ void ito__omp_push_pending(team *tm, unsigned k, task *t) {
   else
     d->head = t;
   d->tail = t;
-  atomic_store_explicit(&d->n, atomic_load_explicit(&d->n, memory_order_relaxed) + 1,
-                        memory_order_relaxed);
+  __atomic_store_n(&d->n, __atomic_load_n(&d->n, __ATOMIC_RELAXED) + 1, __ATOMIC_RELAXED);
   id_unlock(&d->lock);
-  atomic_thread_fence(memory_order_seq_cst); /* invariant 4 */
-  if (atomic_load_explicit(&tm->nparked, memory_order_relaxed)) poke(tm, k, par);
+  __atomic_thread_fence(__ATOMIC_SEQ_CST); /* invariant 4 */
+  if (__atomic_load_n(&tm->nparked, __ATOMIC_RELAXED)) poke(tm, k, par);
 }
 
 bool ito__omp_pending_sum(team *tm, unsigned cap) {
   unsigned long sum = 0;
   for (unsigned j = 0; j < tm->n; j++)
-    sum += atomic_load_explicit(&tm->ids[j].n, memory_order_relaxed) +
-           atomic_load_explicit(&tm->ids[j].waiting, memory_order_relaxed);
+    sum += __atomic_load_n(&tm->ids[j].n, __ATOMIC_RELAXED) +
+           __atomic_load_n(&tm->ids[j].waiting, __ATOMIC_RELAXED);
   return sum >= (unsigned long)cap * tm->n;
 }
 
@@ -209,11 +208,11 @@ bool ito__omp_pending_sum(team *tm, unsigned cap) {
  * queue first in first out). */
 static task *take(team *tm, unsigned k, const task *x) {
   unsigned n = tm->n;
-  bool prio = atomic_load_explicit(&tm->has_prio, memory_order_relaxed);
+  bool prio = __atomic_load_n(&tm->has_prio, __ATOMIC_RELAXED);
   for (unsigned i = 0; i < n; i++) {
     unsigned j = k + i < n ? k + i : k + i - n;
     struct ident *d = &tm->ids[j];
-    if (!atomic_load_explicit(&d->n, memory_order_seq_cst)) continue; /* invariant 4 */
+    if (!__atomic_load_n(&d->n, __ATOMIC_SEQ_CST)) continue; /* invariant 4 */
     task *best = NULL;
     id_lock(&d->lock);
     bool newest = i == 0 && x; /* (a barrier's wait: oldest first everywhere) */
@@ -247,7 +246,7 @@ static void announce(team *tm, struct ident *me, task *x, int *qlock, void **hea
   if (!me->parked) __atomic_store_n(&me->poked, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&me->parked, 1, __ATOMIC_RELAXED);
   id_unlock(&me->lock);
-  atomic_fetch_add_explicit(&tm->nparked, 1, memory_order_seq_cst); /* invariant 4 */
+  __atomic_fetch_add(&tm->nparked, 1, __ATOMIC_SEQ_CST); /* invariant 4 */
 }
 
 /* Returns whether the strand was poked while announced. */
@@ -257,7 +256,7 @@ static bool unannounce(team *tm, struct ident *me) {
   __atomic_store_n(&me->parked, 0, __ATOMIC_RELAXED);
   __atomic_store_n(&me->poked, 0, __ATOMIC_RELAXED);
   id_unlock(&me->lock);
-  atomic_fetch_sub_explicit(&tm->nparked, 1, memory_order_relaxed);
+  __atomic_fetch_sub(&tm->nparked, 1, __ATOMIC_RELAXED);
   return poked;
 }
 
@@ -304,5 +303,5 @@ void ito__omp_lend_wait(task *cur, task *lendfor, bool any, int *qlock, void **h
   }
   /* invariant 6 (the lists are read again by those woken: no task is
    * named, so none is read here) */
-  if (poked && atomic_load_explicit(&tm->nparked, memory_order_seq_cst)) poke_all(tm);
+  if (poked && __atomic_load_n(&tm->nparked, __ATOMIC_SEQ_CST)) poke_all(tm);
 }

@@ -89,10 +89,10 @@ void ito__omp_ws_reductions(task *me, uintptr_t *data) {
   struct ws *w = ito__omp_ws_enter(me, &first);
   if (first) {
     reg(data, me->tg->red, NULL, tm, tm->n);
-    atomic_store_explicit(&w->copy, data, memory_order_relaxed);
+    __atomic_store_n(&w->copy, data, __ATOMIC_RELAXED);
     ito__omp_ws_publish(me, w);
   } else {
-    reg(data, me->tg->red, atomic_load_explicit(&w->copy, memory_order_relaxed), tm, tm->n);
+    reg(data, me->tg->red, __atomic_load_n(&w->copy, __ATOMIC_RELAXED), tm, tm->n);
   }
   ito__omp_ws_leave(me);
   me->tg->red = data;

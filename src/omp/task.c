@@ -70,7 +70,7 @@ static inline void task_init(task *t, task *parent, int final_, int kind) {
   t->id = parent->id;
   t->kind = (unsigned char)kind;
   t->final_ = (unsigned char)(final_ | parent->final_);
-  atomic_store_explicit(&t->kids, 0, memory_order_relaxed);
+  __atomic_store_n(&t->kids, 0, __ATOMIC_RELAXED);
   t->qlock = 0;
   t->qhead = t->qtail = NULL;
   t->tg = NULL;
@@ -93,8 +93,8 @@ static inline void task_init(task *t, task *parent, int final_, int kind) {
 
 /* Counts a new deferred child in its parent and taskgroup. */
 static void count_child(task *parent) {
-  atomic_fetch_add_explicit(&parent->kids, KID_BOTH, memory_order_relaxed);
-  if (parent->tg) atomic_fetch_add_explicit(&parent->tg->count, KID_ALIVE, memory_order_relaxed);
+  __atomic_fetch_add(&parent->kids, KID_BOTH, __ATOMIC_RELAXED);
+  if (parent->tg) __atomic_fetch_add(&parent->tg->count, KID_ALIVE, __ATOMIC_RELAXED);
 }
 
 /* A deferred task is over: out of its taskgroup and its parent, and freed.
@@ -120,12 +120,11 @@ static void task_over(task *t) {
  * task with no child alive (none can come: its code ended) is over at
  * once, out of its parent's two halves in one subtraction. */
 static void complete_unit(task *t, task *by) {
-  if (UNLIKELY(t->ev.state != EV_NONE) &&
-      atomic_fetch_sub_explicit(&t->pendc, 1, memory_order_acq_rel) != 1)
+  if (UNLIKELY(t->ev.state != EV_NONE) && __atomic_fetch_sub(&t->pendc, 1, __ATOMIC_ACQ_REL) != 1)
     return;
   if (t->node) ito__omp_dep_complete(t->node);
   task *p = t->parent;
-  if ((atomic_load_explicit(&t->kids, memory_order_acquire) & KID_ALIVE_MASK) == KID_ALIVE) {
+  if ((__atomic_load_n(&t->kids, __ATOMIC_ACQUIRE) & KID_ALIVE_MASK) == KID_ALIVE) {
     struct taskgroup *g = t->ingroup;
     if (t->deps) ito__omp_deptab_free(t);
     struct ident *d = by && t->block && t->team ? &t->team->ids[by->id] : NULL;
@@ -185,11 +184,11 @@ void ito__omp_make_ready(task *t) {
   /* Whoever releases t need not be its parent, which may be over once t is:
    * an alive unit of t's own, held across the push, keeps both (the push
    * reads t's parent, pending.c's invariant 5). */
-  atomic_fetch_add_explicit(&t->kids, KID_ALIVE, memory_order_relaxed); /* (not yet shared) */
+  __atomic_fetch_add(&t->kids, KID_ALIVE, __ATOMIC_RELAXED); /* (not yet shared) */
   if (!t->team) {
     ito__omp_push_pending(solo_team(t->parent), 0, t);
   } else {
-    atomic_fetch_sub_explicit(&t->team->ids[t->maker].waiting, 1, memory_order_relaxed);
+    __atomic_fetch_sub(&t->team->ids[t->maker].waiting, 1, __ATOMIC_RELAXED);
     task *by = ito__omp_cur();
     unsigned k = by->team == t->team ? by->id : t->parent->id;
     ito__omp_push_pending(t->team, k, t);
@@ -261,8 +260,8 @@ static task *build_child(struct create *c, size_t align) {
   t->prio = c->prio;
   if (c->numa != -2) t->numa = (short)c->numa, t->numa_own = 1;
   t->pnext = t->pprev = NULL;
-  atomic_store_explicit(&t->kids, KID_ALIVE, memory_order_relaxed); /* its own unit */
-  atomic_store_explicit(&t->pendc, c->detach ? 2 : 1, memory_order_relaxed);
+  __atomic_store_n(&t->kids, KID_ALIVE, __ATOMIC_RELAXED); /* its own unit */
+  __atomic_store_n(&t->pendc, c->detach ? 2 : 1, __ATOMIC_RELAXED);
   t->ev.lock = 0;
   t->ev.state = c->detach ? EV_PENDING : EV_NONE;
   if (c->detach) *c->detach = (uintptr_t)&t->ev; /* before the task's code runs */
@@ -300,8 +299,7 @@ static void run_inline(struct create *c, size_t align, struct dnode *node, void 
   }
   if (!discarded(&t)) c->fn(data); /* (cancelled while it waited for dependences) */
   if (node) ito__omp_dep_complete(node);
-  if (atomic_load_explicit(&t.kids, memory_order_relaxed))
-    ito__omp_wait_kids(&t, KID_WAIT_ALIVE, false);
+  if (__atomic_load_n(&t.kids, __ATOMIC_RELAXED)) ito__omp_wait_kids(&t, KID_WAIT_ALIVE, false);
   if (t.deps) ito__omp_deptab_free(&t);
   if (slot)
     *slot = saved;
@@ -327,7 +325,7 @@ __attribute__((noinline, noclone, used)) void ito__omp_undeferred(void (*fn)(voi
   void *saved = *slot;
   *slot = &t;
   if (!discarded(&t)) fn(data);
-  if (UNLIKELY(atomic_load_explicit(&t.kids, memory_order_relaxed)))
+  if (UNLIKELY(__atomic_load_n(&t.kids, __ATOMIC_RELAXED)))
     ito__omp_wait_kids(&t, KID_WAIT_ALIVE, false);
   if (UNLIKELY(t.deps != NULL)) ito__omp_deptab_free(&t);
   *slot = saved;
@@ -374,7 +372,7 @@ static void create_task(struct create *c, size_t align, bool deferred, void **de
       return;
     }
   }
-  if (c->prio > 0 && tm) atomic_store_explicit(&tm->has_prio, 1, memory_order_relaxed);
+  if (c->prio > 0 && tm) __atomic_store_n(&tm->has_prio, 1, __ATOMIC_RELAXED);
   if (!tm && depend) solo_team(parent); /* (made by the creator, before anyone else may need it) */
   task *t = build_child(c, align);
   if (depend) {
@@ -387,7 +385,7 @@ static void create_task(struct create *c, size_t align, bool deferred, void **de
     }
     if (tm) {
       t->maker = parent->id;
-      atomic_fetch_add_explicit(&tm->ids[parent->id].waiting, 1, memory_order_relaxed);
+      __atomic_fetch_add(&tm->ids[parent->id].waiting, 1, __ATOMIC_RELAXED);
     }
     ito__omp_dep_defer(n, t);
     return;
@@ -481,7 +479,7 @@ void ito__omp_task_slow(void (*fn)(void *), void *data, void (*cpyfn)(void *, vo
 
 OMP_API void GOMP_taskwait(void) {
   task *t = ito__omp_cur_at(ito__omp_ctx());
-  if (atomic_load_explicit(&t->kids, memory_order_acquire) & KID_RUN_MASK)
+  if (__atomic_load_n(&t->kids, __ATOMIC_ACQUIRE) & KID_RUN_MASK)
     ito__omp_wait_kids(t, KID_WAIT_RUN, false);
 }
 
@@ -508,8 +506,8 @@ OMP_API void GOMP_taskgroup_start(void) {
   if (!g) ito__omp_fatal("out of memory for a taskgroup");
   g->prev = t->tg;
   g->red = t->tg ? t->tg->red : t->red0;
-  atomic_store_explicit(&g->count, 0, memory_order_relaxed);
-  atomic_store_explicit(&g->cancelled, 0, memory_order_relaxed);
+  __atomic_store_n(&g->count, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&g->cancelled, 0, __ATOMIC_RELAXED);
   g->workshare = 0;
   t->tg = g;
 }

@@ -54,15 +54,15 @@ static struct {
   void **v;
   unsigned n;
 } outer_tls;
-static _Atomic int outer_busy; /* a team uses outer_tls (one at a time) */
+static int outer_busy; /* a team uses outer_tls (one at a time) */
 
 static void team_tls(team *tm) {
   tm->tls_on = 1;
   task *enc = tm->encountering;
   int idle = 0;
   if (tm->level != 1 || enc->kind != TASK_INITIAL || enc->parent ||
-      !atomic_compare_exchange_strong_explicit(&outer_busy, &idle, 1, memory_order_acquire,
-                                               memory_order_relaxed))
+      !__atomic_compare_exchange_n(&outer_busy, &idle, 1, false, __ATOMIC_ACQUIRE,
+                                   __ATOMIC_RELAXED))
     return; /* tm->tls NULL: spare blocks */
   if (outer_tls.n < tm->n) {
     void **v = realloc(outer_tls.v, tm->n * sizeof *v);
@@ -141,9 +141,8 @@ static void team_init(team *tm, task *enc, unsigned n, void (*fn)(void *), void 
   tm->active_level = (enc->team ? enc->team->active_level : 0) + (n > 1);
   tm->fn = fn;
   tm->data = data;
-  atomic_store_explicit(&tm->left, (uint64_t)(n - 1) * KID_ALIVE, memory_order_relaxed);
-  for (unsigned k = 0; k < NWS; k++)
-    atomic_store_explicit(&tm->ws[k].avail, k, memory_order_relaxed);
+  __atomic_store_n(&tm->left, (uint64_t)(n - 1) * KID_ALIVE, __ATOMIC_RELAXED);
+  for (unsigned k = 0; k < NWS; k++) __atomic_store_n(&tm->ws[k].avail, k, __ATOMIC_RELAXED);
   ito__omp_ids_init(tm);
 }
 
@@ -164,11 +163,11 @@ static int bind_team(team *tm) {
     return -1;
   int w = ito_worker_id();
   if (w < 0 || !ito__omp_ctx() || (int)tm->n > ito_num_workers()) return -1;
-  static _Atomic int home0 = -1; /* the initial thread's worker, kept from the first region */
-  int h = atomic_load_explicit(&home0, memory_order_relaxed);
+  static int home0 = -1; /* the initial thread's worker, kept from the first region */
+  int h = __atomic_load_n(&home0, __ATOMIC_RELAXED);
   if (h < 0 || h != w) {
     if (ito__dropin_home(w)) return -1;
-    atomic_store_explicit(&home0, w, memory_order_relaxed);
+    __atomic_store_n(&home0, w, __ATOMIC_RELAXED);
     h = w;
   }
   return h;
@@ -180,7 +179,7 @@ static void team_begin(team *tm, task *t, void (*init)(struct ws *, void *, unsi
   implicit_init(t, tm, 0);
   if (init) {
     init(&tm->ws[0], init_arg, tm->n);
-    atomic_store_explicit(&tm->ws[0].ready, 1, memory_order_release);
+    __atomic_store_n(&tm->ws[0].ready, 1, __ATOMIC_RELEASE);
     tm->combined = 1;
     t->ws_seq = 1;
     t->ws = &tm->ws[0];
@@ -219,7 +218,7 @@ static void team_end(team *tm, task *t) {
    * cancellation, so a work share some entered may never be left by all:
    * what its last member would have freed is freed here (free(NULL) for
    * those that were) */
-  if (UNLIKELY(atomic_load_explicit(&tm->cancelled, memory_order_relaxed))) {
+  if (UNLIKELY(__atomic_load_n(&tm->cancelled, __ATOMIC_RELAXED))) {
     for (unsigned k = 0; k < NWS; k++) {
       free(tm->ws[k].ranges);
       free(tm->ws[k].da);
@@ -227,7 +226,7 @@ static void team_end(team *tm, task *t) {
     }
     free(tm->gone);
   }
-  if (tm->tls) atomic_store_explicit(&outer_busy, 0, memory_order_release); /* members are out */
+  if (tm->tls) __atomic_store_n(&outer_busy, 0, __ATOMIC_RELEASE); /* members are out */
   if (tm->root_left) ito__dropin_home(0); /* back on the main OS thread (moves there now) */
   ito__omp_set_cur(tm->encountering);
 }
@@ -315,8 +314,8 @@ struct bar_arg {
 static int bar_done(void *p, int how) {
   struct bar_arg *a = p;
   (void)how;
-  if (atomic_load_explicit(&a->tm->bar_phase, memory_order_acquire) != a->phase) return 1;
-  if (a->cancellable && atomic_load_explicit(&a->tm->cancelled, memory_order_acquire)) {
+  if (__atomic_load_n(&a->tm->bar_phase, __ATOMIC_ACQUIRE) != a->phase) return 1;
+  if (a->cancellable && __atomic_load_n(&a->tm->cancelled, __ATOMIC_ACQUIRE)) {
     a->cancelled = true;
     return 1;
   }
@@ -329,12 +328,12 @@ static bool barrier(task *me, bool cancellable) {
    * (in a cancelled region those not yet begun are discarded, task.c) */
   ito__omp_wait_kids(me, KID_WAIT_ALIVE, true);
   if (!tm) return false;
-  if (cancellable && atomic_load_explicit(&tm->cancelled, memory_order_acquire)) return true;
+  if (cancellable && __atomic_load_n(&tm->cancelled, __ATOMIC_ACQUIRE)) return true;
   if (tm->n == 1) return false;
-  unsigned phase = atomic_load_explicit(&tm->bar_phase, memory_order_acquire);
-  if (atomic_fetch_add_explicit(&tm->bar_arrived, 1, memory_order_acq_rel) == tm->n - 1) {
-    atomic_store_explicit(&tm->bar_arrived, 0, memory_order_relaxed);
-    atomic_store_explicit(&tm->bar_phase, phase + 1, memory_order_release);
+  unsigned phase = __atomic_load_n(&tm->bar_phase, __ATOMIC_ACQUIRE);
+  if (__atomic_fetch_add(&tm->bar_arrived, 1, __ATOMIC_ACQ_REL) == tm->n - 1) {
+    __atomic_store_n(&tm->bar_arrived, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&tm->bar_phase, phase + 1, __ATOMIC_RELEASE);
     ito__omp_barrier_wake(tm);
     return false;
   }
@@ -370,7 +369,7 @@ struct slot_wait {
 };
 static int slot_free(void *p) {
   struct slot_wait *s = p;
-  return atomic_load_explicit(&s->w->avail, memory_order_acquire) == s->want;
+  return __atomic_load_n(&s->w->avail, __ATOMIC_ACQUIRE) == s->want;
 }
 
 /* Work shares outside any region bind to a team of one, kept per initial task. */
@@ -393,14 +392,14 @@ struct ws *ito__omp_ws_enter(task *me, int *first) {
   me->ws = w;
   me->ws_k = 0;
   me->ord_lo = me->ord_hi = 0;
-  if (UNLIKELY(atomic_load_explicit(&w->avail, memory_order_acquire) != s)) {
+  if (UNLIKELY(__atomic_load_n(&w->avail, __ATOMIC_ACQUIRE) != s)) {
     struct slot_wait sw = {w, s};
     ito__omp_team_wait(tm, slot_free, &sw);
   }
   *first = 0;
-  if (atomic_load_explicit(&w->ready, memory_order_acquire) == s + 1) return w;
+  if (__atomic_load_n(&w->ready, __ATOMIC_ACQUIRE) == s + 1) return w;
   ito__dropin_lock(&w->lock);
-  if (atomic_load_explicit(&w->ready, memory_order_acquire) == s + 1) {
+  if (__atomic_load_n(&w->ready, __ATOMIC_ACQUIRE) == s + 1) {
     ito__dropin_unlock(&w->lock);
     return w;
   }
@@ -409,7 +408,7 @@ struct ws *ito__omp_ws_enter(task *me, int *first) {
 }
 
 void ito__omp_ws_publish(task *me, struct ws *w) {
-  atomic_store_explicit(&w->ready, me->ws_seq, memory_order_release); /* s + 1 */
+  __atomic_store_n(&w->ready, me->ws_seq, __ATOMIC_RELEASE); /* s + 1 */
   ito__dropin_unlock(&w->lock);
 }
 
@@ -432,15 +431,15 @@ void ito__omp_ws_mem_init(struct ws *w, size_t size) {
 /* Work share s, in slot w, is over for every member: the slot is free for
  * s + NWS. */
 static void ws_recycle(team *tm, struct ws *w, unsigned long s) {
-  atomic_store_explicit(&w->left, 0, memory_order_relaxed);
+  __atomic_store_n(&w->left, 0, __ATOMIC_RELAXED);
   free(w->ranges); /* a split loop's (loop.c); nobody else is in it now */
   w->ranges = NULL;
   free(w->da); /* a doacross loop's (loop.c) */
   w->da = NULL;
   free(w->mem); /* gcc's scratch memory (ito__omp_ws_mem_init) */
   w->mem = NULL;
-  atomic_store_explicit(&w->copy_set, 0, memory_order_relaxed);
-  atomic_store_explicit(&w->avail, s + NWS, memory_order_release);
+  __atomic_store_n(&w->copy_set, 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&w->avail, s + NWS, __ATOMIC_RELEASE);
   ito__omp_team_notify(tm);
 }
 
@@ -456,12 +455,11 @@ static void ws_recycle(team *tm, struct ws *w, unsigned long s) {
 static void ring_check_locked(team *tm) {
   for (unsigned k = 0; k < NWS; k++) {
     struct ws *w = &tm->ws[k];
-    unsigned long s = atomic_load_explicit(&w->avail, memory_order_acquire);
-    if (atomic_load_explicit(&w->ready, memory_order_acquire) != s + 1) continue; /* not entered */
+    unsigned long s = __atomic_load_n(&w->avail, __ATOMIC_ACQUIRE);
+    if (__atomic_load_n(&w->ready, __ATOMIC_ACQUIRE) != s + 1) continue; /* not entered */
     unsigned gone = 0;
     for (unsigned i = 0; i < tm->ngone; i++) gone += tm->gone[i] <= s;
-    if (gone && atomic_load_explicit(&w->left, memory_order_acquire) + gone >= tm->n)
-      ws_recycle(tm, w, s);
+    if (gone && __atomic_load_n(&w->left, __ATOMIC_ACQUIRE) + gone >= tm->n) ws_recycle(tm, w, s);
   }
 }
 
@@ -469,7 +467,7 @@ static void ring_check_locked(team *tm) {
  * work share from its current one on (the one it is in, not left, or the
  * next). */
 static void ring_gone(team *tm, task *me) {
-  if (LIKELY(!atomic_load_explicit(&tm->cancelled, memory_order_acquire)) || tm->n < 2) return;
+  if (LIKELY(!__atomic_load_n(&tm->cancelled, __ATOMIC_ACQUIRE)) || tm->n < 2) return;
   ito__dropin_lock(&tm->ring_lock);
   if (!tm->gone && !(tm->gone = calloc(tm->n, sizeof *tm->gone)))
     ito__omp_fatal("out of memory leaving a cancelled region");
@@ -485,9 +483,9 @@ void ito__omp_ws_leave(task *me) {
   struct ws *w = me->ws;
   if (!w) return;
   me->ws = NULL;
-  if (atomic_fetch_add_explicit(&w->left, 1, memory_order_acq_rel) == tm->n - 1) {
+  if (__atomic_fetch_add(&w->left, 1, __ATOMIC_ACQ_REL) == tm->n - 1) {
     ws_recycle(tm, w, me->ws_seq - 1);
-  } else if (UNLIKELY(atomic_load_explicit(&tm->cancelled, memory_order_acquire))) {
+  } else if (UNLIKELY(__atomic_load_n(&tm->cancelled, __ATOMIC_ACQUIRE))) {
     ito__dropin_lock(&tm->ring_lock); /* a departure may be what it waits for */
     ring_check_locked(tm);
     ito__dropin_unlock(&tm->ring_lock);
@@ -526,7 +524,7 @@ OMP_API bool GOMP_single_start(void) {
 }
 
 static int copy_ready(void *p) {
-  return atomic_load_explicit(&((struct ws *)p)->copy_set, memory_order_acquire);
+  return __atomic_load_n(&((struct ws *)p)->copy_set, __ATOMIC_ACQUIRE);
 }
 
 OMP_API void *GOMP_single_copy_start(void) {
@@ -539,7 +537,7 @@ OMP_API void *GOMP_single_copy_start(void) {
     return NULL; /* runs the single, then GOMP_single_copy_end */
   }
   ito__omp_team_wait(me->team, copy_ready, w);
-  void *data = atomic_load_explicit(&w->copy, memory_order_acquire);
+  void *data = __atomic_load_n(&w->copy, __ATOMIC_ACQUIRE);
   ito__omp_ws_leave(me);
   return data;
 }
@@ -548,8 +546,8 @@ OMP_API void GOMP_single_copy_end(void *data) {
   task *me = ito__omp_cur();
   if (!me->team || me->team->n == 1) return;
   struct ws *w = me->ws;
-  atomic_store_explicit(&w->copy, data, memory_order_relaxed);
-  atomic_store_explicit(&w->copy_set, 1, memory_order_release);
+  __atomic_store_n(&w->copy, data, __ATOMIC_RELAXED);
+  __atomic_store_n(&w->copy_set, 1, __ATOMIC_RELEASE);
   ito__omp_team_notify(me->team);
   ito__omp_ws_leave(me);
   /* gcc follows this with a barrier, so data outlives every reader */
@@ -596,8 +594,8 @@ static void sections_init(struct ws *w, void *arg, unsigned n) {
 static unsigned sections_take(task *me) {
   struct ws *w = me->ws;
   /* cancel sections: the sections not handed out are not run */
-  if (UNLIKELY(atomic_load_explicit(&w->cancelled, memory_order_relaxed))) return 0;
-  unsigned long i = atomic_fetch_add_explicit(&w->next, 1, memory_order_relaxed);
+  if (UNLIKELY(__atomic_load_n(&w->cancelled, __ATOMIC_RELAXED))) return 0;
+  unsigned long i = __atomic_fetch_add(&w->next, 1, __ATOMIC_RELAXED);
   return i < w->niter ? (unsigned)i + 1 : 0;
 }
 
@@ -655,7 +653,7 @@ struct turn_wait {
 };
 static int my_turn(void *p) {
   struct turn_wait *t = p;
-  return atomic_load_explicit(&t->w->ord_turn, memory_order_acquire) == t->lo;
+  return __atomic_load_n(&t->w->ord_turn, __ATOMIC_ACQUIRE) == t->lo;
 }
 
 /* Waits until the chunk [ord_lo, ord_hi) the member holds is the next in
@@ -672,7 +670,7 @@ void ito__omp_ordered_pass(task *me) {
   struct ws *w = me->ws;
   if (!w || !w->ordered || me->ord_lo == me->ord_hi || !me->team || me->team->n == 1) return;
   ito__omp_ordered_wait(me);
-  atomic_store_explicit(&w->ord_turn, me->ord_hi, memory_order_release);
+  __atomic_store_n(&w->ord_turn, me->ord_hi, __ATOMIC_RELEASE);
   me->ord_lo = me->ord_hi;
   ito__omp_team_notify(me->team);
 }

@@ -98,10 +98,10 @@ static void thief_step(struct world *w, int i) {
   struct ito_deque *d = &w->d;
   switch (w->tpc[i]) {
     case TPC_LOOK: /* the look without the lock */
-      w->tpc[i] = atomic_load_explicit(&d->head, memory_order_relaxed) >=
-                          atomic_load_explicit(&d->tail, memory_order_relaxed)
-                      ? TPC_DONE
-                      : TPC_CLAIM;
+      w->tpc[i] =
+          __atomic_load_n(&d->head, __ATOMIC_RELAXED) >= __atomic_load_n(&d->tail, __ATOMIC_RELAXED)
+              ? TPC_DONE
+              : TPC_CLAIM;
       break;
     case TPC_CLAIM:
       w->tpc[i] = dq_steal_claim(d, &w->h[i]) ? TPC_CHECK : TPC_DONE;
@@ -133,8 +133,8 @@ static int nentries;
 static void check_end(struct world *w) {
   runs++;
   CHECK(!spin_held(&w->d.steal_lock));
-  uint64_t h = atomic_load_explicit(&w->d.head, memory_order_relaxed);
-  uint64_t t = atomic_load_explicit(&w->d.tail, memory_order_relaxed);
+  uint64_t h = __atomic_load_n(&w->d.head, __ATOMIC_RELAXED);
+  uint64_t t = __atomic_load_n(&w->d.tail, __ATOMIC_RELAXED);
   CHECK(h <= t);
   int left[MAXE + 1] = {0};
   for (uint64_t i = h; i < t; i++) left[entry_no(w->slots[i & w->d.mask])]++;
