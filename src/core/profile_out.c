@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /* ---- files ------------------------------------------------------------------------------- */
@@ -39,7 +40,9 @@ static const char *kind_of(int bit) {
  * through. A link planted at the final name is replaced, never written
  * through; an old file stays whole until the new one is complete. */
 struct out {
-  FILE *f;
+  FILE *f; /* over fd, through out_write (its first error kept in err) */
+  int fd;
+  int err;
   int bit;
   const char *prefix;
   char path[4096];
@@ -55,9 +58,35 @@ static void out_fail(const struct out *o, int err) {
   say(msg);
 }
 
+/* The stream's writes. A buffered stream reports a failed write at a later
+ * call, when errno may say something else (or nothing): the first error is
+ * kept here, as the write gave it. */
+static ssize_t out_write(void *cookie, const char *buf, size_t len) {
+  struct out *o = cookie;
+  size_t done = 0;
+  while (done < len) {
+    ssize_t k = ito__os.write(o->fd, buf + done, len - done); /* (libc's, as stdio's) */
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) {
+      if (!o->err) o->err = k < 0 ? errno : EIO;
+      return 0; /* (the stream's error; the file is dropped) */
+    }
+    done += (size_t)k;
+  }
+  return (ssize_t)done;
+}
+
+static int out_fd_close(void *cookie) {
+  struct out *o = cookie;
+  int rc = (int)ito__os.syscall(SYS_close, o->fd);
+  if (rc != 0 && !o->err) o->err = errno;
+  return rc;
+}
+
 static bool out_open(struct out *o, const char *prefix, int number, int bit) {
   static unsigned seq;
   o->f = NULL;
+  o->err = 0;
   o->bit = bit;
   o->prefix = prefix;
   path_of(o->path, sizeof o->path, prefix, number, bit);
@@ -72,7 +101,8 @@ static bool out_open(struct out *o, const char *prefix, int number, int bit) {
     out_fail(o, errno);
     return false;
   }
-  o->f = fdopen(fd, "w");
+  o->fd = fd;
+  o->f = fopencookie(o, "w", (cookie_io_functions_t){.write = out_write, .close = out_fd_close});
   if (!o->f) {
     int e = errno;
     close(fd);
@@ -88,9 +118,9 @@ static bool out_open(struct out *o, const char *prefix, int number, int bit) {
 static void out_close(struct out *o) {
   int e = 0;
   errno = 0;
-  if (fflush(o->f) != 0 || ferror(o->f)) e = errno ? errno : EIO;
+  if (fflush(o->f) != 0 || ferror(o->f)) e = o->err ? o->err : errno ? errno : EIO;
   errno = 0;
-  if (fclose(o->f) != 0 && !e) e = errno ? errno : EIO;
+  if (fclose(o->f) != 0 && !e) e = o->err ? o->err : errno ? errno : EIO;
   o->f = NULL;
   if (!e && rename(o->tmp, o->path) != 0) e = errno;
   if (e) {

@@ -35,6 +35,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -216,6 +217,18 @@ static void *full_writer(void *arg) {
 static void *full_closer(void *arg) {
   struct conn *c = arg;
   while (!__atomic_load_n(&full[c->i], __ATOMIC_ACQUIRE)) sleep_ms(1);
+  /* TCP: what the writer sent has reached this end, so that the close
+   * finds it unread and resets the connection at once; a close that found
+   * nothing yet (a loaded machine may hold the loopback's packets back)
+   * would end it with a FIN, and the data arriving later would meet the
+   * writer in CLOSE_WAIT, which the kernel reports as EPIPE */
+  int unread = 0;
+  for (int waited = 0; c->tcp && waited < 30000; waited++) {
+    if (ioctl(c->fd[1], FIONREAD, &unread) == 0 && unread > 0) break;
+    sleep_ms(1);
+  }
+  if (c->tcp && unread <= 0)
+    FAIL("blocked writer, connection %d (TCP): nothing arrived in 30 s", c->i);
   sleep_ms(30); /* the writer most likely waits for room by now */
   if (close(c->fd[1])) FAIL("close: %s", strerror(errno_now()));
   return NULL;
