@@ -14,6 +14,8 @@
  * printed. */
 #include "omptest.h"
 
+#include "cancel_waiting.h"
+
 #define N 1000
 
 int main(void) {
@@ -269,36 +271,8 @@ int main(void) {
    * child polls a cancellation point, which a cancelled region answers),
    * and B and C wait for it. */
   for (int r = 0; r < 5; r++) {
-    int x = 0, y = 0, ran_b = 0, ran_c = 0, past = 0;
-#pragma omp parallel shared(x, y, ran_b, ran_c, past)
-    {
-      if (omp_get_thread_num() == 0) {
-#pragma omp task depend(out : x) shared(x)
-        {
-          if (enabled) {
-#pragma omp taskgroup
-            {
-#pragma omp task
-              for (;;) {
-#pragma omp cancellation point taskgroup
-#pragma omp taskyield
-              }
-            }
-          }
-          x = 1;
-        }
-#pragma omp task depend(in : x) depend(out : y) shared(x, y, ran_b)
-        {
-          AINC(&ran_b);
-          y = x;
-        }
-#pragma omp task depend(in : y) shared(ran_c)
-        AINC(&ran_c);
-#pragma omp cancel parallel
-      }
-#pragma omp barrier
-      AINC(&past);
-    }
+    int ran_b = 0, ran_c = 0, past = 0;
+    cancel_with_waiting_tasks(enabled, &ran_b, &ran_c, &past);
     if (r == 0)
       printf("cancel parallel with waiting tasks: B ran %d, C ran %d, %d past the barrier\n", ran_b,
              ran_c, past);
