@@ -7,6 +7,7 @@
 #include "config.h"
 #include "elfsym.h"
 #include "fiber.h"
+#include "observe.h"
 #include "os.h"
 #include "signal.h"
 #include "worker.h"
@@ -118,7 +119,7 @@ static void segv_handler(int sig, siginfo_t *si, void *uc) {
   set_default(sig);
 }
 
-void ito__install_segv(void) {
+static void install_segv(void) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_sigaction = segv_handler;
@@ -128,8 +129,10 @@ void ito__install_segv(void) {
   ito__os.sigaction(SIGBUS, &sa, &old_bus);
   STORE_REL(&ito__segv_installed, 1);
 }
+ITO_OBSERVE(segv_observer, OBSERVE_SETUP, OBS_SEGV, install_segv);
 
-char *ito__altstack_setup(void) {
+/* An alternate signal stack for the calling OS thread; NULL if none. */
+static char *altstack_setup(void) {
   size_t sz = 64 * 1024;
   char *m = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (m == MAP_FAILED) return NULL;
@@ -141,3 +144,9 @@ char *ito__altstack_setup(void) {
   munmap(m, sz);
   return NULL;
 }
+
+static void altstack_at_worker(void) {
+  worker *w = cur_worker();
+  if (!w->altstack) w->altstack = altstack_setup();
+}
+ITO_OBSERVE(altstack_observer, OBSERVE_WORKER, OBS_ALTSTACK, altstack_at_worker);

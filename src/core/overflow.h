@@ -4,9 +4,9 @@
 
 #include "base.h"
 
-/* Installs the SIGSEGV and SIGBUS handler (keeping the program's, which
- * gets every fault that is not an overflow). */
-HIDDEN void ito__install_segv(void);
+/* (At each start, overflow.c's observer installs the SIGSEGV and SIGBUS
+ * handler, keeping the program's, which gets every fault that is not an
+ * overflow.) */
 /* Set once ito's handler holds SIGSEGV and SIGBUS: a program's handler for
  * them set later (signal.c) is chained behind it. */
 extern int ito__segv_installed HIDDEN;
@@ -16,7 +16,7 @@ extern int ito__segv_installed HIDDEN;
  * report to the runtime. Called in the fault handler: reads only. */
 typedef int (*overflow_describe_fn)(void *ctx, char *out, size_t len, void **fn);
 HIDDEN void ito__overflow_describe(overflow_describe_fn fn);
-/* An alternate signal stack for the calling OS thread; NULL if none. */
-HIDDEN char *ito__altstack_setup(void);
+/* (Each worker's OS thread gets an alternate signal stack as it starts:
+ * overflow.c's observer.) */
 
 #endif

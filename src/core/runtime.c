@@ -17,7 +17,6 @@
 #include "nodeq.h"
 #include "observe.h"
 #include "os.h"
-#include "overflow.h"
 #include "places.h"
 #include "sched.h"
 #include "setxid.h"
@@ -257,10 +256,9 @@ void ito__worker_join(worker *w) {
 static void *worker_main(void *arg) {
   worker *w = arg;
   ito__tls_worker = w;
-  ito__tls_worker_start(w, NULL);
-  ito__sig_worker_start(w, NULL);
   w->os_tid = (int)gettid();
-  if (!w->altstack) w->altstack = ito__altstack_setup();
+  ITO_ASSERT(!w->cur);
+  ito__observe(OBSERVE_WORKER); /* its TLS block, signal mask, alternate stack */
   bind_worker(w);
   pthread_attr_t a;
   if (ito__os.pthread_getattr_np(ito__os.pthread_self(), &a) == 0) {
@@ -330,9 +328,8 @@ static int adopt_main(worker *w) {
   w->os = ito__os.pthread_self();
   w->os_tid = (int)gettid();
   ito__tls_worker = w;
-  ito__tls_worker_start(w, &root_fiber); /* the root keeps main's block (tls.h, invariant 4) */
-  ito__sig_worker_start(w, root);
-  if (!w->altstack) w->altstack = ito__altstack_setup();
+  ITO_ASSERT(w->cur == &root_fiber && root_fiber.thread == root);
+  ito__observe(OBSERVE_WORKER); /* the root keeps main's block (tls.h, invariant 4) and mask */
   bind_worker(w);
   return 0;
 }
@@ -361,7 +358,8 @@ bool ito__is_root(void) {
 ITO_REGISTRY(ito_observe, struct ito_observer);
 
 void ito__observe(int point) {
-  ITO_ASSERT(spin_held(&init_lock) && point >= 0 && point < OBSERVE_POINTS);
+  ITO_ASSERT(point >= 0 && point < OBSERVE_POINTS);
+  ITO_ASSERT(point == OBSERVE_WORKER || spin_held(&init_lock));
   int at = INT_MIN;
   for (;;) {
     const struct ito_observer *next = NULL;
@@ -415,7 +413,6 @@ static int start(void) {
   }
   for (int i = n; i < made && new_stacks; i++) /* slots of extra workers */
     if (all_workers[i]) all_workers[i]->fibers = (struct fiber_cache){NULL, 0};
-  ito__install_segv();
   ito__workers = all_workers;
   ito__nworkers = n;
   ito__observe(OBSERVE_SETUP); /* the recorder, NUMA, places, node queues */

@@ -262,7 +262,7 @@ void ito__sig_monitor_start(void) {
   sys_mask(SIG_SETMASK, ALL_ASYNC & ~monitor_lets, NULL);
 }
 
-void ito__sig_worker_start(worker *w, ithread *root) {
+static void worker_start(worker *w, ithread *root) {
   if (!ito__sig_on) return;
   if (root) { /* the main thread's mask is the root thread's */
     uint64_t m = 0;
@@ -274,6 +274,12 @@ void ito__sig_worker_start(worker *w, ithread *root) {
   }
   ito__sig_apply(w, ALL_ASYNC); /* invariant 1: no thread yet */
 }
+
+static void sig_at_worker(void) {
+  worker *w = cur_worker();
+  worker_start(w, w->cur ? w->cur->thread : NULL);
+}
+ITO_OBSERVE(sig_worker_observer, OBSERVE_WORKER, OBS_SIG_WORKER, sig_at_worker);
 
 void ito__sig_thread_begin(ithread *t, const uint64_t *mask) {
   uint64_t m;

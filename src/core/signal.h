@@ -53,9 +53,8 @@ extern int ito__sig_on HIDDEN;
 HIDDEN void ito__sig_enable(void);
 
 /* ---- for the runtime ---------------------------------------------------------------------- */
-/* A worker's OS thread starts (root: the adopted main thread keeps its
- * mask, which becomes the root thread's). */
-HIDDEN void ito__sig_worker_start(struct worker *w, struct ithread *root);
+/* (A worker's OS thread starts: signal.c's observer sets its mask; the
+ * adopted main thread keeps its mask, which becomes the root thread's.) */
 /* (The runtime's start, before its monitor, observed in signal.c: the
  * default actions that end or stop the process become ito's to take,
  * invariant 6.) */

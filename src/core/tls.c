@@ -15,6 +15,7 @@
 #include "config.h"
 #include "elfsym.h"
 #include "fiber.h"
+#include "observe.h"
 #include "os.h"
 #include "posix.h"
 #include "setxid.h"
@@ -569,7 +570,7 @@ void *ito__tls_tp_of(void *desc) {
 #endif
 }
 
-void ito__tls_worker_start(worker *w, fiber *root) {
+static void worker_start(worker *w, fiber *root) {
   w->tls_cur = NULL;
   w->tls_own = ito__tls_mode ? get_tp() : NULL;
   w->tls_glibc = w->tls_own;
@@ -731,7 +732,7 @@ static void setup_mode(void) {
     ito__write_stderr(msg, sizeof msg - 1);
   }
 }
-void ito__tls_worker_start(worker *w, fiber *root) {
+static void worker_start(worker *w, fiber *root) {
   (void)root;
   w->tls_cur = w->tls_own = NULL;
 }
@@ -758,6 +759,14 @@ void *ito__tls_use(void *tcb) {
 }
 
 #endif
+
+/* The worker's OS thread starts (observe.h): its cur is the adopted main's
+ * fiber, which keeps main's block, or NULL. */
+static void tls_at_worker(void) {
+  worker *w = cur_worker();
+  worker_start(w, w->cur);
+}
+ITO_OBSERVE(tls_worker_observer, OBSERVE_WORKER, OBS_TLS_WORKER, tls_at_worker);
 
 void ito__tls_setup(void) {
   setup_mode();

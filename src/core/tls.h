@@ -37,11 +37,10 @@ extern int ito__tls_mode HIDDEN;
  * falls back to worker TLS, with one line on stderr, where glibc's layout
  * is not the verified one or a sanitizer or Valgrind runs. */
 HIDDEN void ito__tls_setup(void);
-/* A worker's OS thread (or the adopted main thread) starts: records its
- * own block. For the adopted main thread (root != NULL), the root keeps
- * the OS thread's block and the worker gets a fresh one for its
- * scheduler (invariant 4). */
-HIDDEN void ito__tls_worker_start(struct worker *w, struct fiber *root);
+/* (A worker's OS thread, or the adopted main thread, starts: tls.c's
+ * observer records its own block. For the adopted main thread the root
+ * keeps the OS thread's block and the worker gets a fresh one for its
+ * scheduler, invariant 4.) */
 /* Switches the thread pointer to tcb (NULL: the worker's own). */
 HIDDEN void ito__tls_switch(struct worker *w, void *tcb);
 /* A thread starts on fiber f: f gets its block (made or reset). 0 or
