@@ -8,7 +8,6 @@
 #include "forkpart.h"
 #include "idle.h"
 #include "monitor.h"
-#include "numa.h"
 #include "places.h"
 #include "observe.h"
 #include "runtime.h"

@@ -1,6 +1,6 @@
 /* NUMA memory: allocation on a node, interleaved or block-cyclic, the node
- * of an address, the nodes in use (ITO_NUMA) and the node of the running
- * worker. Design: docs/numa.md.
+ * of an address and the node of the running worker (the nodes in use,
+ * ITO_NUMA, are topo.c's). Design: docs/numa.md.
  *
  * Invariants:
  *  1. Every block ito_numa_alloc* returned and ito_numa_free did not yet
@@ -10,15 +10,13 @@
  *     ito_numa_node_of reports for its addresses; with ITO_NUMA_FAKE=1 it
  *     is only recorded (the memory is not bound), so the placement that
  *     reads it is tested exactly on a machine of one node.
- *  3. With ITO_NUMA=off, or on a topology of one node, there is one node,
- *     0, and nothing is bound. */
+ *  3. With one node in use (topo.h: ITO_NUMA=off, or a topology of one
+ *     node) there is one node, 0, and nothing is bound. */
 #define _GNU_SOURCE
 #include <ito/ito.h>
 
 #include "config.h"
 #include "nodeq.h"
-#include "numa.h"
-#include "observe.h"
 #include "os.h"
 #include "places.h"
 #include "runtime.h"
@@ -35,22 +33,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-enum { NUMA_AUTO = 0, NUMA_ON, NUMA_OFF };
-
-/* ITO_NUMA and ITO_NUMA_FAKE (config.h) */
-static struct numa_settings {
-  int mode; /* NUMA_* */
-  int fake; /* record nodes, bind nothing (a test aid) */
-} numa_cfg;
-static const struct ito_cfg_choice numa_words[] = {
-    {"auto", NUMA_AUTO}, {"on", NUMA_ON}, {"off", NUMA_OFF}, {0, 0}};
+/* ITO_NUMA_FAKE (config.h) */
+static struct numa_settings { int fake; /* record nodes, bind nothing (a test aid) */ } numa_cfg;
 static const struct ito_cfg numa_rows[] = {
-    {.name = "ITO_NUMA",
-     .kind = ITO_CFG_CHOICE,
-     .dst = &numa_cfg.mode,
-     .choices = numa_words,
-     .dflt = "auto",
-     .what = "NUMA nodes: auto (on with more than one), on, off"},
     {.name = "ITO_NUMA_FAKE",
      .kind = ITO_CFG_CHOICE,
      .dst = &numa_cfg.fake,
@@ -59,7 +44,7 @@ static const struct ito_cfg numa_rows[] = {
      .what = "1: ito_numa_alloc* record their nodes without binding memory (a test aid)"},
 };
 static void numa_defaults(void *settings) {
-  *(struct numa_settings *)settings = (struct numa_settings){NUMA_AUTO, 0};
+  *(struct numa_settings *)settings = (struct numa_settings){0};
 }
 ITO_CONFIG_MODULE(numa_config, numa_rows, numa_cfg, numa_defaults, NULL);
 
@@ -83,55 +68,6 @@ static size_t page_size(void) {
   if (!ps) ps = (size_t)sysconf(_SC_PAGESIZE);
   return ps;
 }
-
-/* ---- the nodes in use (invariant 3) ----------------------------------------------- */
-
-/* Whether the kernel lets this process place memory on one node only
- * (get_mempolicy with MPOL_F_MEMS_ALLOWED: one system call, once), unless
- * hwloc is told to describe another machine (a synthetic or XML topology
- * for tests, hwloc's own variables): then hwloc's nodes count. With
- * ITO_NUMA=auto on such a machine, the topology is not loaded at all, so
- * that NUMA support costs a program of one node nothing (docs/numa.md). */
-static bool one_node_here(void) {
-  static int one = -1; /* the machine does not change */
-  int v = LOAD_RLX(&one);
-  if (v >= 0) return v;
-  v = 0;
-  if (!getenv("HWLOC_SYNTHETIC") && !getenv("HWLOC_XMLFILE") && !getenv("HWLOC_FSROOT")) {
-    unsigned long mask[MASK_BITS / (8 * sizeof(unsigned long))];
-    memset(mask, 0, sizeof mask);
-    if (syscall(SYS_get_mempolicy, NULL, mask, (unsigned long)MASK_BITS, NULL,
-                MPOL_F_MEMS_ALLOWED) == 0) {
-      int bits = 0;
-      for (size_t i = 0; i < sizeof mask / sizeof mask[0]; i++)
-        bits += __builtin_popcountl(mask[i]);
-      v = bits == 1;
-    }
-  }
-  STORE_RLX(&one, v);
-  return v;
-}
-
-int ito__numa_nodes(void) {
-  if (numa_cfg.mode == NUMA_OFF) return 1;
-  if (numa_cfg.mode == NUMA_AUTO && one_node_here()) return 1;
-  return ito__topo()->nodes;
-}
-
-static void numa_start(void) {
-  if (numa_cfg.mode != NUMA_ON) return;
-  const struct topo *t = ito__topo();
-  if (t->nodes > 1) return;
-  static int said;
-  if (__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED)) return;
-  char msg[256];
-  int n = snprintf(msg, sizeof msg,
-                   "ito: ITO_NUMA=on, but the topology has one NUMA node (%s): "
-                   "running as one node\n",
-                   t->source);
-  if (n > 0) ito__write_stderr(msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1);
-}
-ITO_OBSERVE(numa_at_setup, OBSERVE_SETUP, OBS_NUMA, numa_start);
 
 /* ---- binding ------------------------------------------------------------------------ */
 

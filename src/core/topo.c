@@ -3,6 +3,8 @@
 #define _GNU_SOURCE
 #include "topo.h"
 
+#include "config.h"
+#include "observe.h"
 #include "os.h"
 #include "relax.h"
 
@@ -11,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <linux/mempolicy.h>
+#include <sys/syscall.h>
 
 #if ITO_HAVE_HWLOC
 #include <dlfcn.h>
@@ -295,3 +299,73 @@ int ito__topo_node_of_os(int os) {
     if (t->os_node[i] == os) return i;
   return -1;
 }
+
+/* ---- the nodes in use ------------------------------------------------------------------ */
+
+enum { NUMA_AUTO = 0, NUMA_ON, NUMA_OFF };
+
+/* ITO_NUMA (config.h) */
+static struct nodes_settings { int mode; /* NUMA_* */ } nodes_cfg;
+static const struct ito_cfg_choice numa_words[] = {
+    {"auto", NUMA_AUTO}, {"on", NUMA_ON}, {"off", NUMA_OFF}, {0, 0}};
+static const struct ito_cfg nodes_rows[] = {
+    {.name = "ITO_NUMA",
+     .kind = ITO_CFG_CHOICE,
+     .dst = &nodes_cfg.mode,
+     .choices = numa_words,
+     .dflt = "auto",
+     .what = "NUMA nodes: auto (on with more than one), on, off"},
+};
+static void nodes_defaults(void *settings) {
+  *(struct nodes_settings *)settings = (struct nodes_settings){NUMA_AUTO};
+}
+ITO_CONFIG_MODULE(nodes_config, nodes_rows, nodes_cfg, nodes_defaults, NULL);
+
+#define MASK_BITS 1024 /* nodes a mask of the kernel's holds */
+
+/* Whether the kernel lets this process place memory on one node only
+ * (get_mempolicy with MPOL_F_MEMS_ALLOWED: one system call, once), unless
+ * hwloc is told to describe another machine (a synthetic or XML topology
+ * for tests, hwloc's own variables): then hwloc's nodes count. With
+ * ITO_NUMA=auto on such a machine, the topology is not loaded at all, so
+ * that NUMA support costs a program of one node nothing (docs/numa.md). */
+static bool one_node_here(void) {
+  static int one = -1; /* the machine does not change */
+  int v = LOAD_RLX(&one);
+  if (v >= 0) return v;
+  v = 0;
+  if (!getenv("HWLOC_SYNTHETIC") && !getenv("HWLOC_XMLFILE") && !getenv("HWLOC_FSROOT")) {
+    unsigned long mask[MASK_BITS / (8 * sizeof(unsigned long))];
+    memset(mask, 0, sizeof mask);
+    if (syscall(SYS_get_mempolicy, NULL, mask, (unsigned long)MASK_BITS, NULL,
+                MPOL_F_MEMS_ALLOWED) == 0) {
+      int bits = 0;
+      for (size_t i = 0; i < sizeof mask / sizeof mask[0]; i++)
+        bits += __builtin_popcountl(mask[i]);
+      v = bits == 1;
+    }
+  }
+  STORE_RLX(&one, v);
+  return v;
+}
+
+int ito__numa_nodes(void) {
+  if (nodes_cfg.mode == NUMA_OFF) return 1;
+  if (nodes_cfg.mode == NUMA_AUTO && one_node_here()) return 1;
+  return ito__topo()->nodes;
+}
+
+static void numa_start(void) {
+  if (nodes_cfg.mode != NUMA_ON) return;
+  const struct topo *t = ito__topo();
+  if (t->nodes > 1) return;
+  static int said;
+  if (__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED)) return;
+  char msg[256];
+  int n = snprintf(msg, sizeof msg,
+                   "ito: ITO_NUMA=on, but the topology has one NUMA node (%s): "
+                   "running as one node\n",
+                   t->source);
+  if (n > 0) ito__write_stderr(msg, (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1);
+}
+ITO_OBSERVE(numa_at_setup, OBSERVE_SETUP, OBS_NUMA, numa_start);

@@ -38,5 +38,9 @@ struct topo {
 HIDDEN const struct topo *ito__topo(void);
 /* The node (0 .. nodes-1) whose kernel number is os, or -1. */
 HIDDEN int ito__topo_node_of_os(int os);
+/* The NUMA nodes in use: the topology's, or 1 with ITO_NUMA=off, or with
+ * ITO_NUMA=auto where the kernel lets this process use one node only (the
+ * topology is then not loaded). */
+HIDDEN int ito__numa_nodes(void);
 
 #endif
