@@ -5,17 +5,15 @@
 #include "monitor.h"
 #include "forkpart.h"
 #include "observe.h"
-#include "signal.h"
 
 #include "config.h"
 #include "handle.h"
 #include "idle.h"
 #include "os.h"
-#include "preempt.h"
 #include "sched.h"
 #include "thread.h"
 #include "timer.h"
-#include "tls.h"
+#include "posix_hooks.h"
 
 #include <errno.h>
 #include <fcntl.h>

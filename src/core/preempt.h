@@ -32,6 +32,7 @@
 #define ITO_CORE_PREEMPT_H
 
 #include "base.h"
+#include "posix_hooks.h"
 
 struct worker;
 struct fiber;
@@ -51,31 +52,14 @@ struct ithread;
 extern int ito__preempt_enabled HIDDEN;
 extern int ito__preempt_threads HIDDEN;
 
-/* At each start of the runtime (monitor start), if enabled: the table of
- * code that is not the program's and the handler. Returns whether the
- * handler is there; *slice_ns gets ITO_PREEMPT_MS in nanoseconds (0: no
- * time slices). */
-HIDDEN bool ito__preempt_setup(long long *slice_ns);
 /* The loaded objects changed (dlopen, dlclose): the table is rebuilt. */
 HIDDEN void ito__preempt_modules_changed(void);
-/* The monitor, before it sends: the table is rebuilt if the loader loaded
- * or unloaded anything since (libc's own dlopen of NSS modules, libgcc_s,
- * gconv, or a library's without the pthread library's dlopen). */
-HIDDEN void ito__preempt_refresh(void);
-/* May t ever be preempted (a program thread or a team member)? */
-HIDDEN bool ito__preemptible(const struct ithread *t);
-/* The monitor asks worker w to preempt fiber f (it may have moved on: the
- * handler checks). */
-HIDDEN void ito__preempt_send(struct worker *w, struct fiber *f);
 /* Asynchronous cancellation (a drop-in library): act(), which does not
  * return, runs in the handler for a thread whose cancellation is pending,
  * enabled and asynchronous, where the interrupted code is the program's.
  * ito__preempt_cancel sends the signal to the worker running t, if any;
  * the monitor also sends it at each tick while such a thread runs. */
 HIDDEN void ito__preempt_on_cancel(void (*act)(void));
-/* t's cancellation is pending, enabled and asynchronous. */
-HIDDEN bool ito__preempt_cancel_due(const struct ithread *t);
-HIDDEN void ito__preempt_cancel(struct ithread *t);
 /* In the child of a fork (atfork.c). */
 /* The signal's handler is installed (not under ThreadSanitizer, nor on an
  * architecture without one). */

@@ -4,8 +4,6 @@
 #include "runtime.h"
 #include "san.h"
 
-#include "signal.h"
-
 #include "forkpart.h"
 #include "config.h"
 #include "elfsym.h"
@@ -19,11 +17,10 @@
 #include "os.h"
 #include "places.h"
 #include "sched.h"
-#include "setxid.h"
 #include "switch.h"
 #include "thread.h"
-#include "tls.h"
 #include "topo.h"
+#include "posix_hooks.h"
 
 #include <errno.h>
 #include <sched.h>

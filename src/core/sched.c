@@ -4,7 +4,6 @@
 #define _GNU_SOURCE
 #include "sched.h"
 #include "forkpart.h"
-#include "signal.h"
 
 #include "hooks.h"
 #include "lazy.h"
@@ -14,7 +13,7 @@
 #include "runtime.h"
 #include "thread.h"
 #include "timer.h"
-#include "tls.h"
+#include "posix_hooks.h"
 
 worker **ito__workers;
 int ito__nworkers;

@@ -8,6 +8,7 @@
 #define ITO_CORE_SETXID_H
 
 #include "base.h"
+#include "posix_hooks.h"
 
 HIDDEN long ito__setxid(long nr, long a, long b, long c);
 
@@ -27,6 +28,5 @@ HIDDEN long ito__setxid(long nr, long a, long b, long c);
 HIDDEN int ito__setxid_glibc_start(void);
 HIDDEN void ito__setxid_glibc_install(void);
 HIDDEN void ito__setxid_represent(void *own_tp, void *main_tp, int child);
-HIDDEN void ito__setxid_unrepresent(void);
 
 #endif

@@ -36,6 +36,7 @@
 #define ITO_CORE_SIGNAL_H
 
 #include "base.h"
+#include "posix_hooks.h"
 
 #include <signal.h>
 
@@ -43,8 +44,6 @@ struct worker;
 struct ithread;
 struct fiber;
 struct waiter;
-
-extern int ito__sig_on HIDDEN;
 
 /* A signal number's bit in a 64-bit set (the kernel's layout). */
 #define SIGBIT(s) (1ULL << ((s)-1))
@@ -58,26 +57,8 @@ HIDDEN void ito__sig_enable(void);
 /* (The runtime's start, before its monitor, observed in signal.c: the
  * default actions that end or stop the process become ito's to take,
  * invariant 6.) */
-/* The monitor thread starts (invariant 6). */
-HIDDEN void ito__sig_monitor_start(void);
-/* w goes to sleep: it blocks every asynchronous signal (invariant 1), so
- * that a signal of the process reaches a running thread or the monitor. */
-HIDDEN void ito__sig_idle(struct worker *w);
 /* Sets the OS mask of w's thread to m (invariant 1). */
 HIDDEN void ito__sig_apply(struct worker *w, uint64_t m);
-/* A new thread: its mask is *mask if not NULL, else its creator's. */
-HIDDEN void ito__sig_thread_begin(struct ithread *t, const uint64_t *mask);
-/* A thread is released: what it still had pending is dropped. */
-HIDDEN void ito__sig_thread_release(struct ithread *t);
-/* The monitor looks again at threads that had a signal to see while they
- * were not running: the number still waiting (look again soon). */
-HIDDEN int ito__sig_late(void);
-/* The monitor routes what the kernel's handler left for it. */
-HIDDEN void ito__sig_route_inbox(void);
-/* Delivers the running thread's deliverable pending signals (their
- * handlers run here). Returns 0 if none was delivered, 1 if every one
- * delivered had SA_RESTART, 2 otherwise. */
-HIDDEN int ito__sig_deliver(void);
 
 /* After a wait a signal ended (EINTR): 1 if every handler that ran asked
  * for SA_RESTART (the call starts again), else 0. */
@@ -88,17 +69,6 @@ HIDDEN int ito__sig_restartable(void);
 HIDDEN void ito__sig_alert(struct ithread *t);
 
 /* ---- interruptible waits (waitq.c) -------------------------------------------------------- */
-struct sig_intr {
-  int *qlock;
-  void **head, **tail;
-  struct waiter *wt;
-};
-/* Under *reg->qlock with the waiter queued: registers the wait; nonzero
- * if a deliverable signal is already pending (the caller then leaves the
- * queue and returns EINTR). */
-HIDDEN int ito__sig_park_begin(struct ithread *t, struct sig_intr *reg);
-/* After the wait, before the registration goes away. */
-HIDDEN void ito__sig_park_end(struct ithread *t);
 
 /* ---- the calls a drop-in library makes ---------------------------------------------------- */
 /* pthread_sigmask for the running ito thread: 0 or EINVAL. */

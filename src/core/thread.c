@@ -5,7 +5,6 @@
 #define _GNU_SOURCE
 #include "thread.h"
 #include "forkpart.h"
-#include "signal.h"
 
 #include "monitor.h"
 #include "nodeq.h"
@@ -15,7 +14,7 @@
 #include "runtime.h"
 #include "sched.h"
 #include "wait.h"
-#include "tls.h"
+#include "posix_hooks.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -24,34 +24,17 @@
 #define ITO_CORE_TLS_H
 
 #include "base.h"
+#include "posix_hooks.h"
 
 struct worker;
 struct fiber;
 
-/* ITO_TLS: 1 when threads have blocks of their own (set at each start,
- * after the checks of ito__tls_setup). */
-extern int ito__tls_mode HIDDEN;
-
-/* At each start of the runtime, before the workers: mode from ITO_TLS (its
- * row in tls.c);
- * falls back to worker TLS, with one line on stderr, where glibc's layout
- * is not the verified one or a sanitizer or Valgrind runs. */
-HIDDEN void ito__tls_setup(void);
 /* (A worker's OS thread, or the adopted main thread, starts: tls.c's
  * observer records its own block. For the adopted main thread the root
  * keeps the OS thread's block and the worker gets a fresh one for its
  * scheduler, invariant 4.) */
 /* Switches the thread pointer to tcb (NULL: the worker's own). */
 HIDDEN void ito__tls_switch(struct worker *w, void *tcb);
-/* A thread starts on fiber f: f gets its block (made or reset). 0 or
- * EAGAIN (no memory). */
-HIDDEN int ito__tls_thread_begin(struct fiber *f);
-/* The thread on f ends, on its own stack with its block in force: its
- * thread_local destructors and locale. */
-HIDDEN void ito__tls_thread_end(struct fiber *f);
-/* The thread on f was released: its block is reset for the next thread
- * and no longer in force for f (invariant 3). */
-HIDDEN void ito__tls_thread_release(struct fiber *f);
 /* A module was loaded (dlopen): its static TLS, if any, is initialised in
  * every block (glibc does it only for its own threads). */
 HIDDEN void ito__tls_modules_changed(void);

@@ -3,8 +3,8 @@
 #include "wait.h"
 
 #include "sched.h"
-#include "signal.h"
 #include "timer.h"
+#include "posix_hooks.h"
 
 #include <errno.h>
 #include <string.h>
