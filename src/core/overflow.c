@@ -20,7 +20,6 @@
 #include <sys/syscall.h>
 
 static struct sigaction old_segv, old_bus;
-int ito__segv_installed;
 
 /* The default action again, through libc's own sigaction (a drop-in's
  * interposer takes locks, which a fault may find held). */

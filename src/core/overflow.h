@@ -7,9 +7,6 @@
 /* (At each start, overflow.c's observer installs the SIGSEGV and SIGBUS
  * handler, keeping the program's, which gets every fault that is not an
  * overflow.) */
-/* Set once ito's handler holds SIGSEGV and SIGBUS: a program's handler for
- * them set later (signal.c) is chained behind it. */
-extern int ito__segv_installed HIDDEN;
 /* A drop-in library's words for the code on a stack that overflowed,
  * given the stack's context word (fiber.h): a phrase naming it ("an
  * OpenMP task") into out, the function it runs in *fn; 0 leaves the

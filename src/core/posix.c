@@ -1,7 +1,10 @@
-/* The switch's hook for the process semantics of the drop-ins (posix.h):
- * the thread pointer of what runs next, its signal mask and its CPU
- * clock. */
-#include "posix.h"
+/* The switch's one hook for the process semantics the drop-in libraries
+ * turn on (per-thread TLS, signal masks, CPU clocks), called behind one
+ * flag (switch.h), so that the scheduler's switch names none of them: the
+ * thread pointer of what runs next, its signal mask and its CPU clock.
+ * The flag's rule is in posix_hooks.h. Design: docs/tls.md,
+ * docs/signals.md. */
+#include "posix_hooks.h"
 
 #include "cpuclock.h"
 #include "signal.h"

@@ -16,6 +16,13 @@ struct fiber;
 struct waiter;
 struct sig_intr;
 
+/* ---- the switch's hook (posix.c) -----------------------------------------------------------
+ * ito__posix_on (switch.h) is nonzero exactly when ITO_TLS=thread is in
+ * force (ito__tls_mode) or signals per thread are on (ito__sig_on); it is
+ * recomputed by ito__posix_update wherever either changes, before any
+ * worker runs a thread under the new setting. */
+HIDDEN void ito__posix_update(void);
+
 /* ---- signals (signal.h) ------------------------------------------------------------------- */
 extern int ito__sig_on HIDDEN;
 /* The monitor thread starts (invariant 6). */

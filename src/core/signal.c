@@ -19,11 +19,9 @@
 
 #include "forkpart.h"
 #include "observe.h"
-#include "posix.h"
 #include "fiber.h"
 #include "handle.h"
 #include "monitor.h"
-#include "overflow.h"
 #include "os.h"
 #include "runtime.h"
 #include "sched.h"
@@ -39,6 +37,7 @@
 #include <unistd.h>
 
 int ito__sig_on;
+int ito__segv_installed;
 
 /* ---- the program's actions ------------------------------------------------------------- */
 

@@ -45,6 +45,10 @@ struct ithread;
 struct fiber;
 struct waiter;
 
+/* Set once ito's stack overflow handler (overflow.c) holds SIGSEGV and
+ * SIGBUS: a program's handler for them set later is chained behind it. */
+extern int ito__segv_installed HIDDEN;
+
 /* A signal number's bit in a 64-bit set (the kernel's layout). */
 #define SIGBIT(s) (1ULL << ((s)-1))
 

@@ -31,7 +31,7 @@ HIDDEN void ito__ctx_start(void);
  * ito__ctx_jump (arg: the jump's); returns its stack pointer. */
 HIDDEN void *ito__ctx_make(char *hi, void (*entry)(void *));
 
-/* The process semantics the drop-ins turn on (posix.h): nonzero while
+/* The process semantics the drop-ins turn on (posix_hooks.h): nonzero while
  * any is on; then every switch calls ito__posix_enter. */
 extern int ito__posix_on HIDDEN;
 /* What runs next on w, f (NULL: the scheduler), gets its thread pointer,

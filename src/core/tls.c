@@ -17,7 +17,6 @@
 #include "fiber.h"
 #include "observe.h"
 #include "os.h"
-#include "posix.h"
 #include "setxid.h"
 #include "thread.h"
 #include "worker.h"
@@ -770,5 +769,5 @@ ITO_OBSERVE(tls_worker_observer, OBSERVE_WORKER, OBS_TLS_WORKER, tls_at_worker);
 
 void ito__tls_setup(void) {
   setup_mode();
-  ito__posix_update(); /* (posix.h, invariant 1) */
+  ito__posix_update(); /* (posix_hooks.h) */
 }
