@@ -123,8 +123,7 @@ static void acts_unlock(uint64_t old) {
 }
 
 int ito__sig_action(int sig, const struct sigaction *act, struct sigaction *old) {
-  if (sig < 1 || sig > NSIG_K || sig == 32 || sig == 33 ||
-      (act && (sig == SIGKILL || sig == SIGSTOP)))
+  if (sig < 1 || sig > NSIG_K || SIG_GLIBC_OWN(sig) || (act && (sig == SIGKILL || sig == SIGSTOP)))
     return EINVAL;
   uint64_t mask = acts_lock();
   struct sigaction prev;
@@ -514,7 +513,7 @@ static void pend(ithread *t, int sig, const siginfo_t *si) {
 }
 
 int ito__sig_send(ithread *t, int sig, const union sigval *value) {
-  if (sig < 0 || sig > NSIG_K || sig == 32 || sig == 33) return EINVAL;
+  if (sig < 0 || sig > NSIG_K || SIG_GLIBC_OWN(sig)) return EINVAL;
   if (sig == 0) return 0;
   siginfo_t si;
   memset(&si, 0, sizeof si);

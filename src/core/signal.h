@@ -49,6 +49,10 @@ struct waiter;
  * SIGBUS: a program's handler for them set later is chained behind it. */
 extern int ito__segv_installed HIDDEN;
 
+/* glibc's own signals (SIGCANCEL and SIGSETXID, 32 and 33), which its
+ * calls refuse to send or catch (EINVAL). */
+#define SIG_GLIBC_OWN(s) ((s) == 32 || (s) == 33)
+
 /* A signal number's bit in a 64-bit set (the kernel's layout). */
 #define SIGBIT(s) (1ULL << ((s)-1))
 

@@ -33,8 +33,12 @@ int ito__dropin_sigsend(ito_thread_t h, int sig, const union sigval *value) {
     return r ? ito__sig_send(r, sig, value) : ESRCH;
   }
   ithread *t = ito__thread_of(h);
-  if (!t || !ito__still_current(t, h) || __atomic_load_n(&t->sync, __ATOMIC_ACQUIRE) >= TS_DONE)
-    return ESRCH;
+  if (!t || !ito__still_current(t, h)) return ESRCH;
+  int s = __atomic_load_n(&t->sync, __ATOMIC_ACQUIRE);
+  if (s == TS_CLAIMED) return ESRCH;
+  if (s >= TS_DONE) /* over, not yet joined: as glibc (2.34 on), pthread_kill succeeds sending
+                       nothing (its own signals refused), pthread_sigqueue finds no thread */
+    return value ? ESRCH : SIG_GLIBC_OWN(sig) ? EINVAL : 0;
   return ito__sig_send(t, sig, value);
 }
 
@@ -64,8 +68,10 @@ int ito__dropin_cancel(ito_thread_t h) {
     t = ito__root_thread();
   } else {
     t = ito__thread_of(h);
-    if (t && (!ito__still_current(t, h) || __atomic_load_n(&t->sync, __ATOMIC_ACQUIRE) >= TS_DONE))
-      t = NULL;
+    if (t && !ito__still_current(t, h)) t = NULL;
+    int s = t ? __atomic_load_n(&t->sync, __ATOMIC_ACQUIRE) : TS_CLAIMED;
+    if (s == TS_CLAIMED) return ESRCH;
+    if (s >= TS_DONE) return 0; /* over, not yet joined: nothing to cancel (glibc 2.34 on) */
   }
   if (!t) return ESRCH;
   if (!__atomic_load_n(&ito__dropin_cancels, __ATOMIC_RELAXED))
