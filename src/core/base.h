@@ -65,6 +65,29 @@ HIDDEN void ito__fatal(const char *fmt, ...) __attribute__((noreturn, format(pri
   extern const type *const __stop_##reg[] __attribute__((weak)) HIDDEN
 #define ITO_REGISTRY_N(reg) ((int)(__stop_##reg - __start_##reg))
 #define ITO_REGISTRY_AT(reg, i) (__start_##reg[i])
+#define ITO_REGISTRY_ALL(reg) ((const void *const *)__start_##reg)
+
+/* A registry's entries taken in one order: among entries[0, n) those for
+ * which key gives a key (true), the one with the least key above `after`,
+ * or with `down` the greatest below it; NULL when none is left. Two
+ * entries that take part never share a key. Registries are short and
+ * walked rarely (a start, a fork): a scan per step. */
+static inline const void *ito__registry_next(const void *const *entries, int n,
+                                             bool (*key)(const void *e, const void *arg, int *k),
+                                             const void *arg, int after, bool down) {
+  const void *best = NULL;
+  int best_key = 0;
+  for (int i = 0; i < n; i++) {
+    int k;
+    if (!key(entries[i], arg, &k) || (down ? k >= after : k <= after)) continue;
+    ITO_ASSERT(!best || k != best_key);
+    if (!best || (down ? k > best_key : k < best_key)) {
+      best = entries[i];
+      best_key = k;
+    }
+  }
+  return best;
+}
 
 /* ---- atomics: one style for the whole project ----------------------------------
  * A word that threads share is a plain field or variable (never _Atomic,

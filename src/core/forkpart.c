@@ -8,29 +8,30 @@ ITO_REGISTRY(ito_fork, struct ito_fork_part);
 static int n_parts(void) { return ITO_REGISTRY_N(ito_fork); }
 static const struct ito_fork_part *part(int i) { return ITO_REGISTRY_AT(ito_fork, i); }
 
-/* The part with the least key above `after` (key: its lock_rank, or its
- * child_order), or NULL. Few parts, a fork is rare: a scan each. */
-static const struct ito_fork_part *next_part(bool by_rank, int after, bool down) {
-  const struct ito_fork_part *best = NULL;
-  int best_key = 0;
-  for (int i = 0; i < n_parts(); i++) {
-    const struct ito_fork_part *p = part(i);
-    if (by_rank ? !p->lock : !p->child) continue;
-    int key = by_rank ? p->lock_rank : p->child_order;
-    if (down ? key >= after : key <= after) continue;
-    ITO_ASSERT(!best || key != best_key); /* invariant 3 */
-    if (!best || (down ? key > best_key : key < best_key)) {
-      best = p;
-      best_key = key;
-    }
-  }
-  return best;
+/* The keys of the two orders (invariants 1 and 2); a part without a lock,
+ * or without a child step, takes no part in that order. */
+static bool rank_key(const void *e, const void *arg, int *k) {
+  const struct ito_fork_part *p = e;
+  (void)arg;
+  *k = p->lock_rank;
+  return p->lock != NULL;
+}
+static bool child_key(const void *e, const void *arg, int *k) {
+  const struct ito_fork_part *p = e;
+  (void)arg;
+  *k = p->child_order;
+  return p->child != NULL;
+}
+
+static const struct ito_fork_part *next_part(bool (*key)(const void *, const void *, int *),
+                                             int after, bool down) {
+  return ito__registry_next(ITO_REGISTRY_ALL(ito_fork), n_parts(), key, NULL, after, down);
 }
 
 void ito__fork_parts_lock(int take) {
   bool down = !take; /* taken ascending, let go descending */
   int at = down ? INT_MAX : INT_MIN;
-  for (const struct ito_fork_part *p; (p = next_part(true, at, down));) {
+  for (const struct ito_fork_part *p; (p = next_part(rank_key, at, down));) {
     p->lock(take);
     at = p->lock_rank;
   }
@@ -44,7 +45,7 @@ const struct ito_fork_part *ito__fork_part_ranked(int rank) {
 
 void ito__fork_parts_child(struct worker *w, struct ithread *self) {
   int at = INT_MIN;
-  for (const struct ito_fork_part *p; (p = next_part(false, at, false));) {
+  for (const struct ito_fork_part *p; (p = next_part(child_key, at, false));) {
     p->child(w, self);
     at = p->child_order;
   }

@@ -351,24 +351,24 @@ bool ito__is_root(void) {
 
 /* ---- start and stop ------------------------------------------------------------------------ */
 
-/* Invariant 1 of observe.h: by point, then order. */
+/* Invariant 1 of observe.h: the observers of one point, by order. */
 ITO_REGISTRY(ito_observe, struct ito_observer);
+
+static bool order_at(const void *e, const void *point, int *k) {
+  const struct ito_observer *o = e;
+  *k = o->order;
+  return o->point == *(const int *)point;
+}
 
 void ito__observe(int point) {
   ITO_ASSERT(point >= 0 && point < OBSERVE_POINTS);
   ITO_ASSERT(point == OBSERVE_WORKER || spin_held(&init_lock));
   int at = INT_MIN;
-  for (;;) {
-    const struct ito_observer *next = NULL;
-    for (int i = 0; i < ITO_REGISTRY_N(ito_observe); i++) {
-      const struct ito_observer *o = ITO_REGISTRY_AT(ito_observe, i);
-      if (o->point != point || o->order <= at) continue;
-      ITO_ASSERT(!next || o->order != next->order);
-      if (!next || o->order < next->order) next = o;
-    }
-    if (!next) return;
-    next->fn();
-    at = next->order;
+  for (const struct ito_observer *o;
+       (o = ito__registry_next(ITO_REGISTRY_ALL(ito_observe), ITO_REGISTRY_N(ito_observe), order_at,
+                               &point, at, false));) {
+    o->fn();
+    at = o->order;
   }
 }
 
