@@ -221,7 +221,7 @@ ITO_REGISTRY(ito_config, struct ito_cfg_module);
 static int n_modules(void) { return ITO_REGISTRY_N(ito_config); }
 static const struct ito_cfg_module *module(int m) { return ITO_REGISTRY_AT(ito_config, m); }
 
-/* The module whose settings hold row r's destination (invariant 4). */
+/* Every row of mod stores into mod's settings (invariant 4). */
 static void check_module(const struct ito_cfg_module *mod) {
   for (int i = 0; i < mod->n; i++) {
     const char *d = mod->rows[i].dst, *base = mod->settings;
@@ -263,7 +263,10 @@ static void read_row(const struct ito_cfg_module *mod, const struct ito_cfg *row
 /* The settings module mod has from the environment now, in *into. */
 static void module_from_env(const struct ito_cfg_module *mod, void *into) {
   check_module(mod);
-  mod->defaults(into);
+  if (mod->defaults)
+    mod->defaults(into);
+  else
+    memset(into, 0, mod->size);
   for (int i = 0; i < mod->n; i++) read_row(mod, &mod->rows[i], into);
   if (mod->finish) mod->finish(into);
 }

@@ -31,9 +31,9 @@
 extern const struct ito_cfg_choice ito__cfg_bits[] HIDDEN;
 
 /* A module's settings: its rows, whose destinations are fields of
- * *settings, the function that gives *settings its defaults, and, when not
- * NULL, the one that completes them once the variables are read (rounding,
- * values derived from others). */
+ * *settings, the function that gives *settings its defaults (NULL: every
+ * default is zero), and, when not NULL, the one that completes them once
+ * the variables are read (rounding, values derived from others). */
 struct ito_cfg_module {
   const struct ito_cfg *rows;
   int n;

@@ -43,10 +43,7 @@ static const struct ito_cfg numa_rows[] = {
      .dflt = "0",
      .what = "1: ito_numa_alloc* record their nodes without binding memory (a test aid)"},
 };
-static void numa_defaults(void *settings) {
-  *(struct numa_settings *)settings = (struct numa_settings){0};
-}
-ITO_CONFIG_MODULE(numa_config, numa_rows, numa_cfg, numa_defaults, NULL);
+ITO_CONFIG_MODULE(numa_config, numa_rows, numa_cfg, NULL, NULL);
 
 enum { LAYOUT_NODE = 0, LAYOUT_INTERLEAVED, LAYOUT_BLOCKED };
 

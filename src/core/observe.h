@@ -45,7 +45,7 @@ enum {
   /* OBSERVE_SETUP */
   OBS_SEGV = 5,     /* overflow.c: its SIGSEGV and SIGBUS handler, before any worker runs */
   OBS_PROFILE = 10, /* profile.c: its recorder attached before the idle word is set up */
-  OBS_NUMA = 20,    /* numa.c: says so when ITO_NUMA=on finds one node */
+  OBS_NUMA = 20,    /* topo.c: says so when ITO_NUMA=on finds one node */
   OBS_PLACES = 30,  /* places.c: before any worker binds itself (places.h, invariant 1) */
   OBS_NODEQ = 40,   /* nodeq.c: after the places: workers' nodes follow them */
   /* OBSERVE_LAUNCHED */

@@ -222,10 +222,7 @@ static const struct ito_cfg places_rows[] = {
      .dflt = "0",
      .what = "1: pin worker i to the i-th allowed CPU"},
 };
-static void places_defaults(void *settings) {
-  *(struct places_settings *)settings = (struct places_settings){NULL, 0};
-}
-ITO_CONFIG_MODULE(places_config, places_rows, places_cfg, places_defaults, NULL);
+ITO_CONFIG_MODULE(places_config, places_rows, places_cfg, NULL, NULL);
 
 static void places_setup(void) {
   const char *text = places_cfg.places ? places_cfg.places : places_cfg.bind ? "cores" : NULL;

@@ -49,8 +49,7 @@ static const struct ito_cfg tls_rows[] = {
      .what = "thread: every thread has its own thread-local storage (errno, thread_local); "
              "worker: threads share their worker's"},
 };
-static void tls_defaults(void *settings) { *(int *)settings = 0; }
-ITO_CONFIG_MODULE(tls_config, tls_rows, tls_cfg, tls_defaults, NULL);
+ITO_CONFIG_MODULE(tls_config, tls_rows, tls_cfg, NULL, NULL);
 
 #if defined(__x86_64__) || defined(__aarch64__)
 

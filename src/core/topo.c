@@ -316,10 +316,7 @@ static const struct ito_cfg nodes_rows[] = {
      .dflt = "auto",
      .what = "NUMA nodes: auto (on with more than one), on, off"},
 };
-static void nodes_defaults(void *settings) {
-  *(struct nodes_settings *)settings = (struct nodes_settings){NUMA_AUTO};
-}
-ITO_CONFIG_MODULE(nodes_config, nodes_rows, nodes_cfg, nodes_defaults, NULL);
+ITO_CONFIG_MODULE(nodes_config, nodes_rows, nodes_cfg, NULL, NULL);
 
 #define MASK_BITS 1024 /* nodes a mask of the kernel's holds */
 

@@ -28,8 +28,7 @@ static const struct ito_cfg io_rows[] = {
      .dflt = "auto",
      .what = "0: pipes are polled before each call instead of RWF_NOWAIT"},
 };
-static void io_defaults(void *settings) { *(int *)settings = 0; }
-ITO_CONFIG_MODULE(io_config, io_rows, io_cfg, io_defaults, NULL);
+ITO_CONFIG_MODULE(io_config, io_rows, io_cfg, NULL, NULL);
 
 #ifndef RWF_NOWAIT
 #define RWF_NOWAIT 0x00000008

@@ -136,8 +136,9 @@ static void unlink_task(struct ident *d, task *t) {
 
 /* Wakes one announced strand of tm that admits a child of par, starting
  * after member k. */
-/* Wakes the announced strand of ident d, if it is not poked already (d's
- * lock held, and released here). */
+/* Marks ident d poked and wakes its announced strand (d's lock held by
+ * the caller, which checked that d is parked and not yet poked; released
+ * here). */
 static void poke_ident(struct ident *d) {
   __atomic_store_n(&d->poked, 1, __ATOMIC_RELAXED);
   ito__dropin_lock(d->wq_lock);
