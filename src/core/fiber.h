@@ -100,6 +100,23 @@ static inline fiber *fiber_of_thread(ithread *t) {
   return (fiber *)((char *)t - offsetof(fiber, th));
 }
 
+/* The runtime calls another object's code (the C++ runtime's, an
+ * allocator's) in a state it must not be preempted in (a lock of its own
+ * held, the caller published as a waiter): f's thread is not preempted
+ * until the matching end (preempt.h, invariant 6). The handler runs on the
+ * same OS thread: signal fences order the count with the call. */
+static inline void ito__callout_begin(fiber *f) {
+  if (f && f->thread) f->thread->callout++;
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+static inline void ito__callout_end(fiber *f) {
+  __atomic_signal_fence(__ATOMIC_SEQ_CST);
+  if (f && f->thread) {
+    ITO_ASSERT(f->thread->callout > 0);
+    f->thread->callout--;
+  }
+}
+
 /* Stack settings, at each start of the runtime. */
 HIDDEN void ito__fiber_setup(size_t stack_size, int guard_mode, size_t cache_bytes);
 HIDDEN size_t ito__stack_size(void);

@@ -109,17 +109,30 @@ static int find(uintptr_t a) { /* the block holding a, or -1; lock held */
   return -1;
 }
 
+/* The allocator runs with no lock of ito's held (docs/locks.md): a full
+ * table grows outside the lock, and whoever finds it still full then
+ * installs the larger copy. */
 static int insert(const struct block *b) {
   spin_lock(&blocks_lock);
-  if (nblocks == cap) {
+  while (nblocks == cap) {
     int ncap = cap ? 2 * cap : 64;
-    struct block *nb = realloc(blocks, sizeof *nb * (size_t)ncap);
-    if (!nb) {
-      spin_unlock(&blocks_lock);
-      return ENOMEM;
+    spin_unlock(&blocks_lock);
+    struct block *nb = malloc(sizeof *nb * (size_t)ncap), *old = NULL;
+    if (!nb) return ENOMEM;
+    spin_lock(&blocks_lock);
+    if (nblocks == cap && cap < ncap) {
+      if (nblocks) memcpy(nb, blocks, sizeof *nb * (size_t)nblocks);
+      old = blocks;
+      blocks = nb;
+      cap = ncap;
+      nb = NULL;
     }
-    blocks = nb;
-    cap = ncap;
+    if (nb || old) { /* (free outside the lock too) */
+      spin_unlock(&blocks_lock);
+      free(nb);
+      free(old);
+      spin_lock(&blocks_lock);
+    }
   }
   int i = nblocks;
   while (i > 0 && blocks[i - 1].lo > b->lo) {

@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <link.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -74,12 +75,15 @@ static const char *base_name(const char *path) {
   return s ? s + 1 : path;
 }
 
-/* Objects whose code may hold locks tied to the OS thread or ito's state. */
+/* Objects whose code may hold locks tied to the OS thread or ito's state:
+ * the C library, loader and unwinder, the C++ runtimes (ito's switch calls
+ * their __cxa_get_globals), the sanitizers' and Valgrind's, and ito's. */
 static bool foreign(const char *path) {
   static const char *const prefixes[] = {
-      "libc.so",     "ld-linux",   "ld64.so",      "libpthread.so", "libdl.so",     "librt.so",
-      "libgcc_s.so", "libito",     "linux-vdso",   "linux-gate",    "libasan.so",   "libtsan.so",
-      "libubsan.so", "liblsan.so", "libhwasan.so", "vgpreload_",    "libresolv.so", "libnss_",
+      "libc.so",      "ld-linux",   "ld64.so",      "libpthread.so", "libdl.so",     "librt.so",
+      "libgcc_s.so",  "libito",     "linux-vdso",   "linux-gate",    "libasan.so",   "libtsan.so",
+      "libubsan.so",  "liblsan.so", "libhwasan.so", "vgpreload_",    "libresolv.so", "libnss_",
+      "libstdc++.so", "libc++.so",  "libc++abi.so",
   };
   const char *b = base_name(path);
   for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
@@ -96,6 +100,15 @@ static int load_counts(struct dl_phdr_info *info, size_t size, void *arg) {
   return 1; /* (the first object says it) */
 }
 
+static bool holds(const struct dl_phdr_info *info, uintptr_t a) {
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *p = &info->dlpi_phdr[i];
+    uintptr_t lo = info->dlpi_addr + p->p_vaddr;
+    if (p->p_type == PT_LOAD && a >= lo && a < lo + p->p_memsz) return true;
+  }
+  return false;
+}
+
 static int note_object(struct dl_phdr_info *info, size_t size, void *arg) {
   struct table *t = arg;
   if (size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
@@ -103,15 +116,13 @@ static int note_object(struct dl_phdr_info *info, size_t size, void *arg) {
     built_subs = info->dlpi_subs;
   }
   const char *name = info->dlpi_name ? info->dlpi_name : "";
-  /* the object that holds this code: ito itself, even linked statically */
-  uintptr_t self = (uintptr_t)&note_object;
-  bool mine = false;
-  for (int i = 0; i < info->dlpi_phnum; i++) {
-    const ElfW(Phdr) *p = &info->dlpi_phdr[i];
-    uintptr_t lo = info->dlpi_addr + p->p_vaddr;
-    if (p->p_type == PT_LOAD && self >= lo && self < lo + p->p_memsz) mine = true;
-  }
-  if (!mine && !foreign(name)) return 0;
+  /* the object that holds this code: ito itself, even linked statically;
+   * and the allocator in use, which ito calls with its own locks held
+   * (jemalloc, tcmalloc, mimalloc: preloaded or linked as a library; one
+   * defined in the executable is the program's code) */
+  bool mine = holds(info, (uintptr_t)&note_object);
+  bool allocator = name[0] && holds(info, (uintptr_t)&malloc);
+  if (!mine && !allocator && !foreign(name)) return 0;
   for (int i = 0; i < info->dlpi_phnum && t->n < MAX_RANGES; i++) {
     const ElfW(Phdr) *p = &info->dlpi_phdr[i];
     if (p->p_type != PT_LOAD || !(p->p_flags & PF_X)) continue;
@@ -230,7 +241,8 @@ static bool may_preempt(worker *w, fiber *f, const ucontext_t *uc, bool *in_kwai
   *in_kwait = false;
   ithread *t = f->thread;
   bool cancel = ito__preempt_cancel_due(t);
-  if (!t || !(ito__preemptible(t) || cancel) || t->in_handler || w->post_fn) return false;
+  if (!t || !(ito__preemptible(t) || cancel) || t->in_handler || t->callout || w->post_fn)
+    return false;
   /* a pinned thread stays on its OS thread: never suspended, but an
    * asynchronous cancellation acts on it there, as glibc's does */
   if (t->pin && !(cancel && LOAD_ACQ(&cancel_act))) return false;
@@ -279,6 +291,8 @@ static void on_signal(int sig, siginfo_t *si, void *ucv) {
     return;
   }
   int saved = errno;
+  /* invariant 5: this frame returns through code that is not the program's */
+  ITO_ASSERT(!programs_code((uintptr_t)__builtin_extract_return_addr(__builtin_return_address(0))));
   worker *w = cur_worker();
   fiber *f = w ? w->cur : NULL;
   bool in_kwait;
@@ -333,6 +347,23 @@ __asm__(
     "\tsyscall\n"
     "\thlt\n"
     ".size ito__preempt_restorer,.-ito__preempt_restorer\n");
+#elif defined(__aarch64__)
+/* The same on AArch64, where the kernel would return through the vDSO's
+ * trampoline and qemu-user through a page of its own that no loaded object
+ * holds (so the table above would call it the program's code, invariant 5):
+ * the two instructions of the kernel's __kernel_rt_sigreturn, which
+ * libgcc's unwinder and gdb recognise. */
+void ito__preempt_restorer(void) HIDDEN;
+__asm__(
+    ".text\n"
+    ".align 4\n"
+    "nop\n"
+    ".type ito__preempt_restorer,%function\n"
+    "ito__preempt_restorer:\n"
+    "\tmov x8, #139\n"
+    "\tsvc #0\n"
+    "\tbrk #0\n"
+    ".size ito__preempt_restorer,.-ito__preempt_restorer\n");
 #endif
 
 static int ksigaction(const struct ksigaction *act, struct ksigaction *old) {
@@ -356,8 +387,8 @@ static void install(void) {
       .flags = SA_SIGINFO | SA_RESTART | SA_NODEFER,
       .mask = 0,
   };
-#if defined(__x86_64__)
-  sa.flags |= K_SA_RESTORER;
+#if defined(__x86_64__) || defined(__aarch64__)
+  sa.flags |= K_SA_RESTORER; /* (invariant 5) */
   sa.restorer = (void *)ito__preempt_restorer;
 #endif
   chained = now;

@@ -27,7 +27,20 @@
  *  4. A preempted thread resumes with the OS state of the worker it lands
  *     on: the signal frame's saved alternate stack and mask are rewritten
  *     to that worker's before the handler returns. With worker TLS it
- *     lands on the worker it left (its code may hold a TLS address). */
+ *     lands on the worker it left (its code may hold a TLS address).
+ *  5. The handler returns through ito's own restorer (x86-64 and AArch64),
+ *     never through a trampoline of the kernel's or an emulator's that the
+ *     table of invariant 2 may not hold: a second signal that lands
+ *     between the handler's return and its rt_sigreturn (the handler has
+ *     SA_NODEFER) finds ito's code and is refused. The first signal may
+ *     have been refused in ito's code that holds a lock; a yield there
+ *     would park the thread with the lock held.
+ *  6. A thread inside a call the runtime made to another object's code
+ *     while holding its own state (ithread.callout: the C++ runtime's
+ *     __cxa_get_globals in a switch, whose caller may hold a wait queue's
+ *     lock and be queued as a waiter) is not preempted, wherever that code
+ *     lies. The table of invariant 2 holds the C++ runtimes and the
+ *     allocator's object too. */
 #ifndef ITO_CORE_PREEMPT_H
 #define ITO_CORE_PREEMPT_H
 

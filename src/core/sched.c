@@ -404,9 +404,13 @@ void ito__switch_to_sched(worker *w, int action, void *arg) {
 
 void ito__suspend(int action, void *arg, void (*post)(void *), void *post_arg) {
   struct ito__switch_save save;
-  ito__save_thread_state(&save);
   worker *w = cur_worker();
   fiber *f = w->cur;
+  /* the caller may hold a wait queue's lock or be published as a waiter:
+   * the C++ runtime's code that the save calls must not yield there */
+  ito__callout_begin(f);
+  ito__save_thread_state(&save);
+  ito__callout_end(f);
   ITO_ASSERT(f && !w->post_fn);
   w->post_fn = post;
   w->post_arg = post_arg;

@@ -187,14 +187,28 @@ static struct {
 
 /* Appends tp to the list *v (n used of *cap), growing it from `first`
  * entries by doubling; if there is no memory to grow, tp is not listed
- * (the callers' lists are best effort). Under ts.lock. */
+ * (the callers' lists are best effort). Under ts.lock, which it lets go
+ * while the allocator runs (no lock of ito's is held there:
+ * docs/locks.md); whoever finds the list still full installs the copy. */
 static void list_add(void ***v, size_t *n, size_t *cap, size_t first, void *tp) {
-  if (*n == *cap) {
+  while (*n == *cap) {
     size_t c = *cap ? *cap * 2 : first;
-    void **a = realloc(*v, c * sizeof *a);
-    if (a) {
+    spin_unlock(&ts.lock);
+    void **a = malloc(c * sizeof *a), **old = NULL;
+    spin_lock(&ts.lock);
+    if (!a) break;
+    if (*n == *cap && *cap < c) {
+      if (*n) memcpy(a, *v, *n * sizeof *a);
+      old = *v;
       *v = a;
       *cap = c;
+      a = NULL;
+    }
+    if (a || old) {
+      spin_unlock(&ts.lock);
+      free(a);
+      free(old);
+      spin_lock(&ts.lock);
     }
   }
   if (*n < *cap) (*v)[(*n)++] = tp;

@@ -92,13 +92,26 @@ static int park(struct rec *r) {
   ensure_registered();
   ito__dropin_lock(&tlock);
   if (r->kind == K_ALL) {
-    if (ntab + r->n > ctab) {
+    /* the allocator runs with no lock of ito's held (docs/locks.md): a
+     * full table grows outside the lock */
+    while (ntab + r->n > ctab) {
       int nc = ctab ? ctab : 256;
       while (nc < ntab + r->n) nc *= 2;
-      struct entry *t = realloc(tab, sizeof *t * (size_t)nc);
+      ito__dropin_unlock(&tlock);
+      struct entry *t = malloc(sizeof *t * (size_t)nc), *old = NULL;
       if (!t) fatal("out of memory for the table of pending MPI requests");
-      tab = t;
-      ctab = nc;
+      ito__dropin_lock(&tlock);
+      if (ntab + r->n > ctab && nc > ctab) {
+        if (ntab) memcpy(t, tab, sizeof *t * (size_t)ntab);
+        old = tab;
+        tab = t;
+        ctab = nc;
+        t = NULL;
+      }
+      ito__dropin_unlock(&tlock);
+      free(t);
+      free(old);
+      ito__dropin_lock(&tlock);
     }
     for (int i = 0; i < r->n; i++) tab[ntab++] = (struct entry){r->reqs[i], r, i};
   } else {

@@ -10,6 +10,7 @@
 #include "omp_int.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 struct dnode {
   int lock;
@@ -91,12 +92,27 @@ void ito__omp_deptab_free(task *t) {
 static void add_edge(struct dnode *p, struct dnode *n) {
   if (p == n) return;
   ito__dropin_lock(&p->lock);
-  if (!p->done) {
-    if (p->nsucc == p->csucc) {
-      p->csucc = p->csucc ? 2 * p->csucc : 4;
-      p->succ = realloc(p->succ, p->csucc * sizeof *p->succ);
-      if (!p->succ) ito__omp_fatal("out of memory for task dependences");
+  /* the allocator runs with no lock of ito's held (docs/locks.md): a full
+   * list grows outside the lock */
+  while (!p->done && p->nsucc == p->csucc) {
+    unsigned ncap = p->csucc ? 2 * p->csucc : 4;
+    ito__dropin_unlock(&p->lock);
+    struct dnode **ns = malloc(ncap * sizeof *ns), **old = NULL;
+    if (!ns) ito__omp_fatal("out of memory for task dependences");
+    ito__dropin_lock(&p->lock);
+    if (!p->done && p->nsucc == p->csucc && p->csucc < ncap) {
+      if (p->nsucc) memcpy(ns, p->succ, p->nsucc * sizeof *ns);
+      old = p->succ;
+      p->succ = ns;
+      p->csucc = ncap;
+      ns = NULL;
     }
+    ito__dropin_unlock(&p->lock);
+    free(ns);
+    free(old);
+    ito__dropin_lock(&p->lock);
+  }
+  if (!p->done) {
     p->succ[p->nsucc++] = n;
     __atomic_fetch_add(&n->npred, KID_ALIVE, __ATOMIC_RELAXED);
     /* the edge holds n: the predecessor reads n->t after its release, when an

@@ -24,7 +24,13 @@ static unsigned free_head; /* index + 1 of a free entry, 0: none */
 static int table_lock;
 
 static unsigned entry_new(void) {
+  struct entry *spare = NULL; /* a chunk made with no lock held (docs/locks.md) */
   ito__dropin_lock(&table_lock);
+  while (!free_head && nentries / CHUNK < MAX_CHUNKS && !chunks[nentries / CHUNK] && !spare) {
+    ito__dropin_unlock(&table_lock);
+    if (!(spare = calloc(CHUNK, sizeof *spare))) ito__omp_fatal("out of memory for an OpenMP lock");
+    ito__dropin_lock(&table_lock);
+  }
   unsigned idx;
   if (free_head) {
     idx = free_head - 1;
@@ -36,17 +42,15 @@ static unsigned entry_new(void) {
       ito__omp_fatal("too many OpenMP locks alive at once (%u)", idx);
     }
     if (!chunks[idx / CHUNK]) {
-      struct entry *c = calloc(CHUNK, sizeof *c);
-      if (!c) {
-        ito__dropin_unlock(&table_lock);
-        ito__omp_fatal("out of memory for an OpenMP lock");
-      }
-      __atomic_store_n(&chunks[idx / CHUNK], c, __ATOMIC_RELEASE);
+      ITO_OMP_ASSERT(spare);
+      __atomic_store_n(&chunks[idx / CHUNK], spare, __ATOMIC_RELEASE);
+      spare = NULL;
     }
     __atomic_store_n(&nentries, nentries + 1, __ATOMIC_RELEASE);
   }
   ito_mutex_init(&chunks[idx / CHUNK][idx % CHUNK].m);
   ito__dropin_unlock(&table_lock);
+  free(spare); /* (another thread's chunk, or a freed entry, came first) */
   return idx + 1;
 }
 

@@ -468,14 +468,22 @@ static void ring_check_locked(team *tm) {
  * next). */
 static void ring_gone(team *tm, task *me) {
   if (LIKELY(!__atomic_load_n(&tm->cancelled, __ATOMIC_ACQUIRE)) || tm->n < 2) return;
-  ito__dropin_lock(&tm->ring_lock);
-  if (!tm->gone && !(tm->gone = calloc(tm->n, sizeof *tm->gone)))
+  /* (the allocator runs with no lock of ito's held: docs/locks.md) */
+  void *spare = NULL;
+  if (!__atomic_load_n(&tm->gone, __ATOMIC_ACQUIRE) &&
+      !(spare = calloc((size_t)tm->n, sizeof *tm->gone)))
     ito__omp_fatal("out of memory leaving a cancelled region");
-  ITO_OMP_ASSERT(tm->ngone < tm->n);
+  ito__dropin_lock(&tm->ring_lock);
+  if (!tm->gone) {
+    __atomic_store_n(&tm->gone, spare, __ATOMIC_RELEASE);
+    spare = NULL;
+  }
+  ITO_OMP_ASSERT(tm->gone && tm->ngone < tm->n);
   tm->gone[tm->ngone++] = me->ws ? me->ws_seq - 1 : me->ws_seq;
   me->ws = NULL;
   ring_check_locked(tm);
   ito__dropin_unlock(&tm->ring_lock);
+  free(spare); /* (another member's came first) */
 }
 
 void ito__omp_ws_leave(task *me) {

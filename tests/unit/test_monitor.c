@@ -16,12 +16,25 @@
  *     running on the extra, signalled it): after a restart of the runtime
  *     its end still counts, and ito_finalize returns (it waited for ever
  *     when only the slots of the running start were counted).
+ *  8. (where preemption exists) the kernel's action for the preemption
+ *     signal returns through a restorer in the object that holds ito's
+ *     code, whose bytes are rt_sigreturn as the unwinder recognises it: a
+ *     second signal that lands in the return path of a refused one is
+ *     refused too (docs/monitor.md, "Preemption"; on AArch64 the return
+ *     went through the kernel's trampoline or, under qemu-user, a page no
+ *     object holds, and such a signal parked a thread holding a lock).
  *  6. with every thread preemptible (what libito-pthread.so asks for), two
  *     threads that spin on a flag main sets after creating both finish:
  *     with TLS per thread they are preempted, and main, waiting in a
  *     deque, runs; with worker TLS (a preempted thread would resume only
  *     on its worker) they are not preempted and main runs on an extra
- *     worker (docs/monitor.md, "Preemption"). Run with both (ctest
+ *     worker (docs/monitor.md, "Preemption"). With TLS per thread the
+ *     spinners first spin inside a call the runtime marks as made from a
+ *     state that must not yield (ito__callout_begin: the switch's call of
+ *     the C++ runtime's __cxa_get_globals, whose caller may hold a wait
+ *     queue's lock): an OS thread of the test's own lets them out once 3
+ *     signals reached them, and none may have preempted them there
+ *     (preempt.h, invariant 6). Run with both (ctest
  *     unit_monitor and unit_monitor_thread_tls; a build that cannot
  *     switch TLS runs worker TLS in both).
  * Timings are printed, never asserted: a hang is the failure (the test's
@@ -29,17 +42,48 @@
 #define _GNU_SOURCE
 #include <ito/ito.h>
 
+#include "../../src/core/fiber.h"
 #include "../../src/core/monitor.h"
 #include "../../src/core/preempt.h"
 #include "../../src/core/tls.h"
 #include "../../src/core/timespec.h"
+#include "../../src/core/worker.h"
 
+#include <dlfcn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "../check.h"
+
+/* Case 8: the kernel's action for ITO_PREEMPT_SIG (read with the kernel's
+ * call: glibc's refuses the signal). */
+static void check_restorer(void) {
+  struct {
+    void *handler;
+    unsigned long flags;
+    void *restorer;
+    uint64_t mask;
+  } k;
+  CHECK_EQ(syscall(SYS_rt_sigaction, ITO_PREEMPT_SIG, NULL, &k, (size_t)8), 0);
+  CHECK(k.flags & 0x04000000UL); /* SA_RESTORER */
+  Dl_info mine, r;
+  CHECK(dladdr((void *)ito_create, &mine) != 0);
+  CHECK(dladdr(k.restorer, &r) != 0);
+  CHECK(r.dli_fbase == mine.dli_fbase);
+  const unsigned char *b = k.restorer;
+#if defined(__x86_64__) /* mov $15, %rax; syscall */
+  static const unsigned char want[] = {0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05};
+#else /* mov x8, #139; svc #0 */
+  static const unsigned char want[] = {0x68, 0x11, 0x80, 0xd2, 0x01, 0x00, 0x00, 0xd4};
+#endif
+  CHECK(memcmp(b, want, sizeof want) == 0);
+  printf("unit_monitor: the preemption signal's handler returns through ito's restorer\n");
+}
 
 static int pipes[4][2];
 static long long blocked_at[4];
@@ -85,6 +129,32 @@ static void *fib_for_half_a_second(void *p) {
 /* (monitor_spin.c: outside the executable, which holds ito) */
 void *unit_monitor_spin(void *flag);
 static int flag;
+
+/* Case 6 with TLS per thread: the spinners' first loop, inside a marked
+ * call, and the OS thread that ends it. */
+static int callout_flag;
+static unsigned long callout_done = ~0UL, callout_signals;
+static void *callout_spin(void *arg) {
+  fiber *f = cur_worker()->cur;
+  ito__callout_begin(f);
+  unit_monitor_spin(&callout_flag);
+  ito__callout_end(f);
+  return unit_monitor_spin(arg);
+}
+static void *callout_watch(void *arg) {
+  (void)arg;
+  unsigned long d0, r0, d, r;
+  ito__preempt_counts(&d0, &r0);
+  long long t0 = clock_ns(CLOCK_MONOTONIC);
+  do { /* (bounded: 60 s without 3 signals fails below) */
+    usleep(1000);
+    ito__preempt_counts(&d, &r);
+  } while (d + r - d0 - r0 < 3 && clock_ns(CLOCK_MONOTONIC) - t0 < 60 * NS_PER_S);
+  callout_done = d - d0;
+  callout_signals = d + r - d0 - r0;
+  __atomic_store_n(&callout_flag, 1, __ATOMIC_RELEASE);
+  return NULL;
+}
 
 static ito_mutex_t m7 = ITO_MUTEX_INITIALIZER;
 static ito_cond_t c7;
@@ -233,11 +303,15 @@ int main(void) {
     printf("unit_monitor: PASS\n");
     return 0;
   }
+  check_restorer();
   ito__preempt_threads = 1;
   unsigned long xs0 = 0, xs1 = 0;
   ito__monitor_extras(&xs0);
   ito_thread_t st[2];
-  for (int i = 0; i < 2; i++) CHECK_EQ(ito_create(unit_monitor_spin, &flag, &st[i]), 0);
+  pthread_t watch;
+  if (ito__tls_mode) CHECK_EQ(pthread_create(&watch, NULL, callout_watch, NULL), 0);
+  for (int i = 0; i < 2; i++)
+    CHECK_EQ(ito_create(ito__tls_mode ? callout_spin : unit_monitor_spin, &flag, &st[i]), 0);
   int on6 = ito_worker_id();
   __atomic_store_n(&flag, 1, __ATOMIC_RELEASE); /* (main ran again) */
   for (int i = 0; i < 2; i++) CHECK_EQ(ito_join(st[i], NULL), 0);
@@ -248,6 +322,11 @@ int main(void) {
       "and %lu extra workers started for main (on worker %d) to set their flag\n",
       ito__tls_mode ? "thread" : "worker", done1 - done0, refused1 - refused0, xs1 - xs0, on6);
   if (ito__tls_mode) {
+    CHECK_EQ(pthread_join(watch, NULL), 0);
+    printf("unit_monitor: inside the marked call: %lu signals, %lu preemptions\n", callout_signals,
+           callout_done);
+    CHECK(callout_signals >= 3);
+    CHECK_EQ(callout_done, 0);
     CHECK(done1 > done0);
   } else { /* a preemption would keep a spinner on its worker: an extra runs main */
     CHECK_EQ(done1 - done0, 0);
