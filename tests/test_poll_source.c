@@ -53,7 +53,7 @@ static int poll_requests(void *arg) {
       completed++;
     }
   if (!completed) return 0;
-  ito__dropin_lock(&qlock);
+  ito__dropin_lock(&qlock, ITO_DROPIN_LR_QUEUE);
   void *list = ito__dropin_wq_take(&head, &tail, -1);
   ito__dropin_unlock(&qlock);
   ito__dropin_wq_wake(list);
@@ -76,7 +76,7 @@ static void *wait_request(void *p) {
   struct request *r = p;
   ito__dropin_poll_arrive(&src);
   for (;;) {
-    ito__dropin_lock(&qlock);
+    ito__dropin_lock(&qlock, ITO_DROPIN_LR_QUEUE);
     if (ito__dropin_wq_wait(&qlock, &head, &tail, 0, CLOCK_MONOTONIC, NULL, is_done, r)) break;
   }
   ito__dropin_poll_leave(&src);

@@ -188,7 +188,7 @@ static int woke[4];
 
 static void *tagged(void *p) {
   intptr_t i = (intptr_t)p;
-  ito__dropin_lock(&qlock);
+  ito__dropin_lock(&qlock, ITO_DROPIN_LR_QUEUE);
   CHECK_EQ(ito__dropin_wq_wait(&qlock, &qhead, &qtail, i == 2 ? 2 : 1, CLOCK_MONOTONIC, NULL, NULL,
                                NULL),
            0);
@@ -198,7 +198,7 @@ static void *tagged(void *p) {
 
 static int queued(void) {
   int n = 0;
-  ito__dropin_lock(&qlock);
+  ito__dropin_lock(&qlock, ITO_DROPIN_LR_QUEUE);
   for (void *w = qhead; w; w = *(void **)w) n++; /* a waiter starts with its link */
   ito__dropin_unlock(&qlock);
   return n;
@@ -210,7 +210,7 @@ static void test_tags(void) {
     CHECK_EQ(ito__dropin_create(&t[i], NULL, tagged, (void *)i), 0);
     while (queued() != i + 1) ito_yield();
   }
-  ito__dropin_lock(&qlock);
+  ito__dropin_lock(&qlock, ITO_DROPIN_LR_QUEUE);
   CHECK_EQ(ito__dropin_wq_head_tag(&qhead), 1);
   int n = 0;
   void *list = ito__dropin_wq_take_tag(&qhead, &qtail, 1, &n);
@@ -221,7 +221,7 @@ static void test_tags(void) {
   CHECK_EQ(ito_join(t[0], NULL), 0);
   CHECK_EQ(ito_join(t[1], NULL), 0);
   CHECK(!__atomic_load_n(&woke[2], __ATOMIC_ACQUIRE));
-  ito__dropin_lock(&qlock);
+  ito__dropin_lock(&qlock, ITO_DROPIN_LR_QUEUE);
   list = ito__dropin_wq_take(&qhead, &qtail, -1);
   CHECK_EQ(ito__dropin_wq_head_tag(&qhead), -1);
   ito__dropin_unlock(&qlock);
@@ -239,7 +239,7 @@ static void *timed(void *p) {
   if (until.tv_nsec >= 1000000000L) until.tv_sec++, until.tv_nsec -= 1000000000L;
   int lock = 0;
   void *h = NULL, *tl = NULL;
-  ito__dropin_lock(&lock);
+  ito__dropin_lock(&lock, ITO_DROPIN_LR_QUEUE);
   CHECK_EQ(ito__dropin_wq_wait(&lock, &h, &tl, 0, clk, &until, NULL, NULL), ETIMEDOUT);
   clock_gettime(clk, &now);
   CHECK(now.tv_sec > until.tv_sec || (now.tv_sec == until.tv_sec && now.tv_nsec >= until.tv_nsec));

@@ -36,10 +36,12 @@ void ito__atfork_prepare(void) {
   fk.w = w;
   fk.f = w->cur;
   fk.active = 1;
-  ito__fork_parts_lock(1);
   /* glibc's fork acts on THREAD_SELF: the descriptor glibc made for this
-   * OS thread (on worker 0, main's) */
+   * OS thread (on worker 0, main's); the fork parts' locks are taken and
+   * let go on it (so the lock order's record of them, base.h, is that
+   * block's in the parent and the child) */
   if (ito__tls_mode) ito__tls_switch(w, w->tls_glibc);
+  ito__fork_parts_lock(1);
 }
 
 int ito__atfork_active(void) { return fk.active; }

@@ -113,26 +113,79 @@ static inline void full_fence(void) {
 }
 
 /* ---- spinlocks: a word, 0 free and 1 held ---------------------------------- */
+/* The lock order (docs/locks.md, which says what each guards): a lock may
+ * be taken while holding only locks of lower rank. Every spin_lock names
+ * the rank of the lock it takes; Debug and sanitizer builds check it
+ * against the locks the thread holds (its TLS block's list) and fail on a
+ * lock taken twice, out of order, or held across a switch other than the
+ * queue lock the scheduler lets go (ito__lock_handoff). A trylock is
+ * recorded but not ordered: it never waits. */
+enum {
+  LR_INIT = 1,    /* runtime.c's init_lock */
+  LR_IO_SETUP,    /* io/poller.c's setup_lock */
+  LR_MPI_POLL,    /* (the MPI engine's exchange lock: not a spin lock) */
+  LR_MPI_TABLE,   /* the MPI engine's tlock */
+  LR_POLL_SETUP,  /* poll.c's setup_lock */
+  LR_TLS_BUSY,    /* tls.c's busy latch */
+  LR_OMP_RING,    /* an OpenMP team's ring_lock */
+  LR_OMP_ID,      /* (an OpenMP member's id_lock: an exchange lock) */
+  LR_QUEUE_OUTER, /* a wait queue whose locked step takes an inner one */
+  LR_QUEUE,       /* every other wait queue */
+  LR_LATE,        /* signal.c's late.lock */
+  LR_ILOCK,       /* a thread's ilock */
+  LR_TIMER,       /* timer.c's timer_lock */
+  LR_STEAL,       /* a deque's steal_lock */
+  LR_KEYS,        /* keys.c's key_lock */
+  LR_SIG_ACTS,    /* the program's signal actions */
+  LR_POOL,        /* the fiber pool's pool_lock */
+  LR_OWN,         /* the fiber pool's own_lock */
+  LR_HANDLES,     /* handle.c's table_lock */
+  LR_TLS,         /* tls.c's ts.lock */
+  LR_READY,       /* a ready queue */
+  LR_MAIL,        /* a worker's mail */
+  LR_SLEEP,       /* idle.c's sleep_lock */
+  LR_LEAF,        /* takes nothing inside */
+};
+#if ITO_ASSERTS
+HIDDEN void ito__lock_order(const int *l, int rank); /* before a wait: the order */
+HIDDEN void ito__lock_taken(const int *l, int rank); /* recorded as held */
+HIDDEN void ito__lock_given(const int *l);           /* no longer held */
+HIDDEN void ito__lock_handoff(int post);             /* a switch (sched.c) */
+/* 1 unless a white-box test plays several threads on one (unit_deque) */
+extern int ito__lock_check HIDDEN;
+#else
+#define ito__lock_order(l, rank) ((void)0)
+#define ito__lock_taken(l, rank) ((void)0)
+#define ito__lock_given(l) ((void)0)
+#define ito__lock_handoff(post) ((void)0)
+#endif
 /* Called every 2^20 spins of one wait for a lock (never on the way that
  * finds it free): after SPIN_LONG_S seconds it says once that the lock
  * seems never to come free, which is what a signal handler that calls
  * into ito while its thread is inside ito meets (os.c). */
 HIDDEN void ito__spin_long(uint64_t *since) __attribute__((cold, noinline));
-static inline void spin_lock(int *l) {
+static inline void spin_lock(int *l, int rank) {
+  (void)rank;
+  ito__lock_order(l, rank);
   for (;;) {
-    if (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE) == 0) return;
+    if (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE) == 0) break;
     uint64_t since = 0;
     for (unsigned n = 1; LOAD_RLX(l); n++) {
       cpu_relax();
       if (UNLIKELY(!(n & 0xFFFFF))) ito__spin_long(&since);
     }
   }
+  ito__lock_taken(l, rank);
 }
-static inline bool spin_trylock(int *l) {
-  return LOAD_RLX(l) == 0 && __atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE) == 0;
+static inline bool spin_trylock(int *l, int rank) {
+  if (LOAD_RLX(l) != 0 || __atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE) != 0) return false;
+  (void)rank;
+  ito__lock_taken(l, rank);
+  return true;
 }
 static inline void spin_unlock(int *l) {
   ITO_ASSERT(LOAD_RLX(l) == 1); /* released by whoever holds it, once */
+  ito__lock_given(l);
   __atomic_store_n(l, 0, __ATOMIC_RELEASE);
 }
 /* Is the lock held (by anybody)? For assertions. */

@@ -289,7 +289,7 @@ void ito__config_read(const struct ito_cfg *rows, int n) {
     const char *v = env(rows[i].name);
     if (v) parse_row(&rows[i], v, rows[i].name);
   }
-  spin_lock(&table_lock);
+  spin_lock(&table_lock, LR_LEAF);
   int known = 0;
   for (int t = 0; t < ntables; t++) known |= tables[t].rows == rows;
   if (!known && ntables < MAX_TABLES) {
@@ -303,7 +303,7 @@ void ito__config_read(const struct ito_cfg *rows, int n) {
 void ito__config_each(void (*fn)(const struct ito_cfg *row, void *arg), void *arg) {
   for (int m = 0; m < n_modules(); m++)
     for (int i = 0; i < module(m)->n; i++) fn(&module(m)->rows[i], arg);
-  spin_lock(&table_lock);
+  spin_lock(&table_lock, LR_LEAF);
   int nt = ntables;
   spin_unlock(&table_lock);
   for (int t = 0; t < nt; t++)

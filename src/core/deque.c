@@ -44,7 +44,7 @@ void ito__deque_fence_expire(struct ito_deque *d) {
   int n = 1;
   if (!ito__asym_fence) {
     n = 1 << 30;
-  } else if (spin_trylock(&d->steal_lock)) {
+  } else if (spin_trylock(&d->steal_lock, LR_STEAL)) {
     __atomic_store_n(&d->fence_pops, 0, __ATOMIC_RELAXED);
     spin_unlock(&d->steal_lock);
     return;
@@ -60,16 +60,16 @@ static __attribute__((noinline)) void wait_thief(struct ito_deque *d) {
   worker *w = cur_worker();
   int id = w ? w->id : -1;
   ito__hook_emit(ITO_EV_WAIT_THIEF, id, d, 0);
-  spin_lock(&d->steal_lock);
+  spin_lock(&d->steal_lock, LR_STEAL);
   ito__hook_emit(ITO_EV_WAIT_THIEF, id, d, 1);
 }
 
 bool ito__deque_conflict(struct ito_deque *d, uint64_t t) {
-  if (!spin_trylock(&d->steal_lock)) {
+  if (!spin_trylock(&d->steal_lock, LR_STEAL)) {
     if (UNLIKELY(LOAD_RLX(&ito__hooks_on)))
       wait_thief(d);
     else
-      spin_lock(&d->steal_lock);
+      spin_lock(&d->steal_lock, LR_STEAL);
   }
   bool ours = __atomic_load_n(&d->head, __ATOMIC_RELAXED) <= t;
   if (!ours) __atomic_store_n(&d->tail, t + 1, __ATOMIC_RELAXED);

@@ -175,7 +175,7 @@ HIDDEN uintptr_t ito__deque_pop(struct ito_deque *d);
 /* Step 1: with v's steal lock taken, claims the oldest index *h by storing
  * head = *h + 1. False (nothing stored) if the lock is busy. */
 static inline bool dq_steal_claim(struct ito_deque *v, uint64_t *h) {
-  if (!spin_trylock(&v->steal_lock)) return false;
+  if (!spin_trylock(&v->steal_lock, LR_STEAL)) return false;
   *h = __atomic_load_n(&v->head, __ATOMIC_RELAXED);
   /* release: orders this thief's earlier reads of slots before the owner's
    * reuse of them (dq_full) */

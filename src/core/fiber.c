@@ -85,7 +85,7 @@ static int guard_page(char *p) {
 
 void ito__fiber_setup(size_t stack_size, int guard_mode, size_t cache_bytes) {
   int region = guard_mode != GUARD_NEVER && probe_guard_region();
-  spin_lock(&fs.pool_lock);
+  spin_lock(&fs.pool_lock, LR_POOL);
   if (fs.stack_size != stack_size) fs.pool = NULL; /* (old stacks stay mapped: invariant 2) */
   fs.stack_size = stack_size;
   fs.guard_mode = guard_mode;
@@ -260,7 +260,7 @@ fiber *ito__own_fiber(size_t want) {
   size_t len = PAGE + ((want + PAGE - 1) & ~(PAGE - 1)); /* guard; stack and header */
   int k = own_class(len);
   fiber *f = NULL;
-  spin_lock(&own_lock);
+  spin_lock(&own_lock, LR_OWN);
   for (fiber **pp = &own_free[k]; *pp; pp = &(*pp)->next) {
     if ((*pp)->maplen == len) {
       f = *pp;
@@ -291,7 +291,7 @@ fiber *ito__own_fiber(size_t want) {
 
 static void own_fiber_free(fiber *f) {
   dirty_give(f);
-  spin_lock(&own_lock);
+  spin_lock(&own_lock, LR_OWN);
   f->next = own_free[f->own_class];
   own_free[f->own_class] = f;
   spin_unlock(&own_lock);
@@ -321,7 +321,7 @@ fiber *ito__fiber_alloc(struct fiber_cache *c) {
     c->free = f->next;
     c->n--;
   } else {
-    spin_lock(&fs.pool_lock);
+    spin_lock(&fs.pool_lock, LR_POOL);
     f = fs.pool;
     if (!f) {
       f = map_fibers();
@@ -381,7 +381,7 @@ void ito__fiber_free(struct fiber_cache *c, fiber *f) {
     return;
   }
   dirty_give(f);
-  spin_lock(&fs.pool_lock);
+  spin_lock(&fs.pool_lock, LR_POOL);
   f->next = fs.pool;
   fs.pool = f;
   spin_unlock(&fs.pool_lock);
@@ -390,8 +390,8 @@ void ito__fiber_free(struct fiber_cache *c, fiber *f) {
 /* (ranks 17 and 18: pool_lock, then own_lock) */
 static void fibers_fork_lock(int take) {
   if (take) {
-    spin_lock(&fs.pool_lock);
-    spin_lock(&own_lock);
+    spin_lock(&fs.pool_lock, LR_POOL);
+    spin_lock(&own_lock, LR_OWN);
   } else {
     spin_unlock(&own_lock);
     spin_unlock(&fs.pool_lock);
@@ -416,7 +416,7 @@ size_t ito__fibers_release(struct fiber_cache *c) {
     c->free = NULL;
     c->n = 0;
   }
-  spin_lock(&fs.pool_lock);
+  spin_lock(&fs.pool_lock, LR_POOL);
   while (mine) {
     fiber *next = mine->next;
     bytes += release_pages(mine);
@@ -430,7 +430,7 @@ size_t ito__fibers_release(struct fiber_cache *c) {
     bytes += release_pages(f);
   }
   spin_unlock(&fs.pool_lock);
-  spin_lock(&own_lock);
+  spin_lock(&own_lock, LR_OWN);
   for (int k = 0; k < OWN_CLASSES; k++) {
     for (fiber *f = own_free[k]; f; f = f->next) {
       if (!f->dirty) continue;

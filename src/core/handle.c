@@ -27,7 +27,7 @@ static int table_lock;
 #define CHUNK (1u << HANDLE_CHUNK_LOG2)
 
 int ito__handle_register(ithread *t) {
-  spin_lock(&table_lock);
+  spin_lock(&table_lock, LR_HANDLES);
   uint32_t i;
   if (free_slots) {
     i = free_slots - 1;
@@ -59,7 +59,7 @@ int ito__handle_register(ithread *t) {
 
 void ito__handle_unregister(ithread *t) {
   ito__handle_retire(t);
-  spin_lock(&table_lock);
+  spin_lock(&table_lock, LR_HANDLES);
   struct handle_slot *s = slot_at(t->idx);
   ITO_ASSERT(s && s->t == t);
   __atomic_store_n(&s->t, NULL, __ATOMIC_RELEASE);
@@ -70,7 +70,7 @@ void ito__handle_unregister(ithread *t) {
 
 static void handles_fork_lock(int take) {
   if (take)
-    spin_lock(&table_lock);
+    spin_lock(&table_lock, LR_HANDLES);
   else
     spin_unlock(&table_lock);
 }

@@ -12,7 +12,7 @@ static int attach_lock;
 
 int ito__hooks_attach(void (*fn)(const struct ito_event *e, void *arg), void *arg) {
   if (!fn) return EINVAL;
-  spin_lock(&attach_lock);
+  spin_lock(&attach_lock, LR_LEAF);
   int rc = 0;
   if (recorder)
     rc = EINVAL;

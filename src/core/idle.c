@@ -76,7 +76,7 @@ static void kick(struct idler *v, bool poller) {
 }
 
 int ito__idle_wake_one(int hint) {
-  spin_lock(&ig.sleep_lock);
+  spin_lock(&ig.sleep_lock, LR_SLEEP);
   uint64_t x = __atomic_load_n(&ito__rt_idle.v, __ATOMIC_RELAXED);
   struct idler *v = ig.top;
   if (idle_S(x) != 0 || idle_Z(x) == 0 || !v) {
@@ -94,7 +94,7 @@ int ito__idle_wake_one(int hint) {
 /* The lock orders the caller's mail before w's scan, whichever of the two
  * takes sleep_lock first. */
 void ito__idle_wake(struct idler *w) {
-  spin_lock(&ig.sleep_lock);
+  spin_lock(&ig.sleep_lock, LR_SLEEP);
   bool was = w->on_list, poller = false;
   if (was) poller = unsleep_locked(w, -1);
   spin_unlock(&ig.sleep_lock);
@@ -102,7 +102,7 @@ void ito__idle_wake(struct idler *w) {
 }
 
 void ito__idle_wake_all(void) {
-  spin_lock(&ig.sleep_lock);
+  spin_lock(&ig.sleep_lock, LR_SLEEP);
   struct idler *l = NULL;
   bool poller = false;
   while (ig.top) {
@@ -165,7 +165,7 @@ static void adapt_spin(struct idler *w, long long slept) {
 
 void ito__idle_sleep(struct idler *w) {
   /* G1 */
-  spin_lock(&ig.sleep_lock);
+  spin_lock(&ig.sleep_lock, LR_SLEEP);
   ITO_ASSERT(!w->on_list);
   w->sleep_next = ig.top;
   ig.top = w;
@@ -209,7 +209,7 @@ void ito__idle_sleep(struct idler *w) {
   }
   /* G4: leave the list unless a waker already took us off */
   if (found || poller) {
-    spin_lock(&ig.sleep_lock);
+    spin_lock(&ig.sleep_lock, LR_SLEEP);
     if (found && w->on_list) unsleep_locked(w, found > 0 ? found - 1 : -1);
     /* the poll role is given up only here, by its holder, once it will
      * not wait for events again: a waker that cleared it could let a

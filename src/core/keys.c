@@ -38,7 +38,7 @@ static struct {
 /* A free key of [lo, hi) for destructor, or EAGAIN. */
 static int key_take(unsigned lo, unsigned hi, ito_key_t *key, void (*destructor)(void *)) {
   if (!key) return EINVAL;
-  spin_lock(&key_lock);
+  spin_lock(&key_lock, LR_KEYS);
   for (unsigned i = lo; i < hi; i++) {
     if (!keys[i].used) {
       keys[i].used = 1;
@@ -62,7 +62,7 @@ int ito__key_create_reserved(ito_key_t *key, void (*destructor)(void *)) {
 
 int ito_key_delete(ito_key_t key) {
   if (key >= ITO_KEYS_MAX) return EINVAL;
-  spin_lock(&key_lock);
+  spin_lock(&key_lock, LR_KEYS);
   int ok = keys[key].used;
   keys[key].used = 0;
   keys[key].dtor = NULL;
@@ -85,7 +85,7 @@ static void **spare;
 static char *slab_next, *slab_end;
 
 static void **slots_new(void) {
-  spin_lock(&key_lock);
+  spin_lock(&key_lock, LR_KEYS);
   void **a = spare;
   if (a) {
     spare = a[0];
@@ -108,7 +108,7 @@ static void **slots_new(void) {
 void ito__keys_free(void **a) {
   if (!a) return;
   memset(a, 0, SLOTS_BYTES);
-  spin_lock(&key_lock);
+  spin_lock(&key_lock, LR_KEYS);
   a[0] = spare;
   spare = a;
   spin_unlock(&key_lock);
@@ -175,7 +175,7 @@ void ito__run_key_destructors(ithread *t) {
 
 static void keys_fork_lock(int take) {
   if (take)
-    spin_lock(&key_lock);
+    spin_lock(&key_lock, LR_KEYS);
   else
     spin_unlock(&key_lock);
 }

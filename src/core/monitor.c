@@ -298,7 +298,7 @@ void ito__monitor_kwait_poke(void) {
 void ito__monitor_kwait_begin(void (*wake)(void *), void *obj, int kind) {
   worker *w = cur_worker();
   if (!w || !w->cur) return;
-  spin_lock(&w->kwait_lock);
+  spin_lock(&w->kwait_lock, LR_LEAF);
   w->kwait_wake = wake;
   w->kwait_obj = obj;
   spin_unlock(&w->kwait_lock);
@@ -310,7 +310,7 @@ void ito__monitor_kwait_end(void) {
   worker *w = cur_worker();
   if (!w || !LOAD_RLX(&w->kwait)) return;
   STORE_REL(&w->kwait, KWAIT_NONE);
-  spin_lock(&w->kwait_lock); /* the monitor's wake is over */
+  spin_lock(&w->kwait_lock, LR_LEAF); /* the monitor's wake is over */
   w->kwait_wake = NULL;
   w->kwait_obj = NULL;
   spin_unlock(&w->kwait_lock);
@@ -323,7 +323,7 @@ static void kwait_cancel(worker *w, fiber *cur) {
   if (!t ||
       (LOAD_ACQ(&t->cancel) & (CANCEL_PENDING | CANCEL_DISABLED | CANCEL_ACTING)) != CANCEL_PENDING)
     return;
-  spin_lock(&w->kwait_lock);
+  spin_lock(&w->kwait_lock, LR_LEAF);
   if (LOAD_ACQ(&w->kwait) && w->kwait_wake && LOAD_RLX(&w->cur) == cur) w->kwait_wake(w->kwait_obj);
   spin_unlock(&w->kwait_lock);
   /* a lock or barrier wait, asynchronous type: the thread acts inside it

@@ -113,13 +113,13 @@ static int find(uintptr_t a) { /* the block holding a, or -1; lock held */
  * table grows outside the lock, and whoever finds it still full then
  * installs the larger copy. */
 static int insert(const struct block *b) {
-  spin_lock(&blocks_lock);
+  spin_lock(&blocks_lock, LR_LEAF);
   while (nblocks == cap) {
     int ncap = cap ? 2 * cap : 64;
     spin_unlock(&blocks_lock);
     struct block *nb = malloc(sizeof *nb * (size_t)ncap), *old = NULL;
     if (!nb) return ENOMEM;
-    spin_lock(&blocks_lock);
+    spin_lock(&blocks_lock, LR_LEAF);
     if (nblocks == cap && cap < ncap) {
       if (nblocks) memcpy(nb, blocks, sizeof *nb * (size_t)nblocks);
       old = blocks;
@@ -131,7 +131,7 @@ static int insert(const struct block *b) {
       spin_unlock(&blocks_lock);
       free(nb);
       free(old);
-      spin_lock(&blocks_lock);
+      spin_lock(&blocks_lock, LR_LEAF);
     }
   }
   int i = nblocks;
@@ -195,7 +195,7 @@ void *ito_numa_alloc_blocked(size_t size, size_t block, int nodes) {
 
 void ito_numa_free(void *p, size_t size) {
   if (!p) return;
-  spin_lock(&blocks_lock);
+  spin_lock(&blocks_lock, LR_LEAF);
   int i = find((uintptr_t)p);
   bool ok = i >= 0 && blocks[i].lo == (uintptr_t)p && blocks[i].size == size;
   struct block b;
@@ -250,7 +250,7 @@ static int kernel_node(const void *a) {
 int ito_numa_node_of(const void *p) {
   if (!p) return -1;
   int node = -2;
-  spin_lock(&blocks_lock);
+  spin_lock(&blocks_lock, LR_LEAF);
   int i = find((uintptr_t)p);
   if (i >= 0) {
     const struct block *b = &blocks[i];

@@ -280,3 +280,72 @@ void ito__spin_long(uint64_t *since) {
                    SPIN_LONG_S, fn);
   if (n > 0) ito__write_stderr(buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
 }
+
+/* ---- the lock order's check (base.h; Debug and sanitizer builds) --------------------------- */
+
+#if ITO_ASSERTS
+#define HELD_MAX 16
+/* The spin locks the code on this thread pointer holds: an ito thread's
+ * own with TLS per thread, else the OS thread's (a holder never switches,
+ * but for the queue lock a park hands to the scheduler). */
+static __thread struct {
+  int n;
+  struct {
+    const int *l;
+    int rank;
+  } e[HELD_MAX];
+} held;
+
+static void order_fail(const char *what, const int *l, int rank) {
+  char buf[400];
+  int n = snprintf(buf, sizeof buf,
+                   "ito: lock order (docs/locks.md): %s: lock %p of rank %d; held:", what,
+                   (const void *)l, rank);
+  for (int i = 0; i < held.n && n > 0 && (size_t)n < sizeof buf - 40; i++)
+    n += snprintf(buf + n, sizeof buf - (size_t)n, " %p (rank %d)", (const void *)held.e[i].l,
+                  held.e[i].rank);
+  if (n > 0 && (size_t)n < sizeof buf - 1) buf[n++] = '\n';
+  if (n > 0) ito__write_stderr(buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+  abort();
+}
+
+int ito__lock_check = 1;
+
+void ito__lock_order(const int *l, int rank) {
+  if (!ito__lock_check) return;
+  if (rank < LR_INIT || rank > LR_LEAF) order_fail("no such rank", l, rank);
+  for (int i = 0; i < held.n; i++) {
+    if (held.e[i].l == l) order_fail("taken again by its holder", l, rank);
+    if (held.e[i].rank >= rank) order_fail("taken after one of the same or a higher rank", l, rank);
+  }
+}
+
+void ito__lock_taken(const int *l, int rank) {
+  if (!ito__lock_check) return;
+  if (held.n == HELD_MAX) order_fail("too many held", l, rank);
+  held.e[held.n].l = l;
+  held.e[held.n].rank = rank;
+  held.n++;
+}
+
+void ito__lock_given(const int *l) {
+  for (int i = held.n - 1; i >= 0; i--)
+    if (held.e[i].l == l) {
+      for (; i + 1 < held.n; i++) held.e[i] = held.e[i + 1];
+      held.n--;
+      return;
+    }
+  /* not held here: the queue lock of a thread that parked, which the
+   * scheduler lets go after the switch (ito__lock_handoff) */
+}
+
+void ito__lock_handoff(int post) {
+  if (!ito__lock_check) return;
+  /* a switch away from this code: nothing held but, where the scheduler
+   * runs a post function, the one queue lock it lets go */
+  if (held.n > (post ? 1 : 0) ||
+      (held.n == 1 && held.e[0].rank != LR_QUEUE && held.e[0].rank != LR_QUEUE_OUTER))
+    order_fail("held across a switch", held.e[held.n - 1].l, held.e[held.n - 1].rank);
+  held.n = 0;
+}
+#endif

@@ -74,7 +74,7 @@ static int make_sleeper_set(void) {
 int ito__poll_register(struct ito_poll_source *s) {
   if (!s || !s->poll || (s->fd < 0 && (s->backoff_min_ns <= 0 || s->backoff_max_ns < 0)))
     return EINVAL;
-  spin_lock(&setup_lock);
+  spin_lock(&setup_lock, LR_POLL_SETUP);
   int rc = make_sleeper_set();
   /* a back-off source needs no set: the poll sleeper waits in slices
    * without one (invariant 4) */
@@ -96,7 +96,7 @@ int ito__poll_register(struct ito_poll_source *s) {
 
 int ito__poll_watch(struct ito_poll_source *s, int fd) {
   ITO_ASSERT(fd >= 0);
-  spin_lock(&setup_lock);
+  spin_lock(&setup_lock, LR_POLL_SETUP);
   STORE_RLX(&s->fd, fd);
   int rc = make_sleeper_set(); /* (a new set holds it already) */
   if (!rc && watch(sleep_ep, s)) rc = EAGAIN;
@@ -190,7 +190,7 @@ static long backoff_wait(long limit) {
 #define SLICE_NS 1000000L
 static int wait_without_set(long timeout_ns) {
   if (LOAD_ACQ(&sleep_ep) < 0) {
-    spin_lock(&setup_lock);
+    spin_lock(&setup_lock, LR_POLL_SETUP);
     make_sleeper_set();
     spin_unlock(&setup_lock);
   }

@@ -133,7 +133,7 @@ static int note_object(struct dl_phdr_info *info, size_t size, void *arg) {
 }
 
 static void build(void) {
-  spin_lock(&build_lock);
+  spin_lock(&build_lock, LR_LEAF);
   struct table *t = LOAD_ACQ(&cur_table) == &tables[0] ? &tables[1] : &tables[0];
   /* a handler that read the old pointer before the last swap is done with
    * it: a handler's look-up never blocks, so this ends (readers and the

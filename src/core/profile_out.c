@@ -190,7 +190,7 @@ static void base_load(const char *file) {
 double ito__prof_baseline_work(const char *file, const char *tag) {
   if (!file) return -1;
   double w = -1;
-  spin_lock(&base_lock);
+  spin_lock(&base_lock, LR_LEAF);
   if (strcmp(base.file, file) || !base.file[0]) base_load(file);
   for (int i = 0; base.valid && i < base.n; i++)
     if (!strcmp(base.row[i].tag, tag)) w = base.row[i].work; /* (the last row of a tag) */

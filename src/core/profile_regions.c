@@ -35,7 +35,7 @@ static int region_call(const char *tag, uint64_t *now, struct prof_sums *s, uint
   if (!tag_ok(tag)) return EINVAL;
   if (!ito__prof_recording()) return -1;
   ito__prof_now(now, s, span);
-  spin_lock(&region_lock);
+  spin_lock(&region_lock, LR_LEAF);
   return 0;
 }
 
@@ -106,7 +106,7 @@ int ito_profile_get(const char *tag, struct ito_profile *out) {
     ito__prof_stretch(&r, "", out);
     return 0;
   }
-  spin_lock(&region_lock);
+  spin_lock(&region_lock, LR_LEAF);
   int i = find_tag(tag);
   struct prof_region copy;
   if (i >= 0) copy = regions[i];
@@ -123,7 +123,7 @@ void ito__prof_regions(const struct prof_region **r, int *n) {
 }
 
 void ito__prof_regions_reset(void) {
-  spin_lock(&region_lock);
+  spin_lock(&region_lock, LR_LEAF);
   memset(regions, 0, sizeof regions);
   memset(opened, 0, sizeof opened);
   nregions = 0;

@@ -178,7 +178,7 @@ static void bind_worker(worker *w) {
 
 void ito__bind_all(void) {
   if (LOAD_ACQ(&all_bound)) return;
-  spin_lock(&init_lock);
+  spin_lock(&init_lock, LR_INIT);
   if (!all_bound) {
     STORE_REL(&all_bound, 1); /* (workers started from now on bind themselves) */
     for (int i = 0; i < __atomic_load_n(&ito__nslots, __ATOMIC_ACQUIRE); i++) {
@@ -452,7 +452,7 @@ int ito__ensure(void) {
    * 2). Outside the lock: a library's set-up may start the runtime itself
    * (its last step), which then comes back here. */
   ito__elf_each("__ito_dropin_setup", call_setup, NULL);
-  spin_lock(&init_lock);
+  spin_lock(&init_lock, LR_INIT);
   int rc = 0;
   if (ito__rt_state_ != RT_RUNNING) {
     set_state(RT_STARTING);
@@ -496,7 +496,7 @@ int ito_finalize(void) {
     ito__suspend(ACT_MIGRATE, all_workers[0], NULL, NULL);
     w = cur_worker();
   }
-  spin_lock(&init_lock);
+  spin_lock(&init_lock, LR_INIT);
   set_state(RT_STOPPING);
   ito__monitor_stop(); /* it starts and joins extra workers: first */
   stop_workers(__atomic_load_n(&ito__nslots, __ATOMIC_ACQUIRE));

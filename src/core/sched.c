@@ -32,7 +32,7 @@ static void rq_push(worker *w, fiber *first, fiber *last, int n) {
 static fiber *rq_pop(worker *w) { return rqueue_pop(&w->rq); }
 
 static void rq_push_front(worker *w, fiber *f) {
-  spin_lock(&w->rq.lock);
+  spin_lock(&w->rq.lock, LR_READY);
   f->next = w->rq.head;
   w->rq.head = f;
   if (!w->rq.tail) w->rq.tail = f;
@@ -49,7 +49,7 @@ struct ready_queue ito__preempted __attribute__((aligned(CACHELINE)));
 /* A fiber with a home goes to the home's mail, which only the home runs
  * (invariant 2). */
 static void mail_to(worker *to, fiber *f) {
-  spin_lock(&to->mail_lock);
+  spin_lock(&to->mail_lock, LR_MAIL);
   f->next = to->mail;
   STORE_RLX(&to->mail, f); /* read without the lock (run_mail, scan) */
   spin_unlock(&to->mail_lock);
@@ -61,7 +61,7 @@ static void mail_to(worker *to, fiber *f) {
  * ready queue first once (a yield lets other work run first). */
 static void mail_last(worker *to, fiber *f, worker *here) {
   f->next = NULL;
-  spin_lock(&to->mail_lock);
+  spin_lock(&to->mail_lock, LR_MAIL);
   fiber **p = &to->mail;
   while (*p) p = &(*p)->next;
   if (p == &to->mail)
@@ -415,6 +415,7 @@ void ito__suspend(int action, void *arg, void (*post)(void *), void *post_arg) {
   w->post_fn = post;
   w->post_arg = post_arg;
   if (action == ACT_BLOCK) f->parked_on = post_arg ? post_arg : (void *)f;
+  ito__lock_handoff(post != NULL);
   enter_sched(w, f, action, arg, true);
   f->parked_on = NULL;
   ito__run_post(cur_worker());
@@ -428,6 +429,7 @@ void ito__suspend(int action, void *arg, void (*post)(void *), void *post_arg) {
 }
 
 void ito__exit_fiber(worker *w, fiber *f) {
+  ito__lock_handoff(0);
   if (dq_peek(&w->dq) & ENT_FIBER) { /* the parent, suspended in a create */
     uintptr_t e = ito__deque_pop(&w->dq);
     if (e) {
@@ -478,7 +480,7 @@ const struct idle_ops ito__sched_idle_ops = {
 /* w's mail: runs it (no return) if there is any. */
 static void run_mail(worker *w) {
   if (!LOAD_RLX(&w->mail)) return;
-  spin_lock(&w->mail_lock);
+  spin_lock(&w->mail_lock, LR_MAIL);
   fiber *m = w->mail;
   if (m) STORE_RLX(&w->mail, m->next);
   spin_unlock(&w->mail_lock);

@@ -14,7 +14,7 @@
 #include "elfsym.h"
 #include "observe.h"
 #include "os.h"
-#include "tls.h"
+#include "tcb.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -126,7 +126,7 @@ long ito__setxid(long nr, long a, long b, long c) {
    * only the program's threads, where /proc/self/task also lists an
    * emulator's: qemu-user's never run the handler). */
   if (!LOAD_ACQ(&ito__tls_mode)) return 1;
-  spin_lock(&sx.lock);
+  spin_lock(&sx.lock, LR_LEAF);
   if (install() != 0) {
     spin_unlock(&sx.lock);
     return -ENOSYS;
@@ -277,7 +277,7 @@ int ito__setxid_glibc_start(void) { return gl_find() ? 0 : -1; }
 
 void ito__setxid_glibc_install(void) {
   if (!gl_find()) return;
-  spin_lock(&sx.lock);
+  spin_lock(&sx.lock, LR_LEAF);
   install();
   spin_unlock(&sx.lock);
 }
@@ -313,14 +313,14 @@ static void glibc_broadcast(int sig, siginfo_t *si, void *uc) {
   if (gl.state > 0 && si->si_code == SI_TKILL && si->si_pid == getpid()) {
     char *d = marked((pid_t)ito__os.syscall(SYS_gettid));
     if (d) {
-      tp = ito__tls_tp_of(d);
-      was = ito__tls_tp();
+      tp = tp_of(d);
+      was = get_tp();
     }
   }
   if (tp && tp != was) {
-    ito__tls_tp_set(tp); /* (no TLS is used until it is put back: signals are blocked) */
+    set_tp(tp); /* (no TLS is used until it is put back: signals are blocked) */
     sx.glibc(sig, si, uc);
-    ito__tls_tp_set(was);
+    set_tp(was);
   } else {
     sx.glibc(sig, si, uc);
   }
@@ -333,8 +333,8 @@ void ito__setxid_represent(void *own_tp, void *main_tp, int child) {
   if (own_tp == main_tp) {
     gl.own = gl.main = NULL; /* a child whose worker 0 runs on its own descriptor */
   } else {
-    gl.own = ito__tls_desc(own_tp);
-    gl.main = ito__tls_desc(main_tp);
+    gl.own = desc_of(own_tp);
+    gl.main = desc_of(main_tp);
     FIELD(gl.own, gl.tid, pid_t) = (pid_t)ito__os.syscall(SYS_gettid);
     /* (in a child, own's links are into the parent's list) */
     if (child || !g_linked(LINK(gl.own))) {

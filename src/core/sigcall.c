@@ -15,7 +15,7 @@
 /* The signals of want pending for the process in ito's hands become t's. */
 static void claim_proc(ithread *t, uint64_t want) {
   if (!(want & LOAD_RLX(&ito__sig_rt.proc))) return;
-  spin_lock(&ito__sig_rt.lock);
+  spin_lock(&ito__sig_rt.lock, LR_LEAF);
   uint64_t mine = ito__sig_rt.proc & want;
   ito__sig_rt.proc &= ~mine;
   siginfo_t si[NSIG_K + 1];
@@ -99,7 +99,7 @@ int ito__sig_take(const sigset_t *set, siginfo_t *info) {
     }
   }
   if (LOAD_ACQ(&ito__sig_rt.proc) & want) {
-    spin_lock(&ito__sig_rt.lock);
+    spin_lock(&ito__sig_rt.lock, LR_LEAF);
     uint64_t got = ito__sig_rt.proc & want;
     int sig = got ? __builtin_ctzll(got) + 1 : 0;
     if (sig) {
@@ -118,7 +118,7 @@ int ito__sig_take(const sigset_t *set, siginfo_t *info) {
 void ito__sig_waiting(const sigset_t *set) {
   ithread *t = running_thread(cur_worker());
   if (!t) return;
-  spin_lock(&ito__sig_rt.lock);
+  spin_lock(&ito__sig_rt.lock, LR_LEAF);
   if (set) {
     STORE_REL(&t->sigwaitset, set_bits(set));
     if (ito__sig_rt.nwaiters < 64) ito__sig_rt.waiters[ito__sig_rt.nwaiters++] = t;
@@ -152,7 +152,7 @@ int ito__sig_suspend(const sigset_t *mask) {
   for (;;) {
     if (LOAD_ACQ(&t->sigpend) & ~t->sigmask) ito__sig_deliver();
     if (t->sig_last) break;
-    spin_lock(&qlock);
+    spin_lock(&qlock, LR_QUEUE);
     ito__wq_wait(&qlock, &head, &tail, WQ_INTR, CLOCK_MONOTONIC, NULL, NULL, NULL);
     if (t->sig_last) break;
     if ((LOAD_ACQ(&t->cancel) & (CANCEL_PENDING | CANCEL_DISABLED | CANCEL_ACTING)) ==

@@ -113,7 +113,7 @@ static void set_prog_action(int sig, const struct sigaction *a) {
 static uint64_t acts_lock(void) {
   uint64_t old = 0;
   sys_mask(SIG_BLOCK, ALL_ASYNC, &old);
-  spin_lock(&ito__sig_acts.lock);
+  spin_lock(&ito__sig_acts.lock, LR_SIG_ACTS);
   return old;
 }
 
@@ -402,7 +402,7 @@ int ito__sig_restartable(void) {
 int ito__sig_park_begin(ithread *t, struct sig_intr *reg) {
   ITO_ASSERT(t == running_thread(cur_worker())); /* a thread registers its own wait */
   t->sig_last = 0;
-  spin_lock(&t->ilock);
+  spin_lock(&t->ilock, LR_ILOCK);
   ITO_ASSERT(!t->intr); /* one wait at a time (invariant 5) */
   t->intr = reg;
   spin_unlock(&t->ilock);
@@ -418,7 +418,7 @@ int ito__sig_park_begin(ithread *t, struct sig_intr *reg) {
 }
 
 void ito__sig_park_end(ithread *t) {
-  spin_lock(&t->ilock);
+  spin_lock(&t->ilock, LR_ILOCK);
   ITO_ASSERT(t->intr); /* (after its ito__sig_park_begin) */
   t->intr = NULL;
   spin_unlock(&t->ilock);
@@ -449,7 +449,7 @@ static int nudge(ithread *t, int keep) {
     return 1;
   }
   if (!keep) return 0;
-  spin_lock(&late.lock);
+  spin_lock(&late.lock, LR_LATE);
   int i;
   for (i = 0; i < late.n && late.t[i] != t; i++) {
   }
@@ -461,19 +461,19 @@ static int nudge(ithread *t, int keep) {
 
 int ito__sig_late(void) {
   if (!LOAD_ACQ(&late.n)) return 0;
-  spin_lock(&late.lock);
+  spin_lock(&late.lock, LR_LATE);
   int k = 0;
   for (int i = 0; i < late.n; i++) {
     ithread *t = late.t[i];
     /* parked meanwhile: its wait ends (sig_alert); else a nudge if it runs */
-    spin_lock(&t->ilock);
+    spin_lock(&t->ilock, LR_ILOCK);
     int parked = t->intr != NULL || t->joining != NULL;
     spin_unlock(&t->ilock);
     if (!LOAD_ACQ(&t->sig_live) || (!parked && nudge(t, 0))) continue;
     if (parked) {
       spin_unlock(&late.lock);
       ito__sig_alert(t);
-      spin_lock(&late.lock);
+      spin_lock(&late.lock, LR_LATE);
       continue;
     }
     late.t[k++] = t;
@@ -486,7 +486,7 @@ int ito__sig_late(void) {
 /* t has a signal it must see now: its interruptible wait ends (EINTR), or
  * the worker running it is nudged. */
 void ito__sig_alert(ithread *t) {
-  spin_lock(&t->ilock);
+  spin_lock(&t->ilock, LR_ILOCK);
   struct sig_intr *reg = t->intr;
   /* a count: two senders may work on one registration at once, and the
    * parker leaves only when the last is done with it (invariant 5) */
@@ -630,7 +630,7 @@ static ithread *any_taker(uint64_t b) {
 static void route(int sig, const siginfo_t *si) {
   uint64_t b = SIGBIT(sig);
   ithread *to = NULL;
-  spin_lock(&ito__sig_rt.lock);
+  spin_lock(&ito__sig_rt.lock, LR_LEAF);
   for (int i = 0; i < ito__sig_rt.nwaiters && !to; i++)
     if (LOAD_ACQ(&ito__sig_rt.waiters[i]->sigwaitset) & b) to = ito__sig_rt.waiters[i];
   spin_unlock(&ito__sig_rt.lock);
@@ -662,7 +662,7 @@ static void route(int sig, const siginfo_t *si) {
     pend(to, sig, si);
     return;
   }
-  spin_lock(&ito__sig_rt.lock);
+  spin_lock(&ito__sig_rt.lock, LR_LEAF);
   ito__sig_rt.pinfo[sig] = *si;
   ito__sig_rt.proc |= b;
   spin_unlock(&ito__sig_rt.lock);

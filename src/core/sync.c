@@ -42,7 +42,7 @@ int ito__lock_slow(int *state, int *qlock, void **head, void **tail, clockid_t c
   }
   if (bad_time(abs)) return EINVAL;
   for (;;) {
-    spin_lock(qlock);
+    spin_lock(qlock, LR_QUEUE);
     /* 2: locked and maybe waited on; the unlocker then wakes one waiter */
     if (__atomic_exchange_n(state, 2, __ATOMIC_ACQUIRE) == 0) {
       spin_unlock(qlock);
@@ -73,7 +73,7 @@ int ito__lock_slow(int *state, int *qlock, void **head, void **tail, clockid_t c
  * freed mutex at once, unlock it and free its memory: its unlock first
  * waits for the queue lock to be free (ito__unlock_settle). */
 void ito__unlock_slow(int *state, int *qlock, void **head, void **tail) {
-  spin_lock(qlock);
+  spin_lock(qlock, LR_QUEUE);
   waiter *wt = ito__wq_take(head, tail, 1);
   __atomic_store_n(state, 0, __ATOMIC_RELEASE);
   spin_unlock(qlock);
@@ -137,7 +137,7 @@ static int unlock_for_wait(void *m) { return ito_mutex_unlock(m) == EPERM ? EPER
 static int cond_wait(ito_cond_t *c, ito_mutex_t *m, clockid_t clock,
                      const struct timespec *abstime) {
   if (!c || !m || bad_time(abstime) || !ito__clock_ok(clock)) return EINVAL;
-  spin_lock(&c->qlock);
+  spin_lock(&c->qlock, LR_QUEUE_OUTER);
   int r = ito__wq_wait(&c->qlock, &c->head, &c->tail, 0, clock, abstime, unlock_for_wait, m);
   if (r == EPERM) return EPERM;
   ito_mutex_lock(m);
@@ -160,7 +160,7 @@ int ito_cond_clockwait(ito_cond_t *c, ito_mutex_t *m, clockid_t clock,
 int ito_cond_signal(ito_cond_t *c) {
   if (!c) return EINVAL;
   if (!LOAD_RLX(&c->head)) return 0;
-  spin_lock(&c->qlock);
+  spin_lock(&c->qlock, LR_QUEUE_OUTER);
   waiter *wt = ito__wq_take(&c->head, &c->tail, 1);
   spin_unlock(&c->qlock);
   if (wt) ito__wake_waiter(wt);
@@ -170,7 +170,7 @@ int ito_cond_signal(ito_cond_t *c) {
 int ito_cond_broadcast(ito_cond_t *c) {
   if (!c) return EINVAL;
   if (!LOAD_RLX(&c->head)) return 0;
-  spin_lock(&c->qlock);
+  spin_lock(&c->qlock, LR_QUEUE_OUTER);
   waiter *list = ito__wq_take(&c->head, &c->tail, -1);
   spin_unlock(&c->qlock);
   ito__wq_wake(list);
@@ -192,7 +192,7 @@ int ito__sleep_until(clockid_t clock, const struct timespec *abstime) {
   int qlock = 0;
   void *head = NULL, *tail = NULL;
   for (;;) {
-    spin_lock(&qlock);
+    spin_lock(&qlock, LR_QUEUE);
     int rc = ito__wq_wait(&qlock, &head, &tail, WQ_INTR, clock, abstime, NULL, NULL);
     if (rc == ETIMEDOUT) return 0;
     if (rc == EINTR) return EINTR; /* a signal's handler ran (signal.h) */
@@ -224,7 +224,7 @@ int ito_barrier_destroy(ito_barrier_t *b) {
 
 int ito_barrier_wait(ito_barrier_t *b) {
   if (!b || !b->total) return EINVAL;
-  spin_lock(&b->qlock);
+  spin_lock(&b->qlock, LR_QUEUE);
   if (++b->count == b->total) {
     waiter *list = ito__wq_take(&b->head, &b->tail, -1);
     b->count = 0;
@@ -238,7 +238,7 @@ int ito_barrier_wait(ito_barrier_t *b) {
   unsigned phase = b->phase;
   while (ito__wq_wait(&b->qlock, &b->head, &b->tail, WQ_INTR, CLOCK_MONOTONIC, NULL, NULL, NULL) ==
          EINTR) {
-    spin_lock(&b->qlock);
+    spin_lock(&b->qlock, LR_QUEUE);
     if (b->phase != phase) {
       spin_unlock(&b->qlock);
       break;

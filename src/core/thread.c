@@ -338,7 +338,9 @@ static void create_body(void *p, void *fnp, void *arg) {
   dq_put(&w->dq, t, (uintptr_t)&f->start | ENT_CREATE);
   publish(w, false);
   ithread *th = f->thread;
-  w = thread_end(th, fn(arg)); /* fn and arg came in registers, not through th */
+  void *ret = fn(arg);  /* fn and arg came in registers, not through th */
+  ito__lock_handoff(0); /* (a thread ends holding no lock: docs/locks.md) */
+  w = thread_end(th, ret);
   if (reclaim_creator(w, f)) {
     fiber *parent = f->start.fiber;
     w->cur = parent;
@@ -543,7 +545,7 @@ static bool signal_due(const ithread *t) {
 
 static void join_interrupt(ithread *j, int result) {
   __atomic_thread_fence(__ATOMIC_SEQ_CST); /* the request before the joiner (join_post) */
-  spin_lock(&j->ilock);
+  spin_lock(&j->ilock, LR_ILOCK);
   ithread *t = j->joining;
   waiter *jw = j->joining_w;
   bool mine = t && join_take_back(t, jw, result);
@@ -593,7 +595,7 @@ again:
     me->w.parking = 1;
     if (cancellable) {
       me->w.tag = JOIN_CANCELLABLE;
-      spin_lock(&self->ilock);
+      spin_lock(&self->ilock, LR_ILOCK);
       self->joining = t;
       self->joining_w = &me->w;
       spin_unlock(&self->ilock);
@@ -602,7 +604,7 @@ again:
     /* the ending thread may resume us while join_post still reads t */
     while (__atomic_load_n(&me->w.parking, __ATOMIC_ACQUIRE)) cpu_relax();
     if (cancellable) { /* t stays valid while joining names it: nobody claims it */
-      spin_lock(&self->ilock);
+      spin_lock(&self->ilock, LR_ILOCK);
       self->joining = NULL;
       self->joining_w = NULL;
       spin_unlock(&self->ilock);

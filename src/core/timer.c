@@ -11,7 +11,7 @@ void ito__timer_add(struct ito_timer *t, clockid_t clock, const struct timespec 
   ITO_ASSERT(t->fire && (clock == CLOCK_REALTIME || clock == CLOCK_MONOTONIC));
   t->clk = clock == CLOCK_MONOTONIC ? TIMER_MONOTONIC : TIMER_REALTIME;
   t->deadline = ts_to_ns(abs);
-  spin_lock(&timer_lock);
+  spin_lock(&timer_lock, LR_TIMER);
   ITO_ASSERT(LOAD_RLX(&t->state) == T_IDLE);
   struct ito_timer **pp = &ito__timer_lists[t->clk];
   while (*pp && (*pp)->deadline <= t->deadline) pp = &(*pp)->next;
@@ -22,7 +22,7 @@ void ito__timer_add(struct ito_timer *t, clockid_t clock, const struct timespec 
 }
 
 void ito__timer_cancel(struct ito_timer *t) {
-  spin_lock(&timer_lock);
+  spin_lock(&timer_lock, LR_TIMER);
   /* (a firing's end stores IDLE without the lock: atomic accesses) */
   if (LOAD_RLX(&t->state) == T_ARMED) {
     struct ito_timer **pp = &ito__timer_lists[t->clk];
@@ -38,7 +38,7 @@ void ito__timer_cancel(struct ito_timer *t) {
 long ito__timers_next_ns(void) {
   if (!timers_armed()) return -1;
   long long d[2];
-  spin_lock(&timer_lock);
+  spin_lock(&timer_lock, LR_TIMER);
   for (int k = 0; k < 2; k++) d[k] = ito__timer_lists[k] ? ito__timer_lists[k]->deadline : -1;
   spin_unlock(&timer_lock);
   long long best = -1;
@@ -59,7 +59,7 @@ int ito__timers_run(void) {
   if (!timers_armed()) return 0;
   long long now[2] = {clock_ns(timer_clock[0]), clock_ns(timer_clock[1])};
   struct ito_timer *due = NULL;
-  spin_lock(&timer_lock);
+  spin_lock(&timer_lock, LR_TIMER);
   for (int k = 0; k < 2; k++) {
     while (ito__timer_lists[k] && ito__timer_lists[k]->deadline <= now[k]) {
       struct ito_timer *t = ito__timer_lists[k];

@@ -18,6 +18,7 @@
 #include "observe.h"
 #include "os.h"
 #include "setxid.h"
+#include "tcb.h"
 #include "thread.h"
 #include "worker.h"
 
@@ -53,52 +54,6 @@ ITO_CONFIG_MODULE(tls_config, tls_rows, tls_cfg, NULL, NULL);
 
 #if defined(__x86_64__) || defined(__aarch64__)
 
-/* glibc 2.36: struct pthread (nptl/descr.h). It starts with a header of
- * 704 bytes on x86-64 (tcbhead_t: the thread pointer is the descriptor's
- * address, and the static TLS lies below it, TLS variant II) and of 192 on
- * AArch64 (the descriptor lies just below the thread pointer, which points
- * to a two-word tcbhead_t {dtv, private} with the static TLS above it, TLS
- * variant I); the fields after the header are the same. */
-#if defined(__x86_64__)
-#define DESC_SIZE 2368       /* sizeof (struct pthread) == TLS_TCB_SIZE */
-#define HEAD 704             /* the header union: tcbhead_t */
-#define OFF_TCB 0            /* header.tcb: the block's own address */
-#define OFF_DTV 8            /* header.dtv */
-#define OFF_SELF 16          /* header.self */
-#define OFF_MULTIPLE 24      /* header.multiple_threads */
-#define OFF_SYSINFO 32       /* header.sysinfo */
-#define OFF_STACK_GUARD 40   /* header.stack_guard: %fs:0x28 */
-#define OFF_POINTER_GUARD 48 /* header.pointer_guard: %fs:0x30 */
-#define OFF_FEATURE_1 72     /* header.feature_1 (CET) */
-#else
-#define DESC_SIZE 1856 /* sizeof (struct pthread) == TLS_PRE_TCB_SIZE */
-#define HEAD 192       /* the header union: void *__padding[24] */
-#define OFF_MULTIPLE 0 /* header.multiple_threads */
-/* (the stack and pointer guards are globals on AArch64) */
-#endif
-#define OFF_TID (HEAD + 16)                  /* tid, after list */
-#define OFF_ROBUST_PREV (HEAD + 24)          /* robust_prev */
-#define OFF_ROBUST_HEAD (HEAD + 32)          /* robust_head {list, futex_offset, list_op_pending} */
-#define OFF_SPECIFIC_1ST (HEAD + 80)         /* specific_1stblock */
-#define OFF_SPECIFIC (HEAD + 592)            /* specific[0] */
-#define OFF_SCHEDPOLICY (HEAD + 884)         /* schedpolicy (checked, not set) */
-#define OFF_STACKBLOCK (HEAD + 976)          /* stackblock */
-#define OFF_STACKBLOCK_SIZE (HEAD + 984)     /* stackblock_size: the alloca cutoff reads it */
-#define OFF_RES (HEAD + 1016)                /* res: the resolver state __resp points to */
-#define OFF_RSEQ_CPU_ID (HEAD + 1636)        /* rseq_area.cpu_id */
-#define RSEQ_CPU_ID_REGISTRATION_FAILED (-2) /* sched_getcpu then asks the kernel */
-
-#define F(p, off, type) (*(type *)((char *)(p) + (off)))
-
-/* A thread pointer's descriptor (struct pthread), and its dtv. */
-static inline char *desc_of(void *tp) {
-#if defined(__x86_64__)
-  return tp;
-#else
-  return (char *)tp - DESC_SIZE;
-#endif
-}
-
 /* glibc's dtv: dtv[-1].counter is its length, dtv[0].counter the
  * generation, dtv[m] module m's block (val), and what to free. */
 typedef union {
@@ -111,29 +66,8 @@ typedef union {
 #define TLS_DTV_UNALLOCATED ((void *)-1l)
 
 #if defined(__x86_64__)
-static inline void set_tp(void *tcb) {
-  if (LIKELY(ito__tls_mode == 2))
-    __asm__ volatile("wrfsbase %0" ::"r"(tcb) : "memory");
-  else
-    ito__os.syscall(SYS_arch_prctl, 0x1002 /* ARCH_SET_FS */, tcb);
-}
-
-static inline void *get_tp(void) {
-  void *p;
-  __asm__ volatile("movq %%fs:0, %0" : "=r"(p));
-  return p;
-}
 #define R_TPOFF R_X86_64_TPOFF64 /* initial-exec: a symbol's offset from the thread pointer */
 #else
-static inline void set_tp(void *tcb) {
-  __asm__ volatile("msr tpidr_el0, %0" ::"r"(tcb) : "memory");
-}
-
-static inline void *get_tp(void) {
-  void *p;
-  __asm__ volatile("mrs %0, tpidr_el0" : "=r"(p));
-  return p;
-}
 #define R_TPOFF R_AARCH64_TLS_TPREL
 #endif
 
@@ -195,7 +129,7 @@ static void list_add(void ***v, size_t *n, size_t *cap, size_t first, void *tp) 
     size_t c = *cap ? *cap * 2 : first;
     spin_unlock(&ts.lock);
     void **a = malloc(c * sizeof *a), **old = NULL;
-    spin_lock(&ts.lock);
+    spin_lock(&ts.lock, LR_TLS);
     if (!a) break;
     if (*n == *cap && *cap < c) {
       if (*n) memcpy(a, *v, *n * sizeof *a);
@@ -208,7 +142,7 @@ static void list_add(void ***v, size_t *n, size_t *cap, size_t first, void *tp) 
       spin_unlock(&ts.lock);
       free(a);
       free(old);
-      spin_lock(&ts.lock);
+      spin_lock(&ts.lock, LR_TLS);
     }
   }
   if (*n < *cap) (*v)[(*n)++] = tp;
@@ -457,7 +391,7 @@ size_t ito__tls_block_size(void) {
 static char *slab_next, *slab_end;
 
 static char *slab_take(size_t stride) {
-  spin_lock(&ts.lock);
+  spin_lock(&ts.lock, LR_TLS);
   if (!slab_next || slab_next + stride > slab_end) {
     size_t len = stride * SLAB_BLOCKS;
     char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -519,7 +453,7 @@ static void *block_new(void) {
   set_tp(tp);
   ts.ctype_init();
   set_tp(was);
-  spin_lock(&ts.lock);
+  spin_lock(&ts.lock, LR_TLS);
   list_add(&ts.all, &ts.nall, &ts.capall, 256, tp);
   spin_unlock(&ts.lock);
   return tp;
@@ -569,17 +503,6 @@ void ito__tls_switch(worker *w, void *tcb) {
     F(desc_of(tcb), OFF_TID, pid_t) = (pid_t)w->os_tid; /* invariant 2 */
     ito__tls_worker = w;                                /* (now the block's own copy) */
   }
-}
-
-void *ito__tls_tp(void) { return get_tp(); }
-void ito__tls_tp_set(void *tp) { set_tp(tp); }
-void *ito__tls_desc(void *tp) { return desc_of(tp); }
-void *ito__tls_tp_of(void *desc) {
-#if defined(__x86_64__)
-  return desc;
-#else
-  return (char *)desc + DESC_SIZE;
-#endif
 }
 
 static void worker_start(worker *w, fiber *root) {
@@ -644,7 +567,7 @@ static struct {
 void *ito__tls_block_get(void) {
   if (!ito__tls_mode) return NULL;
   ito__thread_pin(); /* (a preemptible thread must not stop holding ts.lock) */
-  spin_lock(&ts.lock);
+  spin_lock(&ts.lock, LR_TLS);
   void *b = spare.n ? spare.v[--spare.n] : NULL;
   spin_unlock(&ts.lock);
   if (!b) b = block_new(); /* (pinned: glibc's allocator may call the program's malloc) */
@@ -655,7 +578,7 @@ void *ito__tls_block_get(void) {
 void ito__tls_block_put(void *tp) {
   if (!tp) return;
   ito__thread_pin();
-  spin_lock(&ts.lock);
+  spin_lock(&ts.lock, LR_TLS);
   list_add(&spare.v, &spare.n, &spare.cap, 64, tp); /* (if not, it stays unused, in ts.all) */
   spin_unlock(&ts.lock);
   ito__thread_unpin();
@@ -696,13 +619,13 @@ void *ito__tls_use(void *tcb) {
 void ito__tls_modules_changed(void) {
   if (!ito__tls_mode) return;
   static int busy;
-  spin_lock(&busy);
-  spin_lock(&ts.lock);
+  spin_lock(&busy, LR_TLS_BUSY);
+  spin_lock(&ts.lock, LR_TLS);
   int before = ts.nmod;
   for (int i = 0; i < ts.nmod; i++) ts.mod[i].seen = 0;
   spin_unlock(&ts.lock);
   dl_iterate_phdr(note_module, NULL);
-  spin_lock(&ts.lock);
+  spin_lock(&ts.lock, LR_TLS);
   for (int i = before; i < ts.nmod; i++)
     for (size_t b = 0; b < ts.nall; b++) init_module(ts.all[b], &ts.mod[i]);
   __atomic_add_fetch(&ts.seq, 1, __ATOMIC_ACQ_REL);
@@ -717,7 +640,7 @@ void ito__tls_modules_changed(void) {
 
 static void tls_fork_lock(int take) {
   if (take)
-    spin_lock(&ts.lock);
+    spin_lock(&ts.lock, LR_TLS);
   else
     spin_unlock(&ts.lock);
 }
@@ -749,10 +672,6 @@ static void worker_start(worker *w, fiber *root) {
   w->tls_cur = w->tls_own = NULL;
 }
 void ito__tls_switch(worker *w, void *tcb) { (void)w, (void)tcb; }
-void *ito__tls_tp(void) { return NULL; }
-void ito__tls_tp_set(void *tp) { (void)tp; }
-void *ito__tls_desc(void *tp) { return tp; }
-void *ito__tls_tp_of(void *desc) { return desc; }
 int ito__tls_thread_begin(fiber *f) {
   (void)f;
   return 0;

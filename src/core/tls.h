@@ -55,14 +55,6 @@ HIDDEN void ito__tls_copy_program(void *dst);
 /* The calling ito thread (not the root) runs on block tcb from now on,
  * wherever it runs; NULL: on its worker's. Returns the block it had. */
 HIDDEN void *ito__tls_use(void *tcb);
-/* The thread pointer in force, and a bare write of it (no bookkeeping:
- * for a signal handler that runs glibc's code on another descriptor and
- * puts the pointer back before it returns); a thread pointer's glibc
- * descriptor (struct pthread) and back. */
-HIDDEN void *ito__tls_tp(void);
-HIDDEN void ito__tls_tp_set(void *tp);
-HIDDEN void *ito__tls_desc(void *tp);
-HIDDEN void *ito__tls_tp_of(void *desc);
 /* Bytes per block (for the report), 0 with worker TLS. */
 HIDDEN size_t ito__tls_block_size(void);
 

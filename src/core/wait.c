@@ -72,7 +72,7 @@ struct wait_timer {
 };
 
 static void take_with(int *qlock, void **head, void **tail, waiter *wt, int result) {
-  spin_lock(qlock);
+  spin_lock(qlock, LR_QUEUE);
   bool mine = wt->queued;
   if (mine) {
     ito__wq_remove(head, tail, wt);
@@ -122,7 +122,7 @@ int ito__wq_wait(int *qlock, void **head, void **tail, int tag, clockid_t clock,
     ito__block_os_intr(wt, clock, abstime, (tag_in & WQ_INTR) && !cur_worker());
     if (wt->result == ETIMEDOUT || wt->result == EINTR) {
       /* leave the queue unless a wake took us (invariant 2) */
-      spin_lock(qlock);
+      spin_lock(qlock, LR_QUEUE);
       if (wt->queued) {
         ito__wq_remove(head, tail, wt);
         spin_unlock(qlock);

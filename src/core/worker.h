@@ -29,7 +29,7 @@ struct ready_queue {
 /* Appends the list first..last (n fibers, linked through next). */
 static inline void rqueue_push(struct ready_queue *q, fiber *first, fiber *last, int n) {
   last->next = NULL;
-  spin_lock(&q->lock);
+  spin_lock(&q->lock, LR_READY);
   if (q->tail)
     q->tail->next = first;
   else
@@ -42,7 +42,7 @@ static inline void rqueue_push(struct ready_queue *q, fiber *first, fiber *last,
 /* The oldest fiber, or NULL. */
 static inline fiber *rqueue_pop(struct ready_queue *q) {
   if (!LOAD_RLX(&q->len)) return NULL;
-  spin_lock(&q->lock);
+  spin_lock(&q->lock, LR_READY);
   fiber *f = q->head;
   if (f) {
     q->head = f->next;

@@ -421,7 +421,17 @@ ITO_DROPIN_API void ito__dropin_wq_wake(void *list);
 ITO_DROPIN_API int ito__dropin_lock_slow(int *state, int *qlock, void **head, void **tail,
                                          clockid_t clock, const struct timespec *abs);
 ITO_DROPIN_API void ito__dropin_unlock_slow(int *state, int *qlock, void **head, void **tail);
-ITO_DROPIN_API void ito__dropin_lock(int *qlock);
+/* A spin lock of the runtime's kind, with its rank in the lock order
+ * (docs/locks.md; the values are core/base.h's LR_*, which Debug builds
+ * check). */
+enum {
+  ITO_DROPIN_LR_MPI_TABLE = 4,
+  ITO_DROPIN_LR_OMP_RING = 7,
+  ITO_DROPIN_LR_QUEUE_OUTER = 9,
+  ITO_DROPIN_LR_QUEUE = 10,
+  ITO_DROPIN_LR_LEAF = 24,
+};
+ITO_DROPIN_API void ito__dropin_lock(int *qlock, int rank);
 ITO_DROPIN_API void ito__dropin_unlock(int *qlock);
 /* Sleeps until abstime on clock (CLOCK_REALTIME or CLOCK_MONOTONIC); an ito
  * thread parks on a timer. 0 or EINVAL. */

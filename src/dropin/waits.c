@@ -31,7 +31,13 @@ int ito__dropin_lock_slow(int *state, int *qlock, void **head, void **tail, cloc
 void ito__dropin_unlock_slow(int *state, int *qlock, void **head, void **tail) {
   ito__unlock_slow(state, qlock, head, tail);
 }
-void ito__dropin_lock(int *qlock) { spin_lock(qlock); }
+_Static_assert((int)ITO_DROPIN_LR_MPI_TABLE == (int)LR_MPI_TABLE &&
+                   (int)ITO_DROPIN_LR_OMP_RING == (int)LR_OMP_RING &&
+                   (int)ITO_DROPIN_LR_QUEUE_OUTER == (int)LR_QUEUE_OUTER &&
+                   (int)ITO_DROPIN_LR_QUEUE == (int)LR_QUEUE &&
+                   (int)ITO_DROPIN_LR_LEAF == (int)LR_LEAF,
+               "the drop-in's lock ranks");
+void ito__dropin_lock(int *qlock, int rank) { spin_lock(qlock, rank); }
 void ito__dropin_unlock(int *qlock) { spin_unlock(qlock); }
 
 int ito__dropin_sleep_until(clockid_t clock, const struct timespec *abstime) {

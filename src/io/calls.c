@@ -161,7 +161,7 @@ static ssize_t io_call(struct op *o) {
     if (ito__io_view_nonblocking(r, o->fd, gen, type)) return plain(o);
     long fl = SYS(SYS_fcntl, o->fd, F_GETFL);
     if (fl < 0) return plain(o);
-    spin_lock(&r->lock);
+    spin_lock(&r->lock, LR_QUEUE_OUTER);
     if (r->gen == gen && !r->ito_nb) {
       STORE_RLX(&r->user_nb, 0);
       STORE_RLX(&r->ito_nb, 1);

@@ -51,7 +51,7 @@ struct fdrec *ito__io_chunk(int fd, int *first_fd) {
 }
 
 int ito__io_fd_type(struct fdrec *r, int fd, uint32_t *gen) {
-  spin_lock(&r->lock);
+  spin_lock(&r->lock, LR_QUEUE_OUTER);
   *gen = r->gen;
   int t = r->type;
   if (t == FD_UNKNOWN) {
@@ -104,7 +104,7 @@ static bool learn_view(struct fdrec *r, int fd, uint32_t gen, int type) {
     if (SYS(SYS_getsockopt, fd, SOL_SOCKET, opt[k], &tv, &len) == 0)
       ns[k] = (long long)tv.tv_sec * NS_PER_S + tv.tv_usec * 1000LL;
   }
-  spin_lock(&r->lock);
+  spin_lock(&r->lock, LR_QUEUE_OUTER);
   if (r->gen == gen) {
     if (!r->ito_nb) STORE_RLX(&r->user_nb, fl >= 0 && (fl & O_NONBLOCK));
     STORE_RLX(&r->timeo_ns[0], ns[0]);
@@ -133,7 +133,7 @@ waiter *ito__io_fire_polls(struct pollnode *n, waiter *list) {
   for (; n; n = n->next) {
     struct pollgroup *g = n->g;
     if (__atomic_exchange_n(&g->fired, 1, __ATOMIC_ACQ_REL)) continue;
-    spin_lock(&g->qlock);
+    spin_lock(&g->qlock, LR_QUEUE);
     waiter *w = ito__wq_take(&g->head, &g->tail, 1);
     spin_unlock(&g->qlock);
     if (w) {
@@ -178,7 +178,7 @@ void ito__io_forget_locked(struct fdrec *r, waiter *lists[2]) {
 
 void ito__io_forget(struct fdrec *r, waiter *lists[2]) {
   if (!r) return;
-  spin_lock(&r->lock);
+  spin_lock(&r->lock, LR_QUEUE_OUTER);
   ito__io_forget_locked(r, lists);
   spin_unlock(&r->lock);
 }

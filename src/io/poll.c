@@ -90,7 +90,7 @@ int ito__io_poll(struct pollfd *fds, nfds_t n, const struct timespec *deadline, 
       int want[2] = {(ev & (POLLIN | POLLPRI | POLLRDHUP)) != 0, (ev & POLLOUT) != 0};
       uint32_t gen;
       ito__io_fd_type(r, fds[i].fd, &gen);
-      spin_lock(&r->lock);
+      spin_lock(&r->lock, LR_QUEUE_OUTER);
       int e = r->registered ? 0 : ito__io_register_locked(r, fds[i].fd);
       if (e) {
         spin_unlock(&r->lock);
@@ -114,7 +114,7 @@ int ito__io_poll(struct pollfd *fds, nfds_t n, const struct timespec *deadline, 
     int woke = 0;
     if (!stale && hung && !short_of) {
       ito__io_wait_begin();
-      spin_lock(&g.qlock);
+      spin_lock(&g.qlock, LR_QUEUE);
       if (!__atomic_load_n(&g.fired, __ATOMIC_ACQUIRE))
         woke = ito__wq_wait(&g.qlock, &g.head, &g.tail, WQ_INTR, CLOCK_MONOTONIC, dl, NULL, NULL);
       else
@@ -124,7 +124,7 @@ int ito__io_poll(struct pollfd *fds, nfds_t n, const struct timespec *deadline, 
     for (nfds_t i = 0; i < n; i++) { /* off every record before g goes away */
       struct fdrec *r = ito__io_rec(fds[i].fd);
       if (!r) continue;
-      spin_lock(&r->lock);
+      spin_lock(&r->lock, LR_QUEUE_OUTER);
       for (int d = 0; d < 2; d++)
         if (nodes[2 * i + d].g == &g) unlink_node(r, d, &nodes[2 * i + d]);
       spin_unlock(&r->lock);

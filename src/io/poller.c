@@ -70,7 +70,7 @@ static bool probe_pipe_nowait(bool *done) {
  * program's table is as it was: invariant 5); the next call that would
  * park tries again. */
 static __attribute__((noinline)) bool setup_slow(void) {
-  spin_lock(&setup_lock);
+  spin_lock(&setup_lock, LR_IO_SETUP);
   if (ep < 0) {
     /* known before the first call that may park; without a pipe to ask
      * with, no, and asked again at the next set-up */
@@ -142,7 +142,7 @@ static int dispatch(struct epoll_event *ev, int n) {
     if (!r) continue;
     uint32_t e = ev[i].events;
     waiter *lists[2] = {NULL, NULL};
-    spin_lock(&r->lock);
+    spin_lock(&r->lock, LR_QUEUE_OUTER);
     if (r->gen == (uint32_t)(d >> 32)) {
       if (e & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR | EPOLLPRI)) {
         __atomic_store_n(&r->seq[RD], r->seq[RD] + 1, __ATOMIC_RELEASE);
@@ -170,7 +170,7 @@ static int dispatch(struct epoll_event *ev, int n) {
  * on epoll's ready list for the next poll. */
 static int io_poll(void *arg) {
   (void)arg;
-  if (LOAD_ACQ(&ep) < 0 || !spin_trylock(&poll_lock)) return 0;
+  if (LOAD_ACQ(&ep) < 0 || !spin_trylock(&poll_lock, LR_LEAF)) return 0;
   struct epoll_event ev[64];
   int n = (int)SYS(SYS_epoll_pwait, ep, ev, 64, 0, NULL, (size_t)8);
   spin_unlock(&poll_lock);
@@ -184,7 +184,7 @@ int ito__io_park(struct fdrec *r, int fd, uint32_t gen, int dir, unsigned seen,
                  const struct timespec *deadline) {
   if (!ito__io_setup()) return ENOSPC;
   ITO_ASSERT(linked); /* invariant 6 (written before ep was published) */
-  spin_lock(&r->lock);
+  spin_lock(&r->lock, LR_QUEUE_OUTER);
   if (r->gen != gen) {
     spin_unlock(&r->lock);
     return EBADF;

@@ -53,13 +53,13 @@ static void dup_view(int oldfd, int newfd, int reset) {
   if (!n) return;
   int ito_nb = 0, user_nb = 0;
   if (o) {
-    spin_lock(&o->lock);
+    spin_lock(&o->lock, LR_QUEUE_OUTER);
     ito_nb = o->ito_nb;
     user_nb = o->user_nb;
     spin_unlock(&o->lock);
   }
   waiter *lists[2] = {NULL, NULL};
-  spin_lock(&n->lock);
+  spin_lock(&n->lock, LR_QUEUE_OUTER);
   if (reset) ito__io_forget_locked(n, lists);
   if (ito_nb) {
     STORE_RLX(&n->ito_nb, 1);
@@ -75,7 +75,7 @@ int ito__io_getfl(int fd) {
   long fl = SYS(SYS_fcntl, fd, F_GETFL);
   struct fdrec *r = ito__io_rec_peek(fd);
   if (fl < 0 || !r || !LOAD_RLX(&r->ito_nb)) return (int)fl;
-  spin_lock(&r->lock);
+  spin_lock(&r->lock, LR_QUEUE_OUTER);
   if (r->ito_nb) fl = r->user_nb ? fl | O_NONBLOCK : fl & ~O_NONBLOCK;
   spin_unlock(&r->lock);
   return (int)fl;
@@ -86,7 +86,7 @@ int ito__io_getfl(int fd) {
  * the records learn the flag again before their next park. */
 int ito__io_setfl(int fd, int flags) {
   struct fdrec *r = ito__io_rec_peek(fd);
-  if (r) spin_lock(&r->lock); /* against accept's taking of the flag (ito_nb) */
+  if (r) spin_lock(&r->lock, LR_QUEUE_OUTER); /* against accept's taking of the flag (ito_nb) */
   int held = r && r->ito_nb;
   long rc = SYS(SYS_fcntl, fd, F_SETFL, held ? flags | O_NONBLOCK : flags);
   if (rc == 0 && held) STORE_RLX(&r->user_nb, (flags & O_NONBLOCK) != 0);
@@ -99,7 +99,7 @@ int ito__io_setfl(int fd, int flags) {
 int ito__io_fionbio(int fd, const int *on) {
   static const int one = 1;
   struct fdrec *r = ito__io_rec_peek(fd);
-  if (r) spin_lock(&r->lock);
+  if (r) spin_lock(&r->lock, LR_QUEUE_OUTER);
   int held = r && r->ito_nb;
   long rc = SYS(SYS_ioctl, fd, FIONBIO, held ? &one : on);
   if (rc == 0 && held) STORE_RLX(&r->user_nb, *on != 0);

@@ -74,7 +74,7 @@ static void fatal(const char *what) {
 
 static void ensure_registered(void) {
   if (__atomic_load_n(&registered, __ATOMIC_ACQUIRE)) return;
-  ito__dropin_lock(&tlock);
+  ito__dropin_lock(&tlock, ITO_DROPIN_LR_MPI_TABLE);
   if (!registered) {
     if (ito__dropin_poll_register(&source) != 0)
       fatal("cannot register the MPI poll source with libito.so");
@@ -90,7 +90,7 @@ int ito__mpi_parked(void) { return __atomic_load_n(&parked, __ATOMIC_RELAXED); }
 /* Queues r (tlock held) and waits until the poller marks it ready. */
 static int park(struct rec *r) {
   ensure_registered();
-  ito__dropin_lock(&tlock);
+  ito__dropin_lock(&tlock, ITO_DROPIN_LR_MPI_TABLE);
   if (r->kind == K_ALL) {
     /* the allocator runs with no lock of ito's held (docs/locks.md): a
      * full table grows outside the lock */
@@ -100,7 +100,7 @@ static int park(struct rec *r) {
       ito__dropin_unlock(&tlock);
       struct entry *t = malloc(sizeof *t * (size_t)nc), *old = NULL;
       if (!t) fatal("out of memory for the table of pending MPI requests");
-      ito__dropin_lock(&tlock);
+      ito__dropin_lock(&tlock, ITO_DROPIN_LR_MPI_TABLE);
       if (ntab + r->n > ctab && nc > ctab) {
         if (ntab) memcpy(t, tab, sizeof *t * (size_t)ntab);
         old = tab;
@@ -111,7 +111,7 @@ static int park(struct rec *r) {
       ito__dropin_unlock(&tlock);
       free(t);
       free(old);
-      ito__dropin_lock(&tlock);
+      ito__dropin_lock(&tlock, ITO_DROPIN_LR_MPI_TABLE);
     }
     for (int i = 0; i < r->n; i++) tab[ntab++] = (struct entry){r->reqs[i], r, i};
   } else {
@@ -124,10 +124,10 @@ static int park(struct rec *r) {
   ito__dropin_unlock(&tlock);
   if (start) start_progress();
   ito__dropin_poll_arrive(&source);
-  ito__dropin_lock(&r->lock);
+  ito__dropin_lock(&r->lock, ITO_DROPIN_LR_QUEUE);
   while (!r->ready) {
     ito__dropin_wq_wait(&r->lock, &r->qh, &r->qt, 0, CLOCK_MONOTONIC, NULL, NULL, NULL);
-    ito__dropin_lock(&r->lock);
+    ito__dropin_lock(&r->lock, ITO_DROPIN_LR_QUEUE);
   }
   ito__dropin_unlock(&r->lock);
   ito__dropin_poll_leave(&source);
@@ -136,7 +136,7 @@ static int park(struct rec *r) {
 
 /* The poller is done with r (invariant 2): its waiter runs again. */
 static void make_ready(struct rec *r) {
-  ito__dropin_lock(&r->lock);
+  ito__dropin_lock(&r->lock, ITO_DROPIN_LR_QUEUE);
   r->ready = 1;
   void *w = ito__dropin_wq_take(&r->qh, &r->qt, -1);
   ito__dropin_unlock(&r->lock);
@@ -200,7 +200,7 @@ static void poll_table(struct rec **wake) {
   MPI_Request rq[BATCH];
   MPI_Status sts[BATCH];
   int pos[BATCH], idx[BATCH];
-  ito__dropin_lock(&tlock);
+  ito__dropin_lock(&tlock, ITO_DROPIN_LR_MPI_TABLE);
   int m = ntab < BATCH ? ntab : BATCH;
   unsigned start = ntab ? rr % (unsigned)ntab : 0;
   for (int k = 0; k < m; k++) {
@@ -232,7 +232,7 @@ static void poll_table(struct rec **wake) {
     for (; b > 0 && pos[idx[ord[b - 1]]] < pos[idx[a]]; b--) ord[b] = ord[b - 1];
     ord[b] = a;
   }
-  ito__dropin_lock(&tlock);
+  ito__dropin_lock(&tlock, ITO_DROPIN_LR_MPI_TABLE);
   for (int o = 0; o < out; o++) {
     int a = ord[o], k = idx[a], p = pos[k];
     struct entry e = tab[p];
@@ -275,13 +275,13 @@ static bool test_one(struct rec *r) {
 }
 
 static void poll_list(struct rec **wake) {
-  ito__dropin_lock(&tlock);
+  ito__dropin_lock(&tlock, ITO_DROPIN_LR_MPI_TABLE);
   struct rec *r = list; /* records pushed later are in front: the rest stays (invariant 1) */
   ito__dropin_unlock(&tlock);
   while (r) {
     struct rec *next = r->next;
     if (test_one(r)) {
-      ito__dropin_lock(&tlock);
+      ito__dropin_lock(&tlock, ITO_DROPIN_LR_MPI_TABLE);
       struct rec **p = &list;
       while (*p != r) p = &(*p)->next;
       *p = r->next;
@@ -338,7 +338,7 @@ static void progress(void *arg) {
       ito_nanosleep(&ts);
       if (gap < source.backoff_max_ns) gap *= 2;
     }
-    ito__dropin_lock(&tlock);
+    ito__dropin_lock(&tlock, ITO_DROPIN_LR_MPI_TABLE);
     if (!parked) {
       progress_on = 0;
       ito__dropin_unlock(&tlock);

@@ -169,7 +169,7 @@ static int nseen, seen_lock;
 void ito__omp_display_affinity_member(void) {
   int level = omp_get_level(), num = omp_get_thread_num(), size = omp_get_num_threads();
   bool show = true;
-  ito__dropin_lock(&seen_lock);
+  ito__dropin_lock(&seen_lock, ITO_DROPIN_LR_LEAF);
   for (int i = 0; i < nseen && show; i++)
     if (seen[i].level == level && seen[i].num == num && seen[i].size == size) show = false;
   if (show && nseen < SEEN) seen[nseen++] = (typeof(seen[0])){level, num, size};

@@ -91,7 +91,7 @@ void ito__omp_deptab_free(task *t) {
 
 static void add_edge(struct dnode *p, struct dnode *n) {
   if (p == n) return;
-  ito__dropin_lock(&p->lock);
+  ito__dropin_lock(&p->lock, ITO_DROPIN_LR_LEAF);
   /* the allocator runs with no lock of ito's held (docs/locks.md): a full
    * list grows outside the lock */
   while (!p->done && p->nsucc == p->csucc) {
@@ -99,7 +99,7 @@ static void add_edge(struct dnode *p, struct dnode *n) {
     ito__dropin_unlock(&p->lock);
     struct dnode **ns = malloc(ncap * sizeof *ns), **old = NULL;
     if (!ns) ito__omp_fatal("out of memory for task dependences");
-    ito__dropin_lock(&p->lock);
+    ito__dropin_lock(&p->lock, ITO_DROPIN_LR_LEAF);
     if (!p->done && p->nsucc == p->csucc && p->csucc < ncap) {
       if (p->nsucc) memcpy(ns, p->succ, p->nsucc * sizeof *ns);
       old = p->succ;
@@ -110,7 +110,7 @@ static void add_edge(struct dnode *p, struct dnode *n) {
     ito__dropin_unlock(&p->lock);
     free(ns);
     free(old);
-    ito__dropin_lock(&p->lock);
+    ito__dropin_lock(&p->lock, ITO_DROPIN_LR_LEAF);
   }
   if (!p->done) {
     p->succ[p->nsucc++] = n;
@@ -235,7 +235,7 @@ void ito__omp_dep_defer(struct dnode *n, task *t) {
 
 /* The task completed: its successors lose a predecessor. */
 void ito__omp_dep_complete(struct dnode *n) {
-  ito__dropin_lock(&n->lock);
+  ito__dropin_lock(&n->lock, ITO_DROPIN_LR_LEAF);
   n->done = 1;
   struct dnode **succ = n->succ;
   unsigned ns = n->nsucc;

@@ -25,11 +25,11 @@ static int table_lock;
 
 static unsigned entry_new(void) {
   struct entry *spare = NULL; /* a chunk made with no lock held (docs/locks.md) */
-  ito__dropin_lock(&table_lock);
+  ito__dropin_lock(&table_lock, ITO_DROPIN_LR_LEAF);
   while (!free_head && nentries / CHUNK < MAX_CHUNKS && !chunks[nentries / CHUNK] && !spare) {
     ito__dropin_unlock(&table_lock);
     if (!(spare = calloc(CHUNK, sizeof *spare))) ito__omp_fatal("out of memory for an OpenMP lock");
-    ito__dropin_lock(&table_lock);
+    ito__dropin_lock(&table_lock, ITO_DROPIN_LR_LEAF);
   }
   unsigned idx;
   if (free_head) {
@@ -55,7 +55,7 @@ static unsigned entry_new(void) {
 }
 
 static void entry_free(unsigned id) {
-  ito__dropin_lock(&table_lock);
+  ito__dropin_lock(&table_lock, ITO_DROPIN_LR_LEAF);
   unsigned idx = id - 1;
   chunks[idx / CHUNK][idx % CHUNK].next_free = free_head;
   free_head = id;

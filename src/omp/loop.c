@@ -79,7 +79,7 @@ static bool take_split(struct ws *w, unsigned nth, unsigned id, unsigned long *i
                        unsigned long *i1) {
   struct range *mine = &w->ranges[id];
   unsigned long c = w->chunk;
-  ito__dropin_lock(&mine->lock);
+  ito__dropin_lock(&mine->lock, ITO_DROPIN_LR_LEAF);
   if (mine->lo < mine->hi) {
     *i0 = mine->lo;
     *i1 = mine->hi - mine->lo > c ? mine->lo + c : mine->hi;
@@ -92,7 +92,7 @@ static bool take_split(struct ws *w, unsigned nth, unsigned id, unsigned long *i
     struct range *v = &w->ranges[(id + k) % nth];
     if (__atomic_load_n(&v->lo, __ATOMIC_RELAXED) >= __atomic_load_n(&v->hi, __ATOMIC_RELAXED))
       continue;
-    ito__dropin_lock(&v->lock);
+    ito__dropin_lock(&v->lock, ITO_DROPIN_LR_LEAF);
     unsigned long left = v->hi > v->lo ? v->hi - v->lo : 0;
     if (!left) {
       ito__dropin_unlock(&v->lock);
@@ -106,7 +106,7 @@ static bool take_split(struct ws *w, unsigned nth, unsigned id, unsigned long *i
     ito__dropin_unlock(&v->lock);
     *i0 = a;
     *i1 = b - a > c ? a + c : b;
-    ito__dropin_lock(&mine->lock);
+    ito__dropin_lock(&mine->lock, ITO_DROPIN_LR_LEAF);
     mine->lo = *i1;
     mine->hi = b;
     ito__dropin_unlock(&mine->lock);
@@ -466,7 +466,7 @@ static void da_post(struct doacross *d, unsigned long e, uint64_t lin) {
   /* a waiter set the bit under the queue's lock and parks before it lets
    * the lock go: it is on the queue now, or it saw the new value */
   struct da_queue *q = &d->queues[e & (d->nq - 1)];
-  ito__dropin_lock(&q->lock);
+  ito__dropin_lock(&q->lock, ITO_DROPIN_LR_QUEUE);
   void *list = ito__dropin_wq_take(&q->head, &q->tail, -1);
   ito__dropin_unlock(&q->lock);
   ito__dropin_wq_wake(list);
@@ -478,14 +478,14 @@ static void da_wait(struct doacross *d, unsigned long e, uint64_t lin) {
   uint64_t *p = &d->posted[e * d->stride];
   if ((__atomic_load_n(p, __ATOMIC_ACQUIRE) & ~DA_WAITING) > lin) return;
   struct da_queue *q = &d->queues[e & (d->nq - 1)];
-  ito__dropin_lock(&q->lock);
+  ito__dropin_lock(&q->lock, ITO_DROPIN_LR_QUEUE);
   /* the bit stays set after we leave: a later post then takes the lock
    * for nothing, which is cheaper than counting waiters per entry */
   uint64_t v = __atomic_fetch_or(p, DA_WAITING, __ATOMIC_ACQ_REL);
   while ((v & ~DA_WAITING) <= lin) {
     /* woken by a post to e or to an entry sharing the queue: test again */
     ito__dropin_wq_wait(&q->lock, &q->head, &q->tail, 0, CLOCK_MONOTONIC, NULL, NULL, NULL);
-    ito__dropin_lock(&q->lock);
+    ito__dropin_lock(&q->lock, ITO_DROPIN_LR_QUEUE);
     v = __atomic_fetch_or(p, DA_WAITING, __ATOMIC_ACQ_REL);
   }
   ito__dropin_unlock(&q->lock);

@@ -606,13 +606,11 @@ static int word_done(void *p, int how) {
       return 1;
   }
   ito__dropin_unlock(w->qlock);
-  for (unsigned i = 0; __atomic_load_n(w->word, __ATOMIC_ACQUIRE) & w->bit; i++) {
-    if (i < 256)
-      cpu_relax();
-    else
-      sched_yield(); /* (its OS thread may be off the CPU) */
-  }
-  ito__dropin_lock(w->qlock); /* ... and it has released qlock: done with this memory */
+  /* (past 256 spins it yields: its OS thread may be off the CPU) */
+  for (unsigned i = 0; __atomic_load_n(w->word, __ATOMIC_ACQUIRE) & w->bit; i++)
+    i < 256 ? cpu_relax() : (void)sched_yield();
+  /* ... and it has released qlock: done with this memory */
+  ito__dropin_lock(w->qlock, ITO_DROPIN_LR_QUEUE);
   return 1;
 }
 
@@ -635,7 +633,7 @@ int ito__omp_kids_sub(uint64_t *word, uint64_t d, int *qlock, void **head, void 
   /* the owner set the bit while the half was not zero: it does not leave
    * its wait before this clears the bit (word_done), and the unlock is the
    * last touch of its memory */
-  ito__dropin_lock(qlock);
+  ito__dropin_lock(qlock, ITO_DROPIN_LR_QUEUE);
   void *list = ito__dropin_wq_take(head, tail, -1);
   __atomic_fetch_and(word, ~wake, __ATOMIC_RELAXED);
   ito__dropin_unlock(qlock);
@@ -649,12 +647,12 @@ void ito__omp_wait_kids(task *t, uint64_t wait_bit, bool any) {
 
 void ito__omp_team_wait(team *tm, int (*pred)(void *), void *arg) {
   if (pred(arg)) return;
-  ito__dropin_lock(&tm->cq_lock);
+  ito__dropin_lock(&tm->cq_lock, ITO_DROPIN_LR_QUEUE);
   __atomic_fetch_add(&tm->cq_waiters, 1, __ATOMIC_SEQ_CST);
   while (!pred(arg)) {
     ito__dropin_wq_wait(&tm->cq_lock, &tm->cq_head, &tm->cq_tail, 0, CLOCK_MONOTONIC, NULL, NULL,
                         NULL);
-    ito__dropin_lock(&tm->cq_lock);
+    ito__dropin_lock(&tm->cq_lock, ITO_DROPIN_LR_QUEUE);
   }
   __atomic_fetch_sub(&tm->cq_waiters, 1, __ATOMIC_RELAXED);
   ito__dropin_unlock(&tm->cq_lock);
@@ -666,7 +664,7 @@ void ito__omp_team_notify(team *tm) {
    * zero here means no waiter can miss the change. */
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
   if (!__atomic_load_n(&tm->cq_waiters, __ATOMIC_RELAXED)) return;
-  ito__dropin_lock(&tm->cq_lock);
+  ito__dropin_lock(&tm->cq_lock, ITO_DROPIN_LR_QUEUE);
   void *list = ito__dropin_wq_take(&tm->cq_head, &tm->cq_tail, -1);
   ito__dropin_unlock(&tm->cq_lock);
   ito__dropin_wq_wake(list);

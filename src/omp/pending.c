@@ -141,7 +141,7 @@ static void unlink_task(struct ident *d, task *t) {
  * here). */
 static void poke_ident(struct ident *d) {
   __atomic_store_n(&d->poked, 1, __ATOMIC_RELAXED);
-  ito__dropin_lock(d->wq_lock);
+  ito__dropin_lock(d->wq_lock, ITO_DROPIN_LR_QUEUE);
   void *list = ito__dropin_wq_take(d->wq_head, d->wq_tail, -1);
   ito__dropin_unlock(d->wq_lock);
   id_unlock(&d->lock);
@@ -281,7 +281,7 @@ void ito__omp_lend_wait(task *cur, task *lendfor, bool any, int *qlock, void **h
         continue;
       }
     }
-    ito__dropin_lock(qlock);
+    ito__dropin_lock(qlock, ITO_DROPIN_LR_QUEUE);
     armed = true;
     if (done(arg, WAIT_ARM)) {
       ito__dropin_unlock(qlock);
@@ -298,7 +298,7 @@ void ito__omp_lend_wait(task *cur, task *lendfor, bool any, int *qlock, void **h
     if (me) poked |= unannounce(tm, me);
   }
   if (armed) {
-    ito__dropin_lock(qlock);
+    ito__dropin_lock(qlock, ITO_DROPIN_LR_QUEUE);
     done(arg, WAIT_DISARM);
     ito__dropin_unlock(qlock);
   }

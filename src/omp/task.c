@@ -35,7 +35,7 @@ static void complete_unit(task *t, task *by);
 OMP_API void omp_fulfill_event(uintptr_t event) {
   struct tevent *e = (struct tevent *)event;
   if (!e) ito__omp_fatal("omp_fulfill_event: not an event of a task with detach");
-  ito__dropin_lock(&e->lock);
+  ito__dropin_lock(&e->lock, ITO_DROPIN_LR_LEAF);
   int s = e->state;
   if (s != EV_PENDING) {
     ito__dropin_unlock(&e->lock);

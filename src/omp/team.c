@@ -349,7 +349,7 @@ bool ito__omp_barrier_cancel(task *me) { return barrier(me, true); }
 void ito__omp_barrier_wake(team *tm) {
   for (unsigned k = 0; k < tm->n; k++) {
     struct ident *d = &tm->ids[k];
-    ito__dropin_lock(&d->plock);
+    ito__dropin_lock(&d->plock, ITO_DROPIN_LR_QUEUE);
     void *list = ito__dropin_wq_take(&d->phead, &d->ptail, -1);
     ito__dropin_unlock(&d->plock);
     ito__dropin_wq_wake(list);
@@ -398,7 +398,7 @@ struct ws *ito__omp_ws_enter(task *me, int *first) {
   }
   *first = 0;
   if (__atomic_load_n(&w->ready, __ATOMIC_ACQUIRE) == s + 1) return w;
-  ito__dropin_lock(&w->lock);
+  ito__dropin_lock(&w->lock, ITO_DROPIN_LR_LEAF);
   if (__atomic_load_n(&w->ready, __ATOMIC_ACQUIRE) == s + 1) {
     ito__dropin_unlock(&w->lock);
     return w;
@@ -473,7 +473,7 @@ static void ring_gone(team *tm, task *me) {
   if (!__atomic_load_n(&tm->gone, __ATOMIC_ACQUIRE) &&
       !(spare = calloc((size_t)tm->n, sizeof *tm->gone)))
     ito__omp_fatal("out of memory leaving a cancelled region");
-  ito__dropin_lock(&tm->ring_lock);
+  ito__dropin_lock(&tm->ring_lock, ITO_DROPIN_LR_OMP_RING);
   if (!tm->gone) {
     __atomic_store_n(&tm->gone, spare, __ATOMIC_RELEASE);
     spare = NULL;
@@ -494,7 +494,8 @@ void ito__omp_ws_leave(task *me) {
   if (__atomic_fetch_add(&w->left, 1, __ATOMIC_ACQ_REL) == tm->n - 1) {
     ws_recycle(tm, w, me->ws_seq - 1);
   } else if (UNLIKELY(__atomic_load_n(&tm->cancelled, __ATOMIC_ACQUIRE))) {
-    ito__dropin_lock(&tm->ring_lock); /* a departure may be what it waits for */
+    ito__dropin_lock(&tm->ring_lock,
+                     ITO_DROPIN_LR_OMP_RING); /* a departure may be what it waits for */
     ring_check_locked(tm);
     ito__dropin_unlock(&tm->ring_lock);
   }

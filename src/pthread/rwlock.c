@@ -51,7 +51,7 @@ static void *rw_grant(struct pt_rwlock *l) {
 }
 
 static int rw_rdlock(struct pt_rwlock *l, int try, clockid_t clock, const struct timespec *abs) {
-  ito__dropin_lock(&l->qlock);
+  ito__dropin_lock(&l->qlock, ITO_DROPIN_LR_QUEUE);
   if (l->state >= 0 && (l->kind != 2 || l->wwait == 0) && l->state < INT_MAX) {
     l->state++;
     ito__dropin_unlock(&l->qlock);
@@ -80,7 +80,7 @@ static int rw_rdlock(struct pt_rwlock *l, int try, clockid_t clock, const struct
 
 static int rw_wrlock(struct pt_rwlock *l, int try, clockid_t clock, const struct timespec *abs) {
   uint64_t me = self_id();
-  ito__dropin_lock(&l->qlock);
+  ito__dropin_lock(&l->qlock, ITO_DROPIN_LR_QUEUE);
   if (l->state == 0 && !l->head) {
     l->state = -1;
     __atomic_store_n(&l->owner, me, __ATOMIC_RELAXED);
@@ -107,7 +107,7 @@ static int rw_wrlock(struct pt_rwlock *l, int try, clockid_t clock, const struct
   }
   /* timed out, or a signal's handler ran: readers queued behind this
    * writer may now enter; after a handler the wait goes on */
-  ito__dropin_lock(&l->qlock);
+  ito__dropin_lock(&l->qlock, ITO_DROPIN_LR_QUEUE);
   l->wwait--;
   void *w = rw_grant(l);
   ito__dropin_unlock(&l->qlock);
@@ -203,7 +203,7 @@ ITO_PT_EXPORT int pthread_rwlock_unlock(pthread_rwlock_t *pl) {
   ITO_PT_ENTER(pthread_rwlock_unlock, pl);
   if (UNLIKELY(glibc_rw(pl))) return let_go(ito__pt_real.pthread_rwlock_unlock(pl));
   struct pt_rwlock *l = PRW(pl);
-  ito__dropin_lock(&l->qlock);
+  ito__dropin_lock(&l->qlock, ITO_DROPIN_LR_QUEUE);
   if (l->state == -1) {
     l->state = 0;
     __atomic_store_n(&l->owner, 0, __ATOMIC_RELAXED);

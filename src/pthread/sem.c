@@ -50,7 +50,7 @@ ITO_PT_EXPORT int sem_post(sem_t *s) {
   ITO_PT_ENTER(sem_post, s);
   if (!ours(s)) return ito__pt_real.sem_post(s);
   struct pt_sem *p = PS(s);
-  ito__dropin_lock(&p->qlock);
+  ito__dropin_lock(&p->qlock, ITO_DROPIN_LR_QUEUE);
   /* a waiter is handed the count directly */
   void *w = ito__dropin_wq_take(&p->head, &p->tail, 1);
   if (!w) { /* takers decrement without the lock: atomic read-modify-writes only */
@@ -91,7 +91,7 @@ static int sem_take(struct pt_sem *p, int try, clockid_t clock, const struct tim
   }
   if (try) return EAGAIN;
   if (abs && ito__pt_bad_time(abs)) return EINVAL;
-  ito__dropin_lock(&p->qlock);
+  ito__dropin_lock(&p->qlock, ITO_DROPIN_LR_QUEUE);
   if (take_one(p)) {
     ito__dropin_unlock(&p->qlock);
     return 0;

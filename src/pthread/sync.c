@@ -272,7 +272,7 @@ static int cond_wait(struct pt_cond *c, struct pt_mutex *m, clockid_t clock,
   if (abs && ito__pt_bad_time(abs)) return EINVAL;
   ito__pt_testcancel(); /* a cancellation point: acted on with the mutex held */
   struct cond_unlock u = {m, 0};
-  ito__dropin_lock(&c->qlock);
+  ito__dropin_lock(&c->qlock, ITO_DROPIN_LR_QUEUE_OUTER);
   /* a signal for the thread ends the wait so that its handler runs now;
    * the caller sees a spurious wake-up (0), which POSIX allows */
   int r = ito__dropin_wq_wait(&c->qlock, &c->head, &c->tail, ITO_DROPIN_WQ_INTR, clock, abs,
@@ -329,7 +329,7 @@ ITO_PT_EXPORT int pthread_cond_clockwait(pthread_cond_t *pc, pthread_mutex_t *pm
 
 static int cond_wake(struct pt_cond *c, int n) {
   if (!__atomic_load_n(&c->head, __ATOMIC_RELAXED)) return 0;
-  ito__dropin_lock(&c->qlock);
+  ito__dropin_lock(&c->qlock, ITO_DROPIN_LR_QUEUE_OUTER);
   void *w = ito__dropin_wq_take(&c->head, &c->tail, n);
   ito__dropin_unlock(&c->qlock);
   ito__dropin_wq_wake(w);
@@ -397,7 +397,7 @@ ITO_PT_EXPORT int pthread_barrier_wait(pthread_barrier_t *pb) {
   if (UNLIKELY(glibc_barrier(pb))) return KWAIT_LOCK(ito__pt_real.pthread_barrier_wait(pb));
   struct pt_barrier *b = PB(pb);
   if (!b->total) return EINVAL;
-  ito__dropin_lock(&b->qlock);
+  ito__dropin_lock(&b->qlock, ITO_DROPIN_LR_QUEUE);
   unsigned phase = b->count & BARRIER_PHASE;
   if ((++b->count & ~BARRIER_PHASE) == b->total) {
     void *w = ito__dropin_wq_take(&b->head, &b->tail, -1);
@@ -411,7 +411,7 @@ ITO_PT_EXPORT int pthread_barrier_wait(pthread_barrier_t *pb) {
   while (ito__dropin_wq_wait(&b->qlock, &b->head, &b->tail, ITO_DROPIN_WQ_INTR, CLOCK_MONOTONIC,
                              NULL, NULL, NULL) == EINTR) {
     ito__pt_cancel_async_check(); /* counted in the round, as glibc's */
-    ito__dropin_lock(&b->qlock);
+    ito__dropin_lock(&b->qlock, ITO_DROPIN_LR_QUEUE);
     if ((b->count & BARRIER_PHASE) != phase) {
       ito__dropin_unlock(&b->qlock);
       break;
@@ -471,7 +471,7 @@ static int once_qlock;
 static void *once_head, *once_tail;
 
 static void once_wake_all(void) {
-  ito__dropin_lock(&once_qlock);
+  ito__dropin_lock(&once_qlock, ITO_DROPIN_LR_QUEUE);
   void *w = ito__dropin_wq_take(&once_head, &once_tail, -1);
   ito__dropin_unlock(&once_qlock);
   ito__dropin_wq_wake(w);
@@ -500,7 +500,7 @@ ITO_PT_EXPORT int pthread_once(pthread_once_t *o, void (*fn)(void)) {
       once_wake_all();
       return 0;
     }
-    ito__dropin_lock(&once_qlock);
+    ito__dropin_lock(&once_qlock, ITO_DROPIN_LR_QUEUE);
     if (__atomic_load_n(p, __ATOMIC_ACQUIRE) == 1)
       ito__dropin_wq_wait(&once_qlock, &once_head, &once_tail, ITO_DROPIN_WQ_INTR, CLOCK_MONOTONIC,
                           NULL, NULL, NULL); /* (a handler ran: the loop waits again) */

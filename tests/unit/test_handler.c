@@ -7,7 +7,9 @@
  * fork handlers take), then raises a signal whose handler calls
  * ito_key_create; the parent reads the child's stderr until the line
  * comes (bounded generously: the runtime says it after 10 s of waiting),
- * then ends the child. */
+ * then ends the child. In Debug and sanitizer builds the lock order's
+ * check (src/core/base.h) sees the lock taken again by its holder at once,
+ * says so and aborts. */
 #define _GNU_SOURCE
 #include "../../src/core/forkpart.h"
 #include "../../src/core/thread.h"
@@ -53,7 +55,11 @@ int main(void) {
   close(p[1]);
   char buf[2048];
   size_t k = 0;
+#if ITO_ASSERTS
+  const char *want = "ito: lock order (docs/locks.md): taken again by its holder";
+#else
   const char *want = "ito: a thread has waited 10 s for a lock of the runtime (in ";
+#endif
   char *line = NULL;
   /* up to 300 s (the report comes after 10 s of waiting), or the child's end */
   for (int waited = 0; waited < 300 && !line; waited++) {
@@ -69,17 +75,21 @@ int main(void) {
     line = strstr(buf, want);
     if (line && !strchr(line, '\n')) line = NULL; /* the whole line first */
   }
-  kill(pid, SIGKILL);
+  if (!line || !ITO_ASSERTS) kill(pid, SIGKILL); /* (with the check, the child aborts) */
   int st;
   CHECK_EQ(waitpid(pid, &st, 0), pid);
-  CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL); /* it was still waiting */
   if (!line) {
     fprintf(stderr, "no report of the lock waited for; the child's stderr: \"%s\"\n", buf);
     CHECK(0);
   }
   char *end = strchr(line, '\n');
   *end = 0;
+#if ITO_ASSERTS
+  CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+#else
+  CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL); /* it was still waiting */
   CHECK(strstr(line, "async-signal-safe") != NULL);
+#endif
   printf("%s\nhandler: a call into ito from a handler that interrupted ito is reported: OK\n",
          line);
   return 0;

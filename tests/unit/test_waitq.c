@@ -32,7 +32,7 @@ static void *waiter_fn(void *p) {
     abs = deadline_in(a->clock, a->timeout_ns);
     absp = &abs;
   }
-  spin_lock(&qlock);
+  spin_lock(&qlock, LR_QUEUE);
   a->rc = ito__wq_wait(&qlock, &head, &tail, a->tag, a->clock, absp, NULL, NULL);
   a->order = __atomic_add_fetch(&returned, 1, __ATOMIC_ACQ_REL);
   return NULL;
@@ -40,7 +40,7 @@ static void *waiter_fn(void *p) {
 
 static int queued(void) {
   int n = 0;
-  spin_lock(&qlock);
+  spin_lock(&qlock, LR_QUEUE);
   for (waiter *w = head; w; w = w->next) n++;
   spin_unlock(&qlock);
   return n;
@@ -59,7 +59,7 @@ static void fifo_and_tags(void) {
     CHECK_EQ(pthread_create(&th[i], NULL, waiter_fn, &a[i]), 0);
     wait_queued(i + 1); /* queued in this order */
   }
-  spin_lock(&qlock);
+  spin_lock(&qlock, LR_QUEUE);
   CHECK_EQ(wq_head_tag(&head), 1);
   int n = 0;
   waiter *readers = ito__wq_take_tag(&head, &tail, 1, &n);
@@ -69,7 +69,7 @@ static void fifo_and_tags(void) {
   ito__wq_wake(readers);
   for (int i = 0; i < 2; i++) CHECK_EQ(pthread_join(th[i], NULL), 0);
   CHECK(a[0].rc == 0 && a[1].rc == 0);
-  spin_lock(&qlock);
+  spin_lock(&qlock, LR_QUEUE);
   waiter *w = ito__wq_take(&head, &tail, 1);
   CHECK(w && !head && !tail);
   CHECK_EQ(wq_head_tag(&head), -1);
@@ -105,7 +105,7 @@ static void timeout_races_wake(void) {
     pthread_t th;
     CHECK_EQ(pthread_create(&th, NULL, waiter_fn, &a), 0);
     usleep(200 + (i % 5) * 100); /* about when the waiter times out */
-    spin_lock(&qlock);
+    spin_lock(&qlock, LR_QUEUE);
     waiter *w = ito__wq_take(&head, &tail, 1);
     spin_unlock(&qlock);
     if (w) ito__wake_waiter(w);
@@ -130,7 +130,7 @@ static int refuse(void *p) {
 
 static void locked_callback(void) {
   int refusal = EPERM;
-  spin_lock(&qlock);
+  spin_lock(&qlock, LR_QUEUE);
   CHECK_EQ(ito__wq_wait(&qlock, &head, &tail, 0, CLOCK_MONOTONIC, NULL, refuse, &refusal), EPERM);
   CHECK(!spin_held(&qlock));
   CHECK_EQ(locked_calls, 1);
