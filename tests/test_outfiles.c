@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "child.h"
 
 static void *leaf(void *arg) {
   ito_yield();
@@ -80,25 +81,10 @@ static int count_entries(const char *dir) {
   return n;
 }
 
-/* Runs fn in a child with stderr into err (its first len-1 bytes). */
+/* Runs fn in a child with stderr into err: its exit status. */
+static void call(void *fn) { ((void (*)(void))fn)(); }
 static int in_child(void (*fn)(void), char *err, size_t len) {
-  int p[2];
-  CHECK_EQ(pipe(p), 0);
-  pid_t pid = fork();
-  CHECK(pid >= 0);
-  if (pid == 0) {
-    dup2(p[1], 2);
-    fn();
-    _exit(0);
-  }
-  close(p[1]);
-  size_t k = 0;
-  ssize_t n;
-  while (k + 1 < len && (n = read(p[0], err + k, len - 1 - k)) > 0) k += (size_t)n;
-  err[k] = 0;
-  close(p[0]);
-  int st;
-  CHECK_EQ(waitpid(pid, &st, 0), pid);
+  int st = child_run(call, (void *)fn, err, len);
   CHECK(WIFEXITED(st));
   return WEXITSTATUS(st);
 }

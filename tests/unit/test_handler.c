@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "../check.h"
+#include "../child.h"
 
 static void handler(int sig) {
   (void)sig;
@@ -31,7 +32,8 @@ static void handler(int sig) {
   ito_key_create(&k, NULL); /* waits for ever: main holds the lock */
 }
 
-static void child(void) {
+static void child(void *arg) {
+  (void)arg;
   CHECK_EQ(ito_init(), 0);
   signal(SIGUSR1, handler);
   /* main is inside ito, holding the keys' lock (rank 15, docs/locks.md) */
@@ -43,16 +45,8 @@ static void child(void) {
 }
 
 int main(void) {
-  int p[2];
-  CHECK_EQ(pipe(p), 0);
-  pid_t pid = fork();
-  CHECK(pid >= 0);
-  if (pid == 0) {
-    dup2(p[1], 2);
-    close(p[0]);
-    child();
-  }
-  close(p[1]);
+  int err;
+  pid_t pid = child_start(child, NULL, &err);
   char buf[2048];
   size_t k = 0;
 #if ITO_ASSERTS
@@ -63,12 +57,12 @@ int main(void) {
   char *line = NULL;
   /* up to 300 s (the report comes after 10 s of waiting), or the child's end */
   for (int waited = 0; waited < 300 && !line; waited++) {
-    struct pollfd pf = {p[0], POLLIN, 0};
+    struct pollfd pf = {err, POLLIN, 0};
     int r = poll(&pf, 1, 1000);
     if (r < 0 && errno == EINTR) continue;
     CHECK(r >= 0);
     if (r == 0) continue;
-    ssize_t n = read(p[0], buf + k, sizeof buf - 1 - k);
+    ssize_t n = read(err, buf + k, sizeof buf - 1 - k);
     if (n <= 0) break; /* the child ended */
     k += (size_t)n;
     buf[k] = 0;

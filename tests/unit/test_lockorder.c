@@ -18,12 +18,14 @@
 #include "../../src/core/wait.h"
 
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "../check.h"
+#include "../child.h"
 
 static int a, b, c;
 
@@ -67,26 +69,11 @@ static const char *const want[] = {
     "held across a switch",
 };
 
+static void fault_in_child(void *which) { fault((int)(intptr_t)which); }
+
 static void expect_abort(int which) {
-  int p[2];
-  CHECK_EQ(pipe(p), 0);
-  pid_t pid = fork();
-  CHECK(pid >= 0);
-  if (pid == 0) {
-    dup2(p[1], 2);
-    close(p[0]);
-    fault(which);
-    _exit(0); /* the check missed it */
-  }
-  close(p[1]);
   char buf[1024];
-  size_t k = 0;
-  ssize_t n;
-  while (k < sizeof buf - 1 && (n = read(p[0], buf + k, sizeof buf - 1 - k)) > 0) k += (size_t)n;
-  buf[k] = 0;
-  close(p[0]);
-  int st;
-  CHECK_EQ(waitpid(pid, &st, 0), pid);
+  int st = child_run(fault_in_child, (void *)(intptr_t)which, buf, sizeof buf);
   if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGABRT || !strstr(buf, want[which])) {
     fprintf(stderr, "case %d: status %#x, stderr \"%s\"; wanted SIGABRT and \"%s\"\n", which, st,
             buf, want[which]);
