@@ -77,6 +77,12 @@ run() {
   local vars=()
   [ "$threads" != default ] && vars+=("OMP_NUM_THREADS=$threads")
   local t0 t1
+  # (a directory removed under the test is said as such, not as a failure
+  # of the program)
+  [ -d "$tmp" ] || {
+    echo "compare.sh: $name: $tmp was removed by another process; no run can write there" >&2
+    exit 1
+  }
   t0=$(date +%s%3N)
   watched_run "$limit" "$tmp/$label.out" "$tmp/$label.err" "$tmp/$label.dog" \
     env ${unset_args[@]+"${unset_args[@]}"} ${extra[@]+"${extra[@]}"} \

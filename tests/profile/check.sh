@@ -168,7 +168,9 @@ python3 -c "import json; json.load(open('$tmp/x.trace.json'))" || fail "the trac
 # parallelism the collapsed subtrees' estimates give against an exact
 # run's (the estimate comes from subtrees recorded whole: a few times off
 # at most, on trees of sub-microsecond tasks where the recorder's own cost
-# weighs most). A threshold of 100 us collapses in slow builds as well.
+# weighs most; the exact run's parallelism is about 2.3 times the estimate
+# in Release, 3.3 in Debug and up to 4.1 in Debug beside a load, so the
+# bound is 6). A threshold of 100 us collapses in slow builds as well.
 par() { sed -n 's/.*fan8 parallelism \([0-9.]*\)$/\1/p' "$1"; }
 for w in 1 2; do
   ITO_PROFILE=1 ITO_PROFILE_COLLAPSE=100000 ITO_NUM_WORKERS=$w run "$prog" collapse some \
@@ -181,7 +183,7 @@ cat "$tmp/c0"
 python3 -c "
 import sys
 c, e = float(sys.argv[1]), float(sys.argv[2])
-sys.exit(0 if e / 4 <= c <= e * 4 else 1)" "$(par "$tmp/c1")" "$(par "$tmp/c0")" ||
+sys.exit(0 if e / 6 <= c <= e * 6 else 1)" "$(par "$tmp/c1")" "$(par "$tmp/c0")" ||
   fail "collapsed parallelism $(par "$tmp/c1") against exact $(par "$tmp/c0")"
 for v in abc -1 10000001 1e3; do
   err=$(ITO_PROFILE=1 ITO_PROFILE_COLLAPSE="$v" run "$prog" plain 2>&1 > /dev/null)
