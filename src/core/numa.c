@@ -58,8 +58,6 @@ static struct block *blocks;
 static int nblocks, cap;
 static int blocks_lock;
 
-#define MASK_BITS 1024 /* nodes a mask holds (binding, the kernel's answers) */
-
 static size_t page_size(void) {
   static size_t ps;
   if (!ps) ps = (size_t)sysconf(_SC_PAGESIZE);
@@ -69,11 +67,11 @@ static size_t page_size(void) {
 /* ---- binding ------------------------------------------------------------------------ */
 
 struct mask {
-  unsigned long w[MASK_BITS / (8 * sizeof(unsigned long))];
+  unsigned long w[NODE_MASK_BITS / (8 * sizeof(unsigned long))];
 };
 
 static void mask_set(struct mask *m, int bit) {
-  if (bit >= 0 && bit < MASK_BITS)
+  if (bit >= 0 && bit < NODE_MASK_BITS)
     m->w[bit / (8 * sizeof(unsigned long))] |= 1UL << (bit % (8 * sizeof(unsigned long)));
 }
 
@@ -89,7 +87,8 @@ static int bind_range(void *p, size_t len, int mode, int node, int nodes) {
     for (int i = 0; i < nodes; i++) mask_set(&m, t->os_node[i]);
   else
     mask_set(&m, t->os_node[node]);
-  if (syscall(SYS_mbind, p, len, mode, m.w, (unsigned long)MASK_BITS + 1, 0UL) != 0) return errno;
+  if (syscall(SYS_mbind, p, len, mode, m.w, (unsigned long)NODE_MASK_BITS + 1, 0UL) != 0)
+    return errno;
   return 0;
 }
 

@@ -318,8 +318,6 @@ static const struct ito_cfg nodes_rows[] = {
 };
 ITO_CONFIG_MODULE(nodes_config, nodes_rows, nodes_cfg, NULL, NULL);
 
-#define MASK_BITS 1024 /* nodes a mask of the kernel's holds */
-
 /* Whether the kernel lets this process place memory on one node only
  * (get_mempolicy with MPOL_F_MEMS_ALLOWED: one system call, once), unless
  * hwloc is told to describe another machine (a synthetic or XML topology
@@ -332,9 +330,9 @@ static bool one_node_here(void) {
   if (v >= 0) return v;
   v = 0;
   if (!getenv("HWLOC_SYNTHETIC") && !getenv("HWLOC_XMLFILE") && !getenv("HWLOC_FSROOT")) {
-    unsigned long mask[MASK_BITS / (8 * sizeof(unsigned long))];
+    unsigned long mask[NODE_MASK_BITS / (8 * sizeof(unsigned long))];
     memset(mask, 0, sizeof mask);
-    if (syscall(SYS_get_mempolicy, NULL, mask, (unsigned long)MASK_BITS, NULL,
+    if (syscall(SYS_get_mempolicy, NULL, mask, (unsigned long)NODE_MASK_BITS, NULL,
                 MPOL_F_MEMS_ALLOWED) == 0) {
       int bits = 0;
       for (size_t i = 0; i < sizeof mask / sizeof mask[0]; i++)

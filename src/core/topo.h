@@ -42,5 +42,7 @@ HIDDEN int ito__topo_node_of_os(int os);
  * ITO_NUMA=auto where the kernel lets this process use one node only (the
  * topology is then not loaded). */
 HIDDEN int ito__numa_nodes(void);
+/* The nodes a node mask of the kernel's holds here (get_mempolicy, mbind). */
+#define NODE_MASK_BITS 1024
 
 #endif
