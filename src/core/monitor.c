@@ -84,8 +84,9 @@ static struct {
   int started;
   int stop_word;
   int poked;                   /* ito__monitor_poke: signals to route */
+  unsigned pokes;              /* pokes so far */
   int kpoked;                  /* an announced wait began, or a cancellation came */
-  unsigned routed;             /* passes that routed signals (ito__monitor_sync) */
+  unsigned routed;             /* pokes before the last routing pass began (monitor_sync) */
   int cap;                     /* ITO_EXTRA_WORKERS, at most the free slots */
   int alive;                   /* extras counted as running (may_retire takes one off) */
   int wanted;                  /* blocked workers at the last tick */
@@ -586,9 +587,12 @@ static void *monitor_main(void *arg) {
       continue;
     }
     if (LOAD_ACQ(&mon.poked)) { /* signals for lightweight threads (signal.c) */
-      STORE_REL(&mon.poked, 0);
+      /* cleared first: a poke counted after the load below leaves poked
+       * set for another pass */
+      __atomic_store_n(&mon.poked, 0, __ATOMIC_SEQ_CST);
+      unsigned upto = __atomic_load_n(&mon.pokes, __ATOMIC_SEQ_CST);
       ito__sig_route_inbox();
-      __atomic_add_fetch(&mon.routed, 1, __ATOMIC_ACQ_REL);
+      STORE_REL(&mon.routed, upto);
       late = ito__sig_late();
       continue;
     }
@@ -600,19 +604,24 @@ static void *monitor_main(void *arg) {
 }
 
 void ito__monitor_poke(void) {
-  STORE_REL(&mon.poked, 1);
+  __atomic_add_fetch(&mon.pokes, 1, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&mon.poked, 1, __ATOMIC_SEQ_CST);
   ito__futex_wake(&mon.stop_word, 1);
 }
 
 void ito__monitor_sync(void) {
   if (!mon.started) return;
-  unsigned g = LOAD_ACQ(&mon.routed);
-  ito__monitor_poke();
+  /* a pass that began before this poke may have taken the inbox before
+   * the signal waited for was in it: the pass waited for is one that read
+   * the count of pokes after this one */
+  unsigned mine = __atomic_add_fetch(&mon.pokes, 1, __ATOMIC_SEQ_CST);
+  __atomic_store_n(&mon.poked, 1, __ATOMIC_SEQ_CST);
+  ito__futex_wake(&mon.stop_word, 1);
   /* at most about a second: a monitor preempted while the kernel delivers
    * it a signal (a loaded machine) takes a time slice or more to route it,
    * and a bound of 20 ms let sigpending miss a kill made just before it
    * (dropin_signals failed so, once in seven CI runs) */
-  for (int i = 0; i < 100000 && LOAD_ACQ(&mon.routed) == g; i++) {
+  for (int i = 0; i < 100000 && (int)(LOAD_ACQ(&mon.routed) - mine) < 0; i++) {
     struct timespec t = {0, 10000};
     ito__os.nanosleep(&t, NULL);
   }

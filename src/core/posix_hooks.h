@@ -30,8 +30,14 @@ HIDDEN void ito__sig_monitor_start(void);
 /* w goes to sleep: it blocks every asynchronous signal (invariant 1), so
  * that a signal of the process reaches a running thread or the monitor. */
 HIDDEN void ito__sig_idle(struct worker *w);
-/* A new thread: its mask is *mask if not NULL, else its creator's. */
-HIDDEN void ito__sig_thread_begin(struct ithread *t, const uint64_t *mask);
+/* A new thread: its mask is *mask if not NULL, else its creator's. A
+ * program's thread (takes_proc) takes what the process has pending that
+ * it does not block; its entry delivers it. */
+HIDDEN void ito__sig_thread_begin(struct ithread *t, const uint64_t *mask, bool takes_proc);
+/* The running thread t has run the last of its code: it takes no more
+ * signals, and those of the process pending on it go back (signal.h,
+ * invariant 7). */
+HIDDEN void ito__sig_thread_end(struct ithread *t);
 /* A thread is released: what it still had pending is dropped. */
 HIDDEN void ito__sig_thread_release(struct ithread *t);
 /* The monitor looks again at threads that had a signal to see while they

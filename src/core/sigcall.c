@@ -1,6 +1,9 @@
 /* The signal calls of the drop-in libraries for the running ito thread:
  * pthread_sigmask, sigpending, sigwait's take and registration,
- * sigsuspend (invariants in signal.h; design in docs/signals.md). */
+ * sigsuspend; and a thread's side of a signal of the process: it claims
+ * what is pending, lets what is on its way arrive, and hands back at its
+ * end what it did not take (invariants in signal.h; design in
+ * docs/signals.md). */
 #define _GNU_SOURCE
 #include "signal_int.h"
 
@@ -12,8 +15,10 @@
 #include <errno.h>
 #include <time.h>
 
-/* The signals of want pending for the process in ito's hands become t's. */
-static void claim_proc(ithread *t, uint64_t want) {
+void ito__sig_claim_proc(ithread *t, uint64_t want) {
+  /* t's mask (or its sig_live) was stored before: this fence and route's
+   * order the two stores before the two loads (signal.c, route) */
+  full_fence();
   if (!(want & LOAD_RLX(&ito__sig_rt.proc))) return;
   spin_lock(&ito__sig_rt.lock, LR_LEAF);
   uint64_t mine = ito__sig_rt.proc & want;
@@ -28,8 +33,53 @@ static void claim_proc(ithread *t, uint64_t want) {
   for (; mine; mine &= mine - 1) {
     int sig = __builtin_ctzll(mine) + 1;
     if (p) p->info[sig] = si[sig];
+    __atomic_fetch_or(&t->sigproc, SIGBIT(sig), __ATOMIC_RELAXED);
     __atomic_fetch_or(&t->sigpend, SIGBIT(sig), __ATOMIC_ACQ_REL);
   }
+}
+
+static bool on_its_way(void) {
+  return LOAD_ACQ(&ito__sig_rt.in_tramp) || LOAD_ACQ(&ito__sig_rt.inbox) ||
+         LOAD_ACQ(&ito__sig_rt.routing);
+}
+
+void ito__sig_await(uint64_t want) {
+  want &= LOAD_ACQ(&ito__sig_acts.taken);
+  if (!want) return;
+  bool wait = on_its_way();
+  if (!wait) { /* pending for the process in the kernel: the monitor takes it next */
+    sigset_t ks;
+    wait = ito__os.syscall(SYS_rt_sigpending, &ks, (size_t)8) == 0 && (set_bits(&ks) & want);
+  }
+  if (!wait) wait = on_its_way(); /* (taken from the kernel meanwhile) */
+  if (!wait) return;
+  for (int i = 0; i < 20000 && LOAD_ACQ(&ito__sig_rt.in_tramp); i++) cpu_relax();
+  ito__monitor_sync();
+}
+
+void ito__sig_thread_end(ithread *t) {
+  spin_lock(&t->ilock, LR_ILOCK);
+  t->sig_closed = 1;
+  uint64_t left = __atomic_exchange_n(&t->sigproc, 0, __ATOMIC_RELAXED);
+  left &= __atomic_fetch_and(&t->sigpend, ~left, __ATOMIC_ACQ_REL);
+  spin_unlock(&t->ilock);
+  if (!left) return;
+  /* to the monitor, as ito's handler leaves one, to be routed again */
+  struct sig_infos *p = LOAD_ACQ(&t->siginfo);
+  for (uint64_t m = left; m; m &= m - 1) {
+    int sig = __builtin_ctzll(m) + 1;
+    siginfo_t si;
+    if (p) {
+      si = p->info[sig];
+    } else {
+      memset(&si, 0, sizeof si);
+      si.si_signo = sig;
+      si.si_code = SI_USER;
+    }
+    ito__sig_rt.info[sig] = si;
+    __atomic_fetch_or(&ito__sig_rt.inbox, SIGBIT(sig), __ATOMIC_RELEASE);
+  }
+  ito__monitor_poke();
 }
 
 int ito__sig_mask(int how, const sigset_t *set, sigset_t *old) {
@@ -57,8 +107,8 @@ int ito__sig_mask(int how, const sigset_t *set, sigset_t *old) {
   ito__sig_unhold(cur & ~next);
   /* one the monitor took may be on its way: it arrives before this call
    * returns, as the kernel delivers a pending signal at its unblocking */
-  if ((cur & ~next & LOAD_ACQ(&ito__sig_acts.taken)) && ito__sig_in_flight()) ito__monitor_sync();
-  claim_proc(t, cur & ~next);
+  ito__sig_await(cur & ~next);
+  ito__sig_claim_proc(t, cur & ~next);
   if (LOAD_ACQ(&t->sigpend) & ~next) ito__sig_deliver();
   return 0;
 }
@@ -146,7 +196,7 @@ int ito__sig_suspend(const sigset_t *mask) {
   ito__sig_apply(w, t->osmask);
   ito__sig_unhold(old & ~t->sigmask);
   t->sig_last = 0;
-  claim_proc(t, ~t->sigmask); /* what the process has pending in ito's hands */
+  ito__sig_claim_proc(t, ~t->sigmask); /* what the process has pending in ito's hands */
   int qlock = 0;
   void *head = NULL, *tail = NULL;
   for (;;) {

@@ -279,7 +279,7 @@ static void sig_at_worker(void) {
 }
 ITO_OBSERVE(sig_worker_observer, OBSERVE_WORKER, OBS_SIG_WORKER, sig_at_worker);
 
-void ito__sig_thread_begin(ithread *t, const uint64_t *mask) {
+void ito__sig_thread_begin(ithread *t, const uint64_t *mask, bool takes_proc) {
   uint64_t m;
   worker *w;
   fiber *f;
@@ -294,6 +294,12 @@ void ito__sig_thread_begin(ithread *t, const uint64_t *mask) {
   t->sigmask = t->osmask = m;
   __atomic_store_n(&t->sig_live, 1, __ATOMIC_SEQ_CST);
   ito__sig_unhold(~m);
+  /* a thread of the program's starts with what the process has pending
+   * that it does not block, as a new thread of the kernel's takes it on
+   * its way out to its first instruction (delivered at its entry) */
+  if (!takes_proc) return;
+  ito__sig_await(~m); /* (as in ito__sig_mask) */
+  ito__sig_claim_proc(t, ~m);
 }
 
 void ito__sig_thread_release(ithread *t) {
@@ -302,6 +308,8 @@ void ito__sig_thread_release(ithread *t) {
   t->cpu_ns = t->cpu_in = 0;
   t->sigmask = t->osmask = 0;
   STORE_RLX(&t->sigpend, 0);
+  STORE_RLX(&t->sigproc, 0);
+  t->sig_closed = 0;
   t->sigwaitset = 0;
   t->sig_last = 0;
 }
@@ -312,6 +320,7 @@ void ito__sig_thread_release(ithread *t) {
 int ito__sig_take_pending(ithread *t, int sig, siginfo_t *si) {
   uint64_t b = SIGBIT(sig);
   if (!(__atomic_fetch_and(&t->sigpend, ~b, __ATOMIC_ACQ_REL) & b)) return 0;
+  __atomic_fetch_and(&t->sigproc, ~b, __ATOMIC_RELAXED);
   struct sig_infos *p = LOAD_ACQ(&t->siginfo);
   if (p) {
     *si = p->info[sig];
@@ -512,6 +521,33 @@ static void pend(ithread *t, int sig, const siginfo_t *si) {
   if ((SIGBIT(sig) & ~t->sigmask) || (SIGBIT(sig) & LOAD_ACQ(&t->sigwaitset))) ito__sig_alert(t);
 }
 
+/* Can t take a signal of the process in b now: a live program thread, not
+ * ended for signals, that does not block it (waiting: that waits for it in
+ * sigwait)? */
+static bool taker(ithread *t, uint64_t b, bool waiting) {
+  if (!LOAD_ACQ(&t->sig_live) || LOAD_RLX(&t->sig_closed)) return false;
+  if (waiting) return LOAD_ACQ(&t->sigwaitset) & b;
+  return !(LOAD_RLX(&t->flags) & TH_ANON) && !(LOAD_RLX(&t->sigmask) & b);
+}
+
+/* Makes sig, a signal of the process, pending on t if t still takes it
+ * (invariant 7: it may have ended, even been released and made again,
+ * since it was chosen); else false. */
+static bool pend_proc(ithread *t, int sig, const siginfo_t *si, bool waiting) {
+  uint64_t b = SIGBIT(sig);
+  struct sig_infos *p = ito__sig_infos_of(t); /* (allocates: before the lock) */
+  spin_lock(&t->ilock, LR_ILOCK);
+  bool open = taker(t, b, waiting);
+  if (open) {
+    if (p) p->info[sig] = *si;
+    __atomic_fetch_or(&t->sigproc, b, __ATOMIC_RELAXED);
+    __atomic_fetch_or(&t->sigpend, b, __ATOMIC_ACQ_REL);
+  }
+  spin_unlock(&t->ilock);
+  if (open) ito__sig_alert(t);
+  return open;
+}
+
 int ito__sig_send(ithread *t, int sig, const union sigval *value) {
   if (sig < 0 || sig > NSIG_K || SIG_GLIBC_OWN(sig)) return EINVAL;
   if (sig == 0) return 0;
@@ -540,12 +576,6 @@ int ito__sig_send(ithread *t, int sig, const union sigval *value) {
 /* ---- the kernel's handler and routing ---------------------------------------------------- */
 
 struct sig_route ito__sig_rt;
-
-/* A signal the kernel gave ito may be on its way through the monitor. */
-int ito__sig_in_flight(void) {
-  return LOAD_ACQ(&ito__sig_rt.in_tramp) || LOAD_ACQ(&ito__sig_rt.inbox) ||
-         LOAD_ACQ(&ito__sig_rt.routing);
-}
 
 /* The stack pointer of the code a signal interrupted (uc: the kernel's
  * context), or NULL. */
@@ -612,11 +642,26 @@ static ithread *any_taker(uint64_t b) {
   for (uint32_t i = 1; i < n; i++) {
     struct handle_slot *s = handle_slot_at(i);
     ithread *t = s ? LOAD_ACQ(&s->t) : NULL;
-    if (t && LOAD_ACQ(&t->sig_live) && !(LOAD_RLX(&t->flags) & TH_ANON) &&
-        LOAD_ACQ(&t->sync) == TS_RUNNING && !(LOAD_RLX(&t->sigmask) & b))
-      return t;
+    if (t && taker(t, b, false) && LOAD_ACQ(&t->sync) == TS_RUNNING) return t;
   }
   return NULL;
+}
+
+/* A thread in sigwait for b, or NULL. */
+static ithread *waiter_for(uint64_t b) {
+  ithread *to = NULL;
+  spin_lock(&ito__sig_rt.lock, LR_LEAF);
+  for (int i = 0; i < ito__sig_rt.nwaiters && !to; i++)
+    if (taker(ito__sig_rt.waiters[i], b, true)) to = ito__sig_rt.waiters[i];
+  spin_unlock(&ito__sig_rt.lock);
+  return to;
+}
+
+/* The main thread if it does not block b, else any thread that does not. */
+static ithread *unblocked_for(uint64_t b) {
+  ithread *root = ito__root_thread();
+  if (root && taker(root, b, false)) return root;
+  return any_taker(b);
 }
 
 /* A signal of the process, to the thread that takes it (as the kernel
@@ -629,41 +674,61 @@ static ithread *any_taker(uint64_t b) {
  * pending for the process, and the monitor blocks it (ito__sig_mon_held). */
 static void route(int sig, const siginfo_t *si) {
   uint64_t b = SIGBIT(sig);
-  ithread *to = NULL;
-  spin_lock(&ito__sig_rt.lock, LR_LEAF);
-  for (int i = 0; i < ito__sig_rt.nwaiters && !to; i++)
-    if (LOAD_ACQ(&ito__sig_rt.waiters[i]->sigwaitset) & b) to = ito__sig_rt.waiters[i];
-  spin_unlock(&ito__sig_rt.lock);
-  if (to) {
-    pend(to, sig, si);
-    return;
-  }
   struct sigaction a;
   prog_action(sig, &a);
   int dfl = a.sa_handler == SIG_DFL && dfl_acts(sig);
-  if (dfl) __atomic_fetch_or(&ito__sig_mon_held, b, __ATOMIC_SEQ_CST); /* (unhold) */
-  ithread *root = ito__root_thread();
-  if (root && LOAD_ACQ(&root->sig_live) && !(LOAD_RLX(&root->sigmask) & b)) to = root;
-  if (!to) to = any_taker(b);
-  if (dfl) {
+  /* (again if the thread chosen ends meanwhile) */
+  for (int tries = 0; tries < 8; tries++) {
+    ithread *to = waiter_for(b);
     if (to) {
-      __atomic_fetch_and(&ito__sig_mon_held, ~b, __ATOMIC_SEQ_CST);
-      default_action(sig);
+      if (pend_proc(to, sig, si, true)) return;
+      continue;
+    }
+    if (dfl) __atomic_fetch_or(&ito__sig_mon_held, b, __ATOMIC_SEQ_CST); /* (unhold) */
+    to = unblocked_for(b);
+    if (dfl) {
+      if (to) {
+        __atomic_fetch_and(&ito__sig_mon_held, ~b, __ATOMIC_SEQ_CST);
+        default_action(sig);
+        return;
+      }
+      monitor_mask_update(); /* blocked here before it goes back */
+      siginfo_t back = *si;
+      back.si_signo = sig;
+      if (ito__os.syscall(SYS_rt_sigqueueinfo, getpid(), sig, &back) != 0)
+        ito__os.syscall(SYS_kill, getpid(), sig);
       return;
     }
-    monitor_mask_update(); /* blocked here before it goes back */
-    siginfo_t back = *si;
-    back.si_signo = sig;
-    if (ito__os.syscall(SYS_rt_sigqueueinfo, getpid(), sig, &back) != 0)
-      ito__os.syscall(SYS_kill, getpid(), sig);
-    return;
+    if (!to) break;
+    if (pend_proc(to, sig, si, false)) return;
   }
-  if (to) {
-    pend(to, sig, si);
-    return;
+  /* pending for the process. A thread may have unblocked it, or begun to
+   * wait for it, since the look above, and looked here before it was
+   * here: a second look, after it is here, finds such a thread (the
+   * thread stores, then loads proc; this stores proc, then loads), and
+   * whichever of the two takes it off proc first gives it to that thread */
+  siginfo_t mine = *si;
+  for (int tries = 0; tries < 8; tries++) {
+    spin_lock(&ito__sig_rt.lock, LR_LEAF);
+    ito__sig_rt.pinfo[sig] = mine;
+    ito__sig_rt.proc |= b;
+    spin_unlock(&ito__sig_rt.lock);
+    full_fence();
+    ithread *to = waiter_for(b);
+    bool waiting = to != NULL;
+    if (!to) to = unblocked_for(b);
+    if (!to) return;
+    spin_lock(&ito__sig_rt.lock, LR_LEAF);
+    bool here = ito__sig_rt.proc & b;
+    if (here) {
+      ito__sig_rt.proc &= ~b;
+      mine = ito__sig_rt.pinfo[sig];
+    }
+    spin_unlock(&ito__sig_rt.lock);
+    if (!here || pend_proc(to, sig, &mine, waiting)) return;
   }
-  spin_lock(&ito__sig_rt.lock, LR_LEAF);
-  ito__sig_rt.pinfo[sig] = *si;
+  spin_lock(&ito__sig_rt.lock, LR_LEAF); /* (every taker ended as it was chosen) */
+  ito__sig_rt.pinfo[sig] = mine;
   ito__sig_rt.proc |= b;
   spin_unlock(&ito__sig_rt.lock);
 }

@@ -31,7 +31,14 @@
  *     thread that stops blocking one clears its bit and pokes the
  *     monitor). A signal of the process that every worker blocks reaches
  *     ito there, and is routed to a thread that takes it, as the kernel
- *     would; a default action is carried out there at once. */
+ *     would; a default action is carried out there at once.
+ *  7. A signal of the process is never lost: the monitor puts one that no
+ *     thread takes where a thread that unblocks it or waits for it later
+ *     looks (the process's pending set in ito's hands), then looks for a
+ *     taker once more, so that one of the two sees the other; one routed
+ *     to a thread that ends before it takes it goes back to the process
+ *     (the thread's end closes it to routing under its ilock, and hands
+ *     back its sigproc bits). */
 #ifndef ITO_CORE_SIGNAL_H
 #define ITO_CORE_SIGNAL_H
 

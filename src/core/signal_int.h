@@ -86,8 +86,17 @@ extern uint64_t ito__sig_mon_held HIDDEN;
 /* A thread does not block the signals of open: what the monitor holds back
  * among them it takes again. */
 HIDDEN void ito__sig_unhold(uint64_t open);
-/* A signal the kernel gave ito may be on its way through the monitor. */
-HIDDEN int ito__sig_in_flight(void);
+/* A signal of want (of those ito takes) sent to the process may be on its
+ * way to ito: pending in the kernel, or taken by ito's handler and not yet
+ * routed by the monitor. Waits for the monitor to route it, as the kernel
+ * has a signal pending the moment kill returns. (One the kernel has
+ * handed to a thread whose handler has not yet begun is not seen: that
+ * thread may be preempted in between; docs/signals.md, "Limits".) */
+HIDDEN void ito__sig_await(uint64_t want);
+/* The signals of want pending for the process in ito's hands become t's.
+ * Called once t published that it takes them (its mask, sig_live): with
+ * the monitor's second look (route), one of the two sees the other. */
+HIDDEN void ito__sig_claim_proc(struct ithread *t, uint64_t want);
 /* t's infos of its pending signals, allocated on first need (NULL: no
  * memory; the bits still count). */
 HIDDEN struct sig_infos *ito__sig_infos_of(struct ithread *t);

@@ -197,6 +197,7 @@ static inline worker *thread_end(ithread *t, void *result) {
   if (UNLIKELY(ito__sig_on) && (LOAD_ACQ(&t->sigpend) & ~t->sigmask)) ito__sig_deliver();
   if (t->keys) ito__run_key_destructors(t);
   if (UNLIKELY(ito__tls_mode)) ito__tls_thread_end(cur_worker()->cur); /* thread_local dtors */
+  if (UNLIKELY(ito__sig_on)) ito__sig_thread_end(t);                   /* (its code is over) */
   t->result = result;
   worker *w = cur_worker();
   HOOK(ITO_EV_EXIT, w->id, t, 0);
@@ -223,6 +224,8 @@ static void thread_entry(void *arg) {
   worker *w = cur_worker();
   ito__run_post(w);
   ithread *t = w->cur->thread;
+  /* what it took from the process at its start (signal.h) */
+  if (UNLIKELY(ito__sig_on) && (LOAD_ACQ(&t->sigpend) & ~t->sigmask)) ito__sig_deliver();
   thread_finish(t->fn(t->arg));
 }
 
@@ -250,7 +253,8 @@ int ito__thread_start(fiber *f, void *(*fn)(void *), void *arg, const struct thr
   ithread *t = thread_init(f);
   t->fn = fn;
   t->arg = arg;
-  if (UNLIKELY(ito__sig_on)) ito__sig_thread_begin(t, o->has_sigmask ? &o->sigmask : NULL);
+  if (UNLIKELY(ito__sig_on))
+    ito__sig_thread_begin(t, o->has_sigmask ? &o->sigmask : NULL, !o->anon);
   if (UNLIKELY(LOAD_RLX(&ito__forked))) ito__monitor_restart();
   if (o->detached) {
     t->joiner = JOINER_DETACHED;

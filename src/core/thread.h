@@ -50,9 +50,15 @@ typedef struct ithread {
                       or every asynchronous signal in sigsuspend */
   struct sig_infos *siginfo;
   struct sig_intr *intr;
-  int ilock, iflight, sig_last;
-  int sig_live; /* a program thread that signals can be routed to */
-  int cancel;   /* a drop-in's cancellation state: CANCEL_* */
+  int ilock, iflight;
+  signed char sig_last;
+  signed char sig_live; /* a program thread that signals can be routed to */
+  /* it has ended for signals of the process (under ilock: what it had not
+   * taken of them, sigproc, goes back to the process; signal.h,
+   * invariant 7) */
+  signed char sig_closed;
+  int cancel;       /* a drop-in's cancellation state: CANCEL_* */
+  uint64_t sigproc; /* signals of the process among sigpend (routed or claimed to it) */
   /* a cancellable join parked on joining, with its waiter (under ilock;
    * ito__join_cancel) */
   struct ithread *joining;

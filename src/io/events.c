@@ -238,22 +238,28 @@ int ito_sigtimedwait(const sigset_t *set, siginfo_t *info, const struct timespec
   if (fd < 0) /* no descriptor left: wait as libc does, blocking the worker (invariant 5) */
     return sig_blocking(set, info, tmo);
   if (ito__sig_on) ito__sig_waiting(set); /* a signal of set sent to it wakes it */
-  for (;;) {
-    struct pollfd p = {fd, POLLIN, 0};
-    int pr = ito__io_poll(&p, 1, tmo ? &dl : NULL, false);
-    int e = ito__io_errno();
+  /* the first look is after the registration: a signal of the process
+   * that the monitor put in ito's hands before it saw this thread waiting
+   * is there now (signal.c, route) */
+  int pr = 0, pe = 0;
+  for (bool polled = false;; polled = true) {
     rc = ito__sig_on ? ito__sig_take(set, info) : 0;
     if (rc > 0) break;
-    rc = sig_now(set, info);
-    if (rc >= 0) break;
-    if (pr < 0 && e == EINTR) { /* a handler ran: sigwait waits on, the others return */
-      ito__io_set_errno(EINTR);
-      break;
+    if (polled) {
+      rc = sig_now(set, info);
+      if (rc >= 0) break;
+      if (pr < 0 && pe == EINTR) { /* a handler ran: sigwait waits on, the others return */
+        ito__io_set_errno(EINTR);
+        break;
+      }
+      if (pr <= 0) { /* the deadline (or an error of the poll) */
+        ito__io_set_errno(pr == 0 ? EAGAIN : pe);
+        break;
+      }
     }
-    if (pr <= 0) { /* the deadline (or an error of the poll) */
-      ito__io_set_errno(pr == 0 ? EAGAIN : e);
-      break;
-    }
+    struct pollfd p = {fd, POLLIN, 0};
+    pr = ito__io_poll(&p, 1, tmo ? &dl : NULL, false);
+    pe = ito__io_errno();
   }
   if (ito__sig_on) ito__sig_waiting(NULL);
   int e = ito__io_errno(); /* (after a park: not through an address kept from before) */
