@@ -191,6 +191,9 @@ typedef struct ito_barrier {
 
 ITO_API int ito_barrier_init(ito_barrier_t *b, unsigned count);
 ITO_API int ito_barrier_wait(ito_barrier_t *b);
+/* EBUSY while a round is under way; otherwise waits until every waiter of
+ * the last round has left (one may still be in a signal's handler), so
+ * that the barrier may be freed when it returns. */
 ITO_API int ito_barrier_destroy(ito_barrier_t *b);
 
 /* Thread-specific data, per lightweight thread. Destructors run at thread exit. */

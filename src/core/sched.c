@@ -424,7 +424,7 @@ void ito__suspend(int action, void *arg, void (*post)(void *), void *post_arg) {
    * them itself, once it is over) */
   if (UNLIKELY(ito__sig_on)) {
     ithread *t = f->thread;
-    if (t && !t->intr && (LOAD_ACQ(&t->sigpend) & ~t->sigmask)) ito__sig_deliver();
+    if (t && !t->intr && !t->sig_self && (LOAD_ACQ(&t->sigpend) & ~t->sigmask)) ito__sig_deliver();
   }
 }
 

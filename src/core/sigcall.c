@@ -40,7 +40,7 @@ void ito__sig_claim_proc(ithread *t, uint64_t want) {
 
 static bool on_its_way(void) {
   return LOAD_ACQ(&ito__sig_rt.in_tramp) || LOAD_ACQ(&ito__sig_rt.inbox) ||
-         LOAD_ACQ(&ito__sig_rt.routing);
+         LOAD_ACQ(&ito__sig_rt.back) || LOAD_ACQ(&ito__sig_rt.routing);
 }
 
 void ito__sig_await(uint64_t want) {
@@ -57,29 +57,43 @@ void ito__sig_await(uint64_t want) {
   ito__monitor_sync();
 }
 
+/* Takes the bits of left (signals of the process, off t) to the monitor. */
+static void hand_back(ithread *t, uint64_t left) {
+  struct sig_infos *p = LOAD_ACQ(&t->siginfo);
+  spin_lock(&ito__sig_rt.lock, LR_LEAF);
+  for (uint64_t m = left; m; m &= m - 1) {
+    int sig = __builtin_ctzll(m) + 1;
+    siginfo_t *si = &ito__sig_rt.binfo[sig];
+    if (p) {
+      *si = p->info[sig];
+    } else {
+      memset(si, 0, sizeof *si);
+      si->si_signo = sig;
+      si->si_code = SI_USER;
+    }
+  }
+  __atomic_fetch_or(&ito__sig_rt.back, left, __ATOMIC_RELEASE);
+  spin_unlock(&ito__sig_rt.lock);
+  ito__monitor_poke();
+}
+
+void ito__sig_give_back(ithread *t, uint64_t bits) {
+  if (!(LOAD_RLX(&t->sigproc) & bits)) return;
+  spin_lock(&t->ilock, LR_ILOCK);
+  uint64_t left = LOAD_RLX(&t->sigproc) & bits;
+  left &= __atomic_fetch_and(&t->sigpend, ~left, __ATOMIC_ACQ_REL);
+  __atomic_fetch_and(&t->sigproc, ~left, __ATOMIC_RELAXED);
+  spin_unlock(&t->ilock);
+  if (left) hand_back(t, left);
+}
+
 void ito__sig_thread_end(ithread *t) {
   spin_lock(&t->ilock, LR_ILOCK);
   t->sig_closed = 1;
   uint64_t left = __atomic_exchange_n(&t->sigproc, 0, __ATOMIC_RELAXED);
   left &= __atomic_fetch_and(&t->sigpend, ~left, __ATOMIC_ACQ_REL);
   spin_unlock(&t->ilock);
-  if (!left) return;
-  /* to the monitor, as ito's handler leaves one, to be routed again */
-  struct sig_infos *p = LOAD_ACQ(&t->siginfo);
-  for (uint64_t m = left; m; m &= m - 1) {
-    int sig = __builtin_ctzll(m) + 1;
-    siginfo_t si;
-    if (p) {
-      si = p->info[sig];
-    } else {
-      memset(&si, 0, sizeof si);
-      si.si_signo = sig;
-      si.si_code = SI_USER;
-    }
-    ito__sig_rt.info[sig] = si;
-    __atomic_fetch_or(&ito__sig_rt.inbox, SIGBIT(sig), __ATOMIC_RELEASE);
-  }
-  ito__monitor_poke();
+  if (left) hand_back(t, left); /* routed again, as ito's handler leaves one */
 }
 
 int ito__sig_mask(int how, const sigset_t *set, sigset_t *old) {
@@ -102,6 +116,8 @@ int ito__sig_mask(int how, const sigset_t *set, sigset_t *old) {
   t->osmask = next;
   __atomic_store_n(&t->sigmask, next, __ATOMIC_SEQ_CST);
   ito__sig_apply(w, next);
+  /* newly blocked: what the process's routing left here goes back */
+  ito__sig_give_back(t, next & ~cur);
   /* unblocked: what was pending for the process in ito's hands goes to
    * this thread, and what was pending for it is delivered now */
   ito__sig_unhold(cur & ~next);
@@ -181,6 +197,10 @@ void ito__sig_waiting(const sigset_t *set) {
       }
   }
   spin_unlock(&ito__sig_rt.lock);
+  /* the wait is over: one routed to it that it did not take, and blocks
+   * (as a sigwait's set must be), goes back (pend_proc's look at the
+   * waiting set is under ilock, this one after it) */
+  if (!set) ito__sig_give_back(t, t->sigmask);
 }
 
 int ito__sig_suspend(const sigset_t *mask) {
@@ -209,8 +229,11 @@ int ito__sig_suspend(const sigset_t *mask) {
         CANCEL_PENDING)
       break; /* a cancellation point: the drop-in acts on it */
   }
-  t->sigmask = t->osmask = old;
+  uint64_t during = t->sigmask;
+  __atomic_store_n(&t->sigmask, old, __ATOMIC_SEQ_CST);
+  t->osmask = old;
   ito__sig_apply(cur_worker(), old);
+  ito__sig_give_back(t, old & ~during); /* (blocked again) */
   errno = EINTR;
   return -1;
 }

@@ -303,15 +303,20 @@ void ito__sig_thread_begin(ithread *t, const uint64_t *mask, bool takes_proc) {
 }
 
 void ito__sig_thread_release(ithread *t) {
+  /* under ilock: pend_proc's look at a descriptor it chose earlier sees it
+   * whole, released or made again (invariant 7) */
+  spin_lock(&t->ilock, LR_ILOCK);
   STORE_REL(&t->sig_live, 0);
-  t->cancel = 0;
-  t->cpu_ns = t->cpu_in = 0;
   t->sigmask = t->osmask = 0;
   STORE_RLX(&t->sigpend, 0);
   STORE_RLX(&t->sigproc, 0);
   t->sig_closed = 0;
   t->sigwaitset = 0;
+  spin_unlock(&t->ilock);
+  t->cancel = 0;
+  t->cpu_ns = t->cpu_in = 0;
   t->sig_last = 0;
+  t->sig_self = 0;
 }
 
 /* ---- delivery ------------------------------------------------------------------------------ */
@@ -741,6 +746,19 @@ void ito__sig_route_inbox(void) {
     int sig = __builtin_ctzll(in) + 1;
     in &= in - 1;
     route(sig, &ito__sig_rt.info[sig]);
+  }
+  /* handed back by threads (under the lock, unlike the handler's inbox) */
+  while (LOAD_ACQ(&ito__sig_rt.back)) {
+    spin_lock(&ito__sig_rt.lock, LR_LEAF);
+    uint64_t b = ito__sig_rt.back;
+    int sig = b ? __builtin_ctzll(b) + 1 : 0;
+    siginfo_t si;
+    if (sig) {
+      si = ito__sig_rt.binfo[sig];
+      __atomic_fetch_and(&ito__sig_rt.back, ~SIGBIT(sig), __ATOMIC_RELAXED);
+    }
+    spin_unlock(&ito__sig_rt.lock);
+    if (sig) route(sig, &si);
   }
   STORE_REL(&ito__sig_rt.routing, 0);
   if (on_monitor) monitor_mask_update();

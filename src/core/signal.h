@@ -38,7 +38,8 @@
  *     taker once more, so that one of the two sees the other; one routed
  *     to a thread that ends before it takes it goes back to the process
  *     (the thread's end closes it to routing under its ilock, and hands
- *     back its sigproc bits). */
+ *     back its sigproc bits; so does a thread that blocks one again, or
+ *     whose sigwait ends without it). */
 #ifndef ITO_CORE_SIGNAL_H
 #define ITO_CORE_SIGNAL_H
 

@@ -68,9 +68,11 @@ struct sig_route {
   siginfo_t info[NSIG_K + 1];
   uint64_t proc; /* pending for the process, in ito's hands */
   siginfo_t pinfo[NSIG_K + 1];
-  int lock;             /* proc, pinfo, the sigwaiters */
+  int lock;             /* proc, pinfo, back, binfo, the sigwaiters */
   ithread *waiters[64]; /* threads in sigwait */
   int nwaiters;
+  uint64_t back; /* signals of the process threads handed back, to route again */
+  siginfo_t binfo[NSIG_K + 1];
   int in_tramp; /* handlers of ito's running now (sigpending waits) */
   int routing;  /* the monitor routes what it took */
 };
@@ -86,6 +88,10 @@ extern uint64_t ito__sig_mon_held HIDDEN;
 /* A thread does not block the signals of open: what the monitor holds back
  * among them it takes again. */
 HIDDEN void ito__sig_unhold(uint64_t open);
+/* The signals of the process among bits pending on t that t no longer
+ * takes (it blocks them now, or its sigwait is over) go back to the
+ * monitor, to be routed again (invariant 7). */
+HIDDEN void ito__sig_give_back(struct ithread *t, uint64_t bits);
 /* A signal of want (of those ito takes) sent to the process may be on its
  * way to ito: pending in the kernel, or taken by ito's handler and not yet
  * routed by the monitor. Waits for the monitor to route it, as the kernel

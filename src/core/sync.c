@@ -217,9 +217,25 @@ int ito_barrier_init(ito_barrier_t *b, unsigned count) {
   return 0;
 }
 
+/* phase: the round, mod 256, in its low byte; above it, the waiters whose
+ * round ended while they were out of the queue for a handler and that
+ * have not yet looked (GONE_ONE each). destroy waits until each has
+ * looked, so that the program may free the barrier when it returns. */
+#define ROUND_MASK 0xffu
+#define GONE_ONE 0x100u
+
 int ito_barrier_destroy(ito_barrier_t *b) {
   if (!b) return EINVAL;
-  return LOAD_RLX(&b->count) ? EBUSY : 0;
+  for (;;) {
+    /* (under the lock: a waiter's last touch is its unlock) */
+    spin_lock(&b->qlock, LR_QUEUE);
+    unsigned busy = b->count, gone = b->phase / GONE_ONE;
+    spin_unlock(&b->qlock);
+    if (busy) return EBUSY;
+    if (!gone) return 0;
+    struct timespec nap = {0, 100000}; /* (a sleep: the waiter's handler may sleep on a timer) */
+    ito_nanosleep(&nap);
+  }
 }
 
 int ito_barrier_wait(ito_barrier_t *b) {
@@ -227,19 +243,23 @@ int ito_barrier_wait(ito_barrier_t *b) {
   spin_lock(&b->qlock, LR_QUEUE);
   if (++b->count == b->total) {
     waiter *list = ito__wq_take(&b->head, &b->tail, -1);
+    unsigned queued = 0;
+    for (waiter *w = list; w; w = w->next) queued++;
     b->count = 0;
-    b->phase++;
+    b->phase = ((b->phase & ~ROUND_MASK) + (b->total - 1 - queued) * GONE_ONE) |
+               ((b->phase + 1) & ROUND_MASK);
     spin_unlock(&b->qlock);
     ito__wq_wake(list);
     return ITO_BARRIER_SERIAL_THREAD;
   }
-  /* a signal's handler runs during the wait (WQ_INTR); the wait goes on
-   * unless the phase ended meanwhile */
-  unsigned phase = b->phase;
+  /* a signal's handler runs during the wait (WQ_INTR), out of the queue;
+   * the wait goes on unless the round ended meanwhile */
+  unsigned round = b->phase & ROUND_MASK;
   while (ito__wq_wait(&b->qlock, &b->head, &b->tail, WQ_INTR, CLOCK_MONOTONIC, NULL, NULL, NULL) ==
          EINTR) {
     spin_lock(&b->qlock, LR_QUEUE);
-    if (b->phase != phase) {
+    if ((b->phase & ROUND_MASK) != round) {
+      b->phase -= GONE_ONE; /* looked: destroy may go on */
       spin_unlock(&b->qlock);
       break;
     }

@@ -265,6 +265,10 @@ int ito__thread_start(fiber *f, void *(*fn)(void *), void *arg, const struct thr
   t->prio = o->prio;
   t->explicit_sched = o->explicit_sched;
   if (UNLIKELY(ito__tls_mode) && !o->anon && ito__tls_thread_begin(f)) {
+    if (UNLIKELY(ito__sig_on)) { /* what it took of the process's goes back */
+      ito__sig_thread_end(t);
+      ito__sig_thread_release(t);
+    }
     if (f->kind == FIBER_USER) {
       ito__vg_stack_deregister(f->vg_stack);
       ito__handle_unregister(t); /* the caller's memory, as it was */
@@ -597,6 +601,7 @@ again:
     memset(&me->w, 0, sizeof me->w);
     me->w.fiber = me;
     me->w.parking = 1;
+    if (self) self->sig_self = 1; /* (below, once join_post is done with the waiter) */
     if (cancellable) {
       me->w.tag = JOIN_CANCELLABLE;
       spin_lock(&self->ilock, LR_ILOCK);
@@ -607,14 +612,21 @@ again:
     ito__suspend(ACT_BLOCK, NULL, join_post, t);
     /* the ending thread may resume us while join_post still reads t */
     while (__atomic_load_n(&me->w.parking, __ATOMIC_ACQUIRE)) cpu_relax();
+    int res = me->w.result;
     if (cancellable) { /* t stays valid while joining names it: nobody claims it */
       spin_lock(&self->ilock, LR_ILOCK);
       self->joining = NULL;
       self->joining_w = NULL;
       spin_unlock(&self->ilock);
-      if (me->w.result == ECANCELED) return ECANCELED; /* t is still joinable */
-      /* a signal's handler ran (when the thread resumed): the join goes on */
-      if (me->w.result == EINTR) goto again;
+    }
+    /* signals sent meanwhile, now that nothing reads the waiter (a
+     * handler may wait, with it) */
+    if (self) self->sig_self = 0;
+    if (UNLIKELY(ito__sig_on) && self && (LOAD_ACQ(&self->sigpend) & ~self->sigmask))
+      ito__sig_deliver();
+    if (cancellable) {
+      if (res == ECANCELED) return ECANCELED; /* t is still joinable */
+      if (res == EINTR) goto again;           /* a signal's handler ran: the join goes on */
     }
   } else {
     waiter wt;

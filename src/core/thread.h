@@ -57,6 +57,10 @@ typedef struct ithread {
    * taken of them, sigproc, goes back to the process; signal.h,
    * invariant 7) */
   signed char sig_closed;
+  /* parked in a wait that delivers its signals itself once it is over
+   * (ito__suspend then does not: a handler's own waits would use the
+   * fiber's waiter, which the wait still reads, or its timer still names) */
+  signed char sig_self;
   int cancel;       /* a drop-in's cancellation state: CANCEL_* */
   uint64_t sigproc; /* signals of the process among sigpend (routed or claimed to it) */
   /* a cancellable join parked on joining, with its waiter (under ilock;

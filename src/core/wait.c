@@ -153,11 +153,16 @@ int ito__wq_wait(int *qlock, void **head, void **tail, int tag, clockid_t clock,
     tm.tail = tail;
     ito__timer_add(&tm.t, clock, abstime); /* the timer lock nests inside a queue lock only here */
   }
+  /* signals are delivered below, once the timer is off and the result read:
+   * a wait in a handler uses the fiber's waiter again */
+  if (t) t->sig_self = 1;
   ito__suspend(ACT_BLOCK, NULL, unlock_post, qlock);
   if (abstime) ito__timer_cancel(&tm.t);
-  if (intr) {
-    ito__sig_park_end(t);
-    if (LOAD_ACQ(&t->sigpend) & ~t->sigmask) ito__sig_deliver();
+  int rc = wt->result;
+  if (t) {
+    t->sig_self = 0;
+    if (intr) ito__sig_park_end(t);
+    if (UNLIKELY(ito__sig_on) && (LOAD_ACQ(&t->sigpend) & ~t->sigmask)) ito__sig_deliver();
   }
-  return wt->result;
+  return rc;
 }

@@ -253,6 +253,8 @@ ITO_PT_HIDDEN void ito__pt_cancel_async(void); /* the handler's asynchronous can
  * enabled: after a wait that is no cancellation point (a lock, a barrier)
  * ended for one. */
 ITO_PT_HIDDEN void ito__pt_cancel_async_check(void);
+/* Would ito__pt_cancel_async_check act now? */
+ITO_PT_HIDDEN bool ito__pt_cancel_async_due(void);
 static inline void ito__pt_testcancel(void) {
   if (UNLIKELY(__atomic_load_n(&ito__dropin_cancels, __ATOMIC_RELAXED))) ito__pt_cancel_check();
 }

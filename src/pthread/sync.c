@@ -358,7 +358,10 @@ struct pt_barrier {
   int qlock;
   unsigned count; /* arrived in this round; the top bit: the round's parity (BARRIER_PHASE) */
   unsigned total;
-  unsigned shared; /* glibc's shared flag: 0 in every barrier of ours */
+  /* glibc's shared flag (bit 7): 0 in every barrier of ours; bits 8-31:
+   * waiters whose round ended while they were out of the queue for a
+   * handler, and have not yet looked (BARRIER_GONE_ONE each) */
+  unsigned shared;
   void *head, *tail;
 };
 _Static_assert(sizeof(struct pt_barrier) <= sizeof(pthread_barrier_t), "barrier layout");
@@ -369,6 +372,13 @@ _Static_assert(offsetof(struct pt_barrier, shared) == 12, "glibc's shared word")
  * limit of UINT_MAX / 2), so that a waiter that left the queue for a
  * signal's handler knows whether its round ended meanwhile */
 #define BARRIER_PHASE 0x80000000u
+/* Such a waiter looks at the barrier again once its handler returns;
+ * destroy waits until every one has looked, as glibc's waits for the
+ * waiters of the last round to leave, so that the program may free the
+ * barrier when destroy returns. Counted in multiples of 256, which leave
+ * glibc's flag (bit 7) as it is; a waiter that leaves for good
+ * (asynchronous cancellation) takes its count off beforehand. */
+#define BARRIER_GONE_ONE 0x100u
 
 static inline int glibc_barrier(pthread_barrier_t *b) {
   return (__atomic_load_n(&PB(b)->shared, __ATOMIC_RELAXED) & GLIBC_FUTEX_SHARED) != 0;
@@ -389,7 +399,17 @@ ITO_PT_EXPORT int pthread_barrier_init(pthread_barrier_t *b, const pthread_barri
 ITO_PT_EXPORT int pthread_barrier_destroy(pthread_barrier_t *b) {
   ITO_PT_ENTER(pthread_barrier_destroy, b);
   if (UNLIKELY(glibc_barrier(b))) return ito__pt_real.pthread_barrier_destroy(b);
-  return (__atomic_load_n(&PB(b)->count, __ATOMIC_RELAXED) & ~BARRIER_PHASE) ? EBUSY : 0;
+  struct pt_barrier *pb = PB(b);
+  for (;;) {
+    /* (under the lock: a waiter's last touch is its unlock) */
+    ito__dropin_lock(&pb->qlock, ITO_DROPIN_LR_QUEUE);
+    unsigned busy = pb->count & ~BARRIER_PHASE, gone = pb->shared / BARRIER_GONE_ONE;
+    ito__dropin_unlock(&pb->qlock);
+    if (busy) return EBUSY;
+    if (!gone) return 0;
+    struct timespec nap = {0, 100000}; /* (a sleep: the waiter's handler may sleep on a timer) */
+    ito_nanosleep(&nap);
+  }
 }
 
 ITO_PT_EXPORT int pthread_barrier_wait(pthread_barrier_t *pb) {
@@ -401,22 +421,33 @@ ITO_PT_EXPORT int pthread_barrier_wait(pthread_barrier_t *pb) {
   unsigned phase = b->count & BARRIER_PHASE;
   if ((++b->count & ~BARRIER_PHASE) == b->total) {
     void *w = ito__dropin_wq_take(&b->head, &b->tail, -1);
+    unsigned queued = 0;
+    for (void *p = w; p; p = *(void **)p) queued++; /* (a waiter's first word: the next) */
     b->count = phase ^ BARRIER_PHASE;
+    b->shared += (b->total - 1 - queued) * BARRIER_GONE_ONE; /* out for a handler */
     ito__dropin_unlock(&b->qlock);
     ito__dropin_wq_wake(w);
     return PTHREAD_BARRIER_SERIAL_THREAD;
   }
-  /* not a cancellation point; a signal's handler runs during the wait,
-   * which goes on unless the round ended meanwhile */
+  /* not a cancellation point; a signal's handler runs during the wait
+   * (out of the queue), which goes on unless the round ended meanwhile */
+  bool interrupted = false;
   while (ito__dropin_wq_wait(&b->qlock, &b->head, &b->tail, ITO_DROPIN_WQ_INTR, CLOCK_MONOTONIC,
                              NULL, NULL, NULL) == EINTR) {
-    ito__pt_cancel_async_check(); /* counted in the round, as glibc's */
+    interrupted = true;
     ito__dropin_lock(&b->qlock, ITO_DROPIN_LR_QUEUE);
     if ((b->count & BARRIER_PHASE) != phase) {
+      b->shared -= BARRIER_GONE_ONE; /* looked: destroy may go on */
       ito__dropin_unlock(&b->qlock);
       break;
     }
+    if (ito__pt_cancel_async_due()) { /* counted in the round, as glibc's */
+      b->shared -= BARRIER_GONE_ONE;  /* (its round's end counts it gone) */
+      ito__dropin_unlock(&b->qlock);
+      ito__pt_cancel_async_check();
+    }
   }
+  if (interrupted) ito__pt_cancel_async_check(); /* (no reference to the barrier left) */
   return 0;
 }
 

@@ -320,6 +320,11 @@ void ito__pt_cancel_async(void) {
   if (w) act_on_cancel(w);
 }
 
+bool ito__pt_cancel_async_due(void) {
+  int *w = ito__dropin_cancel_word();
+  return w && (__atomic_load_n(w, __ATOMIC_ACQUIRE) & (CP | CA | CD | CX)) == (CP | CA);
+}
+
 void ito__pt_cancel_async_check(void) {
   int *w = ito__dropin_cancel_word();
   if (w && (__atomic_load_n(w, __ATOMIC_ACQUIRE) & (CP | CA | CD | CX)) == (CP | CA))
