@@ -51,11 +51,7 @@ static void *waiter(void *p) {
 
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
-  struct sigaction a;
-  memset(&a, 0, sizeof a);
-  a.sa_handler = handler;
-  sigemptyset(&a.sa_mask);
-  if (sigaction(SIGUSR1, &a, NULL)) FAIL("sigaction");
+  catch_signal(SIGUSR1, handler, 0);
   long page = sysconf(_SC_PAGESIZE);
   for (int r = 0; r < ROUNDS; r++) {
     void *m = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -7,8 +7,10 @@
 #define ITO_DROPIN_H
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -87,6 +89,16 @@ static inline const char *io_result(ssize_t k, int e) {
 __attribute__((noinline, unused)) static int errno_now(void) { return errno; }
 
 /* A pthread call that must succeed. */
+/* Installs fn as sig's handler (flags: sa_flags), or fails the program. */
+static inline void catch_signal(int sig, void (*fn)(int), int flags) {
+  struct sigaction a;
+  memset(&a, 0, sizeof a);
+  a.sa_handler = fn;
+  a.sa_flags = flags;
+  sigemptyset(&a.sa_mask);
+  if (sigaction(sig, &a, NULL)) FAIL("sigaction %d", sig);
+}
+
 static inline void must(const char *label, int rc) {
   if (rc != 0) FAIL("%s gave %s", label, code_name(rc));
 }

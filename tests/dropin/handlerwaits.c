@@ -113,11 +113,7 @@ static void *at_barrier(void *p) {
 
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
-  struct sigaction a;
-  memset(&a, 0, sizeof a);
-  a.sa_handler = handler;
-  sigemptyset(&a.sa_mask);
-  if (sigaction(SIGUSR1, &a, NULL)) FAIL("sigaction");
+  catch_signal(SIGUSR1, handler, 0);
   main_t = pthread_self();
   int ok_join = 0, ok_lock = 0, ok_post = 0, ok_tmo = 0, ok_bar = 0;
   for (int r = 0; r < ROUNDS; r++) {

@@ -102,11 +102,7 @@ static void *fresh(void *p) {
 
 int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
-  struct sigaction a;
-  memset(&a, 0, sizeof a);
-  a.sa_handler = handler;
-  sigemptyset(&a.sa_mask);
-  if (sigaction(SIGUSR1, &a, NULL)) FAIL("sigaction");
+  catch_signal(SIGUSR1, handler, 0);
   /* every thread made from here on blocks both */
   set_mask(SIG_BLOCK, SIGUSR1);
   set_mask(SIG_BLOCK, SIGUSR2);
