@@ -89,6 +89,13 @@ typedef struct __attribute__((aligned(64))) fiber {
    * whether it was started with data and not yet counted (PLACED_*). */
   uint16_t node1;
   uint8_t placed;
+  /* inside a call the runtime made to another object's code while holding
+   * its own state (a lock, a waiter's place in a queue): never preempted
+   * there (preempt.h, invariant 6). The fiber's, not its thread's: the
+   * continuation of a task group's function, stolen, runs for the same
+   * thread on another fiber at once (lazy.c), and the two would share one
+   * count. A depth: a few at most. */
+  uint8_t callout;
 #if ITO_TSAN
   void *tsan;     /* ThreadSanitizer's context for this stack (docs/fibers.md) */
   int tsan_dirty; /* frames were abandoned on it (ito_exit): renew tsan before reuse */
@@ -106,14 +113,14 @@ static inline fiber *fiber_of_thread(ithread *t) {
  * until the matching end (preempt.h, invariant 6). The handler runs on the
  * same OS thread: signal fences order the count with the call. */
 static inline void ito__callout_begin(fiber *f) {
-  if (f && f->thread) f->thread->callout++;
+  if (f) f->callout++;
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
 }
 static inline void ito__callout_end(fiber *f) {
   __atomic_signal_fence(__ATOMIC_SEQ_CST);
-  if (f && f->thread) {
-    ITO_ASSERT(f->thread->callout > 0);
-    f->thread->callout--;
+  if (f) {
+    ITO_ASSERT(f->callout > 0);
+    f->callout--;
   }
 }
 

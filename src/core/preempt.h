@@ -36,7 +36,7 @@
  *     have been refused in ito's code that holds a lock; a yield there
  *     would park the thread with the lock held.
  *  6. A thread inside a call the runtime made to another object's code
- *     while holding its own state (ithread.callout: the C++ runtime's
+ *     while holding its own state (fiber.callout: the C++ runtime's
  *     __cxa_get_globals in a switch, whose caller may hold a wait queue's
  *     lock and be queued as a waiter) is not preempted, wherever that code
  *     lies. The table of invariant 2 holds the C++ runtimes and the

@@ -70,11 +70,10 @@ typedef struct ithread {
   long long cpu_ns; /* CPU time charged to it (cpuclock.h) */
   long long cpu_in; /* its worker's thread CPU time when it last came on */
   /* preemption (preempt.h): a team member of a drop-in library, preemptible
-   * while set; inside a kernel signal frame of ito's; inside a call the
-   * runtime made to another object's code while holding its own state (a
-   * lock, a waiter's place in a queue): never preempted in those two */
+   * while set; inside a kernel signal frame of ito's: never preempted there
+   * (and inside a call to another object's code: fiber.callout) */
   int preempt;
-  short in_handler, callout; /* (depths: a few at most) */
+  short in_handler; /* (a depth: a few at most) */
 } ithread;
 
 enum { TS_RUNNING = 0, TS_EXITING = 1, TS_DONE = 2, TS_CLAIMED = 3 };
