@@ -99,6 +99,15 @@ static inline void catch_signal(int sig, void (*fn)(int), int flags) {
   if (sigaction(sig, &a, NULL)) FAIL("sigaction %d", sig);
 }
 
+/* pthread_sigmask(how) of the one signal sig, or fails the program. */
+static inline void mask_signal(int how, int sig) {
+  sigset_t s;
+  sigemptyset(&s);
+  sigaddset(&s, sig);
+  int rc = pthread_sigmask(how, &s, NULL);
+  if (rc) FAIL("pthread_sigmask: %s", code_name(rc));
+}
+
 static inline void must(const char *label, int rc) {
   if (rc != 0) FAIL("%s gave %s", label, code_name(rc));
 }

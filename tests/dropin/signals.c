@@ -47,23 +47,6 @@ static void info_handler(int sig, siginfo_t *si, void *uc) {
   got_code = si->si_code;
 }
 
-static void catch (int sig, int flags) {
-  struct sigaction a;
-  memset(&a, 0, sizeof a);
-  a.sa_handler = handler;
-  a.sa_flags = flags;
-  sigemptyset(&a.sa_mask);
-  if (sigaction(sig, &a, NULL)) FAIL("sigaction %d", sig);
-}
-
-static void block(int how, int sig) {
-  sigset_t s;
-  sigemptyset(&s);
-  sigaddset(&s, sig);
-  int rc = pthread_sigmask(how, &s, NULL);
-  if (rc) FAIL("pthread_sigmask: %s", code_name(rc));
-}
-
 static int blocked_here(int sig) {
   sigset_t s;
   pthread_sigmask(SIG_BLOCK, NULL, &s);
@@ -148,15 +131,15 @@ static volatile int phase;
 static void *masker(void *p) {
   (void)p;
   printf("masker: SIGUSR1 inherited blocked: %s\n", blocked_here(SIGUSR1) ? "yes" : "no");
-  block(SIG_UNBLOCK, SIGUSR1);
-  block(SIG_BLOCK, SIGUSR2);
+  mask_signal(SIG_UNBLOCK, SIGUSR1);
+  mask_signal(SIG_BLOCK, SIGUSR2);
   phase = 1;
   while (phase != 2) usleep(1000);
   sigset_t pend;
   sigpending(&pend);
   printf("masker: SIGUSR2 pending: %s, handled yet: %s\n",
          sigismember(&pend, SIGUSR2) ? "yes" : "no", hits[SIGUSR2] ? "yes" : "no");
-  block(SIG_UNBLOCK, SIGUSR2);
+  mask_signal(SIG_UNBLOCK, SIGUSR2);
   printf("masker: after unblocking: handled %d time(s), on this thread: %s\n", (int)hits[SIGUSR2],
          pthread_equal(on_thread[SIGUSR2], pthread_self()) ? "yes" : "no");
   return NULL;
@@ -181,8 +164,8 @@ int main(void) {
   pthread_t t[32];
 
   /* 1. sigwait threads: the signals blocked before they start */
-  block(SIG_BLOCK, SIGUSR1);
-  block(SIG_BLOCK, SIGQUIT);
+  mask_signal(SIG_BLOCK, SIGUSR1);
+  mask_signal(SIG_BLOCK, SIGQUIT);
   for (long i = 0; i < 32; i++)
     if (pthread_create(&t[i], NULL, sigwaiter, (void *)i)) FAIL("pthread_create");
   usleep(50000);
@@ -194,10 +177,10 @@ int main(void) {
   int right = 0;
   for (int i = 0; i < 32; i++) right += waited[i] == (i % 2 ? SIGQUIT : SIGUSR1);
   printf("sigwait: %d of 32 threads took the signal sent to them\n", right);
-  block(SIG_UNBLOCK, SIGQUIT);
+  mask_signal(SIG_UNBLOCK, SIGQUIT);
 
   /* 2. a handler on the thread it was sent to, ending its waits */
-  catch (SIGUSR2, 0);
+  catch_signal(SIGUSR2, handler, 0);
   pthread_t s;
   pthread_create(&s, NULL, sleeper, NULL);
   wait_ready();
@@ -216,7 +199,7 @@ int main(void) {
   interrupt(s, SIGUSR2);
   pthread_join(s, NULL);
   /* (the read goes on whether the signal comes before or in it) */
-  catch (SIGUSR2, SA_RESTART);
+  catch_signal(SIGUSR2, handler, SA_RESTART);
   pthread_create(&s, NULL, reader, NULL);
   wait_ready();
   pthread_kill(s, SIGUSR2);
@@ -269,7 +252,7 @@ int main(void) {
 
   /* 6. to the process, while the other threads block it: main's
    * sigsuspend, then pause */
-  catch (SIGUSR1, 0);
+  catch_signal(SIGUSR1, handler, 0);
   phase = 0;
   pthread_t b[4];
   for (int i = 0; i < 4; i++) pthread_create(&b[i], NULL, blocker, NULL); /* (SIGUSR1 blocked) */
@@ -284,7 +267,7 @@ int main(void) {
   int rc = sigsuspend(&none);
   printf("sigsuspend: %d %s, handled %d, on main: %s\n", rc, errno == EINTR ? "EINTR" : "other",
          (int)hits[SIGUSR1], pthread_equal(on_thread[SIGUSR1], pthread_self()) ? "yes" : "no");
-  block(SIG_UNBLOCK, SIGUSR1);
+  mask_signal(SIG_UNBLOCK, SIGUSR1);
   pid_t pid = getpid();
   int before = hits[SIGUSR1];
   pid_t kid = fork();

@@ -36,14 +36,6 @@ static void handler(int sig) {
   hits++;
 }
 
-static void set_mask(int how, int sig) {
-  sigset_t s;
-  sigemptyset(&s);
-  sigaddset(&s, sig);
-  int rc = pthread_sigmask(how, &s, NULL);
-  if (rc) FAIL("pthread_sigmask: %s", code_name(rc));
-}
-
 /* A short, varying distance between the send and the unblocking: none,
  * a few hundred loop turns, or a yield. */
 static void apart(int i) {
@@ -104,8 +96,8 @@ int main(void) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   catch_signal(SIGUSR1, handler, 0);
   /* every thread made from here on blocks both */
-  set_mask(SIG_BLOCK, SIGUSR1);
-  set_mask(SIG_BLOCK, SIGUSR2);
+  mask_signal(SIG_BLOCK, SIGUSR1);
+  mask_signal(SIG_BLOCK, SIGUSR2);
   pthread_t dog;
   if (pthread_create(&dog, NULL, watchdog, NULL)) FAIL("pthread_create");
 
@@ -117,10 +109,10 @@ int main(void) {
     int before = hits;
     kill(getpid(), SIGUSR1);
     apart(i);
-    set_mask(SIG_UNBLOCK, SIGUSR1);
+    mask_signal(SIG_UNBLOCK, SIGUSR1);
     if (hits != before + 1) late++;
     while (hits == before) usleep(1000); /* (the watchdog ends a lost one) */
-    set_mask(SIG_BLOCK, SIGUSR1);
+    mask_signal(SIG_BLOCK, SIGUSR1);
     if (hits != before + 1)
       FAIL("stage %d, round %d: the handler ran %d times", stage, i, hits - before);
   }
@@ -178,9 +170,9 @@ int main(void) {
     on_new += hits == before + 1 && pthread_equal(handled_on, me_new);
     first += ran_before == before + 1;
     if (hits == before) { /* not the new thread's: main's, once it unblocks it */
-      set_mask(SIG_UNBLOCK, SIGUSR1);
+      mask_signal(SIG_UNBLOCK, SIGUSR1);
       while (hits == before) usleep(1000);
-      set_mask(SIG_BLOCK, SIGUSR1);
+      mask_signal(SIG_BLOCK, SIGUSR1);
     }
     if (hits != before + 1)
       FAIL("stage %d, round %d: the handler ran %d times", stage, i, hits - before);
