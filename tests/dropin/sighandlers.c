@@ -46,6 +46,13 @@ static void install(int sig, int flags) {
   sigaction(sig, &a, NULL);
 }
 
+static void mask(int how, int sig) {
+  sigset_t s;
+  sigemptyset(&s);
+  sigaddset(&s, sig);
+  pthread_sigmask(how, &s, NULL);
+}
+
 static struct timespec in_secs(int s) {
   struct timespec t;
   clock_gettime(CLOCK_REALTIME, &t);
@@ -138,7 +145,7 @@ static void during(const char *name, void *(*fn)(void *), int hold, int process)
     release_joined = 0;
     pthread_create(&joined, NULL, stays, NULL);
   }
-  if (process) mask_signal(SIG_BLOCK, SIGUSR1);
+  if (process) mask(SIG_BLOCK, SIGUSR1);
   drain();
   handled = on_expected = 0;
   pthread_attr_t at;
@@ -167,7 +174,7 @@ static void during(const char *name, void *(*fn)(void *), int hold, int process)
   void *rc;
   pthread_join(t, &rc);
   if (hold == HOLD_BARRIER) pthread_barrier_destroy(&bar);
-  if (process) mask_signal(SIG_UNBLOCK, SIGUSR1);
+  if (process) mask(SIG_UNBLOCK, SIGUSR1);
   printf("%s (%s): handler %s, on the waiter %d, wait gives %ld\n", name,
          process ? "process" : "thread", ok ? "ran during the wait" : "DID NOT RUN", on_expected,
          (long)rc);
@@ -190,7 +197,7 @@ static void to_computing(int onstack) {
     sigaltstack(&ss, NULL);
   }
   install(SIGUSR2, onstack ? SA_ONSTACK : 0);
-  mask_signal(SIG_BLOCK, SIGUSR2);
+  mask(SIG_BLOCK, SIGUSR2);
   pthread_attr_t at;
   pthread_attr_init(&at);
   sigset_t none;
@@ -207,7 +214,7 @@ static void to_computing(int onstack) {
   int ok = handler_ran();
   stop_spin = 1;
   pthread_join(t, NULL);
-  mask_signal(SIG_UNBLOCK, SIGUSR2);
+  mask(SIG_UNBLOCK, SIGUSR2);
   printf("process signal to a computing thread%s: handler %s, on it %d\n",
          onstack ? " (SA_ONSTACK)" : "", ok ? "ran" : "DID NOT RUN", on_expected);
 }
@@ -222,7 +229,7 @@ static void *pending_here(void *a) {
 /* raise of a blocked signal: pending on the caller alone. */
 static void raise_blocked(void) {
   install(SIGUSR1, 0);
-  mask_signal(SIG_BLOCK, SIGUSR1);
+  mask(SIG_BLOCK, SIGUSR1);
   handled = 0;
   expect_on = pthread_self();
   raise(SIGUSR1);
@@ -234,7 +241,7 @@ static void raise_blocked(void) {
   pthread_create(&t, NULL, pending_here, NULL);
   pthread_join(t, &theirs);
   int before = handled;
-  mask_signal(SIG_UNBLOCK, SIGUSR1);
+  mask(SIG_UNBLOCK, SIGUSR1);
   int after = handled;
   while (sem_trywait(&ran) == 0) {
   }
