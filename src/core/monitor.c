@@ -603,20 +603,22 @@ static void *monitor_main(void *arg) {
   return NULL;
 }
 
-void ito__monitor_poke(void) {
-  __atomic_add_fetch(&mon.pokes, 1, __ATOMIC_SEQ_CST);
+/* A poke; returns its number in the count of pokes. */
+static unsigned poke(void) {
+  unsigned n = __atomic_add_fetch(&mon.pokes, 1, __ATOMIC_SEQ_CST);
   __atomic_store_n(&mon.poked, 1, __ATOMIC_SEQ_CST);
   ito__futex_wake(&mon.stop_word, 1);
+  return n;
 }
+
+void ito__monitor_poke(void) { poke(); }
 
 void ito__monitor_sync(void) {
   if (!mon.started) return;
   /* a pass that began before this poke may have taken the inbox before
    * the signal waited for was in it: the pass waited for is one that read
    * the count of pokes after this one */
-  unsigned mine = __atomic_add_fetch(&mon.pokes, 1, __ATOMIC_SEQ_CST);
-  __atomic_store_n(&mon.poked, 1, __ATOMIC_SEQ_CST);
-  ito__futex_wake(&mon.stop_word, 1);
+  unsigned mine = poke();
   /* at most about a second: a monitor preempted while the kernel delivers
    * it a signal (a loaded machine) takes a time slice or more to route it,
    * and a bound of 20 ms let sigpending miss a kill made just before it
