@@ -18,7 +18,7 @@ LAYERS = [
     ("scheduler", "asm_contract worker deque idle lazy record fiber thread handle switch runtime "
                   "monitor sched keys debug wait sync poll nodeq posix_hooks"),
     ("NUMA memory", "numa"),
-    ("process semantics", "tcb signal signal_int sigcall tls cpuclock setxid atfork preempt "
+    ("process semantics", "tcb signal signal_int sigcall sigroute tls cpuclock setxid atfork preempt "
                           "overflow posix"),
     ("profiler", "profile profile_clock profile_collapse profile_config profile_data profile_out "
                  "profile_rec profile_regions"),

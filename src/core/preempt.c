@@ -262,12 +262,17 @@ static bool may_preempt(worker *w, fiber *f, const ucontext_t *uc, bool *in_kwai
 }
 
 /* Invariant 4: the frame returns into the OS thread the fiber now runs on. */
-static void adopt_os_state(ucontext_t *uc) {
+void ito__frame_adopt_stack(void *ucv) {
+  ucontext_t *uc = ucv;
   stack_t ss;
   if (ito__os.syscall(SYS_sigaltstack, NULL, &ss) == 0) {
     ss.ss_flags &= ~SS_ONSTACK;
     uc->uc_stack = ss;
   }
+}
+
+static void adopt_os_state(ucontext_t *uc) {
+  ito__frame_adopt_stack(uc);
   uint64_t m = 0;
   if (ito__os.syscall(SYS_rt_sigprocmask, SIG_BLOCK, NULL, &m, (size_t)8) == 0) {
     sigemptyset(&uc->uc_sigmask);

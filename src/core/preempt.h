@@ -65,6 +65,10 @@ struct ithread;
 extern int ito__preempt_enabled HIDDEN;
 extern int ito__preempt_threads HIDDEN;
 
+/* A signal frame (uc: its context) whose handler resumed on another OS
+ * thread than the one it began on takes this OS thread's alternate stack,
+ * which its rt_sigreturn restores (invariant 4). */
+HIDDEN void ito__frame_adopt_stack(void *uc);
 /* The loaded objects changed (dlopen, dlclose): the table is rebuilt. */
 HIDDEN void ito__preempt_modules_changed(void);
 /* Asynchronous cancellation (a drop-in library): act(), which does not

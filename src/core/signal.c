@@ -23,6 +23,7 @@
 #include "handle.h"
 #include "monitor.h"
 #include "os.h"
+#include "preempt.h"
 #include "runtime.h"
 #include "sched.h"
 #include "thread.h"
@@ -53,7 +54,7 @@ static int default_ignored(int sig) {
  * ito takes it once the runtime runs, so that the process ends or stops
  * whatever its threads are doing (a parked thread has no OS thread for
  * the kernel to act through). */
-static int dfl_acts(int sig) { return (SIGBIT(sig) & ALL_ASYNC) && !default_ignored(sig); }
+int ito__sig_dfl_acts(int sig) { return (SIGBIT(sig) & ALL_ASYNC) && !default_ignored(sig); }
 
 static int is_handler(const struct sigaction *a) {
   return a->sa_handler != SIG_DFL && a->sa_handler != SIG_IGN;
@@ -62,7 +63,7 @@ static int is_handler(const struct sigaction *a) {
 /* Whether ito's handler is the kernel's for the program's action a. */
 static int takes(int sig, const struct sigaction *a) {
   return is_handler(a) ||
-         (a->sa_handler == SIG_DFL && LOAD_ACQ(&ito__sig_acts.dfl_on) && dfl_acts(sig));
+         (a->sa_handler == SIG_DFL && LOAD_ACQ(&ito__sig_acts.dfl_on) && ito__sig_dfl_acts(sig));
 }
 
 /* The kernel's action for a program's action a that ito takes: tramp with
@@ -84,7 +85,7 @@ static void kernel_action(int sig, const struct sigaction *a, struct sigaction *
   k->sa_flags = (k->sa_flags | SA_SIGINFO) & ~SA_RESETHAND;
 }
 
-static void prog_action(int sig, struct sigaction *out) {
+void ito__sig_prog_rec(int sig, struct sigaction *out) {
   /* never set through ito: the kernel's is the program's */
   if (!LOAD_ACQ(&ito__sig_acts.known[sig])) {
     ito__os.sigaction(sig, NULL, out);
@@ -127,7 +128,7 @@ int ito__sig_action(int sig, const struct sigaction *act, struct sigaction *old)
     return EINVAL;
   uint64_t mask = acts_lock();
   struct sigaction prev;
-  prog_action(sig, &prev);
+  ito__sig_prog_rec(sig, &prev);
   if (act && (sig == SIGSEGV || sig == SIGBUS) && LOAD_ACQ(&ito__segv_installed)) {
     /* ito's overflow handler stays first and chains to this one */
     set_prog_action(sig, act);
@@ -154,9 +155,9 @@ static void sig_runtime_start(void) {
   uint64_t mask = acts_lock();
   STORE_REL(&ito__sig_acts.dfl_on, 1);
   for (int sig = 1; sig <= NSIG_K; sig++) {
-    if (!dfl_acts(sig)) continue;
+    if (!ito__sig_dfl_acts(sig)) continue;
     struct sigaction a, k;
-    prog_action(sig, &a);
+    ito__sig_prog_rec(sig, &a);
     if (a.sa_handler != SIG_DFL) continue;
     kernel_action(sig, &a, &k);
     if (ito__os.sigaction(sig, &k, NULL) == 0) set_prog_action(sig, &a);
@@ -177,7 +178,7 @@ int ito__sig_prog_action(int sig, struct sigaction *out) {
  * action and unblocked, so that the process ends (with a core where the
  * action says so) or stops by that very signal. A stop comes back here
  * at SIGCONT, and ito's handler is the kernel's again. Async-signal-safe. */
-static void default_action(int sig) {
+void ito__sig_default_action(int sig) {
   if (default_ignored(sig)) return;
   struct sigaction d, mine;
   memset(&d, 0, sizeof d);
@@ -190,7 +191,7 @@ static void default_action(int sig) {
    * orphaned process group) */
   sys_mask(SIG_SETMASK, old, NULL);
   struct sigaction a;
-  prog_action(sig, &a);
+  ito__sig_prog_rec(sig, &a);
   if (a.sa_handler == SIG_DFL && (SIGBIT(sig) & LOAD_ACQ(&ito__sig_acts.taken)))
     ito__os.sigaction(sig, &mine, NULL);
 }
@@ -222,8 +223,8 @@ void ito__sig_apply(worker *w, uint64_t m) {
   w->os_sigmask = m;
 }
 
-static __thread int on_monitor; /* this OS thread is the monitor */
-static uint64_t monitor_lets;   /* what the monitor's mask lets through now */
+__thread int ito__sig_on_monitor;
+static uint64_t monitor_lets; /* what the monitor's mask lets through now */
 uint64_t ito__sig_mon_held;
 
 static uint64_t monitor_lets_now(void) {
@@ -231,7 +232,7 @@ static uint64_t monitor_lets_now(void) {
 }
 
 /* The monitor's mask follows what it takes (invariant 6). */
-static void monitor_mask_update(void) {
+void ito__sig_monitor_mask(void) {
   uint64_t l = monitor_lets_now();
   if (l == monitor_lets) return;
   monitor_lets = l;
@@ -255,7 +256,7 @@ void ito__sig_idle(worker *w) {
 }
 
 void ito__sig_monitor_start(void) {
-  on_monitor = 1;
+  ito__sig_on_monitor = 1;
   monitor_lets = ito__sig_on ? monitor_lets_now() : 0;
   sys_mask(SIG_SETMASK, ALL_ASYNC & ~monitor_lets, NULL);
 }
@@ -339,14 +340,18 @@ int ito__sig_take_pending(ithread *t, int sig, siginfo_t *si) {
 
 /* Runs the program's action for sig on the running thread t. kernel: the
  * kernel already applied the handler's mask (tramp) and uc is its
- * context. Returns 0 (nothing ran), 1 (a handler with SA_RESTART ran), 2
- * (a handler without). */
-static int run_action(ithread *t, int sig, siginfo_t *si, void *uc, int kernel) {
+ * context. Otherwise ito widens the thread's mask for the handler and
+ * narrows it again after; frame: the OS mask of the kernel frame this runs
+ * in (tramp), 0 outside one, which the OS thread keeps until the frame
+ * returns: a signal of the same kind that lands there would nest a frame
+ * per signal on the thread's stack. Returns 0 (nothing ran), 1 (a handler
+ * with SA_RESTART ran), 2 (a handler without). */
+static int run_action(ithread *t, int sig, siginfo_t *si, void *uc, int kernel, uint64_t frame) {
   struct sigaction a;
-  prog_action(sig, &a);
+  ito__sig_prog_rec(sig, &a);
   if (a.sa_handler == SIG_IGN) return 0;
   if (a.sa_handler == SIG_DFL) {
-    default_action(sig);
+    ito__sig_default_action(sig);
     return 0;
   }
   if (a.sa_flags & SA_RESETHAND) {
@@ -378,13 +383,13 @@ static int run_action(ithread *t, int sig, siginfo_t *si, void *uc, int kernel) 
   if (!kernel && t) {
     t->sigmask = old;
     t->osmask = oldos;
-    ito__sig_apply(cur_worker(), oldos); /* (the handler may have parked: the worker now) */
+    ito__sig_apply(cur_worker(), oldos | frame); /* (the handler may have parked: the worker now) */
   }
   return (a.sa_flags & SA_RESTART) ? 1 : 2;
 }
 
 /* The running thread's deliverable pending signals, lowest first. */
-static int deliver_pending(ithread *t, void *uc) {
+static int deliver_pending(ithread *t, void *uc, uint64_t frame) {
   int res = 0;
   uint64_t ready;
   while ((ready = LOAD_ACQ(&t->sigpend) & ~t->sigmask) != 0) {
@@ -392,7 +397,7 @@ static int deliver_pending(ithread *t, void *uc) {
     siginfo_t si;
     if (!ito__sig_take_pending(t, sig, &si)) continue;
     ITO_ASSERT(!(SIGBIT(sig) & t->sigmask)); /* invariant 3 */
-    int r = run_action(t, sig, &si, uc, 0);
+    int r = run_action(t, sig, &si, uc, 0, frame);
     if (r > res) res = r;
   }
   return res;
@@ -401,7 +406,7 @@ static int deliver_pending(ithread *t, void *uc) {
 int ito__sig_deliver(void) {
   ithread *t = running_thread(cur_worker());
   if (!t) return 0;
-  int r = deliver_pending(t, NULL);
+  int r = deliver_pending(t, NULL, 0);
   if (r) t->sig_last = r;
   return r;
 }
@@ -526,33 +531,6 @@ static void pend(ithread *t, int sig, const siginfo_t *si) {
   if ((SIGBIT(sig) & ~t->sigmask) || (SIGBIT(sig) & LOAD_ACQ(&t->sigwaitset))) ito__sig_alert(t);
 }
 
-/* Can t take a signal of the process in b now: a live program thread, not
- * ended for signals, that does not block it (waiting: that waits for it in
- * sigwait)? */
-static bool taker(ithread *t, uint64_t b, bool waiting) {
-  if (!LOAD_ACQ(&t->sig_live) || LOAD_RLX(&t->sig_closed)) return false;
-  if (waiting) return LOAD_ACQ(&t->sigwaitset) & b;
-  return !(LOAD_RLX(&t->flags) & TH_ANON) && !(LOAD_RLX(&t->sigmask) & b);
-}
-
-/* Makes sig, a signal of the process, pending on t if t still takes it
- * (invariant 7: it may have ended, even been released and made again,
- * since it was chosen); else false. */
-static bool pend_proc(ithread *t, int sig, const siginfo_t *si, bool waiting) {
-  uint64_t b = SIGBIT(sig);
-  struct sig_infos *p = ito__sig_infos_of(t); /* (allocates: before the lock) */
-  spin_lock(&t->ilock, LR_ILOCK);
-  bool open = taker(t, b, waiting);
-  if (open) {
-    if (p) p->info[sig] = *si;
-    __atomic_fetch_or(&t->sigproc, b, __ATOMIC_RELAXED);
-    __atomic_fetch_or(&t->sigpend, b, __ATOMIC_ACQ_REL);
-  }
-  spin_unlock(&t->ilock);
-  if (open) ito__sig_alert(t);
-  return open;
-}
-
 int ito__sig_send(ithread *t, int sig, const union sigval *value) {
   if (sig < 0 || sig > NSIG_K || SIG_GLIBC_OWN(sig)) return EINVAL;
   if (sig == 0) return 0;
@@ -566,11 +544,11 @@ int ito__sig_send(ithread *t, int sig, const union sigval *value) {
   uint64_t b = SIGBIT(sig);
   if (!(t->sigmask & b) && !(LOAD_ACQ(&t->sigwaitset) & b)) {
     struct sigaction a;
-    prog_action(sig, &a);
+    ito__sig_prog_rec(sig, &a);
     if (a.sa_handler == SIG_IGN || (a.sa_handler == SIG_DFL && default_ignored(sig)))
       return 0;                    /* discarded, as the kernel does */
     if (a.sa_handler == SIG_DFL) { /* the process stops or ends: from here as well */
-      default_action(sig);
+      ito__sig_default_action(sig);
       return 0;
     }
   }
@@ -578,9 +556,7 @@ int ito__sig_send(ithread *t, int sig, const union sigval *value) {
   return 0;
 }
 
-/* ---- the kernel's handler and routing ---------------------------------------------------- */
-
-struct sig_route ito__sig_rt;
+/* ---- the kernel's handler ---------------------------------------------------- */
 
 /* The stack pointer of the code a signal interrupted (uc: the kernel's
  * context), or NULL. */
@@ -607,6 +583,21 @@ static int in_context_of(fiber *f, const void *uc) {
   return sp >= f->lo && sp < f->hi;
 }
 
+/* Before tramp's frame of a thread that was on worker w returns: its
+ * rt_sigreturn restores the mask and alternate stack the frame saved. A
+ * handler that parked may have resumed on another worker (another OS
+ * thread): the frame then takes that one's alternate stack (preempt.h,
+ * invariant 4), and the worker's mask is the saved one again once the
+ * frame returns (signal.h, invariant 1). */
+static void frame_return(worker *w, void *uc) {
+  worker *now = cur_worker();
+  if (!now) return;
+  if (now != w) ito__frame_adopt_stack(uc);
+  uint64_t m;
+  memcpy(&m, &((ucontext_t *)uc)->uc_sigmask, sizeof m);
+  now->os_sigmask = m & ~NEVER_BLOCKED;
+}
+
 static void tramp(int sig, siginfo_t *si, void *uc) {
   int saved = errno;
   __atomic_add_fetch(&ito__sig_rt.in_tramp, 1, __ATOMIC_ACQ_REL);
@@ -617,18 +608,24 @@ static void tramp(int sig, siginfo_t *si, void *uc) {
   uintptr_t v = si ? (uintptr_t)si->si_value.sival_ptr : 0;
   if (si && (v & NUDGE_MASK) == NUDGE_BITS && si->si_code == SI_QUEUE && si->si_pid == getpid()) {
     /* a nudge: the thread it is for, if it runs here, delivers */
-    if (t && (uintptr_t)t == (v & ~NUDGE_MASK)) deliver_pending(t, uc);
+    if (t && (uintptr_t)t == (v & ~NUDGE_MASK)) {
+      uint64_t frame = 0;
+      sys_mask(SIG_BLOCK, 0, &frame);
+      deliver_pending(t, uc, frame);
+      frame_return(w, uc);
+    }
     if (t) t->in_handler--;
     __atomic_sub_fetch(&ito__sig_rt.in_tramp, 1, __ATOMIC_ACQ_REL);
     errno = saved;
     return;
   }
-  if ((!w && !on_monitor) || (t && !(t->sigmask & SIGBIT(sig))) ||
+  if ((!w && !ito__sig_on_monitor) || (t && !(t->sigmask & SIGBIT(sig))) ||
       ((SIGBIT(sig) & SYNCHRONOUS) && si && si->si_code > 0)) {
     /* an OS thread of the program's own, a thread that takes it, or a
      * fault of the code running here (the kernel delivers it blocked or
      * not: it belongs to this context) */
-    run_action(t, sig, si, uc, 1);
+    run_action(t, sig, si, uc, 1, 0);
+    if (t) frame_return(w, uc);
   } else {
     /* routed by the monitor (it takes locks) */
     if (si) ito__sig_rt.info[sig] = *si;
@@ -638,130 +635,6 @@ static void tramp(int sig, siginfo_t *si, void *uc) {
   if (t) t->in_handler--;
   __atomic_sub_fetch(&ito__sig_rt.in_tramp, 1, __ATOMIC_ACQ_REL);
   errno = saved;
-}
-
-/* A live program thread (not a task) that does not block b, or NULL:
- * every descriptor ever made is in the handle table. */
-static ithread *any_taker(uint64_t b) {
-  uint32_t n = LOAD_ACQ(&ito__handle_nslots);
-  for (uint32_t i = 1; i < n; i++) {
-    struct handle_slot *s = handle_slot_at(i);
-    ithread *t = s ? LOAD_ACQ(&s->t) : NULL;
-    if (t && taker(t, b, false) && LOAD_ACQ(&t->sync) == TS_RUNNING) return t;
-  }
-  return NULL;
-}
-
-/* A thread in sigwait for b, or NULL. */
-static ithread *waiter_for(uint64_t b) {
-  ithread *to = NULL;
-  spin_lock(&ito__sig_rt.lock, LR_LEAF);
-  for (int i = 0; i < ito__sig_rt.nwaiters && !to; i++)
-    if (taker(ito__sig_rt.waiters[i], b, true)) to = ito__sig_rt.waiters[i];
-  spin_unlock(&ito__sig_rt.lock);
-  return to;
-}
-
-/* The main thread if it does not block b, else any thread that does not. */
-static ithread *unblocked_for(uint64_t b) {
-  ithread *root = ito__root_thread();
-  if (root && taker(root, b, false)) return root;
-  return any_taker(b);
-}
-
-/* A signal of the process, to the thread that takes it (as the kernel
- * chooses: one waiting for it in sigwait, else the main thread if it does
- * not block it, else any thread that does not). A handler's signal that no
- * thread takes stays pending for the process in ito's hands until a
- * thread unblocks it or waits for it. A default action that ends or stops
- * the process is carried out here when a thread takes the signal, as the
- * kernel does at once; when none does, the signal goes back to the kernel,
- * pending for the process, and the monitor blocks it (ito__sig_mon_held). */
-static void route(int sig, const siginfo_t *si) {
-  uint64_t b = SIGBIT(sig);
-  struct sigaction a;
-  prog_action(sig, &a);
-  int dfl = a.sa_handler == SIG_DFL && dfl_acts(sig);
-  /* (again if the thread chosen ends meanwhile) */
-  for (int tries = 0; tries < 8; tries++) {
-    ithread *to = waiter_for(b);
-    if (to) {
-      if (pend_proc(to, sig, si, true)) return;
-      continue;
-    }
-    if (dfl) __atomic_fetch_or(&ito__sig_mon_held, b, __ATOMIC_SEQ_CST); /* (unhold) */
-    to = unblocked_for(b);
-    if (dfl) {
-      if (to) {
-        __atomic_fetch_and(&ito__sig_mon_held, ~b, __ATOMIC_SEQ_CST);
-        default_action(sig);
-        return;
-      }
-      monitor_mask_update(); /* blocked here before it goes back */
-      siginfo_t back = *si;
-      back.si_signo = sig;
-      if (ito__os.syscall(SYS_rt_sigqueueinfo, getpid(), sig, &back) != 0)
-        ito__os.syscall(SYS_kill, getpid(), sig);
-      return;
-    }
-    if (!to) break;
-    if (pend_proc(to, sig, si, false)) return;
-  }
-  /* pending for the process. A thread may have unblocked it, or begun to
-   * wait for it, since the look above, and looked here before it was
-   * here: a second look, after it is here, finds such a thread (the
-   * thread stores, then loads proc; this stores proc, then loads), and
-   * whichever of the two takes it off proc first gives it to that thread */
-  siginfo_t mine = *si;
-  for (int tries = 0; tries < 8; tries++) {
-    spin_lock(&ito__sig_rt.lock, LR_LEAF);
-    ito__sig_rt.pinfo[sig] = mine;
-    ito__sig_rt.proc |= b;
-    spin_unlock(&ito__sig_rt.lock);
-    full_fence();
-    ithread *to = waiter_for(b);
-    bool waiting = to != NULL;
-    if (!to) to = unblocked_for(b);
-    if (!to) return;
-    spin_lock(&ito__sig_rt.lock, LR_LEAF);
-    bool here = ito__sig_rt.proc & b;
-    if (here) {
-      ito__sig_rt.proc &= ~b;
-      mine = ito__sig_rt.pinfo[sig];
-    }
-    spin_unlock(&ito__sig_rt.lock);
-    if (!here || pend_proc(to, sig, &mine, waiting)) return;
-  }
-  spin_lock(&ito__sig_rt.lock, LR_LEAF); /* (every taker ended as it was chosen) */
-  ito__sig_rt.pinfo[sig] = mine;
-  ito__sig_rt.proc |= b;
-  spin_unlock(&ito__sig_rt.lock);
-}
-
-void ito__sig_route_inbox(void) {
-  if (on_monitor) monitor_mask_update(); /* invariant 6 */
-  STORE_REL(&ito__sig_rt.routing, 1);
-  uint64_t in = __atomic_exchange_n(&ito__sig_rt.inbox, 0, __ATOMIC_ACQUIRE);
-  while (in) {
-    int sig = __builtin_ctzll(in) + 1;
-    in &= in - 1;
-    route(sig, &ito__sig_rt.info[sig]);
-  }
-  /* handed back by threads (under the lock, unlike the handler's inbox) */
-  while (LOAD_ACQ(&ito__sig_rt.back)) {
-    spin_lock(&ito__sig_rt.lock, LR_LEAF);
-    uint64_t b = ito__sig_rt.back;
-    int sig = b ? __builtin_ctzll(b) + 1 : 0;
-    siginfo_t si;
-    if (sig) {
-      si = ito__sig_rt.binfo[sig];
-      __atomic_fetch_and(&ito__sig_rt.back, ~SIGBIT(sig), __ATOMIC_RELAXED);
-    }
-    spin_unlock(&ito__sig_rt.lock);
-    if (sig) route(sig, &si);
-  }
-  STORE_REL(&ito__sig_rt.routing, 0);
-  if (on_monitor) monitor_mask_update();
 }
 
 /* ---- fork ------------------------------------------------------------------------------------ */
@@ -779,7 +652,7 @@ static void sig_fork_child(worker *w, ithread *self) {
   ito__sig_rt.lock = 0;
   ito__sig_rt.nwaiters = 0; /* the threads in sigwait were the parent's */
   STORE_RLX(&ito__sig_rt.inbox, 0);
-  on_monitor = 0;
+  ito__sig_on_monitor = 0;
   late.lock = 0; /* (its threads were the parent's) */
   late.n = 0;
   /* a sender of the parent (another OS thread) may have held the forking

@@ -1,6 +1,6 @@
-/* What signal.c and sigcall.c share: the module's state and helpers
- * (signals per lightweight thread; invariants in signal.h). Private to
- * those two files. */
+/* What signal.c, sigcall.c and sigroute.c share: the module's state and
+ * helpers (signals per lightweight thread; invariants in signal.h).
+ * Private to those files. */
 #ifndef ITO_CORE_SIGNAL_INT_H
 #define ITO_CORE_SIGNAL_INT_H
 
@@ -106,6 +106,17 @@ HIDDEN void ito__sig_claim_proc(struct ithread *t, uint64_t want);
 /* t's infos of its pending signals, allocated on first need (NULL: no
  * memory; the bits still count). */
 HIDDEN struct sig_infos *ito__sig_infos_of(struct ithread *t);
+/* The program's action for sig (the kernel's where never set through
+ * ito). */
+HIDDEN void ito__sig_prog_rec(int sig, struct sigaction *out);
+/* sig is asynchronous and its default action ends or stops the process. */
+HIDDEN int ito__sig_dfl_acts(int sig);
+/* Carries out sig's default action on this OS thread (async-signal-safe). */
+HIDDEN void ito__sig_default_action(int sig);
+/* This OS thread is the monitor; its mask then follows what ito takes
+ * (invariant 6), which ito__sig_monitor_mask applies. */
+extern __thread int ito__sig_on_monitor HIDDEN;
+HIDDEN void ito__sig_monitor_mask(void);
 /* Takes sig off t's pending set if it is there; the info into *si. */
 HIDDEN int ito__sig_take_pending(struct ithread *t, int sig, siginfo_t *si);
 

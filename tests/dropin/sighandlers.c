@@ -274,11 +274,11 @@ static void *sem_waits(void *a) {
 }
 
 /* sem_wait and SA_RESTART, as glibc: restarted without a deadline. The
- * waiter is signalled until its wait ends, or (a restarted wait) until
- * its handler ran three times after it said it was about to wait; then
- * the semaphore is posted. (Without SA_RESTART the signals go on until
- * the wait ends: handlers that all ran before the waiter reached sem_wait
- * would otherwise leave the post to end it.) */
+ * waiter is signalled until its wait ends, or (sem_wait with SA_RESTART,
+ * the one wait a handler does not end) until its handler ran three times
+ * after it said it was about to wait; then the semaphore is posted. (The
+ * other waits are signalled until they end: handlers that all ran before
+ * the waiter reached its wait would otherwise leave the post to end it.) */
 static void sem_restart(int restart, int timed) {
   install(SIGUSR1, restart ? SA_RESTART : 0);
   sem_init(&never_posted, 0, 0);
@@ -290,7 +290,7 @@ static void sem_restart(int restart, int timed) {
   expect_on = t;
   while (!about_to_wait) sched_yield();
   int ran_ok = 1, n = 0;
-  while (!wait_over && n < (restart ? 3 : 1000000) && ran_ok) {
+  while (!wait_over && n < (restart && !timed ? 3 : 1000000) && ran_ok) {
     pthread_kill(t, SIGUSR1);
     ran_ok = handler_ran();
     n++;
