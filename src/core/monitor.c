@@ -73,7 +73,8 @@ enum { SLOT_FREE = 0, SLOT_RUNNING, SLOT_RETIRED };
 struct sample {
   fiber *cur;
   long long cpu;
-  long long same_since; /* when cur last changed */
+  unsigned long switches; /* the worker's switches at the last sample */
+  long long same_since;   /* when cur last changed or switched out */
   int still;
   bool blocked;
   bool computing; /* its OS thread used CPU over the last tick (not blocked) */
@@ -437,6 +438,7 @@ static bool observe(void) {
     if (cur && LOAD_ACQ(&w->kwait)) { /* invariant 5: announced, blocked at once */
       if (cur != s->cur) s->same_since = now;
       s->cur = cur;
+      s->switches = LOAD_RLX(&w->switches);
       s->still = STILL_TICKS;
       s->computing = false;
       s->blocked = true;
@@ -449,9 +451,13 @@ static bool observe(void) {
       continue;
     }
     long long cpu = tid > 0 ? ito__os_cpu_ns(tid) : -1;
-    /* (it came on between the last tick and this one: halfway, as a guess) */
-    if (cur != s->cur) s->same_since = mon.last_tick ? (mon.last_tick + now) / 2 : now;
-    if (cur && cur == s->cur && cpu >= 0 && cpu - s->cpu < CPU_STILL_NS)
+    /* (it came on between the last tick and this one: halfway, as a guess;
+     * the same thread that left and came back meanwhile, too) */
+    unsigned long sw = LOAD_RLX(&w->switches);
+    bool same = cur == s->cur && sw == s->switches;
+    s->switches = sw;
+    if (!same) s->same_since = mon.last_tick ? (mon.last_tick + now) / 2 : now;
+    if (cur && same && cpu >= 0 && cpu - s->cpu < CPU_STILL_NS)
       s->still++;
     else
       s->still = 0;

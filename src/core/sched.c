@@ -416,6 +416,7 @@ void ito__suspend(int action, void *arg, void (*post)(void *), void *post_arg) {
   w->post_arg = post_arg;
   if (action == ACT_BLOCK) f->parked_on = post_arg ? post_arg : (void *)f;
   ito__lock_handoff(post != NULL);
+  STORE_RLX(&w->switches, w->switches + 1);
   enter_sched(w, f, action, arg, true);
   f->parked_on = NULL;
   ito__run_post(cur_worker());
@@ -430,6 +431,7 @@ void ito__suspend(int action, void *arg, void (*post)(void *), void *post_arg) {
 
 void ito__exit_fiber(worker *w, fiber *f) {
   ito__lock_handoff(0);
+  STORE_RLX(&w->switches, w->switches + 1);
   if (dq_peek(&w->dq) & ENT_FIBER) { /* the parent, suspended in a create */
     uintptr_t e = ito__deque_pop(&w->dq);
     if (e) {

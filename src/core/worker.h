@@ -76,7 +76,11 @@ typedef struct worker {
   /* counters that only grow (thread.h, invariant 4), this worker's only */
   unsigned long created, ended;
   unsigned long steals; /* successful steals by this worker (for debugging) */
-  int extra;            /* an extra worker the monitor started (monitor.h) */
+  /* fibers that left this worker's CPU (a suspension, an end): the
+   * monitor, which samples cur, tells a thread that ran all along from
+   * one that keeps coming back between its samples */
+  unsigned long switches;
+  int extra; /* an extra worker the monitor started (monitor.h) */
   /* its thread waits in the kernel in a call a drop-in library announced
    * (ito__monitor_kwait_begin): counted as blocked at once; under kwait_lock,
    * what ends that wait for a cancellation (monitor.h, invariant 5) */
