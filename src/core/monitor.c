@@ -17,9 +17,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -104,6 +107,70 @@ static struct {
  * (8192 slots; a program's start touches only those it used). */
 static int slot_state[ITO_MAX_WORKERS];
 static struct sample samples[ITO_MAX_WORKERS];
+
+/* How the monitor sleeps: on mon.stop_word's futex, or, where it takes
+ * the process's signals through a descriptor (ito__sig_monitor_fd), in
+ * ppoll on that and an eventfd of the runtime's own (kick_fd), which a
+ * wake writes. Chosen before the monitor thread starts. */
+static int kick_fd = -1;
+static int sig_fd = -1;
+static int by_fd;
+static int kick_stale; /* in a child of fork: kick_fd is the parent's too */
+
+static void wake_monitor(void) {
+  if (by_fd) {
+    uint64_t one = 1;
+    ito__os.syscall(SYS_write, kick_fd, &one, sizeof one);
+  } else {
+    ito__futex_wake(&mon.stop_word, 1);
+  }
+}
+
+/* Sleeps rel at most, until a wake (or a signal for the process). */
+static void sleep_monitor(const struct timespec *rel) {
+  if (!by_fd) {
+    ito__futex_wait(&mon.stop_word, 0, rel);
+    return;
+  }
+  struct pollfd p[2] = {{kick_fd, POLLIN, 0}, {sig_fd, POLLIN, 0}};
+  ito__os.syscall(SYS_ppoll, p, (nfds_t)2, rel, NULL, (size_t)8);
+  if (p[0].revents & POLLIN) {
+    uint64_t n;
+    ito__os.syscall(SYS_read, kick_fd, &n, sizeof n);
+  }
+}
+
+/* The sleep's descriptors, before the monitor thread starts: by_fd where
+ * both can be had, else the futex (and ito's handler takes signals), and
+ * neither is kept (a program at its limit keeps its last descriptors). */
+static void sleep_setup(void) {
+  by_fd = 0;
+  if (!ito__sig_on) return;
+  if (kick_fd >= 0 && kick_stale) { /* (the parent's: a fresh one, under its number) */
+    kick_stale = 0;
+    ito__os.syscall(SYS_close, kick_fd);
+    int fresh = (int)ito__os.syscall(SYS_eventfd2, 0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (fresh < 0) {
+      ito__own_fd_drop(kick_fd);
+      kick_fd = -1;
+    } else {
+      kick_fd = ito__own_fd_renew(kick_fd, fresh);
+    }
+  }
+  if (kick_fd < 0) {
+    int fd = (int)ito__os.syscall(SYS_eventfd2, 0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (fd < 0) return;
+    kick_fd = ito__own_fd_take(fd);
+  }
+  sig_fd = ito__sig_monitor_fd();
+  if (sig_fd < 0) {
+    ito__os.syscall(SYS_close, kick_fd);
+    ito__own_fd_drop(kick_fd);
+    kick_fd = -1;
+    return;
+  }
+  by_fd = 1;
+}
 
 /* ---- reading an OS thread ---------------------------------------------------------------- */
 
@@ -287,14 +354,14 @@ void ito__monitor_retired(worker *w) {
   ITO_ASSERT(!w->cur && dq_tail(&w->dq) <= LOAD_RLX(&w->dq.head));
   ito__idle_resize(-1);
   STORE_REL(&slot_state[w->id], SLOT_RETIRED);
-  ito__futex_wake(&mon.stop_word, 1); /* (a tick: the monitor joins it soon) */
+  wake_monitor(); /* (a tick: the monitor joins it soon) */
 }
 
 /* ---- waits announced by a drop-in library (invariant 5) ----------------------------------- */
 
 void ito__monitor_kwait_poke(void) {
   if (!mon.started || __atomic_exchange_n(&mon.kpoked, 1, __ATOMIC_ACQ_REL)) return;
-  ito__futex_wake(&mon.stop_word, 1);
+  wake_monitor();
 }
 
 void ito__monitor_kwait_begin(void (*wake)(void *), void *obj, int kind) {
@@ -581,13 +648,14 @@ static bool observe(void) {
 
 static void *monitor_main(void *arg) {
   (void)arg;
-  ito__sig_monitor_start();
+  ito__sig_monitor_start(by_fd);
   long long tick = TICK_NS;
   int late = 0; /* threads with a signal to see that were not running (signal.c) */
   while (!LOAD_ACQ(&mon.stop_word)) {
     struct timespec rel = ns_to_ts(late ? LATE_NS : tick);
-    if (!LOAD_ACQ(&mon.poked) && !LOAD_ACQ(&mon.kpoked)) ito__futex_wait(&mon.stop_word, 0, &rel);
+    if (!LOAD_ACQ(&mon.poked) && !LOAD_ACQ(&mon.kpoked)) sleep_monitor(&rel);
     if (LOAD_ACQ(&mon.stop_word)) break;
+    if (ito__sig_monitor_take()) __atomic_store_n(&mon.poked, 1, __ATOMIC_SEQ_CST);
     if (__atomic_exchange_n(&mon.kpoked, 0, __ATOMIC_ACQ_REL)) { /* invariant 5: now */
       observe();
       continue;
@@ -613,7 +681,7 @@ static void *monitor_main(void *arg) {
 static unsigned poke(void) {
   unsigned n = __atomic_add_fetch(&mon.pokes, 1, __ATOMIC_SEQ_CST);
   __atomic_store_n(&mon.poked, 1, __ATOMIC_SEQ_CST);
-  ito__futex_wake(&mon.stop_word, 1);
+  wake_monitor();
   return n;
 }
 
@@ -646,6 +714,7 @@ void ito__monitor_start(void) {
   mon.cap = (int)cap;
   mon.slots = (int)slots;
   mon.preempt = ito__preempt_setup(&mon.slice);
+  sleep_setup();
   mon.started = ito__os_thread(&mon.os, 64 << 10, monitor_main, NULL, ito__sig_on) == 0;
   if (!mon.started)
     say("ito: cannot start the monitor thread; a worker blocked in the kernel will keep ready "
@@ -656,7 +725,7 @@ ITO_OBSERVE(monitor_at_launched, OBSERVE_LAUNCHED, OBS_MONITOR, ito__monitor_sta
 void ito__monitor_stop(void) {
   if (!mon.started) return;
   STORE_REL(&mon.stop_word, 1);
-  ito__futex_wake(&mon.stop_word, 1);
+  wake_monitor();
   ito__os.pthread_join(mon.os, NULL);
   mon.started = 0;
 }
@@ -669,6 +738,7 @@ static int restart_pending;
 static void monitor_fork_child(worker *w, ithread *self) {
   (void)w, (void)self;
   mon.started = 0;
+  kick_stale = 1;
   STORE_REL(&restart_pending, 1);
 }
 ITO_FORK_PART(monitor_fork, .child_order = FORK_MONITOR, .child = monitor_fork_child);

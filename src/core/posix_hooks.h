@@ -25,8 +25,18 @@ HIDDEN void ito__posix_update(void);
 
 /* ---- signals (signal.h) ------------------------------------------------------------------- */
 extern int ito__sig_on HIDDEN;
-/* The monitor thread starts (invariant 6). */
-HIDDEN void ito__sig_monitor_start(void);
+/* Before the monitor thread starts: the descriptor (a signalfd, the
+ * runtime's own) through which it will take the signals of the process
+ * ito takes, or -1 (signals per thread off, or no descriptor to be had:
+ * ito's handler takes them on the monitor then). Kept across fork (a
+ * signalfd reads the reader's own process). */
+HIDDEN int ito__sig_monitor_fd(void);
+/* The monitor thread starts (invariant 6); by_fd: it takes signals
+ * through ito__sig_monitor_fd's descriptor. */
+HIDDEN void ito__sig_monitor_start(bool by_fd);
+/* The monitor's descriptor is readable: it takes what is there into the
+ * routing's inbox; the number taken. */
+HIDDEN int ito__sig_monitor_take(void);
 /* w goes to sleep: it blocks every asynchronous signal (invariant 1), so
  * that a signal of the process reaches a running thread or the monitor. */
 HIDDEN void ito__sig_idle(struct worker *w);

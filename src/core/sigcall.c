@@ -39,7 +39,9 @@ void ito__sig_claim_proc(ithread *t, uint64_t want) {
 }
 
 static bool on_its_way(void) {
-  return LOAD_ACQ(&ito__sig_rt.in_tramp) || LOAD_ACQ(&ito__sig_rt.inbox) ||
+  /* (the mark first: cleared once the inbox has what the monitor took) */
+  return __atomic_load_n(&ito__sig_rt.taking, __ATOMIC_SEQ_CST) ||
+         LOAD_ACQ(&ito__sig_rt.in_tramp) || LOAD_ACQ(&ito__sig_rt.inbox) ||
          LOAD_ACQ(&ito__sig_rt.back) || LOAD_ACQ(&ito__sig_rt.routing);
 }
 

@@ -33,6 +33,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
@@ -226,17 +227,87 @@ void ito__sig_apply(worker *w, uint64_t m) {
 __thread int ito__sig_on_monitor;
 static uint64_t monitor_lets; /* what the monitor's mask lets through now */
 uint64_t ito__sig_mon_held;
+static int mon_sfd = -1; /* the monitor's signalfd (the runtime's descriptor), or -1 */
+static int mon_by_fd;    /* the monitor takes signals through it, not through tramp */
 
 static uint64_t monitor_lets_now(void) {
   return LOAD_ACQ(&ito__sig_acts.taken) & ~__atomic_load_n(&ito__sig_mon_held, __ATOMIC_SEQ_CST);
 }
 
-/* The monitor's mask follows what it takes (invariant 6). */
+/* What the monitor takes follows what ito takes (invariant 6): its
+ * signalfd's mask (its OS mask blocks them all), or its OS mask. */
+static void monitor_lets_apply(uint64_t l) {
+  if (mon_by_fd)
+    ito__os.syscall(SYS_signalfd4, mon_sfd, &l, (size_t)8, SFD_CLOEXEC | SFD_NONBLOCK);
+  else
+    sys_mask(SIG_SETMASK, ALL_ASYNC & ~l, NULL);
+}
+
 void ito__sig_monitor_mask(void) {
   uint64_t l = monitor_lets_now();
   if (l == monitor_lets) return;
   monitor_lets = l;
-  sys_mask(SIG_SETMASK, ALL_ASYNC & ~l, NULL);
+  monitor_lets_apply(l);
+}
+
+int ito__sig_monitor_fd(void) {
+  if (!ito__sig_on) return -1;
+  if (mon_sfd < 0) {
+    uint64_t none = 0;
+    int fd = (int)ito__os.syscall(SYS_signalfd4, -1, &none, (size_t)8, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (fd >= 0) mon_sfd = ito__own_fd_take(fd);
+  }
+  return mon_sfd;
+}
+
+/* A signalfd's record as the siginfo_t a handler gets: the fields of the
+ * signal's kind (a timer's, a child's, I/O's, else a sender's). */
+static void info_of(const struct signalfd_siginfo *r, siginfo_t *si) {
+  memset(si, 0, sizeof *si);
+  si->si_signo = (int)r->ssi_signo;
+  si->si_errno = r->ssi_errno;
+  si->si_code = r->ssi_code;
+  if (r->ssi_code == SI_TIMER) {
+    si->si_timerid = (int)r->ssi_tid;
+    si->si_overrun = (int)r->ssi_overrun;
+    si->si_value.sival_ptr = (void *)(uintptr_t)r->ssi_ptr;
+  } else if (r->ssi_signo == SIGCHLD && r->ssi_code > 0) {
+    si->si_pid = (pid_t)r->ssi_pid;
+    si->si_uid = (uid_t)r->ssi_uid;
+    si->si_status = r->ssi_status;
+    si->si_utime = (clock_t)r->ssi_utime;
+    si->si_stime = (clock_t)r->ssi_stime;
+  } else if (r->ssi_signo == SIGIO && r->ssi_code > 0) {
+    si->si_band = r->ssi_band;
+    si->si_fd = r->ssi_fd;
+  } else {
+    si->si_pid = (pid_t)r->ssi_pid;
+    si->si_uid = (uid_t)r->ssi_uid;
+    si->si_value.sival_ptr = (void *)(uintptr_t)r->ssi_ptr;
+  }
+}
+
+int ito__sig_monitor_take(void) {
+  if (!mon_by_fd) return 0;
+  /* invariant 7: marked before the kernel hands a signal over, unmarked
+   * once it is in the inbox; a thread that did not see it pending in the
+   * kernel sees the mark or the inbox (ito__sig_await) */
+  __atomic_store_n(&ito__sig_rt.taking, 1, __ATOMIC_SEQ_CST);
+  full_fence();
+  int n = 0;
+  struct signalfd_siginfo r[8];
+  for (;;) {
+    long got = ito__os.syscall(SYS_read, mon_sfd, r, sizeof r);
+    if (got < (long)sizeof r[0]) break;
+    for (long i = 0; i < got / (long)sizeof r[0]; i++, n++) {
+      int sig = (int)r[i].ssi_signo;
+      if (sig < 1 || sig > NSIG_K) continue;
+      info_of(&r[i], &ito__sig_rt.info[sig]);
+      __atomic_fetch_or(&ito__sig_rt.inbox, SIGBIT(sig), __ATOMIC_RELEASE);
+    }
+  }
+  __atomic_store_n(&ito__sig_rt.taking, 0, __ATOMIC_SEQ_CST);
+  return n;
 }
 
 /* A thread does not block the signals of open (it is new, or unblocked
@@ -255,10 +326,12 @@ void ito__sig_idle(worker *w) {
   if (w->os_sigmask != ALL_ASYNC) ito__sig_apply(w, ALL_ASYNC);
 }
 
-void ito__sig_monitor_start(void) {
+void ito__sig_monitor_start(bool by_fd) {
   ito__sig_on_monitor = 1;
+  mon_by_fd = by_fd && mon_sfd >= 0;
   monitor_lets = ito__sig_on ? monitor_lets_now() : 0;
-  sys_mask(SIG_SETMASK, ALL_ASYNC & ~monitor_lets, NULL);
+  if (mon_by_fd) sys_mask(SIG_SETMASK, ALL_ASYNC, NULL);
+  monitor_lets_apply(monitor_lets);
 }
 
 static void worker_start(worker *w, ithread *root) {

@@ -23,15 +23,17 @@
  *  5. A waiter's registration (intr) is only read under ilock, and the
  *     parker does not leave its wait while any interrupter works on it
  *     (iflight counts the interrupters that read it).
- *  6. The monitor thread's OS mask lets through exactly the signals ito
- *     takes (after a sigaction, once the monitor has run): those the
- *     program catches, and, once the runtime runs, those whose default
- *     action ends or stops the process, less the ones of these that no
- *     live thread takes (mon_held: each is pending in the kernel, and a
- *     thread that stops blocking one clears its bit and pokes the
- *     monitor). A signal of the process that every worker blocks reaches
- *     ito there, and is routed to a thread that takes it, as the kernel
- *     would; a default action is carried out there at once.
+ *  6. The monitor takes exactly the signals ito takes (after a
+ *     sigaction, once the monitor has run): those the program catches,
+ *     and, once the runtime runs, those whose default action ends or
+ *     stops the process, less the ones of these that no live thread takes
+ *     (mon_held: each is pending in the kernel, and a thread that stops
+ *     blocking one clears its bit and pokes the monitor). It takes them
+ *     through its signalfd's mask (its OS mask blocks every one), or,
+ *     where it has no descriptor, its OS mask lets them through to tramp.
+ *     A signal of the process that every worker blocks reaches ito there,
+ *     and is routed to a thread that takes it, as the kernel would; a
+ *     default action is carried out there at once.
  *  7. A signal of the process is never lost: the monitor puts one that no
  *     thread takes where a thread that unblocks it or waits for it later
  *     looks (the process's pending set in ito's hands), then looks for a
@@ -39,7 +41,11 @@
  *     to a thread that ends before it takes it goes back to the process
  *     (the thread's end closes it to routing under its ilock, and hands
  *     back its sigproc bits; so does a thread that blocks one again, or
- *     whose sigwait ends without it). */
+ *     whose sigwait ends without it). Between the kernel and the inbox a
+ *     signal is always in sight: the monitor marks (sig_rt.taking) before
+ *     it reads its signalfd and unmarks once the inbox has what it read,
+ *     so a thread that looks in the kernel's pending set, then at the
+ *     mark and the inbox, sees one of the three (ito__sig_await). */
 #ifndef ITO_CORE_SIGNAL_H
 #define ITO_CORE_SIGNAL_H
 

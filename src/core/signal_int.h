@@ -74,6 +74,7 @@ struct sig_route {
   uint64_t back; /* signals of the process threads handed back, to route again */
   siginfo_t binfo[NSIG_K + 1];
   int in_tramp; /* handlers of ito's running now (sigpending waits) */
+  int taking;   /* the monitor reads its signalfd (ito__sig_monitor_take) */
   int routing;  /* the monitor routes what it took */
 };
 extern struct sig_route ito__sig_rt HIDDEN;
