@@ -184,6 +184,7 @@ static void fiber_reset(fiber *f) {
   f->asan_fake = NULL;
   f->tls = NULL;
   f->create_worker = NULL;
+  f->in_handler = 0;
 }
 
 /* Stacks of a size the program asked for (smaller or larger than the

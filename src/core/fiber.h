@@ -70,6 +70,11 @@ typedef struct __attribute__((aligned(64))) fiber {
   uint32_t own_class; /* FIBER_OWN: log2 of the mapping's size, rounded down */
   uint32_t dirty;     /* free, on a shared list: its touched pages, counted in the
                          bound on free stacks' resident memory (0: none counted) */
+  /* inside a kernel signal frame of ito's (tramp) on this stack: never
+   * preempted there (preempt.h, invariant 3). The fiber's, as callout
+   * is (below); a jump out of a handler clears it (ito__dropin_jumped), and so
+   * does the fiber's return to a free list. A depth. */
+  uint8_t in_handler;
   /* A fiber made by taking a fork record starts by resuming that record.
    * A fiber started by ito_create keeps here its creator's continuation
    * (a create record), published at create_idx of create_worker's deque. */

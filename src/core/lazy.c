@@ -96,6 +96,7 @@ void ito__claim_record(const struct ito_rec *rec, fiber *nf) {
   nf->thread = rec->fiber->thread;
   nf->node1 = rec->fiber->node1; /* the same work goes on (nodeq.h, invariant 3) */
   nf->placed = 0;
+  nf->in_handler = 0;
   nf->start = *rec;
   nf->start.regs[REC_SP] = (uint64_t)(uintptr_t)continuation_sp(tg, rec, nf);
   nf->sp = NULL; /* ito__run_fiber resumes nf->start there */

@@ -241,7 +241,7 @@ static bool may_preempt(worker *w, fiber *f, const ucontext_t *uc, bool *in_kwai
   *in_kwait = false;
   ithread *t = f->thread;
   bool cancel = ito__preempt_cancel_due(t);
-  if (!t || !(ito__preemptible(t) || cancel) || t->in_handler || f->callout || w->post_fn)
+  if (!t || !(ito__preemptible(t) || cancel) || f->in_handler || f->callout || w->post_fn)
     return false;
   /* a pinned thread stays on its OS thread: never suspended, but an
    * asynchronous cancellation acts on it there, as glibc's does */

@@ -677,7 +677,7 @@ static void tramp(int sig, siginfo_t *si, void *uc) {
   worker *w = cur_worker();
   fiber *f = w ? w->cur : NULL;
   ithread *t = f && in_context_of(f, uc) ? f->thread : NULL;
-  if (t) t->in_handler++; /* never preempted inside this frame (preempt.h, invariant 3) */
+  if (t) f->in_handler++; /* never preempted inside this frame (preempt.h, invariant 3) */
   uintptr_t v = si ? (uintptr_t)si->si_value.sival_ptr : 0;
   if (si && (v & NUDGE_MASK) == NUDGE_BITS && si->si_code == SI_QUEUE && si->si_pid == getpid()) {
     /* a nudge: the thread it is for, if it runs here, delivers */
@@ -687,7 +687,7 @@ static void tramp(int sig, siginfo_t *si, void *uc) {
       deliver_pending(t, uc, frame);
       frame_return(w, uc);
     }
-    if (t) t->in_handler--;
+    if (t) f->in_handler--;
     __atomic_sub_fetch(&ito__sig_rt.in_tramp, 1, __ATOMIC_ACQ_REL);
     errno = saved;
     return;
@@ -705,7 +705,7 @@ static void tramp(int sig, siginfo_t *si, void *uc) {
     __atomic_fetch_or(&ito__sig_rt.inbox, SIGBIT(sig), __ATOMIC_RELEASE);
     ito__monitor_poke();
   }
-  if (t) t->in_handler--;
+  if (t) f->in_handler--;
   __atomic_sub_fetch(&ito__sig_rt.in_tramp, 1, __ATOMIC_ACQ_REL);
   errno = saved;
 }

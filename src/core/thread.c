@@ -63,6 +63,7 @@ static inline void thread_release(ithread *t) {
   t->pin = 0;
   t->name[0] = 0;
   t->policy = t->prio = t->explicit_sched = 0;
+  f->in_handler = 0; /* (a thread that ended inside a handler: pthread_exit) */
   if (UNLIKELY(ito__sig_on)) ito__sig_thread_release(t);
   worker *w = cur_worker();
   fiber_put(w ? &w->fibers : NULL, f);

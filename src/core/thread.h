@@ -70,10 +70,9 @@ typedef struct ithread {
   long long cpu_ns; /* CPU time charged to it (cpuclock.h) */
   long long cpu_in; /* its worker's thread CPU time when it last came on */
   /* preemption (preempt.h): a team member of a drop-in library, preemptible
-   * while set; inside a kernel signal frame of ito's: never preempted there
-   * (and inside a call to another object's code: fiber.callout) */
+   * while set (never inside a kernel signal frame of ito's, nor inside a
+   * call to another object's code: fiber.in_handler, fiber.callout) */
   int preempt;
-  short in_handler; /* (a depth: a few at most) */
 } ithread;
 
 enum { TS_RUNNING = 0, TS_EXITING = 1, TS_DONE = 2, TS_CLAIMED = 3 };

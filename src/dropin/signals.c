@@ -54,8 +54,7 @@ int ito__dropin_sig_restartable(void) { return ito__sig_restartable(); }
 
 void ito__dropin_jumped(void) {
   worker *w = cur_worker();
-  ithread *t = running_thread(w);
-  if (t) t->in_handler = 0;
+  if (w && w->cur) w->cur->in_handler = 0;
 }
 
 /* ---- cancellation ------------------------------------------------------------------------- */
