@@ -248,6 +248,15 @@ static bool place_by_node(worker *w, fiber *f, const struct thread_opts *o, bool
   return false;
 }
 
+/* A task: detached from birth, never handed out, never a taker of a
+ * process signal nor preempted (TH_ANON). */
+static inline void mark_anon(ithread *t) {
+  t->joiner = JOINER_DETACHED;
+  t->detach_refs = 1;
+  t->flags = TH_DETACHED | TH_ANON;
+  t->preempt = 0; /* (a team member that ended abnormally may have left it set) */
+}
+
 int ito__thread_start(fiber *f, void *(*fn)(void *), void *arg, const struct thread_opts *o,
                       ithread **out, ito_thread_t *hout) {
   worker *w = cur_worker();
@@ -257,7 +266,9 @@ int ito__thread_start(fiber *f, void *(*fn)(void *), void *arg, const struct thr
   if (UNLIKELY(ito__sig_on))
     ito__sig_thread_begin(t, o->has_sigmask ? &o->sigmask : NULL, !o->anon);
   if (UNLIKELY(LOAD_RLX(&ito__forked))) ito__monitor_restart();
-  if (o->detached) {
+  if (o->anon) {
+    mark_anon(t); /* (as the fast spawn marks its tasks) */
+  } else if (o->detached) {
     t->joiner = JOINER_DETACHED;
     t->detach_refs = 1;
     t->flags = TH_DETACHED;
@@ -433,13 +444,6 @@ static void copy_arg(void *dst, const void *arg, size_t size, void (*cpy)(void *
     cpy(dst, (void *)arg);
   else if (size)
     memcpy(dst, arg, size);
-}
-
-static inline void mark_anon(ithread *t) {
-  t->joiner = JOINER_DETACHED;
-  t->detach_refs = 1;
-  t->flags = TH_DETACHED | TH_ANON;
-  t->preempt = 0; /* (a team member that ended abnormally may have left it set) */
 }
 
 /* placed, node: a task with data (thread_opts) */
